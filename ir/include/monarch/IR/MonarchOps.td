@@ -1,0 +1,756 @@
+//===- MonarchOps.td - monarch dialect operations ----------*- tablegen -*-===//
+//
+// Operations of the `monarch` dialect, grouped by the pipeline stage that
+// introduces them: meshes and actors (traced), control messages and data
+// channels (split), and per-rank plan instructions (planned). See
+// docs/dialect.md for the rationale of each shape.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MONARCH_IR_MONARCHOPS_TD
+#define MONARCH_IR_MONARCHOPS_TD
+
+include "monarch/IR/MonarchBase.td"
+include "monarch/IR/MonarchAttrs.td"
+include "mlir/IR/SymbolInterfaces.td"
+include "mlir/IR/OpAsmInterface.td"
+include "mlir/IR/RegionKindInterface.td"
+include "mlir/Interfaces/FunctionInterfaces.td"
+include "mlir/Interfaces/CallInterfaces.td"
+include "mlir/Interfaces/ControlFlowInterfaces.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+include "mlir/Interfaces/InferTypeOpInterface.td"
+
+/// Ranks, stream and group ids, indices and sizes: non-negative integers.
+def Monarch_NonNegI64 : ConfinedAttr<I64Attr, [IntNonNegative]>;
+
+def Monarch_ScalarType : AnyTypeOf<[AnySignlessInteger, AnyFloat, Index]>;
+def Monarch_StaticTensor : Type<
+    And<[AnyRankedTensor.predicate, HasStaticShapePred]>,
+    "statically shaped tensor", "::mlir::RankedTensorType">;
+
+//===----------------------------------------------------------------------===//
+// Meshes
+//===----------------------------------------------------------------------===//
+
+def Monarch_ProcMeshOp : Monarch_Op<"proc_mesh", [
+    Symbol,
+    DeclareOpInterfaceMethods<Monarch_MeshOpInterface>,
+    DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+  let summary = "A named multi-dimensional mesh of processes";
+  let description = [{
+    Declares a mesh of processes with named dimensions and static extents;
+    ranks are the row-major linear indices into the shape. The `grid` is the
+    upstream `shard.grid` of the same shape, used to annotate the sharding of
+    tensors that live on this mesh.
+
+    Example:
+
+    ```mlir
+    shard.grid @mesh_grid(shape = 1x4)
+    monarch.proc_mesh @mesh(hosts = 1, gpus = 4) grid @mesh_grid
+    ```
+  }];
+  let arguments = (ins
+    SymbolNameAttr:$sym_name,
+    StrArrayAttr:$dims,
+    DenseI64ArrayAttr:$shape,
+    FlatSymbolRefAttr:$grid
+  );
+  let assemblyFormat = [{
+    $sym_name `(` custom<DimList>($dims, $shape) `)` `grid` $grid attr-dict
+  }];
+  let hasVerifier = 1;
+}
+
+def Monarch_MeshSliceOp : Monarch_Op<"mesh_slice", [
+    Symbol,
+    DeclareOpInterfaceMethods<Monarch_MeshOpInterface>,
+    DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+  let summary = "A rectangular sub-mesh of a proc mesh or of another slice";
+  let description = [{
+    Selects the half-open range `[start, end)` along every dimension of its
+    parent mesh, keeping the parent's dimension names. Ranks of the slice
+    are row-major indices into the slice shape; `getParentRank` maps them to
+    ranks of the parent. `grid` is the `shard.grid` of the slice's shape.
+
+    Example:
+
+    ```mlir
+    monarch.mesh_slice @s0_mesh of @mesh(hosts = 0 to 1, gpus = 0 to 2)
+        grid @s0_grid
+    ```
+  }];
+  let arguments = (ins
+    SymbolNameAttr:$sym_name,
+    FlatSymbolRefAttr:$parent,
+    StrArrayAttr:$dims,
+    DenseI64ArrayAttr:$starts,
+    DenseI64ArrayAttr:$ends,
+    FlatSymbolRefAttr:$grid
+  );
+  let assemblyFormat = [{
+    $sym_name `of` $parent `(` custom<RangeList>($dims, $starts, $ends) `)`
+    `grid` $grid attr-dict
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// Rank in the parent mesh of rank `rank` of this slice.
+    int64_t getParentRank(::llvm::ArrayRef<int64_t> parentShape, int64_t rank);
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Actors
+//===----------------------------------------------------------------------===//
+
+def Monarch_ActorClassOp : Monarch_Op<"actor_class", [
+    Symbol, SymbolTable, IsolatedFromAbove, NoTerminator, SingleBlock,
+    NoRegionArguments]> {
+  let summary = "An actor class: its state and its endpoints";
+  let description = [{
+    Holds the `monarch.state` declarations and the `monarch.endpoint`s of an
+    actor class. The class is independent of any mesh; `monarch.actor_mesh`
+    spawns it on one.
+
+    Example:
+
+    ```mlir
+    monarch.actor_class @Stage {
+      monarch.state @w : tensor<4x4xf32>
+      monarch.endpoint @forward(%x: tensor<8x4xf32>) -> tensor<8x4xf32> {
+        %w = monarch.state_get @w : tensor<4x4xf32>
+        ...
+        monarch.return %y : tensor<8x4xf32>
+      }
+    }
+    ```
+  }];
+  let arguments = (ins SymbolNameAttr:$sym_name);
+  let regions = (region SizedRegion<1>:$body);
+  let assemblyFormat = "$sym_name attr-dict-with-keyword $body";
+  let hasVerifier = 1;
+  let skipDefaultBuilders = 1;
+  let builders = [OpBuilder<(ins "::llvm::StringRef":$name)>];
+}
+
+def Monarch_StateOp : Monarch_Op<"state", [
+    Symbol, HasParent<"ActorClassOp">]> {
+  let summary = "A piece of actor state (a parameter) kept on every rank";
+  let description = [{
+    Declares state that each rank of an actor mesh keeps across steps; the
+    type is the per-rank type. Endpoints read it with `monarch.state_get` and
+    replace it with `monarch.state_set`.
+
+    ```mlir
+    monarch.state @w : tensor<4x4xf32>
+    ```
+  }];
+  let arguments = (ins SymbolNameAttr:$sym_name, TypeAttr:$type);
+  let assemblyFormat = "$sym_name `:` $type attr-dict";
+  let hasVerifier = 1;
+}
+
+def Monarch_EndpointOp : Monarch_Op<"endpoint", [
+    HasParent<"ActorClassOp">, FunctionOpInterface, IsolatedFromAbove,
+    AutomaticAllocationScope, OpAsmOpInterface]> {
+  let summary = "An actor method: per-rank code run on every rank";
+  let description = [{
+    The traced body of an actor method. Each rank of the actor mesh runs it
+    on its own data: an argument whose `monarch.dist` attribute splits it
+    over mesh dimensions arrives as that rank's shard (the signature holds
+    per-rank types), and a result with `monarch.dist` is assembled from the
+    per-rank results; without the attribute values are replicated.
+
+    ```mlir
+    monarch.endpoint @forward(%x: tensor<2x4xf32> {monarch.dist = #monarch.dist<[["gpus"], []]>})
+        -> tensor<2x4xf32> {
+      ...
+      monarch.return %y : tensor<2x4xf32>
+    }
+    ```
+  }];
+  let arguments = (ins
+    SymbolNameAttr:$sym_name,
+    TypeAttrOf<FunctionType>:$function_type,
+    OptionalAttr<DictArrayAttr>:$arg_attrs,
+    OptionalAttr<DictArrayAttr>:$res_attrs
+  );
+  let regions = (region AnyRegion:$body);
+  let hasCustomAssemblyFormat = 1;
+  let hasVerifier = 1;
+  let skipDefaultBuilders = 1;
+  let builders = [OpBuilder<(ins "::llvm::StringRef":$name,
+                                 "::mlir::FunctionType":$type)>];
+  let extraClassDeclaration = [{
+    ::mlir::Region *getCallableRegion() { return &getBody(); }
+    ::llvm::ArrayRef<::mlir::Type> getArgumentTypes() {
+      return getFunctionType().getInputs();
+    }
+    ::llvm::ArrayRef<::mlir::Type> getResultTypes() {
+      return getFunctionType().getResults();
+    }
+    static ::llvm::StringRef getDefaultDialect() { return "monarch"; }
+    /// Distribution of argument `i` (replicated when absent).
+    DistAttr getArgDist(unsigned i);
+    /// Distribution of result `i` (replicated when absent).
+    DistAttr getResultDist(unsigned i);
+  }];
+}
+
+def Monarch_ReturnOp : Monarch_Op<"return", [
+    Pure, HasParent<"EndpointOp">, ReturnLike, Terminator]> {
+  let summary = "Returns the per-rank results of an endpoint";
+  let description = [{
+    ```mlir
+    monarch.return %y : tensor<8x4xf32>
+    ```
+  }];
+  let arguments = (ins Variadic<AnyType>:$operands);
+  let assemblyFormat = "attr-dict ($operands^ `:` type($operands))?";
+  let builders = [OpBuilder<(ins), [{ build($_builder, $_state, {}); }]>];
+  let hasVerifier = 1;
+}
+
+def Monarch_StateGetOp : Monarch_Op<"state_get", [
+    DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+  let summary = "Reads actor state on the current rank";
+  let description = [{
+    ```mlir
+    %w = monarch.state_get @w : tensor<4x4xf32>
+    ```
+  }];
+  let arguments = (ins FlatSymbolRefAttr:$state);
+  let results = (outs AnyType:$result);
+  let assemblyFormat = "$state attr-dict `:` type($result)";
+}
+
+def Monarch_StateSetOp : Monarch_Op<"state_set", [
+    DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+  let summary = "Replaces actor state on the current rank";
+  let description = [{
+    The new value is kept on the rank for later steps.
+
+    ```mlir
+    monarch.state_set @w = %w2 : tensor<4x4xf32>
+    ```
+  }];
+  let arguments = (ins FlatSymbolRefAttr:$state, AnyType:$value);
+  let assemblyFormat = "$state `=` $value attr-dict `:` type($value)";
+}
+
+def Monarch_ActorMeshOp : Monarch_Op<"actor_mesh", [
+    Symbol, DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+  let summary = "An actor class spawned on every rank of a mesh";
+  let description = [{
+    One actor per rank of `mesh` (a `monarch.proc_mesh` or
+    `monarch.mesh_slice`), each with its own copy of the class state. The
+    verifier checks that every mesh dimension the class's collectives name
+    exists in `mesh`.
+
+    ```mlir
+    monarch.actor_mesh @s0 = @Stage on @s0_mesh
+    ```
+  }];
+  let arguments = (ins
+    SymbolNameAttr:$sym_name,
+    FlatSymbolRefAttr:$actor_class,
+    FlatSymbolRefAttr:$mesh
+  );
+  let assemblyFormat = "$sym_name `=` $actor_class `on` $mesh attr-dict";
+}
+
+class Monarch_EndpointInvokeOp<string mnemonic, list<Trait> traits = []>
+    : Monarch_Op<mnemonic, !listconcat(traits, [
+        DeclareOpInterfaceMethods<SymbolUserOpInterface>])> {
+  code invokeClassDecl = [{
+    /// The actor mesh symbol (`@s0` of `@s0::@forward`).
+    ::mlir::StringAttr getActorMeshName() { return getCallee().getRootReference(); }
+    /// The endpoint symbol (`@forward` of `@s0::@forward`).
+    ::mlir::StringAttr getEndpointName() { return getCallee().getLeafReference(); }
+  }];
+}
+
+def Monarch_CallOp : Monarch_EndpointInvokeOp<"call"> {
+  let summary = "Invokes an endpoint on every rank of an actor mesh";
+  let description = [{
+    Runs endpoint `@actor_mesh::@endpoint` on every rank. Operand and result
+    types are global: an endpoint argument split over mesh dimensions by its
+    `monarch.dist` takes the matching shard of the operand on each rank, and
+    a split result is assembled from the ranks' results.
+
+    ```mlir
+    %y = monarch.call @s0::@forward(%x) : (tensor<8x4xf32>) -> tensor<8x4xf32>
+    ```
+  }];
+  let arguments = (ins SymbolRefAttr:$callee, Variadic<AnyType>:$args);
+  let results = (outs Variadic<AnyType>:$results);
+  let assemblyFormat = [{
+    $callee `(` $args `)` attr-dict `:` functional-type($args, $results)
+  }];
+  let extraClassDeclaration = invokeClassDecl;
+}
+
+def Monarch_BroadcastOp : Monarch_EndpointInvokeOp<"broadcast"> {
+  let summary = "Invokes an endpoint on every rank, discarding results";
+  let description = [{
+    Monarch's `broadcast`: a fire-and-forget `monarch.call`, typically used
+    for endpoints that only update actor state.
+
+    ```mlir
+    monarch.broadcast @s1::@update(%g, %lr) : tensor<4x4xf32>, f32
+    ```
+  }];
+  let arguments = (ins SymbolRefAttr:$callee, Variadic<AnyType>:$args);
+  let assemblyFormat = [{
+    $callee `(` $args `)` attr-dict (`:` type($args)^)?
+  }];
+  let extraClassDeclaration = invokeClassDecl;
+}
+
+//===----------------------------------------------------------------------===//
+// Explicit collectives inside endpoints
+//===----------------------------------------------------------------------===//
+
+class Monarch_MeshCollectiveOp<string mnemonic, list<Trait> traits = []>
+    : Monarch_Op<mnemonic, !listconcat(traits, [Pure])> {
+  let hasVerifier = 1;
+}
+
+def Monarch_AllReduceOp : Monarch_MeshCollectiveOp<"all_reduce",
+    [SameOperandsAndResultType]> {
+  let summary = "All-reduce over named dimensions of the actor mesh";
+  let description = [{
+    Per-rank code (an endpoint body): every rank gets the reduction of the
+    operands of all ranks that share its coordinates outside `dims`.
+
+    ```mlir
+    %g2 = monarch.all_reduce %g over ["gpus"] sum : tensor<4x4xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$input, StrArrayAttr:$dims,
+                       Monarch_ReductionKindAttr:$reduction);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = [{
+    $input `over` $dims $reduction attr-dict `:` type($input)
+  }];
+}
+
+def Monarch_AllGatherOp : Monarch_MeshCollectiveOp<"all_gather"> {
+  let summary = "All-gather along a tensor dimension over mesh dimensions";
+  let description = [{
+    Concatenates the operands of the ranks along `dims` in rank order along
+    tensor dimension `axis`. The result extent of `axis` is the operand
+    extent times the product of the sizes of `dims` (checked where the actor
+    class is spawned on a mesh).
+
+    ```mlir
+    %full = monarch.all_gather %part over ["gpus"] axis 0
+        : tensor<2x4xf32> -> tensor<8x4xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$input, StrArrayAttr:$dims,
+                       Monarch_NonNegI64:$axis);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = [{
+    $input `over` $dims `axis` $axis attr-dict `:` type($input) `->` type($result)
+  }];
+}
+
+def Monarch_ReduceScatterOp : Monarch_MeshCollectiveOp<"reduce_scatter"> {
+  let summary = "Reduce, then scatter along a tensor dimension";
+  let description = [{
+    Reduces the operands of the ranks along `dims` and leaves each rank the
+    slice of tensor dimension `axis` at its index.
+
+    ```mlir
+    %part = monarch.reduce_scatter %g over ["gpus"] axis 0 sum
+        : tensor<8x4xf32> -> tensor<2x4xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$input, StrArrayAttr:$dims,
+                       Monarch_NonNegI64:$axis, Monarch_ReductionKindAttr:$reduction);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = [{
+    $input `over` $dims `axis` $axis $reduction attr-dict `:` type($input)
+    `->` type($result)
+  }];
+}
+
+def Monarch_BroadcastFromOp : Monarch_MeshCollectiveOp<"broadcast_from",
+    [SameOperandsAndResultType]> {
+  let summary = "Broadcast a value from one rank over mesh dimensions";
+  let description = [{
+    Every rank receives the operand of the rank at index `root` along `dims`
+    (a linear index into the sub-mesh those dimensions span).
+
+    ```mlir
+    %w = monarch.broadcast_from %w0 over ["gpus"] root 0 : tensor<4x4xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$input, StrArrayAttr:$dims,
+                       Monarch_NonNegI64:$root);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = [{
+    $input `over` $dims `root` $root attr-dict `:` type($input)
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Placement: controller feeds and fetches, cross-mesh transfers
+//===----------------------------------------------------------------------===//
+
+def Monarch_FeedOp : Monarch_Op<"feed", [
+    SameOperandsAndResultType,
+    DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+  let summary = "Places a controller value on a mesh";
+  let description = [{
+    The value is sent by the controller to the ranks of `mesh` (replicated
+    unless annotated with `shard.shard` afterwards). Feeds are the only
+    inputs that pass through the controller.
+
+    ```mlir
+    %x = monarch.feed %arg0 to @mesh : tensor<8x4xf32>
+    ```
+  }];
+  let arguments = (ins AnyType:$input, FlatSymbolRefAttr:$mesh);
+  let results = (outs AnyType:$result);
+  let assemblyFormat = "$input `to` $mesh attr-dict `:` type($input)";
+}
+
+def Monarch_FetchOp : Monarch_Op<"fetch", [
+    SameOperandsAndResultType,
+    DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+  let summary = "Brings a value on a mesh back to the controller";
+  let description = [{
+    ```mlir
+    %r = monarch.fetch %y from @mesh : tensor<4xf32>
+    ```
+  }];
+  let arguments = (ins AnyType:$input, FlatSymbolRefAttr:$mesh);
+  let results = (outs AnyType:$result);
+  let assemblyFormat = "$input `from` $mesh attr-dict `:` type($input)";
+}
+
+def Monarch_TransferOp : Monarch_Op<"transfer", [
+    DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+  let summary = "Moves a tensor from one mesh to another";
+  let description = [{
+    The pipeline-parallel edge: the tensor living on `from` is made available
+    on `to`, resharded on the way if the two sides annotate different
+    shardings. Both sides hold the same global shape and element type.
+
+    ```mlir
+    %y = monarch.transfer %x from @s0_mesh to @s1_mesh
+        : tensor<8x4xf32> -> tensor<8x4xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$input, FlatSymbolRefAttr:$from,
+                       FlatSymbolRefAttr:$to);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = [{
+    $input `from` $from `to` $to attr-dict `:` type($input) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Split stage: control messages and data channels
+//===----------------------------------------------------------------------===//
+
+def Monarch_ControlMsgOp : Monarch_Op<"control_msg", [
+    DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+  let summary = "One control message from the controller to a mesh";
+  let description = [{
+    Tells every worker of `mesh` to run the listed endpoints, in order, for
+    the current step, with the given scalars. Control messages carry only
+    invocations and small scalars; tensors travel on `monarch.channel`s.
+    Batching several invocations into one message is what makes a compiled
+    step cost one control message per worker. Every invoked actor mesh must
+    live on `mesh` or on a slice of it.
+
+    ```mlir
+    %t = monarch.control_msg to @mesh invoke [@s0::@forward, @s1::@forward]
+        args(%lr : f32) : !monarch.token
+    ```
+  }];
+  let arguments = (ins FlatSymbolRefAttr:$mesh, SymbolRefArrayAttr:$invoke,
+                       Variadic<Monarch_ScalarType>:$scalars);
+  let results = (outs Monarch_TokenType:$token);
+  let assemblyFormat = [{
+    `to` $mesh `invoke` $invoke (`args` `(` $scalars^ `:` type($scalars) `)`)?
+    attr-dict `:` type($token)
+  }];
+  let hasVerifier = 1;
+}
+
+def Monarch_AwaitOp : Monarch_Op<"await"> {
+  let summary = "Waits for workers to report completion of control messages";
+  let description = [{
+    ```mlir
+    monarch.await %t0, %t1 : !monarch.token, !monarch.token
+    ```
+  }];
+  let arguments = (ins Variadic<Monarch_TokenType>:$tokens);
+  let assemblyFormat = "$tokens attr-dict `:` type($tokens)";
+  let hasVerifier = 1;
+}
+
+def Monarch_ChannelOp : Monarch_Op<"channel", [
+    Symbol, DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+  let summary = "A data channel carrying one tensor between two meshes";
+  let description = [{
+    Tensor bytes flow worker to worker on channels, never through the
+    controller. `monarch-plan-transfers` lowers each channel to
+    point-to-point sends and receives or to a collective.
+
+    ```mlir
+    monarch.channel @c0 from @s0_mesh to @s1_mesh : tensor<8x4xf32>
+    ```
+  }];
+  let arguments = (ins SymbolNameAttr:$sym_name, FlatSymbolRefAttr:$from,
+                       FlatSymbolRefAttr:$to, TypeAttrOf<AnyRankedTensor>:$type);
+  let assemblyFormat = "$sym_name `from` $from `to` $to `:` $type attr-dict";
+}
+
+def Monarch_ChannelSendOp : Monarch_Op<"channel_send", [
+    DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+  let summary = "Puts a tensor on a data channel (sending side)";
+  let description = [{
+    ```mlir
+    monarch.channel_send @c0, %y : tensor<8x4xf32>
+    ```
+  }];
+  let arguments = (ins FlatSymbolRefAttr:$channel, AnyRankedTensor:$value);
+  let assemblyFormat = "$channel `,` $value attr-dict `:` type($value)";
+}
+
+def Monarch_ChannelRecvOp : Monarch_Op<"channel_recv", [
+    DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+  let summary = "Takes a tensor from a data channel (receiving side)";
+  let description = [{
+    ```mlir
+    %y = monarch.channel_recv @c0 : tensor<8x4xf32>
+    ```
+  }];
+  let arguments = (ins FlatSymbolRefAttr:$channel);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = "$channel attr-dict `:` type($result)";
+}
+
+//===----------------------------------------------------------------------===//
+// Planned stage: communicators and per-rank instruction streams
+//===----------------------------------------------------------------------===//
+
+def Monarch_CommunicatorOp : Monarch_Op<"communicator", [
+    Symbol, DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+  let summary = "A group of ranks of a mesh that communicate together";
+  let description = [{
+    Maps onto one NCCL communicator or Gloo context. `ranks` are ranks of
+    `mesh`, listed in the communicator's own rank order.
+
+    ```mlir
+    monarch.communicator @world on @mesh ranks [0, 1, 2, 3] backend gloo
+    ```
+  }];
+  let arguments = (ins SymbolNameAttr:$sym_name, FlatSymbolRefAttr:$mesh,
+                       DenseI64ArrayAttr:$ranks, Monarch_BackendAttr:$backend);
+  let assemblyFormat = [{
+    $sym_name `on` $mesh `ranks` $ranks `backend` $backend attr-dict
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// Position of mesh rank `rank` in this communicator, or -1.
+    int64_t getCommRank(int64_t rank);
+  }];
+}
+
+def Monarch_PlanOp : Monarch_Op<"plan", [
+    Symbol, NoTerminator, SingleBlock, NoRegionArguments,
+    DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+  let summary = "The per-rank execution plan of one compiled step";
+  let description = [{
+    Holds one `monarch.rank_program` per rank of `mesh`.
+
+    ```mlir
+    monarch.plan @step on @mesh {
+      monarch.rank_program rank 0 arena 256 { ... }
+      monarch.rank_program rank 1 arena 256 { ... }
+    }
+    ```
+  }];
+  let arguments = (ins SymbolNameAttr:$sym_name, FlatSymbolRefAttr:$mesh);
+  let regions = (region SizedRegion<1>:$body);
+  let assemblyFormat = "$sym_name `on` $mesh attr-dict-with-keyword $body";
+  let hasVerifier = 1;
+  let skipDefaultBuilders = 1;
+  let builders = [OpBuilder<(ins "::llvm::StringRef":$name,
+                                 "::llvm::StringRef":$mesh)>];
+}
+
+def Monarch_RankProgramOp : Monarch_Op<"rank_program", [
+    HasParent<"PlanOp">, NoTerminator, SingleBlock, NoRegionArguments]> {
+  let summary = "The instruction stream of one rank and its static arena";
+  let description = [{
+    Instructions run in program order, each on its stream; asynchronous ones
+    yield a `!monarch.event` that `monarch.wait` consumes. Every buffer lies
+    inside the rank's arena of `arena` bytes, allocated once.
+
+    ```mlir
+    monarch.rank_program rank 0 arena 256 {
+      monarch.feed_buffer 0 into #monarch.buf<0, tensor<8x4xf32>>
+      ...
+    }
+    ```
+  }];
+  let arguments = (ins Monarch_NonNegI64:$rank, Monarch_NonNegI64:$arena);
+  let regions = (region SizedRegion<1>:$body);
+  let assemblyFormat = "`rank` $rank `arena` $arena attr-dict-with-keyword $body";
+  let hasVerifier = 1;
+  let skipDefaultBuilders = 1;
+  let builders = [OpBuilder<(ins "int64_t":$rank, "int64_t":$arena)>];
+}
+
+class Monarch_PlanInstrOp<string mnemonic, list<Trait> traits = []>
+    : Monarch_Op<mnemonic, !listconcat(traits, [HasParent<"RankProgramOp">])>;
+
+def Monarch_LaunchOp : Monarch_PlanInstrOp<"launch", [
+    DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+  let summary = "Launches a compiled kernel on a stream";
+  let description = [{
+    Calls kernel function `kernel` (a `func.func` in the module) with the
+    `ins` buffers followed by the `outs` buffers; their types must match the
+    kernel's argument types.
+
+    ```mlir
+    %e = monarch.launch @mlp_k0 ins(#monarch.buf<0, tensor<2x4xf32>>,
+        #monarch.buf<32, tensor<4x4xf32>>) outs(#monarch.buf<96, tensor<2x4xf32>>)
+        stream 0 : !monarch.event
+    ```
+  }];
+  let arguments = (ins FlatSymbolRefAttr:$kernel, TypedArrayAttrBase<
+                       Monarch_BufferAttr, "buffer array">:$ins,
+                       TypedArrayAttrBase<Monarch_BufferAttr, "buffer array">:$outs,
+                       Monarch_NonNegI64:$stream);
+  let results = (outs Monarch_EventType:$event);
+  let assemblyFormat = [{
+    $kernel `ins` `(` custom<BufferList>($ins) `)`
+    `outs` `(` custom<BufferList>($outs) `)` `stream` $stream attr-dict
+    `:` type($event)
+  }];
+}
+
+class Monarch_P2POp<string mnemonic, string peerKw>
+    : Monarch_PlanInstrOp<mnemonic, [
+        DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+  let arguments = (ins Monarch_BufferAttr:$buffer, Monarch_NonNegI64:$peer,
+                       FlatSymbolRefAttr:$comm, Monarch_NonNegI64:$stream,
+                       OptionalAttr<Monarch_NonNegI64>:$group);
+  let results = (outs Monarch_EventType:$event);
+  let assemblyFormat = "$buffer `" # peerKw # "` $peer `on` $comm `stream` $stream "
+      # "(`group` $group^)? attr-dict `:` type($event)";
+}
+
+def Monarch_SendOp : Monarch_P2POp<"send", "to"> {
+  let summary = "Sends a buffer to a peer rank";
+  let description = [{
+    Point-to-point send of `buffer` to mesh rank `peer` on communicator
+    `comm`. Sends and receives with the same `group` id are issued together
+    (an NCCL group), so their relative order cannot deadlock.
+
+    ```mlir
+    %e = monarch.send #monarch.buf<0, tensor<8x4xf32>> to 2 on @pp stream 1
+        group 0 : !monarch.event
+    ```
+  }];
+}
+
+def Monarch_RecvOp : Monarch_P2POp<"recv", "from"> {
+  let summary = "Receives a buffer from a peer rank";
+  let description = [{
+    ```mlir
+    %e = monarch.recv #monarch.buf<0, tensor<8x4xf32>> from 0 on @pp stream 1
+        group 0 : !monarch.event
+    ```
+  }];
+}
+
+def Monarch_CollectiveOp : Monarch_PlanInstrOp<"collective", [
+    DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+  let summary = "A collective over a communicator";
+  let description = [{
+    All members of `comm` issue the same collectives in the same order.
+    `input` and `output` may alias (in place). Shape rules, with `n` the
+    communicator size: all_reduce and broadcast keep the shape; all_gather
+    multiplies dimension 0 by `n`; reduce_scatter divides it by `n`;
+    all_to_all keeps the shape and needs dimension 0 divisible by `n`.
+
+    ```mlir
+    %e = monarch.collective all_reduce sum #monarch.buf<0, tensor<4x4xf32>>
+        -> #monarch.buf<0, tensor<4x4xf32>> on @world stream 1 : !monarch.event
+    ```
+  }];
+  let arguments = (ins Monarch_CollectiveKindAttr:$kind,
+                       OptionalAttr<Monarch_ReductionKindAttr>:$reduction,
+                       Monarch_BufferAttr:$input, Monarch_BufferAttr:$output,
+                       FlatSymbolRefAttr:$comm, OptionalAttr<Monarch_NonNegI64>:$root,
+                       Monarch_NonNegI64:$stream, OptionalAttr<Monarch_NonNegI64>:$group);
+  let results = (outs Monarch_EventType:$event);
+  let assemblyFormat = [{
+    $kind ($reduction^)? $input `->` $output `on` $comm (`root` $root^)?
+    `stream` $stream (`group` $group^)? attr-dict `:` type($event)
+  }];
+  let hasVerifier = 1;
+}
+
+def Monarch_WaitOp : Monarch_PlanInstrOp<"wait"> {
+  let summary = "Blocks the rank's program until events complete";
+  let description = [{
+    ```mlir
+    monarch.wait %e0, %e1 : !monarch.event, !monarch.event
+    ```
+  }];
+  let arguments = (ins Variadic<Monarch_EventType>:$events);
+  let assemblyFormat = "$events attr-dict `:` type($events)";
+  let hasVerifier = 1;
+}
+
+def Monarch_FeedBufferOp : Monarch_PlanInstrOp<"feed_buffer"> {
+  let summary = "Copies controller input `index` into a buffer";
+  let description = [{
+    ```mlir
+    monarch.feed_buffer 0 into #monarch.buf<0, tensor<8x4xf32>>
+    ```
+  }];
+  let arguments = (ins Monarch_NonNegI64:$index, Monarch_BufferAttr:$buffer);
+  let assemblyFormat = "$index `into` $buffer attr-dict";
+}
+
+def Monarch_FetchBufferOp : Monarch_PlanInstrOp<"fetch_buffer"> {
+  let summary = "Returns a buffer to the controller as output `index`";
+  let description = [{
+    ```mlir
+    monarch.fetch_buffer 0 from #monarch.buf<64, tensor<4xf32>>
+    ```
+  }];
+  let arguments = (ins Monarch_NonNegI64:$index, Monarch_BufferAttr:$buffer);
+  let assemblyFormat = "$index `from` $buffer attr-dict";
+}
+
+def Monarch_StateBufferOp : Monarch_PlanInstrOp<"state_buffer", [
+    DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+  let summary = "Binds actor state to a persistent arena buffer";
+  let description = [{
+    Actor state lives in the rank's arena across steps: this names the
+    buffer holding state `state` of actor mesh `actor` on this rank; kernels
+    read and update it in place.
+
+    ```mlir
+    monarch.state_buffer @s0::@w at #monarch.buf<0, tensor<4x4xf32>>
+    ```
+  }];
+  let arguments = (ins SymbolRefAttr:$state, Monarch_BufferAttr:$buffer);
+  let assemblyFormat = "$state `at` $buffer attr-dict";
+}
+
+#endif // MONARCH_IR_MONARCHOPS_TD

@@ -1,0 +1,91 @@
+//===- MonarchDialect.cpp - monarch dialect registration --------*- C++ -*-===//
+//
+// Registers the operations, attributes and types of the dialect and checks
+// the discardable `monarch.*` attributes it owns wherever they appear.
+//
+//===----------------------------------------------------------------------===//
+
+#include "monarch/IR/MonarchDialect.h"
+
+#include "mlir/IR/DialectImplementation.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+using namespace mlir;
+using namespace monarch;
+
+#include "monarch/IR/MonarchDialect.cpp.inc"
+#include "monarch/IR/MonarchEnums.cpp.inc"
+#include "monarch/IR/MonarchInterfaces.cpp.inc"
+
+#define GET_TYPEDEF_CLASSES
+#include "monarch/IR/MonarchTypes.cpp.inc"
+
+void MonarchDialect::initialize() {
+  addOperations<
+#define GET_OP_LIST
+#include "monarch/IR/MonarchOps.cpp.inc"
+      >();
+  registerAttributes();
+  addTypes<
+#define GET_TYPEDEF_LIST
+#include "monarch/IR/MonarchTypes.cpp.inc"
+      >();
+}
+
+/// `monarch.dist` must be a `#monarch.dist` with one entry per dimension of
+/// the (ranked tensor) value it describes.
+static LogicalResult verifyDistOn(Operation *op, NamedAttribute attr,
+                                  Type valueType, StringRef what) {
+  auto dist = dyn_cast<DistAttr>(attr.getValue());
+  if (!dist)
+    return op->emitError() << "'" << attr.getName()
+                           << "' must be a #monarch.dist attribute";
+  auto tensor = dyn_cast<RankedTensorType>(valueType);
+  if (!tensor)
+    return op->emitError() << "'" << attr.getName() << "' on " << what
+                           << " requires a ranked tensor, got " << valueType;
+  if (static_cast<int64_t>(dist.getSplit().size()) != tensor.getRank())
+    return op->emitError() << "'" << attr.getName() << "' on " << what
+                           << " has " << dist.getSplit().size()
+                           << " entries but the tensor has rank "
+                           << tensor.getRank();
+  return success();
+}
+
+LogicalResult MonarchDialect::verifyOperationAttribute(Operation *op,
+                                                       NamedAttribute attr) {
+  if (attr.getName() == getDistAttrName())
+    return op->emitError() << "'" << attr.getName()
+                           << "' is only valid on endpoint arguments and "
+                              "results";
+  return op->emitError() << "unknown monarch attribute '" << attr.getName()
+                         << "'";
+}
+
+LogicalResult MonarchDialect::verifyRegionArgAttribute(Operation *op,
+                                                       unsigned regionIndex,
+                                                       unsigned argIndex,
+                                                       NamedAttribute attr) {
+  if (attr.getName() != getDistAttrName())
+    return op->emitError() << "unknown monarch argument attribute '"
+                           << attr.getName() << "'";
+  Region &region = op->getRegion(regionIndex);
+  if (region.empty() || argIndex >= region.getNumArguments())
+    return success();
+  return verifyDistOn(op, attr, region.getArgument(argIndex).getType(),
+                      "argument #" + std::to_string(argIndex));
+}
+
+LogicalResult MonarchDialect::verifyRegionResultAttribute(Operation *op,
+                                                          unsigned regionIndex,
+                                                          unsigned resultIndex,
+                                                          NamedAttribute attr) {
+  if (attr.getName() != getDistAttrName())
+    return op->emitError() << "unknown monarch result attribute '"
+                           << attr.getName() << "'";
+  auto fn = dyn_cast<FunctionOpInterface>(op);
+  if (!fn || resultIndex >= fn.getNumResults())
+    return success();
+  return verifyDistOn(op, attr, fn.getResultTypes()[resultIndex],
+                      "result #" + std::to_string(resultIndex));
+}
