@@ -72,7 +72,7 @@ LogicalResult DistAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                               "non-empty strings";
       if (!seen.insert(name.getValue()).second)
         return emitError() << "mesh dimension \"" << name.getValue()
-                           << "\" splits more than one tensor dimension";
+                           << "\" appears more than once in #monarch.dist";
     }
   }
   return success();
@@ -88,9 +88,8 @@ SmallVector<StringRef> DistAttr::getSplitDims(unsigned i) const {
 bool DistAttr::isReplicated() const {
   if (getPartial())
     return false;
-  return llvm::all_of(getSplit(), [](Attribute a) {
-    return cast<ArrayAttr>(a).empty();
-  });
+  return llvm::all_of(getSplit(),
+                      [](Attribute a) { return cast<ArrayAttr>(a).empty(); });
 }
 
 //===----------------------------------------------------------------------===//
@@ -103,6 +102,19 @@ LogicalResult BufferAttr::verify(function_ref<InFlightDiagnostic()> emitError,
     return emitError() << "buffer offset must be non-negative, got " << offset;
   if (!type.hasStaticShape())
     return emitError() << "buffer type must have a static shape, got " << type;
+  // Sizes stay below 2^62 bytes so offset + size never overflows.
+  constexpr int64_t kMaxBytes = int64_t(1) << 62;
+  int64_t bytes = type.getElementType().isIntOrFloat()
+                      ? (type.getElementType().getIntOrFloatBitWidth() + 7) / 8
+                      : 1;
+  for (int64_t d : type.getShape()) {
+    if (d != 0 && bytes > kMaxBytes / d)
+      return emitError() << "buffer of type " << type
+                         << " is larger than 2^62 bytes";
+    bytes *= d;
+  }
+  if (offset >= kMaxBytes)
+    return emitError() << "buffer offset " << offset << " is not below 2^62";
   if (!type.getElementType().isIntOrIndexOrFloat() ||
       type.getElementType().isIndex())
     return emitError() << "buffer element type must be an integer or float, "

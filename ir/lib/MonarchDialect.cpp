@@ -38,15 +38,16 @@ static LogicalResult verifyDistOn(Operation *op, NamedAttribute attr,
                                   Type valueType, StringRef what) {
   auto dist = dyn_cast<DistAttr>(attr.getValue());
   if (!dist)
-    return op->emitError() << "'" << attr.getName()
+    return op->emitError() << "'" << attr.getName().getValue()
                            << "' must be a #monarch.dist attribute";
   auto tensor = dyn_cast<RankedTensorType>(valueType);
   if (!tensor)
-    return op->emitError() << "'" << attr.getName() << "' on " << what
-                           << " requires a ranked tensor, got " << valueType;
+    return op->emitError() << "'" << attr.getName().getValue() << "' on "
+                           << what << " requires a ranked tensor, got "
+                           << valueType;
   if (static_cast<int64_t>(dist.getSplit().size()) != tensor.getRank())
-    return op->emitError() << "'" << attr.getName() << "' on " << what
-                           << " has " << dist.getSplit().size()
+    return op->emitError() << "'" << attr.getName().getValue() << "' on "
+                           << what << " has " << dist.getSplit().size()
                            << " entries but the tensor has rank "
                            << tensor.getRank();
   return success();
@@ -54,21 +55,25 @@ static LogicalResult verifyDistOn(Operation *op, NamedAttribute attr,
 
 LogicalResult MonarchDialect::verifyOperationAttribute(Operation *op,
                                                        NamedAttribute attr) {
-  if (attr.getName() == getDistAttrName())
-    return op->emitError() << "'" << attr.getName()
+  if (attr.getName().getValue() == getDistAttrName())
+    return op->emitError() << "'" << attr.getName().getValue()
                            << "' is only valid on endpoint arguments and "
                               "results";
-  return op->emitError() << "unknown monarch attribute '" << attr.getName()
-                         << "'";
+  return op->emitError() << "unknown monarch attribute '"
+                         << attr.getName().getValue() << "'";
 }
 
 LogicalResult MonarchDialect::verifyRegionArgAttribute(Operation *op,
                                                        unsigned regionIndex,
                                                        unsigned argIndex,
                                                        NamedAttribute attr) {
-  if (attr.getName() != getDistAttrName())
+  if (attr.getName().getValue() != getDistAttrName())
     return op->emitError() << "unknown monarch argument attribute '"
-                           << attr.getName() << "'";
+                           << attr.getName().getValue() << "'";
+  if (!isa<EndpointOp>(op))
+    return op->emitError() << "'" << attr.getName().getValue()
+                           << "' is only valid on endpoint arguments and "
+                              "results";
   Region &region = op->getRegion(regionIndex);
   if (region.empty() || argIndex >= region.getNumArguments())
     return success();
@@ -80,9 +85,13 @@ LogicalResult MonarchDialect::verifyRegionResultAttribute(Operation *op,
                                                           unsigned regionIndex,
                                                           unsigned resultIndex,
                                                           NamedAttribute attr) {
-  if (attr.getName() != getDistAttrName())
+  if (attr.getName().getValue() != getDistAttrName())
     return op->emitError() << "unknown monarch result attribute '"
-                           << attr.getName() << "'";
+                           << attr.getName().getValue() << "'";
+  if (!isa<EndpointOp>(op))
+    return op->emitError() << "'" << attr.getName().getValue()
+                           << "' is only valid on endpoint arguments and "
+                              "results";
   auto fn = dyn_cast<FunctionOpInterface>(op);
   if (!fn || resultIndex >= fn.getNumResults())
     return success();

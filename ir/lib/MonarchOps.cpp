@@ -15,8 +15,8 @@
 #include "mlir/IR/OpImplementation.h"
 #include "mlir/Interfaces/FunctionImplementation.h"
 #include "llvm/ADT/STLExtras.h"
-#include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/SmallSet.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringSet.h"
 
 using namespace mlir;
@@ -48,9 +48,10 @@ bool monarch::isSameOrSliceOf(MeshOpInterface inner, MeshOpInterface outer,
   return false;
 }
 
-FailureOr<SmallVector<int64_t>>
-monarch::getLocalShape(ArrayRef<int64_t> shape, DistAttr dist,
-                       MeshOpInterface mesh, std::string &error) {
+FailureOr<SmallVector<int64_t>> monarch::getLocalShape(ArrayRef<int64_t> shape,
+                                                       DistAttr dist,
+                                                       MeshOpInterface mesh,
+                                                       std::string &error) {
   SmallVector<int64_t> local(shape);
   if (!dist)
     return local;
@@ -66,7 +67,12 @@ monarch::getLocalShape(ArrayRef<int64_t> shape, DistAttr dist,
       }
       factor *= meshShape[idx];
     }
-    if (ShapedType::isDynamic(shape[i]) || shape[i] % factor != 0) {
+    if (ShapedType::isDynamic(shape[i])) {
+      error = "tensor dimension " + std::to_string(i) +
+              " is split over the mesh and must have a static size";
+      return failure();
+    }
+    if (shape[i] % factor != 0) {
       error = "tensor dimension " + std::to_string(i) + " of size " +
               std::to_string(shape[i]) + " is not divisible by " +
               std::to_string(factor) + " ranks";
@@ -77,19 +83,15 @@ monarch::getLocalShape(ArrayRef<int64_t> shape, DistAttr dist,
   return local;
 }
 
-static bool isValidIdentifier(StringRef s) {
-  if (s.empty() || !(llvm::isAlpha(s.front()) || s.front() == '_'))
-    return false;
-  return llvm::all_of(s, [](char c) {
-    return llvm::isAlnum(c) || c == '_' || c == '$' || c == '.';
-  });
+/// "@name does not name a <what>": the one wording for unresolved symbols.
+static InFlightDiagnostic unresolved(Operation *op, StringAttr name,
+                                     StringRef what) {
+  return op->emitOpError() << FlatSymbolRefAttr::get(name)
+                           << " does not name a " << what;
 }
 
 static void printDimName(OpAsmPrinter &p, StringRef name) {
-  if (isValidIdentifier(name))
-    p << name;
-  else
-    p << '"' << name << '"';
+  p.printKeywordOrString(name);
 }
 
 static LogicalResult verifyDimNames(Operation *op, ArrayAttr dims) {
@@ -110,7 +112,7 @@ static LogicalResult verifyGrid(Operation *op, FlatSymbolRefAttr gridRef,
                                 SymbolTableCollection &tables) {
   auto grid = tables.lookupNearestSymbolFrom<shard::GridOp>(op, gridRef);
   if (!grid)
-    return op->emitOpError("'") << gridRef << "' does not name a shard.grid";
+    return unresolved(op, gridRef.getAttr(), "shard.grid");
   if (grid.getShape() != shape)
     return op->emitOpError("grid ")
            << gridRef << " has shape [" << grid.getShape()
@@ -122,11 +124,12 @@ static MeshOpInterface resolveMesh(Operation *op, FlatSymbolRefAttr ref,
                                    SymbolTableCollection &tables) {
   MeshOpInterface mesh = lookupMesh(op, ref, &tables);
   if (!mesh)
-    op->emitOpError("'") << ref.getValue()
-                         << "' does not name a monarch.proc_mesh or "
-                            "monarch.mesh_slice";
+    unresolved(op, ref.getAttr(), "monarch.proc_mesh or monarch.mesh_slice");
   return mesh;
 }
+
+/// Upper bound on ranks in a mesh; keeps rank arithmetic far from overflow.
+static constexpr int64_t kMaxRanks = int64_t(1) << 30;
 
 //===----------------------------------------------------------------------===//
 // Custom directives
@@ -198,6 +201,16 @@ static void printRangeList(OpAsmPrinter &p, Operation *, ArrayAttr dims,
   }
 }
 
+/// One `#monarch.buf<...>`, printed in full (as in lists) for readability.
+static ParseResult parseBuffer(OpAsmParser &parser, BufferAttr &buffer) {
+  // Accepts `#monarch.buf<...>` and the short `<...>` form alike.
+  return parser.parseCustomAttributeWithFallback(buffer);
+}
+
+static void printBuffer(OpAsmPrinter &p, Operation *, BufferAttr buffer) {
+  p.printAttribute(buffer);
+}
+
 /// `#monarch.buf<...>, ...` (possibly empty).
 static ParseResult parseBufferList(OpAsmParser &parser, ArrayAttr &buffers) {
   SmallVector<Attribute> list;
@@ -235,11 +248,16 @@ LogicalResult ProcMeshOp::verify() {
   if (getDims().size() != getShape().size())
     return emitOpError("has ") << getDims().size() << " dimension names but "
                                << getShape().size() << " sizes";
-  for (auto [name, size] : llvm::zip(getDims(), getShape()))
+  int64_t ranks = 1;
+  for (auto [name, size] : llvm::zip(getDims(), getShape())) {
     if (size <= 0)
       return emitOpError("dimension \"")
              << cast<StringAttr>(name).getValue()
              << "\" must have a positive size, got " << size;
+    ranks *= std::min<int64_t>(size, kMaxRanks + 1);
+    if (ranks > kMaxRanks)
+      return emitOpError("has more than ") << kMaxRanks << " ranks";
+  }
   return verifyDimNames(*this, getDims());
 }
 
@@ -280,6 +298,18 @@ LogicalResult MeshSliceOp::verifySymbolUses(SymbolTableCollection &tables) {
   MeshOpInterface parent = resolveMesh(*this, getParentAttr(), tables);
   if (!parent)
     return failure();
+  // The chain of parents must end at a proc mesh.
+  llvm::SmallPtrSet<Operation *, 8> seen{getOperation()};
+  for (MeshOpInterface m = parent; !isa<ProcMeshOp>(m.getOperation());) {
+    if (!seen.insert(m.getOperation()).second)
+      return emitOpError("slice chain through ")
+             << getParentAttr() << " is a cycle and never reaches a "
+             << "monarch.proc_mesh";
+    auto slice = cast<MeshSliceOp>(m.getOperation());
+    m = lookupMesh(slice, slice.getParentAttr(), &tables);
+    if (!m)
+      return success(); // That slice reports its own missing parent.
+  }
   SmallVector<StringRef> parentDims = parent.getDimNames();
   SmallVector<int64_t> parentShape = parent.getMeshShape();
   if (parentDims.size() != getDims().size())
@@ -294,9 +324,9 @@ LogicalResult MeshSliceOp::verifySymbolUses(SymbolTableCollection &tables) {
              << " names it \"" << parentDims[i] << "\"";
     if (getEnds()[i] > parentShape[i])
       return emitOpError("range ")
-             << getStarts()[i] << " to " << getEnds()[i]
-             << " of dimension \"" << dim << "\" exceeds its size "
-             << parentShape[i] << " in parent " << getParentAttr();
+             << getStarts()[i] << " to " << getEnds()[i] << " of dimension \""
+             << dim << "\" exceeds its size " << parentShape[i] << " in parent "
+             << getParentAttr();
   }
   return verifyGrid(*this, getGridAttr(), getMeshShape(), tables);
 }
@@ -370,18 +400,15 @@ void EndpointOp::build(OpBuilder &builder, OperationState &state,
                        StringRef name, FunctionType type) {
   state.addAttribute(mlir::SymbolTable::getSymbolAttrName(),
                      builder.getStringAttr(name));
-  state.addAttribute(getFunctionTypeAttrName(state.name),
-                     TypeAttr::get(type));
+  state.addAttribute(getFunctionTypeAttrName(state.name), TypeAttr::get(type));
   state.addRegion();
 }
 
 ParseResult EndpointOp::parse(OpAsmParser &parser, OperationState &result) {
-  auto buildFuncType = [](Builder &builder, ArrayRef<Type> argTypes,
-                          ArrayRef<Type> results,
-                          function_interface_impl::VariadicFlag,
-                          std::string &) {
-    return builder.getFunctionType(argTypes, results);
-  };
+  auto buildFuncType =
+      [](Builder &builder, ArrayRef<Type> argTypes, ArrayRef<Type> results,
+         function_interface_impl::VariadicFlag,
+         std::string &) { return builder.getFunctionType(argTypes, results); };
   return function_interface_impl::parseFunctionOp(
       parser, result, /*allowVariadic=*/false,
       getFunctionTypeAttrName(result.name), buildFuncType,
@@ -438,9 +465,8 @@ static LogicalResult verifyStateAccess(Operation *op, FlatSymbolRefAttr ref,
     return op->emitOpError("actor class @")
            << actorClass.getSymName() << " has no state " << ref;
   if (state.getType() != type)
-    return op->emitOpError("type ")
-           << type << " does not match state " << ref << " of type "
-           << state.getType();
+    return op->emitOpError("type ") << type << " does not match state " << ref
+                                    << " of type " << state.getType();
   return success();
 }
 
@@ -449,8 +475,7 @@ LogicalResult StateGetOp::verifySymbolUses(SymbolTableCollection &tables) {
 }
 
 LogicalResult StateSetOp::verifySymbolUses(SymbolTableCollection &tables) {
-  return verifyStateAccess(*this, getStateAttr(), getValue().getType(),
-                           tables);
+  return verifyStateAccess(*this, getStateAttr(), getValue().getType(), tables);
 }
 
 //===----------------------------------------------------------------------===//
@@ -481,14 +506,18 @@ static LogicalResult verifyAxisResize(Operation *op, RankedTensorType small,
     if (i == axis)
       continue;
     if (small.getDimSize(i) != big.getDimSize(i))
-      return op->emitOpError("dimension ") << i << " must be equal on both "
-                                           << "sides, got "
-                                           << small.getDimSize(i) << " and "
-                                           << big.getDimSize(i);
+      return op->emitOpError("dimension ")
+             << i << " must be equal on both "
+             << "sides, got " << small.getDimSize(i) << " and "
+             << big.getDimSize(i);
   }
   int64_t s = small.getDimSize(axis), b = big.getDimSize(axis);
-  if (!ShapedType::isDynamic(s) && !ShapedType::isDynamic(b) &&
-      (s <= 0 || b % s != 0))
+  if (ShapedType::isDynamic(s) || ShapedType::isDynamic(b))
+    return op->emitOpError("axis ") << axis << " must have a static size";
+  if (s <= 0)
+    return op->emitOpError("axis ")
+           << axis << " of the per-rank tensor must have a positive size";
+  if (b % s != 0)
     return op->emitOpError("axis ")
            << axis << " of size " << b << " is not a multiple of " << s;
   return success();
@@ -550,8 +579,8 @@ LogicalResult ActorMeshOp::verifySymbolUses(SymbolTableCollection &tables) {
   auto actorClass =
       tables.lookupNearestSymbolFrom<ActorClassOp>(*this, getActorClassAttr());
   if (!actorClass)
-    return emitOpError("'") << getActorClass()
-                            << "' does not name a monarch.actor_class";
+    return unresolved(*this, getActorClassAttr().getAttr(),
+                      "monarch.actor_class");
   MeshOpInterface mesh = resolveMesh(*this, getMeshAttr(), tables);
   if (!mesh)
     return failure();
@@ -580,9 +609,9 @@ LogicalResult ActorMeshOp::verifySymbolUses(SymbolTableCollection &tables) {
         return WalkResult::interrupt();
       if (small.getDimSize(axis) * n != big.getDimSize(axis)) {
         op->emitOpError("axis ")
-            << axis << " must grow by the group size " << n << " on @"
-            << getSymName() << ": " << small.getDimSize(axis) << " * " << n
-            << " != " << big.getDimSize(axis);
+            << axis << " of the full tensor must be " << n
+            << " (the group size on @" << getSymName() << ") times "
+            << small.getDimSize(axis) << ", got " << big.getDimSize(axis);
         return WalkResult::interrupt();
       }
       return WalkResult::advance();
@@ -614,19 +643,18 @@ resolveEndpoint(Operation *op, SymbolRefAttr callee,
   auto actorMesh = tables.lookupNearestSymbolFrom<ActorMeshOp>(
       op, FlatSymbolRefAttr::get(callee.getRootReference()));
   if (!actorMesh) {
-    op->emitOpError("'@") << callee.getRootReference().getValue()
-                          << "' does not name a monarch.actor_mesh";
+    unresolved(op, callee.getRootReference(), "monarch.actor_mesh");
     return {};
   }
   auto actorClass = tables.lookupNearestSymbolFrom<ActorClassOp>(
       actorMesh, actorMesh.getActorClassAttr());
   if (!actorClass) {
-    actorMesh.emitOpError("'") << actorMesh.getActorClass()
-                               << "' does not name a monarch.actor_class";
+    unresolved(actorMesh, actorMesh.getActorClassAttr().getAttr(),
+               "monarch.actor_class");
     return {};
   }
-  auto endpoint = tables.lookupSymbolIn<EndpointOp>(
-      actorClass, callee.getLeafReference());
+  auto endpoint =
+      tables.lookupSymbolIn<EndpointOp>(actorClass, callee.getLeafReference());
   if (!endpoint) {
     op->emitOpError("actor class @")
         << actorClass.getSymName() << " has no endpoint @"
@@ -639,9 +667,8 @@ resolveEndpoint(Operation *op, SymbolRefAttr callee,
 /// Checks a global value type against the per-rank endpoint type given the
 /// endpoint's distribution of that value.
 static LogicalResult checkDistributedType(Operation *op, StringRef what,
-                                          unsigned i, Type global,
-                                          Type local, DistAttr dist,
-                                          MeshOpInterface mesh,
+                                          unsigned i, Type global, Type local,
+                                          DistAttr dist, MeshOpInterface mesh,
                                           EndpointOp endpoint) {
   if (!dist || dist.getSplit().empty() ||
       llvm::all_of(dist.getSplit(),
@@ -667,8 +694,8 @@ static LogicalResult checkDistributedType(Operation *op, StringRef what,
   if (ArrayRef<int64_t>(*shape) != l.getShape())
     return op->emitOpError()
            << what << " #" << i << " of type " << global << " is split by "
-           << dist << " into per-rank " << RankedTensorType::get(*shape,
-                                                                 g.getElementType())
+           << dist << " into per-rank "
+           << RankedTensorType::get(*shape, g.getElementType())
            << " but endpoint @" << endpoint.getSymName() << " expects "
            << local;
   return success();
@@ -681,7 +708,8 @@ static LogicalResult verifyInvoke(Operation *op, SymbolRefAttr callee,
   auto [actorMesh, endpoint] = resolveEndpoint(op, callee, tables);
   if (!endpoint)
     return failure();
-  MeshOpInterface mesh = lookupMesh(actorMesh, actorMesh.getMeshAttr(), &tables);
+  MeshOpInterface mesh =
+      lookupMesh(actorMesh, actorMesh.getMeshAttr(), &tables);
   if (!mesh)
     return op->emitOpError("actor mesh @")
            << actorMesh.getSymName() << " is not on a mesh";
@@ -709,11 +737,21 @@ static LogicalResult verifyInvoke(Operation *op, SymbolRefAttr callee,
            << endpoint.getSymName() << " returns " << declared.size();
   for (auto [i, res, decl] : llvm::enumerate(results, declared))
     if (failed(checkDistributedType(op, "result", i, res, decl,
-                                    endpoint.getResultDist(i), mesh,
-                                    endpoint)))
+                                    endpoint.getResultDist(i), mesh, endpoint)))
       return failure();
   return success();
 }
+
+/// Invocations are issued by code: a function or an endpoint body.
+static LogicalResult verifyInsideFunction(Operation *op) {
+  if (!op->getParentOfType<FunctionOpInterface>())
+    return op->emitOpError("must be inside a function or endpoint body");
+  return success();
+}
+
+LogicalResult CallOp::verify() { return verifyInsideFunction(*this); }
+
+LogicalResult BroadcastOp::verify() { return verifyInsideFunction(*this); }
 
 LogicalResult CallOp::verifySymbolUses(SymbolTableCollection &tables) {
   return verifyInvoke(*this, getCallee(), getArgs(), getResultTypes(),
@@ -767,7 +805,7 @@ LogicalResult TransferOp::verifySymbolUses(SymbolTableCollection &tables) {
 LogicalResult ControlMsgOp::verify() {
   if (getInvoke().empty())
     return emitOpError("must invoke at least one endpoint");
-  return success();
+  return verifyInsideFunction(*this);
 }
 
 LogicalResult ControlMsgOp::verifySymbolUses(SymbolTableCollection &tables) {
@@ -783,9 +821,9 @@ LogicalResult ControlMsgOp::verifySymbolUses(SymbolTableCollection &tables) {
         lookupMesh(actorMesh, actorMesh.getMeshAttr(), &tables);
     if (!on || !isSameOrSliceOf(on, mesh, tables))
       return emitOpError("invokes ")
-             << a << " but actor mesh @" << actorMesh.getSymName()
-             << " is on " << actorMesh.getMeshAttr() << ", not on "
-             << getMeshAttr() << " or a slice of it";
+             << a << " but actor mesh @" << actorMesh.getSymName() << " is on "
+             << actorMesh.getMeshAttr() << ", not on " << getMeshAttr()
+             << " or a slice of it";
   }
   return success();
 }
@@ -812,12 +850,10 @@ static LogicalResult verifyChannelUse(Operation *op, FlatSymbolRefAttr ref,
                                       SymbolTableCollection &tables) {
   auto channel = tables.lookupNearestSymbolFrom<ChannelOp>(op, ref);
   if (!channel)
-    return op->emitOpError("'") << ref.getValue()
-                                << "' does not name a monarch.channel";
+    return unresolved(op, ref.getAttr(), "monarch.channel");
   if (channel.getType() != type)
-    return op->emitOpError("type ")
-           << type << " does not match channel " << ref << " of type "
-           << channel.getType();
+    return op->emitOpError("type ") << type << " does not match channel " << ref
+                                    << " of type " << channel.getType();
   return success();
 }
 
@@ -915,15 +951,20 @@ void RankProgramOp::build(OpBuilder &builder, OperationState &state,
 LogicalResult RankProgramOp::verify() {
   int64_t arena = getArena();
   auto check = [&](Operation *op, BufferAttr buf) -> LogicalResult {
-    if (buf.getOffset() + buf.getSizeInBytes() > arena)
+    // Written to avoid overflow: offset and size are each below 2^62.
+    if (buf.getSizeInBytes() > arena ||
+        buf.getOffset() > arena - buf.getSizeInBytes())
       return op->emitOpError("buffer ")
-             << buf << " (bytes " << buf.getOffset() << " to "
-             << buf.getOffset() + buf.getSizeInBytes()
-             << ") lies outside the arena of " << arena << " bytes of rank "
-             << getRank();
+             << buf << " (offset " << buf.getOffset() << ", "
+             << buf.getSizeInBytes() << " bytes) lies outside the arena of "
+             << arena << " bytes of rank " << getRank();
     return success();
   };
   for (Operation &op : getBody().front()) {
+    if (!isa<LaunchOp, SendOp, RecvOp, CollectiveOp, WaitOp, FeedBufferOp,
+             FetchBufferOp, StateBufferOp>(op))
+      return op.emitOpError("is not a plan instruction and cannot appear in "
+                            "a monarch.rank_program");
     for (NamedAttribute attr : op.getAttrs()) {
       if (auto buf = dyn_cast<BufferAttr>(attr.getValue())) {
         if (failed(check(&op, buf)))
@@ -952,24 +993,31 @@ static CommunicatorOp resolveComm(Operation *op, FlatSymbolRefAttr ref,
                                   SymbolTableCollection &tables) {
   auto comm = tables.lookupNearestSymbolFrom<CommunicatorOp>(op, ref);
   if (!comm) {
-    op->emitOpError("'") << ref.getValue()
-                         << "' does not name a monarch.communicator";
+    unresolved(op, ref.getAttr(), "monarch.communicator");
+    return {};
+  }
+  auto plan = op->getParentOfType<PlanOp>();
+  if (comm.getMesh() != plan.getMesh()) {
+    op->emitOpError("communicator ")
+        << ref << " is on " << comm.getMeshAttr() << " but plan @"
+        << plan.getSymName() << " is on " << plan.getMeshAttr()
+        << "; a plan's communicators list ranks of the plan's mesh";
     return {};
   }
   int64_t rank = ownRank(op);
   if (comm.getCommRank(rank) < 0) {
-    op->emitOpError("rank ") << rank << " is not a member of communicator "
-                             << ref;
+    op->emitOpError("rank ")
+        << rank << " is not a member of communicator " << ref;
     return {};
   }
   return comm;
 }
 
 LogicalResult LaunchOp::verifySymbolUses(SymbolTableCollection &tables) {
-  auto kernel =
-      tables.lookupNearestSymbolFrom<FunctionOpInterface>(*this, getKernelAttr());
+  auto kernel = tables.lookupNearestSymbolFrom<FunctionOpInterface>(
+      *this, getKernelAttr());
   if (!kernel)
-    return emitOpError("'") << getKernel() << "' does not name a kernel function";
+    return unresolved(*this, getKernelAttr().getAttr(), "kernel function");
   SmallVector<Attribute> buffers(getIns().begin(), getIns().end());
   buffers.append(getOuts().begin(), getOuts().end());
   ArrayRef<Type> params = kernel.getArgumentTypes();
@@ -1012,8 +1060,8 @@ LogicalResult RecvOp::verifySymbolUses(SymbolTableCollection &tables) {
 
 LogicalResult CollectiveOp::verify() {
   CollectiveKind kind = getKind();
-  bool reduces =
-      kind == CollectiveKind::AllReduce || kind == CollectiveKind::ReduceScatter;
+  bool reduces = kind == CollectiveKind::AllReduce ||
+                 kind == CollectiveKind::ReduceScatter;
   if (reduces && !getReduction())
     return emitOpError() << stringifyCollectiveKind(kind)
                          << " needs a reduction kind";
@@ -1041,15 +1089,15 @@ LogicalResult CollectiveOp::verifySymbolUses(SymbolTableCollection &tables) {
     return t.getRank() ? t.getDimSize(0) : 1;
   };
   auto sameTail = [&] {
-    return in.getRank() == out.getRank() &&
+    return in.getRank() >= 1 && in.getRank() == out.getRank() &&
            in.getShape().drop_front() == out.getShape().drop_front();
   };
   switch (getKind()) {
   case CollectiveKind::AllReduce:
   case CollectiveKind::Broadcast:
     if (in.getShape() != out.getShape())
-      return emitOpError("input ") << in << " and output " << out
-                                   << " must have the same shape";
+      return emitOpError("input ")
+             << in << " and output " << out << " must have the same shape";
     if (getRoot() && static_cast<int64_t>(*getRoot()) >= n)
       return emitOpError("root ") << *getRoot() << " is outside communicator "
                                   << getCommAttr() << " of " << n << " ranks";
@@ -1067,7 +1115,8 @@ LogicalResult CollectiveOp::verifySymbolUses(SymbolTableCollection &tables) {
              << "; expected dimension 0 to shrink by " << n;
     return success();
   case CollectiveKind::AllToAll:
-    if (in.getShape() != out.getShape() || dim0(in) % n != 0)
+    if (in.getRank() < 1 || in.getShape() != out.getShape() ||
+        dim0(in) % n != 0)
       return emitOpError("all_to_all over ")
              << n << " ranks needs equal shapes with dimension 0 divisible by "
              << n << ", got " << in << " and " << out;
@@ -1090,18 +1139,22 @@ LogicalResult StateBufferOp::verifySymbolUses(SymbolTableCollection &tables) {
   auto actorMesh = tables.lookupNearestSymbolFrom<ActorMeshOp>(
       *this, FlatSymbolRefAttr::get(ref.getRootReference()));
   if (!actorMesh)
-    return emitOpError("'@") << ref.getRootReference().getValue()
-                             << "' does not name a monarch.actor_mesh";
+    return unresolved(*this, ref.getRootReference(), "monarch.actor_mesh");
   auto actorClass = tables.lookupNearestSymbolFrom<ActorClassOp>(
       actorMesh, actorMesh.getActorClassAttr());
-  auto state = actorClass ? tables.lookupSymbolIn<StateOp>(
-                                actorClass, ref.getLeafReference())
-                          : StateOp();
+  auto state =
+      actorClass
+          ? tables.lookupSymbolIn<StateOp>(actorClass, ref.getLeafReference())
+          : StateOp();
   if (!state)
     return emitOpError("actor mesh @")
            << actorMesh.getSymName() << " has no state @"
            << ref.getLeafReference().getValue();
-  if (state.getType() != getBuffer().getType())
+  // Scalar state lives in a rank-0 tensor buffer of its type.
+  Type stateType = state.getType();
+  if (stateType.isIntOrFloat())
+    stateType = RankedTensorType::get({}, stateType);
+  if (stateType != getBuffer().getType())
     return emitOpError("buffer type ")
            << getBuffer().getType() << " does not match state type "
            << state.getType();

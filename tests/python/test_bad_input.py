@@ -74,5 +74,5 @@ def test_undefined_mesh_reports_location(monarch_opt, tmp_path):
         "}\n")
     rc, err = run_opt(monarch_opt, src)
     assert rc == 1
-    assert f"{src}:2:8: error: 'monarch.feed' op '@nowhere' does not name a " \
+    assert f"{src}:2:8: error: 'monarch.feed' op @nowhere does not name a " \
         "monarch.proc_mesh or monarch.mesh_slice" in err, err

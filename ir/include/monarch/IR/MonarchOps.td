@@ -263,6 +263,7 @@ def Monarch_ActorMeshOp : Monarch_Op<"actor_mesh", [
 class Monarch_EndpointInvokeOp<string mnemonic, list<Trait> traits = []>
     : Monarch_Op<mnemonic, !listconcat(traits, [
         DeclareOpInterfaceMethods<SymbolUserOpInterface>])> {
+  let hasVerifier = 1;
   code invokeClassDecl = [{
     /// The actor mesh symbol (`@s0` of `@s0::@forward`).
     ::mlir::StringAttr getActorMeshName() { return getCallee().getRootReference(); }
@@ -647,7 +648,7 @@ class Monarch_P2POp<string mnemonic, string peerKw>
                        FlatSymbolRefAttr:$comm, Monarch_NonNegI64:$stream,
                        OptionalAttr<Monarch_NonNegI64>:$group);
   let results = (outs Monarch_EventType:$event);
-  let assemblyFormat = "$buffer `" # peerKw # "` $peer `on` $comm `stream` $stream "
+  let assemblyFormat = "custom<Buffer>($buffer) `" # peerKw # "` $peer `on` $comm `stream` $stream "
       # "(`group` $group^)? attr-dict `:` type($event)";
 }
 
@@ -697,7 +698,7 @@ def Monarch_CollectiveOp : Monarch_PlanInstrOp<"collective", [
                        Monarch_NonNegI64:$stream, OptionalAttr<Monarch_NonNegI64>:$group);
   let results = (outs Monarch_EventType:$event);
   let assemblyFormat = [{
-    $kind ($reduction^)? $input `->` $output `on` $comm (`root` $root^)?
+    $kind ($reduction^)? custom<Buffer>($input) `->` custom<Buffer>($output) `on` $comm (`root` $root^)?
     `stream` $stream (`group` $group^)? attr-dict `:` type($event)
   }];
   let hasVerifier = 1;
@@ -723,7 +724,7 @@ def Monarch_FeedBufferOp : Monarch_PlanInstrOp<"feed_buffer"> {
     ```
   }];
   let arguments = (ins Monarch_NonNegI64:$index, Monarch_BufferAttr:$buffer);
-  let assemblyFormat = "$index `into` $buffer attr-dict";
+  let assemblyFormat = "$index `into` custom<Buffer>($buffer) attr-dict";
 }
 
 def Monarch_FetchBufferOp : Monarch_PlanInstrOp<"fetch_buffer"> {
@@ -734,7 +735,7 @@ def Monarch_FetchBufferOp : Monarch_PlanInstrOp<"fetch_buffer"> {
     ```
   }];
   let arguments = (ins Monarch_NonNegI64:$index, Monarch_BufferAttr:$buffer);
-  let assemblyFormat = "$index `from` $buffer attr-dict";
+  let assemblyFormat = "$index `from` custom<Buffer>($buffer) attr-dict";
 }
 
 def Monarch_StateBufferOp : Monarch_PlanInstrOp<"state_buffer", [
@@ -750,7 +751,7 @@ def Monarch_StateBufferOp : Monarch_PlanInstrOp<"state_buffer", [
     ```
   }];
   let arguments = (ins SymbolRefAttr:$state, Monarch_BufferAttr:$buffer);
-  let assemblyFormat = "$state `at` $buffer attr-dict";
+  let assemblyFormat = "$state `at` custom<Buffer>($buffer) attr-dict";
 }
 
 #endif // MONARCH_IR_MONARCHOPS_TD
