@@ -67,6 +67,8 @@ FailureOr<SmallVector<int64_t>> monarch::getLocalShape(ArrayRef<int64_t> shape,
       }
       factor *= meshShape[idx];
     }
+    if (factor == 1)
+      continue;
     if (ShapedType::isDynamic(shape[i])) {
       error = "tensor dimension " + std::to_string(i) +
               " is split over the mesh and must have a static size";

@@ -385,9 +385,19 @@ TEST_F(MeshTest, GetLocalShape) {
   EXPECT_TRUE(failed(getLocalShape({8, 4}, dist({{}, {"tpus"}}), m, error)));
   EXPECT_EQ(error, "mesh has no dimension \"tpus\"");
 
-  // Left out: a dynamic dimension that is not split, e.g. {8, ?} with
-  // [["gpus"], []], should give {2, ?} but getLocalShape fails on dimension
-  // 1 (see the report).
+  // A dynamic dimension that is not split stays dynamic.
+  error.clear();
+  local =
+      getLocalShape({8, ShapedType::kDynamic}, dist({{"gpus"}, {}}), m, error);
+  ASSERT_TRUE(succeeded(local)) << error;
+  EXPECT_EQ(*local, (SmallVector<int64_t>{2, ShapedType::kDynamic}));
+
+  // A dynamic dimension that is split cannot be divided statically.
+  error.clear();
+  EXPECT_TRUE(failed(getLocalShape({ShapedType::kDynamic, 4},
+                                   dist({{"gpus"}, {}}), m, error)));
+  EXPECT_EQ(error, "tensor dimension 0 is split over the mesh and must have a "
+                   "static size");
 }
 
 TEST_F(MeshTest, DimNamesNeedingQuotesRoundTrip) {
