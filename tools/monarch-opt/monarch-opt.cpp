@@ -6,6 +6,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "monarch/IR/MonarchDialect.h"
+#include "monarch/Transforms/Passes.h"
+#include "monarch/Transforms/Pipelines.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
@@ -14,6 +16,9 @@
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Linalg/Transforms/ShardingInterfaceImpl.h"
+#include "mlir/Dialect/Arith/Transforms/ShardingInterfaceImpl.h"
+#include "mlir/Dialect/Tensor/IR/ShardingInterfaceImpl.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Shard/IR/ShardDialect.h"
@@ -30,7 +35,12 @@ int main(int argc, char **argv) {
                   mlir::bufferization::BufferizationDialect,
                   mlir::LLVM::LLVMDialect, mlir::gpu::GPUDialect,
                   mlir::NVVM::NVVMDialect>();
+  mlir::linalg::registerShardingInterfaceExternalModels(registry);
+  mlir::arith::registerShardingInterfaceExternalModels(registry);
+  mlir::tensor::registerShardingInterfaceExternalModels(registry);
   mlir::registerAllPasses();
+  monarch::registerMonarchPasses();
+  monarch::registerMonarchPipelines();
   return mlir::asMainReturnCode(mlir::MlirOptMain(
       argc, argv, "monarch-compile optimizer driver\n", registry));
 }

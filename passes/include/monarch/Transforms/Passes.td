@@ -1,0 +1,135 @@
+//===- Passes.td - monarch compiler passes -----------------*- tablegen -*-===//
+//
+// The passes that take a program from the `traced` stage to the `planned`
+// stage (see docs/passes.md). Stage pipelines that combine them live in
+// Pipelines.cpp and are the only way tools run them.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MONARCH_TRANSFORMS_PASSES_TD
+#define MONARCH_TRANSFORMS_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def MonarchPartition : Pass<"monarch-partition", "::mlir::ModuleOp"> {
+  let summary = "Partition sharded tensor work per rank";
+  let description = [{
+    For every program (a `func.func` that feeds values to a mesh), outlines
+    the tensor work that runs on each mesh into an endpoint of a synthesized
+    actor class spawned on that mesh, runs the upstream
+    `sharding-propagation` and `shard-partition` passes on it so that every
+    op works on per-rank shards with the collectives made explicit, and
+    rewrites the upstream `shard` collectives into `monarch` collectives over
+    named mesh dimensions. Endpoint arguments and results record how the
+    global values are split (`monarch.dist`), so the program calls the
+    endpoint with global values.
+
+    ```mlir
+    // before
+    %x = monarch.feed %arg0 to @mesh : tensor<8x4xf32>
+    %xs = shard.shard %x to %s : tensor<8x4xf32>      // split over "gpus"
+    %y = linalg.matmul ins(%xs, %w ...)
+    // after
+    %y = monarch.call @step.mesh::@run(%x, %w) : (tensor<8x4xf32>, ...) -> ...
+    monarch.actor_class @step.mesh.class {
+      monarch.endpoint @run(%x: tensor<2x4xf32> {monarch.dist = #monarch.dist<[["gpus"], []]>}, ...)
+    }
+    ```
+  }];
+  let dependentDialects = [
+    "::monarch::MonarchDialect", "::mlir::shard::ShardDialect",
+    "::mlir::func::FuncDialect", "::mlir::tensor::TensorDialect",
+    "::mlir::linalg::LinalgDialect", "::mlir::arith::ArithDialect"
+  ];
+  let statistics = [
+    Statistic<"numOutlined", "outlined", "Mesh programs outlined">,
+    Statistic<"numCollectives", "collectives",
+              "Collectives inserted by partitioning">
+  ];
+}
+
+def MonarchSplitControlData : Pass<"monarch-split-control-data",
+                                   "::mlir::ModuleOp"> {
+  let summary = "Separate control messages from tensor data edges";
+  let description = [{
+    Classifies every edge of each program. Invocations, scalars and
+    completion go on the control plane: each step becomes one
+    `monarch.control_msg` per proc mesh (adjacent invocations on the same
+    ranks are batched) and a `monarch.await`. Tensor values that flow
+    between actor meshes become `monarch.channel`s used by a per-mesh worker
+    program (`func.func` with `monarch.worker_for`), so tensor bytes never
+    pass through the controller; feeds and fetches stay the only
+    controller-crossing data.
+  }];
+  let dependentDialects = ["::monarch::MonarchDialect",
+                           "::mlir::func::FuncDialect"];
+  let statistics = [
+    Statistic<"numControlMsgs", "control-messages", "Control messages">,
+    Statistic<"numChannels", "channels", "Data channels">
+  ];
+}
+
+def MonarchPlanTransfers : Pass<"monarch-plan-transfers", "::mlir::ModuleOp"> {
+  let summary = "Lower data edges to point-to-point and collective transfers";
+  let description = [{
+    Specializes each worker program per rank into a `monarch.plan` of
+    `monarch.rank_program`s: tensor compute between communication points is
+    outlined into kernels (`monarch.launch`), each data channel becomes
+    `monarch.send`/`monarch.recv` pairs and each collective a
+    `monarch.collective` on a `monarch.communicator`. Paths and backends come
+    from the topology (`hosts` = number of hosts the ranks are spread over,
+    row-major); small transfers issued together share an NCCL group;
+    transfers go on their own streams so they overlap compute; and every
+    rank issues the communication of a communicator in one global order (a
+    topological order of the program), which is what makes the plan free of
+    deadlocks.
+  }];
+  let options = [
+    Option<"backend", "backend", "std::string", /*default=*/"\"gloo\"",
+           "Data plane for communicators: gloo (CPU) or nccl (GPU)">,
+    Option<"groupBytes", "group-bytes", "int64_t", /*default=*/"65536",
+           "Transfers up to this size issued back to back share a group">
+  ];
+  let dependentDialects = ["::monarch::MonarchDialect",
+                           "::mlir::func::FuncDialect",
+                           "::mlir::bufferization::BufferizationDialect"];
+  let statistics = [
+    Statistic<"numSends", "sends", "Point-to-point sends">,
+    Statistic<"numCollectives", "collectives", "Collectives">,
+    Statistic<"numKernels", "kernels", "Kernels outlined">
+  ];
+}
+
+def MonarchSchedule : Pass<"monarch-schedule", "::mlir::ModuleOp"> {
+  let summary = "Order each rank's instructions and plan its memory";
+  let description = [{
+    Builds the per-rank dependency graph of every `monarch.rank_program`
+    (Boost.Graph): data dependencies through arena buffers, event
+    dependencies, and the fixed order of communication per communicator.
+    Reorders instructions topologically so transfers start as early as
+    possible, computes the critical-path length, and replans the arena: each
+    buffer's live range, reuse of dead buffers' bytes, and the peak bytes per
+    rank. Results are recorded as attributes on each rank program
+    (`monarch.critical_path`, `monarch.peak_bytes`) and as the new `arena`.
+  }];
+  let dependentDialects = ["::monarch::MonarchDialect"];
+  let statistics = [
+    Statistic<"bytesSaved", "bytes-saved", "Arena bytes saved by reuse">
+  ];
+}
+
+def MonarchVerifyPlan : Pass<"monarch-verify-plan", "::mlir::ModuleOp"> {
+  let summary = "Prove that a planned program cannot deadlock or mismatch";
+  let description = [{
+    A static check over all rank programs of each `monarch.plan`: every
+    send has its receive with equal shape and element type; every collective
+    is issued by all members of its communicator in the same order and with
+    the same kind, reduction, root and shapes; and the happens-before graph
+    (stream order, waits, matched transfers and collectives, groups) has no
+    cycle, so no rank waits on itself. Failures are diagnostics at the
+    offending op naming the ranks involved.
+  }];
+  let dependentDialects = ["::monarch::MonarchDialect"];
+}
+
+#endif // MONARCH_TRANSFORMS_PASSES_TD

@@ -1,0 +1,57 @@
+//===- Pipelines.h - The stage pipelines of monarch-compile -----*- C++ -*-===//
+//
+// The stages of docs/passes.md as pass pipelines. The CLI, Python and
+// monarch-opt run these and never list passes themselves.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MONARCH_TRANSFORMS_PIPELINES_H
+#define MONARCH_TRANSFORMS_PIPELINES_H
+
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassOptions.h"
+
+#include <optional>
+#include <string>
+
+namespace monarch {
+
+/// Options shared by the stage pipelines.
+struct PipelineOptions : mlir::PassPipelineOptions<PipelineOptions> {
+  Option<std::string> backend{*this, "backend",
+                              llvm::cl::desc("Data plane: gloo or nccl"),
+                              llvm::cl::init("gloo")};
+  Option<int64_t> groupBytes{
+      *this, "group-bytes",
+      llvm::cl::desc("Transfers up to this size may share a group"),
+      llvm::cl::init(65536)};
+};
+
+/// The stages, in order.
+enum class Stage { Traced, Partitioned, Split, Planned };
+
+/// Parses a stage name (`traced`, `partitioned`, `split`, `planned`).
+std::optional<Stage> parseStage(llvm::StringRef name);
+llvm::StringRef stageName(Stage stage);
+
+/// traced -> partitioned.
+void populatePartitionPipeline(mlir::OpPassManager &pm,
+                               const PipelineOptions &options);
+/// partitioned -> split.
+void populateSplitPipeline(mlir::OpPassManager &pm,
+                           const PipelineOptions &options);
+/// split -> planned (plan, schedule, verify).
+void populatePlanPipeline(mlir::OpPassManager &pm,
+                          const PipelineOptions &options);
+/// Every pipeline from `from` (exclusive) up to `to` (inclusive).
+void populateStagePipelines(mlir::OpPassManager &pm, Stage from, Stage to,
+                            const PipelineOptions &options);
+
+/// Registers the pipelines with the pass registry (for monarch-opt):
+/// monarch-to-partitioned, monarch-to-split, monarch-to-planned (each from
+/// the previous stage) and monarch-compile-to-planned (from traced).
+void registerMonarchPipelines();
+
+} // namespace monarch
+
+#endif // MONARCH_TRANSFORMS_PIPELINES_H

@@ -1,0 +1,83 @@
+//===- Pipelines.cpp - The stage pipelines ----------------------*- C++ -*-===//
+//
+// One place that lists the passes of each stage; monarch-opt, the
+// monarch-compile CLI and Python all run these.
+//
+//===----------------------------------------------------------------------===//
+
+#include "monarch/Transforms/Pipelines.h"
+#include "monarch/Transforms/Passes.h"
+
+#include "mlir/Pass/PassRegistry.h"
+#include "llvm/ADT/StringSwitch.h"
+
+using namespace mlir;
+
+namespace monarch {
+
+std::optional<Stage> parseStage(llvm::StringRef name) {
+  return llvm::StringSwitch<std::optional<Stage>>(name)
+      .Case("traced", Stage::Traced)
+      .Case("partitioned", Stage::Partitioned)
+      .Case("split", Stage::Split)
+      .Case("planned", Stage::Planned)
+      .Default(std::nullopt);
+}
+
+llvm::StringRef stageName(Stage stage) {
+  switch (stage) {
+  case Stage::Traced:
+    return "traced";
+  case Stage::Partitioned:
+    return "partitioned";
+  case Stage::Split:
+    return "split";
+  case Stage::Planned:
+    return "planned";
+  }
+  return "unknown";
+}
+
+void populatePartitionPipeline(OpPassManager &pm, const PipelineOptions &) {
+  pm.addPass(createMonarchPartition());
+}
+
+void populateSplitPipeline(OpPassManager &pm, const PipelineOptions &) {
+  pm.addPass(createMonarchSplitControlData());
+}
+
+void populatePlanPipeline(OpPassManager &pm, const PipelineOptions &options) {
+  MonarchPlanTransfersOptions plan;
+  plan.backend = options.backend;
+  plan.groupBytes = options.groupBytes;
+  pm.addPass(createMonarchPlanTransfers(plan));
+  pm.addPass(createMonarchSchedule());
+  pm.addPass(createMonarchVerifyPlan());
+}
+
+void populateStagePipelines(OpPassManager &pm, Stage from, Stage to,
+                            const PipelineOptions &options) {
+  if (from < Stage::Partitioned && to >= Stage::Partitioned)
+    populatePartitionPipeline(pm, options);
+  if (from < Stage::Split && to >= Stage::Split)
+    populateSplitPipeline(pm, options);
+  if (from < Stage::Planned && to >= Stage::Planned)
+    populatePlanPipeline(pm, options);
+}
+
+void registerMonarchPipelines() {
+  PassPipelineRegistration<PipelineOptions>(
+      "monarch-to-partitioned", "Stage traced -> partitioned",
+      populatePartitionPipeline);
+  PassPipelineRegistration<PipelineOptions>(
+      "monarch-to-split", "Stage partitioned -> split", populateSplitPipeline);
+  PassPipelineRegistration<PipelineOptions>(
+      "monarch-to-planned", "Stage split -> planned", populatePlanPipeline);
+  PassPipelineRegistration<PipelineOptions>(
+      "monarch-compile-to-planned", "All stages: traced -> planned",
+      [](OpPassManager &pm, const PipelineOptions &options) {
+        populateStagePipelines(pm, Stage::Traced, Stage::Planned, options);
+      });
+}
+
+} // namespace monarch
