@@ -543,6 +543,10 @@ LogicalResult ReduceScatterOp::verify() {
                           getAxis());
 }
 
+LogicalResult ProcessIndexOp::verify() {
+  return verifyMeshCollective(*this, getDims());
+}
+
 LogicalResult BroadcastFromOp::verify() {
   if (failed(verifyMeshCollective(*this, getDims())))
     return failure();
@@ -589,6 +593,10 @@ LogicalResult ActorMeshOp::verifySymbolUses(SymbolTableCollection &tables) {
   // Collectives in the class's endpoints name dimensions of the mesh the
   // class is spawned on: check them against this mesh.
   WalkResult walk = actorClass.walk([&](Operation *op) -> WalkResult {
+    if (auto pi = dyn_cast<ProcessIndexOp>(op))
+      return groupSize(op, *this, mesh, pi.getDims()) < 0
+                 ? WalkResult::interrupt()
+                 : WalkResult::advance();
     if (auto ar = dyn_cast<AllReduceOp>(op))
       return groupSize(op, *this, mesh, ar.getDims()) < 0
                  ? WalkResult::interrupt()

@@ -1,6 +1,36 @@
-//===- Partition.cpp - monarch-partition (in progress) ----------------------*- C++ -*-===//
+//===- Partition.cpp - monarch-partition ------------------------*- C++ -*-===//
+//
+// Turns the tensor work a program does on each mesh into per-rank code.
+//
+// A program (`func.func`) places values on meshes with `monarch.feed`,
+// `monarch.call` and `monarch.transfer`; the tensor ops that consume them run
+// on that mesh. We cut those ops into segments (a segment ends where a
+// monarch op consumes one of its values, since later work may depend on that
+// op), outline each segment into a temporary function, and run the upstream
+// `sharding-propagation` and `shard-partition` passes on it. The partitioned
+// body becomes the endpoint `@run` of a synthesized actor class spawned on the
+// mesh, with `monarch.dist` recording how each global argument and result is
+// split; the segment is replaced by a `monarch.call` of that endpoint with the
+// global values. Upstream `shard` collectives and process-index queries are
+// rewritten into `monarch` ops over named mesh dimensions, because endpoint
+// bodies are mesh-independent per-rank code.
+//
+//===----------------------------------------------------------------------===//
 
 #include "monarch/Transforms/Passes.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Shard/IR/ShardOps.h"
+#include "mlir/Dialect/Shard/Transforms/Passes.h"
+#include "mlir/Dialect/Shard/Transforms/Transforms.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+#include "mlir/Transforms/Passes.h"
+#include "mlir/Transforms/RegionUtils.h"
+#include "llvm/ADT/MapVector.h"
+#include "llvm/ADT/SetVector.h"
 
 #define DEBUG_TYPE "monarch-partition"
 
@@ -13,11 +43,440 @@ using namespace mlir;
 using namespace monarch;
 
 namespace {
-struct MonarchPartitionPass : monarch::impl::MonarchPartitionBase<MonarchPartitionPass> {
+
+/// A run of tensor ops that execute on one mesh.
+struct Segment {
+  StringAttr mesh;
+  SmallVector<Operation *> ops;
+};
+
+bool isMonarchProgramOp(Operation *op) {
+  // Program-level ops of the monarch dialect; everything else is compute.
+  return isa<FeedOp, FetchOp, CallOp, BroadcastOp, TransferOp>(op);
+}
+
+/// Side-effect-free ops computed only from other such ops (constants,
+/// `tensor.empty`, fills of constants) are cloned into every segment that
+/// uses them instead of becoming endpoint arguments.
+bool isCloneable(Operation *op, DenseMap<Operation *, bool> &memo) {
+  if (!op)
+    return false;
+  auto it = memo.find(op);
+  if (it != memo.end())
+    return it->second;
+  memo[op] = false; // Guards against cycles through graph regions.
+  bool ok = !isMonarchProgramOp(op) && isMemoryEffectFree(op) &&
+            !isa<shard::ShardOp>(op) &&
+            llvm::all_of(op->getOperands(), [&](Value v) {
+              return isCloneable(v.getDefiningOp(), memo);
+            });
+  memo[op] = ok;
+  return ok;
+}
+
+/// Values an op uses, including those its regions capture from above.
+SmallVector<Value> usedValues(Operation *op) {
+  SmallVector<Value> values(op->getOperands());
+  llvm::SetVector<Value> captured;
+  for (Region &region : op->getRegions())
+    getUsedValuesDefinedAbove(region, captured);
+  values.append(captured.begin(), captured.end());
+  return values;
+}
+
+/// Mesh dimension names of grid axes `axes` of `mesh`.
+ArrayAttr dimNames(Builder &b, MeshOpInterface mesh,
+                   ArrayRef<shard::GridAxis> axes) {
+  SmallVector<StringRef> names = mesh.getDimNames();
+  SmallVector<Attribute> out;
+  for (shard::GridAxis axis : axes)
+    out.push_back(b.getStringAttr(names[axis]));
+  return b.getArrayAttr(out);
+}
+
+/// `#monarch.dist` of a `shard.sharding` on `mesh`, or null when replicated.
+DistAttr distFromSharding(Builder &b, MeshOpInterface mesh,
+                          shard::ShardingOp sharding, int64_t rank) {
+  if (!sharding)
+    return {};
+  SmallVector<Attribute> split;
+  bool any = false;
+  auto axes = sharding.getSplitAxes().getAxes();
+  for (int64_t d = 0; d < rank; ++d) {
+    SmallVector<shard::GridAxis> gridAxes;
+    if (d < static_cast<int64_t>(axes.size()))
+      gridAxes = llvm::to_vector(axes[d].asArrayRef());
+    any |= !gridAxes.empty();
+    split.push_back(dimNames(b, mesh, gridAxes));
+  }
+  if (!any)
+    return {};
+  return DistAttr::get(b.getContext(), b.getArrayAttr(split), std::nullopt);
+}
+
+/// The sharding a `shard.shard` annotation gives to `value`, if any: the
+/// annotation that defines it, or one on it for its producer.
+shard::ShardingOp annotatedSharding(Value value) {
+  if (auto shardOp = value.getDefiningOp<shard::ShardOp>())
+    return shardOp.getSharding().getDefiningOp<shard::ShardingOp>();
+  for (Operation *user : value.getUsers())
+    if (auto shardOp = dyn_cast<shard::ShardOp>(user))
+      if (!shardOp.getAnnotateForUsers())
+        return shardOp.getSharding().getDefiningOp<shard::ShardingOp>();
+  return {};
+}
+
+ReductionKind toMonarch(shard::ReductionKind kind, bool &ok) {
+  ok = true;
+  switch (kind) {
+  case shard::ReductionKind::Sum:
+    return ReductionKind::Sum;
+  case shard::ReductionKind::Max:
+    return ReductionKind::Max;
+  case shard::ReductionKind::Min:
+    return ReductionKind::Min;
+  case shard::ReductionKind::Product:
+    return ReductionKind::Prod;
+  case shard::ReductionKind::Average:
+    return ReductionKind::Avg;
+  default:
+    ok = false;
+    return ReductionKind::Sum;
+  }
+}
+
+struct MonarchPartitionPass
+    : monarch::impl::MonarchPartitionBase<MonarchPartitionPass> {
   using Base::Base;
+
   void runOnOperation() override {
-    getOperation().emitError("monarch-partition is not implemented yet");
-    signalPassFailure();
+    ModuleOp module = getOperation();
+    SymbolTableCollection tables;
+    SmallVector<func::FuncOp> programs;
+    for (auto fn : module.getOps<func::FuncOp>())
+      if (!fn.isExternal())
+        programs.push_back(fn);
+    for (func::FuncOp fn : programs)
+      if (failed(partitionProgram(fn, tables)))
+        return signalPassFailure();
+  }
+
+  /// Which mesh each value lives on, and the segments of `fn`.
+  LogicalResult findSegments(func::FuncOp fn, SymbolTableCollection &tables,
+                             SmallVectorImpl<Segment> &segments) {
+    DenseMap<Value, StringAttr> meshOf;
+    DenseMap<Operation *, unsigned> segmentOf;
+    llvm::MapVector<StringAttr, unsigned> open;
+
+    auto closeSegmentsUsedBy = [&](Operation *op) {
+      for (Value v : usedValues(op)) {
+        auto it = segmentOf.find(v.getDefiningOp());
+        if (it == segmentOf.end())
+          continue;
+        StringAttr mesh = segments[it->second].mesh;
+        auto o = open.find(mesh);
+        if (o != open.end() && o->second == it->second)
+          open.erase(o);
+      }
+    };
+
+    for (Operation &op : fn.getBody().front()) {
+      if (auto feed = dyn_cast<FeedOp>(op)) {
+        meshOf[feed.getResult()] = feed.getMeshAttr().getAttr();
+        continue;
+      }
+      if (isMonarchProgramOp(&op) || op.hasTrait<OpTrait::IsTerminator>()) {
+        closeSegmentsUsedBy(&op);
+        if (auto call = dyn_cast<CallOp>(op)) {
+          auto actorMesh = tables.lookupNearestSymbolFrom<ActorMeshOp>(
+              call, FlatSymbolRefAttr::get(call.getActorMeshName()));
+          if (actorMesh)
+            for (Value r : call.getResults())
+              meshOf[r] = actorMesh.getMeshAttr().getAttr();
+        } else if (auto transfer = dyn_cast<TransferOp>(op)) {
+          meshOf[transfer.getResult()] = transfer.getToAttr().getAttr();
+        }
+        continue;
+      }
+      // Compute: it runs where its placed operands live.
+      StringAttr mesh;
+      for (Value v : usedValues(&op)) {
+        StringAttr m = meshOf.lookup(v);
+        if (!m)
+          continue;
+        if (mesh && m != mesh)
+          return op.emitOpError("uses values on meshes @")
+                 << mesh.getValue() << " and @" << m.getValue()
+                 << "; move one with monarch.transfer first";
+        mesh = m;
+      }
+      if (!mesh)
+        continue; // Controller-side or constant: cloned or passed as needed.
+      auto it = open.find(mesh);
+      unsigned index;
+      if (it == open.end()) {
+        index = segments.size();
+        segments.push_back({mesh, {}});
+        open[mesh] = index;
+      } else {
+        index = it->second;
+      }
+      segments[index].ops.push_back(&op);
+      segmentOf[&op] = index;
+      for (Value r : op.getResults())
+        meshOf[r] = mesh;
+    }
+    return success();
+  }
+
+  LogicalResult partitionProgram(func::FuncOp fn,
+                                 SymbolTableCollection &tables) {
+    SmallVector<Segment> segments;
+    if (failed(findSegments(fn, tables, segments)))
+      return failure();
+    for (auto [i, segment] : llvm::enumerate(segments))
+      if (failed(outline(fn, segment, i, tables)))
+        return failure();
+    // Constants and annotations that only the outlined work used are dead.
+    for (Operation &op :
+         llvm::make_early_inc_range(llvm::reverse(fn.getBody().front())))
+      if (isOpTriviallyDead(&op))
+        op.erase();
+    return success();
+  }
+
+  LogicalResult outline(func::FuncOp fn, Segment &segment, unsigned index,
+                        SymbolTableCollection &tables) {
+    ModuleOp module = getOperation();
+    MLIRContext *ctx = &getContext();
+    OpBuilder b(ctx);
+    MeshOpInterface mesh =
+        lookupMesh(fn, FlatSymbolRefAttr::get(segment.mesh), &tables);
+    if (!mesh)
+      return fn.emitOpError("segment on unknown mesh @")
+             << segment.mesh.getValue();
+
+    llvm::SmallPtrSet<Operation *, 16> inSegment(segment.ops.begin(),
+                                                 segment.ops.end());
+    llvm::SetVector<Value> inputs;
+    llvm::SetVector<Operation *> constants;
+    DenseMap<Operation *, bool> memo;
+    SmallVector<Operation *> worklist;
+    for (Operation *op : segment.ops)
+      for (Value v : usedValues(op)) {
+        Operation *def = v.getDefiningOp();
+        if (def && inSegment.contains(def))
+          continue;
+        if (isCloneable(def, memo))
+          worklist.push_back(def);
+        else
+          inputs.insert(v);
+      }
+    while (!worklist.empty()) {
+      Operation *def = worklist.pop_back_val();
+      if (!constants.insert(def))
+        continue;
+      for (Value v : usedValues(def))
+        worklist.push_back(v.getDefiningOp());
+    }
+    SmallVector<Operation *> cloned(constants.begin(), constants.end());
+    llvm::sort(cloned, [](Operation *a, Operation *b) {
+      return a->isBeforeInBlock(b);
+    });
+    // Arguments in program order: block arguments first, then by definition.
+    SmallVector<Value> ordered(inputs.begin(), inputs.end());
+    llvm::stable_sort(ordered, [](Value a, Value b) {
+      auto ba = dyn_cast<BlockArgument>(a), bb = dyn_cast<BlockArgument>(b);
+      if (ba || bb)
+        return ba && (!bb || ba.getArgNumber() < bb.getArgNumber());
+      return a.getDefiningOp()->isBeforeInBlock(b.getDefiningOp());
+    });
+    inputs = llvm::SetVector<Value>(ordered.begin(), ordered.end());
+    SmallVector<Value> outputs;
+    for (Operation *op : segment.ops)
+      for (Value r : op->getResults())
+        if (llvm::any_of(r.getUsers(), [&](Operation *user) {
+              Operation *top =
+                  fn.getBody().front().findAncestorOpInBlock(*user);
+              return !inSegment.contains(top);
+            }))
+          outputs.push_back(r);
+    for (Value v : inputs)
+      if (isa<TensorType>(v.getType()) && isa<BlockArgument>(v))
+        return segment.ops.front()->emitOpError("uses tensor argument #")
+               << cast<BlockArgument>(v).getArgNumber() << " of @"
+               << fn.getSymName() << " on mesh @" << segment.mesh.getValue()
+               << " without monarch.feed";
+
+    // 1. The segment as a temporary function, partitioned by upstream passes.
+    SmallVector<Type> inTypes, outTypes;
+    for (Value v : inputs)
+      inTypes.push_back(v.getType());
+    for (Value v : outputs)
+      outTypes.push_back(v.getType());
+    std::string base = (fn.getSymName() + "." + segment.mesh.getValue() + "." +
+                        std::to_string(index))
+                           .str();
+    b.setInsertionPointToEnd(module.getBody());
+    Location loc = segment.ops.front()->getLoc();
+    auto tmp = func::FuncOp::create(b, loc, base + ".tmp",
+                                    b.getFunctionType(inTypes, outTypes));
+    Block *entry = tmp.addEntryBlock();
+    IRMapping map;
+    for (auto [v, arg] : llvm::zip(inputs, entry->getArguments()))
+      map.map(v, arg);
+    b.setInsertionPointToStart(entry);
+    for (Operation *c : cloned)
+      b.clone(*c, map);
+    for (Operation *op : segment.ops)
+      b.clone(*op, map);
+    SmallVector<Value> returned;
+    for (Value v : outputs)
+      returned.push_back(map.lookup(v));
+    func::ReturnOp::create(b, loc, returned);
+
+    OpPassManager propagate(func::FuncOp::getOperationName());
+    shard::ShardingPropagationOptions propagation;
+    propagation.traversal = shard::TraversalOrder::ForwardBackward;
+    propagate.addPass(shard::createShardingPropagation(propagation));
+    if (failed(runPipeline(propagate, tmp)))
+      return failure();
+
+    // Distributions of the global arguments and results, read off the
+    // propagated annotations before partitioning rewrites the types.
+    SmallVector<DistAttr> argDists, resDists;
+    for (BlockArgument arg : entry->getArguments()) {
+      auto t = dyn_cast<RankedTensorType>(arg.getType());
+      argDists.push_back(
+          t ? distFromSharding(b, mesh, annotatedSharding(arg), t.getRank())
+            : DistAttr());
+    }
+    auto ret = cast<func::ReturnOp>(entry->getTerminator());
+    for (Value v : ret.getOperands()) {
+      auto t = dyn_cast<RankedTensorType>(v.getType());
+      resDists.push_back(
+          t ? distFromSharding(b, mesh, annotatedSharding(v), t.getRank())
+            : DistAttr());
+    }
+
+    OpPassManager partition(func::FuncOp::getOperationName());
+    partition.addPass(shard::createPartition());
+    partition.addPass(createCanonicalizerPass());
+    if (failed(runPipeline(partition, tmp)))
+      return failure();
+    {
+      RewritePatternSet patterns(ctx);
+      shard::populateAllSliceOpLoweringPatterns(patterns, tables);
+      shard::populateProcessMultiIndexOpLoweringPatterns(patterns, tables);
+      if (failed(applyPatternsGreedily(tmp, std::move(patterns))))
+        return tmp.emitOpError("could not lower shard slicing ops");
+    }
+    if (failed(convertShardOps(tmp, mesh)))
+      return failure();
+
+    // 2. The partitioned body becomes endpoint @run of a class on the mesh.
+    b.setInsertionPoint(fn);
+    auto actorClass = ActorClassOp::create(b, loc, base + ".class");
+    b.setInsertionPointToStart(&actorClass.getBody().front());
+    auto endpoint = EndpointOp::create(b, loc, "run", tmp.getFunctionType());
+    endpoint.getBody().takeBody(tmp.getBody());
+    for (auto [i, dist] : llvm::enumerate(argDists))
+      if (dist)
+        endpoint.setArgAttr(i, MonarchDialect::getDistAttrName(), dist);
+    for (auto [i, dist] : llvm::enumerate(resDists))
+      if (dist)
+        endpoint.setResultAttr(i, MonarchDialect::getDistAttrName(), dist);
+    Operation *term = endpoint.getBody().front().getTerminator();
+    b.setInsertionPoint(term);
+    ReturnOp::create(b, term->getLoc(), term->getOperands());
+    term->erase();
+    tmp.erase();
+    b.setInsertionPoint(fn);
+    ActorMeshOp::create(b, loc, base, actorClass.getSymName(),
+                        segment.mesh.getValue());
+
+    // 3. Replace the segment by a call with the global values.
+    b.setInsertionPointAfter(segment.ops.back());
+    auto callee =
+        SymbolRefAttr::get(ctx, base, {FlatSymbolRefAttr::get(ctx, "run")});
+    SmallVector<Location> locs;
+    for (Operation *op : segment.ops)
+      locs.push_back(op->getLoc());
+    auto call = CallOp::create(b, FusedLoc::get(ctx, locs), outTypes, callee,
+                               inputs.getArrayRef());
+    for (auto [v, r] : llvm::zip(outputs, call.getResults()))
+      v.replaceAllUsesWith(r);
+    for (Operation *op : llvm::reverse(segment.ops))
+      op->erase();
+    ++numOutlined;
+    return success();
+  }
+
+  /// Rewrites upstream shard collectives and index queries over grid axes
+  /// into monarch ops over mesh dimension names.
+  LogicalResult convertShardOps(func::FuncOp fn, MeshOpInterface mesh) {
+    OpBuilder b(&getContext());
+    WalkResult result = fn.walk([&](Operation *op) -> WalkResult {
+      b.setInsertionPoint(op);
+      Value replacement;
+      if (auto ar = dyn_cast<shard::AllReduceOp>(op)) {
+        bool ok;
+        ReductionKind kind = toMonarch(ar.getReduction(), ok);
+        if (!ok || ar.getInput().getType() != ar.getResult().getType())
+          return op->emitOpError("cannot be expressed as a monarch.all_reduce"),
+                 WalkResult::interrupt();
+        replacement = AllReduceOp::create(
+            b, op->getLoc(), ar.getInput(), dimNames(b, mesh, ar.getGridAxes()),
+            ReductionKindAttr::get(b.getContext(), kind));
+      } else if (auto ag = dyn_cast<shard::AllGatherOp>(op)) {
+        replacement = AllGatherOp::create(
+            b, op->getLoc(), ag.getResult().getType(), ag.getInput(),
+            dimNames(b, mesh, ag.getGridAxes()),
+            ag.getGatherAxis().getZExtValue());
+      } else if (auto rs = dyn_cast<shard::ReduceScatterOp>(op)) {
+        bool ok;
+        ReductionKind kind = toMonarch(rs.getReduction(), ok);
+        if (!ok)
+          return op->emitOpError("reduction cannot be expressed in monarch"),
+                 WalkResult::interrupt();
+        replacement = ReduceScatterOp::create(
+            b, op->getLoc(), rs.getResult().getType(), rs.getInput(),
+            dimNames(b, mesh, rs.getGridAxes()),
+            rs.getScatterAxis().getZExtValue(), kind);
+      } else if (auto li = dyn_cast<shard::ProcessLinearIndexOp>(op)) {
+        SmallVector<shard::GridAxis> all;
+        for (int64_t i = 0, e = mesh.getMeshShape().size(); i < e; ++i)
+          all.push_back(i);
+        replacement =
+            ProcessIndexOp::create(b, op->getLoc(), dimNames(b, mesh, all));
+      } else if (isa<shard::ShardOp, shard::ShardingOp>(op)) {
+        return WalkResult::advance();
+      } else if (op->getDialect() &&
+                 op->getDialect()->getNamespace() == "shard") {
+        return op->emitOpError("is not supported inside a monarch endpoint "
+                               "yet (produced by shard-partition)"),
+               WalkResult::interrupt();
+      } else {
+        return WalkResult::advance();
+      }
+      ++numCollectives;
+      op->getResult(0).replaceAllUsesWith(replacement);
+      op->erase();
+      return WalkResult::advance();
+    });
+    if (result.wasInterrupted())
+      return failure();
+    // Leftover annotations are dead after partitioning.
+    fn.walk([](shard::ShardOp op) {
+      op.getResult().replaceAllUsesWith(op.getSrc());
+      op.erase();
+    });
+    fn.walk([](shard::ShardingOp op) {
+      if (op->use_empty())
+        op.erase();
+    });
+    return success();
   }
 };
+
 } // namespace

@@ -66,9 +66,9 @@ void populateStagePipelines(OpPassManager &pm, Stage from, Stage to,
 }
 
 void registerMonarchPipelines() {
-  PassPipelineRegistration<PipelineOptions>(
-      "monarch-to-partitioned", "Stage traced -> partitioned",
-      populatePartitionPipeline);
+  PassPipelineRegistration<PipelineOptions>("monarch-to-partitioned",
+                                            "Stage traced -> partitioned",
+                                            populatePartitionPipeline);
   PassPipelineRegistration<PipelineOptions>(
       "monarch-to-split", "Stage partitioned -> split", populateSplitPipeline);
   PassPipelineRegistration<PipelineOptions>(

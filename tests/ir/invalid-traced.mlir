@@ -1155,3 +1155,24 @@ func.func @main(%x: tensor<*xf32>) -> tensor<*xf32> {
   %y = "monarch.transfer"(%x) <{from = @s0, to = @s1}> : (tensor<*xf32>) -> tensor<*xf32>
   return %y : tensor<*xf32>
 }
+
+// -----
+
+func.func @outside() -> index {
+  // expected-error @+1 {{'monarch.process_index' op names actor mesh dimensions and must be inside a monarch.endpoint}}
+  %i = monarch.process_index over ["gpus"] : index
+  return %i : index
+}
+
+// -----
+
+shard.grid @g(shape = 4)
+monarch.proc_mesh @m(gpus = 4) grid @g
+monarch.actor_class @A {
+  monarch.endpoint @f() -> index {
+    // expected-error @+1 {{'monarch.process_index' op names mesh dimension "hosts" but actor mesh @a is spawned on @m which has dimensions [gpus]}}
+    %i = monarch.process_index over ["hosts"] : index
+    monarch.return %i : index
+  }
+}
+monarch.actor_mesh @a = @A on @m

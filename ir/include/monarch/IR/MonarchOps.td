@@ -397,6 +397,24 @@ def Monarch_BroadcastFromOp : Monarch_MeshCollectiveOp<"broadcast_from",
   }];
 }
 
+def Monarch_ProcessIndexOp : Monarch_Op<"process_index", [Pure]> {
+  let summary = "This rank's linear index along named mesh dimensions";
+  let description = [{
+    Per-rank code (an endpoint body): the row-major linear index of the
+    current rank within the group spanned by `dims` of the actor mesh, in
+    `[0, product of their sizes)`. Partitioning uses it to select each rank's
+    slice of a replicated value; plans fold it to a constant per rank.
+
+    ```mlir
+    %i = monarch.process_index over ["gpus"] : index
+    ```
+  }];
+  let arguments = (ins StrArrayAttr:$dims);
+  let results = (outs Index:$result);
+  let assemblyFormat = "`over` $dims attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
 //===----------------------------------------------------------------------===//
 // Placement: controller feeds and fetches, cross-mesh transfers
 //===----------------------------------------------------------------------===//

@@ -1,0 +1,121 @@
+// RUN: monarch-opt %s --monarch-partition --split-input-file | FileCheck %s
+// RUN: monarch-opt %s --monarch-partition --split-input-file | monarch-opt --split-input-file
+
+// Data parallel: the batch is split over "gpus"; the matmul and relu run on
+// each rank's rows, the column sum becomes a partial sum plus an all_reduce.
+// The program calls the outlined endpoint with the global values.
+
+// CHECK-LABEL: monarch.actor_class @step.mesh.0.class
+// CHECK:         monarch.endpoint @run(%[[X:.*]]: tensor<2x4xf32> {monarch.dist = #monarch.dist<{{\[\["gpus"\], \[\]\]}}>}, %[[W:.*]]: tensor<4x4xf32>) -> tensor<4xf32>
+// CHECK:           linalg.matmul ins(%[[X]], %[[W]] : tensor<2x4xf32>, tensor<4x4xf32>)
+// CHECK:           linalg.generic
+// CHECK:           process_index over ["gpus"] : index
+// CHECK:           %[[PART:.*]] = linalg.reduce ins(%{{.*}} : tensor<2x4xf32>)
+// CHECK:           %[[SUM:.*]] = all_reduce %[[PART]] over ["gpus"] sum : tensor<4xf32>
+// CHECK:           return %[[SUM]] : tensor<4xf32>
+// CHECK:       monarch.actor_mesh @step.mesh.0 = @step.mesh.0.class on @mesh
+// CHECK-LABEL: func.func @step
+// CHECK-NEXT:    %[[XF:.*]] = monarch.feed %arg0 to @mesh : tensor<8x4xf32>
+// CHECK-NEXT:    %[[WF:.*]] = monarch.feed %arg1 to @mesh : tensor<4x4xf32>
+// CHECK-NEXT:    %[[R:.*]] = monarch.call @step.mesh.0::@run(%[[XF]], %[[WF]]) : (tensor<8x4xf32>, tensor<4x4xf32>) -> tensor<4xf32>
+// CHECK-NEXT:    %[[OUT:.*]] = monarch.fetch %[[R]] from @mesh : tensor<4xf32>
+// CHECK-NEXT:    return %[[OUT]]
+shard.grid @grid(shape = 4)
+monarch.proc_mesh @mesh(gpus = 4) grid @grid
+func.func @step(%x: tensor<8x4xf32>, %w: tensor<4x4xf32>) -> tensor<4xf32> {
+  %xf = monarch.feed %x to @mesh : tensor<8x4xf32>
+  %wf = monarch.feed %w to @mesh : tensor<4x4xf32>
+  %s = shard.sharding @grid split_axes = [[0]] : !shard.sharding
+  %xs = shard.shard %xf to %s : tensor<8x4xf32>
+  %rep = shard.sharding @grid split_axes = [[]] : !shard.sharding
+  %e = tensor.empty() : tensor<8x4xf32>
+  %z = arith.constant 0.0 : f32
+  %f = linalg.fill ins(%z : f32) outs(%e : tensor<8x4xf32>) -> tensor<8x4xf32>
+  %y = linalg.matmul ins(%xs, %wf : tensor<8x4xf32>, tensor<4x4xf32>) outs(%f : tensor<8x4xf32>) -> tensor<8x4xf32>
+  %e3 = tensor.empty() : tensor<8x4xf32>
+  %r = linalg.generic {indexing_maps = [affine_map<(i,j)->(i,j)>, affine_map<(i,j)->(i,j)>], iterator_types = ["parallel","parallel"]} ins(%y : tensor<8x4xf32>) outs(%e3 : tensor<8x4xf32>) {
+  ^bb0(%a: f32, %b: f32):
+    %m = arith.maximumf %a, %z : f32
+    linalg.yield %m : f32
+  } -> tensor<8x4xf32>
+  %e2 = tensor.empty() : tensor<4xf32>
+  %f2 = linalg.fill ins(%z : f32) outs(%e2 : tensor<4xf32>) -> tensor<4xf32>
+  %sum = linalg.reduce ins(%r : tensor<8x4xf32>) outs(%f2 : tensor<4xf32>) dimensions = [0]
+    (%a: f32, %b: f32) { %t = arith.addf %a, %b : f32
+      linalg.yield %t : f32 }
+  %out = shard.shard %sum to %rep annotate_for_users : tensor<4xf32>
+  %res = monarch.fetch %out from @mesh : tensor<4xf32>
+  return %res : tensor<4xf32>
+}
+
+// -----
+
+// Tensor parallel (Megatron MLP): column-parallel then row-parallel matmul
+// needs one all_reduce; the result then moves to another mesh, where the
+// second segment runs replicated.
+
+// CHECK-LABEL: monarch.actor_class @mlp.mesh.0.class
+// CHECK:         monarch.endpoint @run(%{{.*}}: tensor<4x8xf32>, %{{.*}}: tensor<8x8xf32> {monarch.dist = #monarch.dist<{{\[\[\], \["gpus"\]\]}}>}, %{{.*}}: tensor<8x8xf32> {monarch.dist = #monarch.dist<{{\[\["gpus"\], \[\]\]}}>}) -> tensor<4x8xf32>
+// CHECK-COUNT-2:   linalg.matmul
+// CHECK:           all_reduce %{{.*}} over ["gpus"] sum : tensor<4x8xf32>
+// CHECK-NOT:       all_reduce
+// CHECK-LABEL: monarch.actor_class @mlp.other.1.class
+// CHECK:         monarch.endpoint @run(%{{.*}}: tensor<4x8xf32>) -> tensor<4x8xf32>
+// CHECK-NEXT:      tensor.empty
+// CHECK-NEXT:      linalg.add
+// CHECK:       monarch.actor_mesh @mlp.other.1 = @mlp.other.1.class on @other
+// CHECK-LABEL: func.func @mlp
+// CHECK:         %[[H:.*]] = monarch.call @mlp.mesh.0::@run(%0, %1, %2) : (tensor<4x8xf32>, tensor<8x16xf32>, tensor<16x8xf32>) -> tensor<4x8xf32>
+// CHECK-NEXT:    %[[T:.*]] = monarch.transfer %[[H]] from @mesh to @other
+// CHECK-NEXT:    %[[O:.*]] = monarch.call @mlp.other.1::@run(%[[T]])
+// CHECK-NEXT:    monarch.fetch %[[O]] from @other
+shard.grid @grid(shape = 2)
+monarch.proc_mesh @mesh(gpus = 2) grid @grid
+shard.grid @grid2(shape = 2)
+monarch.proc_mesh @other(gpus = 2) grid @grid2
+func.func @mlp(%x: tensor<4x8xf32>, %w1: tensor<8x16xf32>, %w2: tensor<16x8xf32>) -> tensor<4x8xf32> {
+  %xf = monarch.feed %x to @mesh : tensor<4x8xf32>
+  %w1f = monarch.feed %w1 to @mesh : tensor<8x16xf32>
+  %w2f = monarch.feed %w2 to @mesh : tensor<16x8xf32>
+  %col = shard.sharding @grid split_axes = [[], [0]] : !shard.sharding
+  %row = shard.sharding @grid split_axes = [[0]] : !shard.sharding
+  %rep = shard.sharding @grid split_axes = [[]] : !shard.sharding
+  %w1s = shard.shard %w1f to %col : tensor<8x16xf32>
+  %w2s = shard.shard %w2f to %row : tensor<16x8xf32>
+  %z = arith.constant 0.0 : f32
+  %e1 = tensor.empty() : tensor<4x16xf32>
+  %f1 = linalg.fill ins(%z : f32) outs(%e1 : tensor<4x16xf32>) -> tensor<4x16xf32>
+  %h = linalg.matmul ins(%xf, %w1s : tensor<4x8xf32>, tensor<8x16xf32>) outs(%f1 : tensor<4x16xf32>) -> tensor<4x16xf32>
+  %e2 = tensor.empty() : tensor<4x8xf32>
+  %f2 = linalg.fill ins(%z : f32) outs(%e2 : tensor<4x8xf32>) -> tensor<4x8xf32>
+  %y = linalg.matmul ins(%h, %w2s : tensor<4x16xf32>, tensor<16x8xf32>) outs(%f2 : tensor<4x8xf32>) -> tensor<4x8xf32>
+  %yr = shard.shard %y to %rep annotate_for_users : tensor<4x8xf32>
+  %t = monarch.transfer %yr from @mesh to @other : tensor<4x8xf32> -> tensor<4x8xf32>
+  %e3 = tensor.empty() : tensor<4x8xf32>
+  %o = linalg.add ins(%t, %t : tensor<4x8xf32>, tensor<4x8xf32>) outs(%e3 : tensor<4x8xf32>) -> tensor<4x8xf32>
+  %r = monarch.fetch %o from @other : tensor<4x8xf32>
+  return %r : tensor<4x8xf32>
+}
+
+// -----
+
+// Programs that only call actors have nothing to partition.
+
+// CHECK-LABEL: func.func @only_actors
+// CHECK-NEXT:    monarch.feed
+// CHECK-NEXT:    monarch.call @a::@f
+// CHECK-NEXT:    monarch.fetch
+shard.grid @g(shape = 2)
+monarch.proc_mesh @m(gpus = 2) grid @g
+monarch.actor_class @A {
+  monarch.endpoint @f(%x: tensor<4xf32>) -> tensor<4xf32> {
+    monarch.return %x : tensor<4xf32>
+  }
+}
+monarch.actor_mesh @a = @A on @m
+func.func @only_actors(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %xf = monarch.feed %x to @m : tensor<4xf32>
+  %y = monarch.call @a::@f(%xf) : (tensor<4xf32>) -> tensor<4xf32>
+  %r = monarch.fetch %y from @m : tensor<4xf32>
+  return %r : tensor<4xf32>
+}
