@@ -55,6 +55,16 @@ static LogicalResult verifyDistOn(Operation *op, NamedAttribute attr,
 
 LogicalResult MonarchDialect::verifyOperationAttribute(Operation *op,
                                                        NamedAttribute attr) {
+  if (attr.getName() == getWorkerForAttrName()) {
+    auto mesh = dyn_cast<FlatSymbolRefAttr>(attr.getValue());
+    if (!mesh || !isa<FunctionOpInterface>(op))
+      return op->emitError() << "'" << getWorkerForAttrName()
+                             << "' must be a mesh symbol on a function";
+    if (!lookupMesh(op, mesh))
+      return op->emitError() << "'" << getWorkerForAttrName() << "' names "
+                             << mesh << " which is not a monarch.proc_mesh";
+    return success();
+  }
   if (attr.getName().getValue() == getDistAttrName())
     return op->emitError() << "'" << attr.getName().getValue()
                            << "' is only valid on endpoint arguments and "

@@ -823,6 +823,20 @@ LogicalResult ControlMsgOp::verifySymbolUses(SymbolTableCollection &tables) {
   if (!mesh)
     return failure();
   for (Attribute a : getInvoke()) {
+    if (auto flat = dyn_cast<FlatSymbolRefAttr>(a)) {
+      // A worker program of this mesh.
+      auto program =
+          tables.lookupNearestSymbolFrom<FunctionOpInterface>(*this, flat);
+      auto on = program ? program->getAttrOfType<FlatSymbolRefAttr>(
+                              MonarchDialect::getWorkerForAttrName())
+                        : FlatSymbolRefAttr();
+      if (!on)
+        return unresolved(*this, flat.getAttr(), "worker program");
+      if (on != getMeshAttr())
+        return emitOpError("invokes worker program ")
+               << flat << " of " << on << " on " << getMeshAttr();
+      continue;
+    }
     auto [actorMesh, endpoint] =
         resolveEndpoint(*this, cast<SymbolRefAttr>(a), tables);
     if (!endpoint)
@@ -835,6 +849,50 @@ LogicalResult ControlMsgOp::verifySymbolUses(SymbolTableCollection &tables) {
              << actorMesh.getMeshAttr() << ", not on " << getMeshAttr()
              << " or a slice of it";
   }
+  return success();
+}
+
+/// Resolves a worker program and the type of its argument or result `index`.
+static FailureOr<Type> workerProgramType(Operation *op, FlatSymbolRefAttr ref,
+                                         int64_t index, bool input,
+                                         SymbolTableCollection &tables) {
+  auto program = tables.lookupNearestSymbolFrom<FunctionOpInterface>(op, ref);
+  if (!program || !program->hasAttr(MonarchDialect::getWorkerForAttrName())) {
+    unresolved(op, ref.getAttr(), "worker program");
+    return failure();
+  }
+  ArrayRef<Type> types =
+      input ? program.getArgumentTypes() : program.getResultTypes();
+  if (index >= static_cast<int64_t>(types.size())) {
+    op->emitOpError("worker program ")
+        << ref << " has " << types.size() << (input ? " inputs" : " outputs")
+        << ", no #" << index;
+    return failure();
+  }
+  return types[index];
+}
+
+LogicalResult FeedInputOp::verifySymbolUses(SymbolTableCollection &tables) {
+  FailureOr<Type> type = workerProgramType(*this, getProgramAttr(), getIndex(),
+                                           /*input=*/true, tables);
+  if (failed(type))
+    return failure();
+  if (*type != getValue().getType())
+    return emitOpError("feeds ")
+           << getValue().getType() << " but input #" << getIndex() << " of "
+           << getProgramAttr() << " is " << *type;
+  return success();
+}
+
+LogicalResult FetchOutputOp::verifySymbolUses(SymbolTableCollection &tables) {
+  FailureOr<Type> type = workerProgramType(*this, getProgramAttr(), getIndex(),
+                                           /*input=*/false, tables);
+  if (failed(type))
+    return failure();
+  if (*type != getType())
+    return emitOpError("fetches ")
+           << getType() << " but output #" << getIndex() << " of "
+           << getProgramAttr() << " is " << *type;
   return success();
 }
 

@@ -35,7 +35,8 @@ monarch.actor_class @A {
 }
 monarch.actor_mesh @a = @A on @m
 func.func @step() {
-  // expected-error @+1 {{'monarch.control_msg' op callee @f must have the form @actor_mesh::@endpoint}}
+  // A flat symbol must be a worker program; @f is an endpoint name.
+  // expected-error @+1 {{'monarch.control_msg' op @f does not name a worker program}}
   %t = monarch.control_msg to @m invoke [@a::@f, @f] : !monarch.token
   return
 }
@@ -235,5 +236,84 @@ monarch.channel @c0 from @s0 to @s1 : tensor<8x4xf32>
 func.func @step(%lr: f32) {
   // expected-error @+1 {{'monarch.channel_send' op operand #0 must be ranked tensor of any type values, but got 'f32'}}
   "monarch.channel_send"(%lr) <{channel = @c0}> : (f32) -> ()
+  return
+}
+
+// -----
+
+shard.grid @g(shape = 2)
+monarch.proc_mesh @mesh(gpus = 2) grid @g
+func.func @w(%x: tensor<4xf32>) -> tensor<4xf32> attributes {monarch.worker_for = @mesh} {
+  return %x : tensor<4xf32>
+}
+func.func @bad_feed(%x: tensor<8xf32>) {
+  // expected-error @+1 {{'monarch.feed_input' op feeds 'tensor<8xf32>' but input #0 of @w is 'tensor<4xf32>'}}
+  monarch.feed_input %x to @w input 0 : tensor<8xf32>
+  return
+}
+
+// -----
+
+shard.grid @g(shape = 2)
+monarch.proc_mesh @mesh(gpus = 2) grid @g
+func.func @w(%x: tensor<4xf32>) -> tensor<4xf32> attributes {monarch.worker_for = @mesh} {
+  return %x : tensor<4xf32>
+}
+func.func @bad_index() -> tensor<4xf32> {
+  // expected-error @+1 {{'monarch.fetch_output' op worker program @w has 1 outputs, no #1}}
+  %r = monarch.fetch_output @w output 1 : tensor<4xf32>
+  return %r : tensor<4xf32>
+}
+
+// -----
+
+shard.grid @g(shape = 2)
+monarch.proc_mesh @mesh(gpus = 2) grid @g
+func.func @w(%x: tensor<4xf32>) -> tensor<4xf32> attributes {monarch.worker_for = @mesh} {
+  return %x : tensor<4xf32>
+}
+func.func @bad_type() -> tensor<4xi32> {
+  // expected-error @+1 {{'monarch.fetch_output' op fetches 'tensor<4xi32>' but output #0 of @w is 'tensor<4xf32>'}}
+  %r = monarch.fetch_output @w output 0 : tensor<4xi32>
+  return %r : tensor<4xi32>
+}
+
+// -----
+
+func.func @plain(%x: tensor<4xf32>) -> tensor<4xf32> {
+  return %x : tensor<4xf32>
+}
+func.func @not_worker(%x: tensor<4xf32>) {
+  // expected-error @+1 {{'monarch.feed_input' op @plain does not name a worker program}}
+  monarch.feed_input %x to @plain input 0 : tensor<4xf32>
+  return
+}
+
+// -----
+
+shard.grid @g(shape = 2)
+monarch.proc_mesh @mesh(gpus = 2) grid @g
+monarch.proc_mesh @other(gpus = 2) grid @g
+func.func @w() attributes {monarch.worker_for = @other} {
+  return
+}
+func.func @wrong_mesh() {
+  // expected-error @+1 {{'monarch.control_msg' op invokes worker program @w of @other on @mesh}}
+  %t = monarch.control_msg to @mesh invoke [@w] : !monarch.token
+  monarch.await %t : !monarch.token
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'monarch.worker_for' names @nowhere which is not a monarch.proc_mesh}}
+func.func @w() attributes {monarch.worker_for = @nowhere} {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'monarch.worker_for' must be a mesh symbol on a function}}
+func.func @w() attributes {monarch.worker_for = 3 : i64} {
   return
 }

@@ -51,6 +51,11 @@ def Monarch_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral getDistAttrName() {
       return ::llvm::StringLiteral("monarch.dist");
     }
+    /// Marks a `func.func` as the per-step program of the workers of a proc
+    /// mesh (a FlatSymbolRefAttr), created by monarch-split-control-data.
+    static constexpr ::llvm::StringLiteral getWorkerForAttrName() {
+      return ::llvm::StringLiteral("monarch.worker_for");
+    }
   }];
 }
 

@@ -481,8 +481,9 @@ def Monarch_ControlMsgOp : Monarch_Op<"control_msg", [
     DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
   let summary = "One control message from the controller to a mesh";
   let description = [{
-    Tells every worker of `mesh` to run the listed endpoints, in order, for
-    the current step, with the given scalars. Control messages carry only
+    Tells every worker of `mesh` to run the listed endpoints or worker
+    programs (`func.func`s marked `monarch.worker_for` this mesh), in order,
+    for the current step, with the given scalars. Control messages carry only
     invocations and small scalars; tensors travel on `monarch.channel`s.
     Batching several invocations into one message is what makes a compiled
     step cost one control message per worker. Every invoked actor mesh must
@@ -501,6 +502,43 @@ def Monarch_ControlMsgOp : Monarch_Op<"control_msg", [
     attr-dict `:` type($token)
   }];
   let hasVerifier = 1;
+}
+
+def Monarch_FeedInputOp : Monarch_Op<"feed_input", [
+    DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+  let summary = "Sends a controller value as an input of a worker program";
+  let description = [{
+    Controller side of a feed after `monarch-split-control-data`: the value
+    becomes argument `index` of worker program `program` (a `func.func`
+    marked `monarch.worker_for`). This is a data edge from the controller to
+    the workers, separate from the control message that starts the program.
+
+    ```mlir
+    monarch.feed_input %x to @step.worker.mesh input 0 : tensor<8x4xf32>
+    ```
+  }];
+  let arguments = (ins AnyType:$value, FlatSymbolRefAttr:$program,
+                       Monarch_NonNegI64:$index);
+  let assemblyFormat = [{
+    $value `to` $program `input` $index attr-dict `:` type($value)
+  }];
+}
+
+def Monarch_FetchOutputOp : Monarch_Op<"fetch_output", [
+    DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+  let summary = "Receives an output of a worker program at the controller";
+  let description = [{
+    Controller side of a fetch after `monarch-split-control-data`: result
+    `index` of worker program `program`, sent by the workers to the
+    controller.
+
+    ```mlir
+    %r = monarch.fetch_output @step.worker.mesh output 0 : tensor<4xf32>
+    ```
+  }];
+  let arguments = (ins FlatSymbolRefAttr:$program, Monarch_NonNegI64:$index);
+  let results = (outs AnyType:$result);
+  let assemblyFormat = "$program `output` $index attr-dict `:` type($result)";
 }
 
 def Monarch_AwaitOp : Monarch_Op<"await"> {
