@@ -1,4 +1,5 @@
-//===- PlanTransfers.cpp - monarch-plan-transfers (in progress) ----------------------*- C++ -*-===//
+//===- PlanTransfers.cpp - monarch-plan-transfers (in progress)
+//----------------------*- C++ -*-===//
 
 #include "monarch/Transforms/Passes.h"
 
@@ -13,7 +14,8 @@ using namespace mlir;
 using namespace monarch;
 
 namespace {
-struct MonarchPlanTransfersPass : monarch::impl::MonarchPlanTransfersBase<MonarchPlanTransfersPass> {
+struct MonarchPlanTransfersPass
+    : monarch::impl::MonarchPlanTransfersBase<MonarchPlanTransfersPass> {
   using Base::Base;
   void runOnOperation() override {
     getOperation().emitError("monarch-plan-transfers is not implemented yet");

@@ -1,4 +1,5 @@
-//===- Schedule.cpp - monarch-schedule (in progress) ----------------------*- C++ -*-===//
+//===- Schedule.cpp - monarch-schedule (in progress) ----------------------*-
+//C++ -*-===//
 
 #include "monarch/Transforms/Passes.h"
 
@@ -13,7 +14,8 @@ using namespace mlir;
 using namespace monarch;
 
 namespace {
-struct MonarchSchedulePass : monarch::impl::MonarchScheduleBase<MonarchSchedulePass> {
+struct MonarchSchedulePass
+    : monarch::impl::MonarchScheduleBase<MonarchSchedulePass> {
   using Base::Base;
   void runOnOperation() override {
     getOperation().emitError("monarch-schedule is not implemented yet");

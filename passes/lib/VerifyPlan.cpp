@@ -1,4 +1,5 @@
-//===- VerifyPlan.cpp - monarch-verify-plan (in progress) ----------------------*- C++ -*-===//
+//===- VerifyPlan.cpp - monarch-verify-plan (in progress)
+//----------------------*- C++ -*-===//
 
 #include "monarch/Transforms/Passes.h"
 
@@ -13,7 +14,8 @@ using namespace mlir;
 using namespace monarch;
 
 namespace {
-struct MonarchVerifyPlanPass : monarch::impl::MonarchVerifyPlanBase<MonarchVerifyPlanPass> {
+struct MonarchVerifyPlanPass
+    : monarch::impl::MonarchVerifyPlanBase<MonarchVerifyPlanPass> {
   using Base::Base;
   void runOnOperation() override {
     getOperation().emitError("monarch-verify-plan is not implemented yet");
