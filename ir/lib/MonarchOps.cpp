@@ -824,12 +824,14 @@ LogicalResult ControlMsgOp::verifySymbolUses(SymbolTableCollection &tables) {
     return failure();
   for (Attribute a : getInvoke()) {
     if (auto flat = dyn_cast<FlatSymbolRefAttr>(a)) {
-      // A worker program of this mesh.
-      auto program =
-          tables.lookupNearestSymbolFrom<FunctionOpInterface>(*this, flat);
-      auto on = program ? program->getAttrOfType<FlatSymbolRefAttr>(
-                              MonarchDialect::getWorkerForAttrName())
-                        : FlatSymbolRefAttr();
+      // A worker program of this mesh, or the plan that replaced it.
+      Operation *program = tables.lookupNearestSymbolFrom(*this, flat);
+      FlatSymbolRefAttr on;
+      if (auto plan = dyn_cast_or_null<PlanOp>(program))
+        on = plan.getMeshAttr();
+      else if (isa_and_nonnull<FunctionOpInterface>(program))
+        on = program->getAttrOfType<FlatSymbolRefAttr>(
+            MonarchDialect::getWorkerForAttrName());
       if (!on)
         return unresolved(*this, flat.getAttr(), "worker program");
       if (on != getMeshAttr())
@@ -856,13 +858,23 @@ LogicalResult ControlMsgOp::verifySymbolUses(SymbolTableCollection &tables) {
 static FailureOr<Type> workerProgramType(Operation *op, FlatSymbolRefAttr ref,
                                          int64_t index, bool input,
                                          SymbolTableCollection &tables) {
-  auto program = tables.lookupNearestSymbolFrom<FunctionOpInterface>(op, ref);
-  if (!program || !program->hasAttr(MonarchDialect::getWorkerForAttrName())) {
+  Operation *symbol = tables.lookupNearestSymbolFrom(op, ref);
+  FunctionType signature;
+  if (auto plan = dyn_cast_or_null<PlanOp>(symbol)) {
+    if (!plan.getSignature()) {
+      op->emitOpError("plan ") << ref << " has no signature";
+      return failure();
+    }
+    signature = *plan.getSignature();
+  } else if (auto fn = dyn_cast_or_null<FunctionOpInterface>(symbol)) {
+    if (fn->hasAttr(MonarchDialect::getWorkerForAttrName()))
+      signature = cast<FunctionType>(fn.getFunctionType());
+  }
+  if (!signature) {
     unresolved(op, ref.getAttr(), "worker program");
     return failure();
   }
-  ArrayRef<Type> types =
-      input ? program.getArgumentTypes() : program.getResultTypes();
+  ArrayRef<Type> types = input ? signature.getInputs() : signature.getResults();
   if (index >= static_cast<int64_t>(types.size())) {
     op->emitOpError("worker program ")
         << ref << " has " << types.size() << (input ? " inputs" : " outputs")
@@ -968,6 +980,14 @@ int64_t CommunicatorOp::getCommRank(int64_t rank) {
     if (r == rank)
       return i;
   return -1;
+}
+
+void PlanOp::build(OpBuilder &builder, OperationState &state, StringRef name,
+                   StringRef mesh, FunctionType signature) {
+  build(builder, state, name, mesh);
+  if (signature)
+    state.addAttribute(getSignatureAttrName(state.name),
+                       TypeAttr::get(signature));
 }
 
 void PlanOp::build(OpBuilder &builder, OperationState &state, StringRef name,

@@ -19,6 +19,8 @@
 
 #include "monarch/Transforms/Passes.h"
 
+#include "PassUtils.h"
+
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
 #include "mlir/Dialect/Shard/Transforms/Passes.h"
@@ -49,40 +51,6 @@ struct Segment {
   StringAttr mesh;
   SmallVector<Operation *> ops;
 };
-
-bool isMonarchProgramOp(Operation *op) {
-  // Program-level ops of the monarch dialect; everything else is compute.
-  return isa<FeedOp, FetchOp, CallOp, BroadcastOp, TransferOp>(op);
-}
-
-/// Side-effect-free ops computed only from other such ops (constants,
-/// `tensor.empty`, fills of constants) are cloned into every segment that
-/// uses them instead of becoming endpoint arguments.
-bool isCloneable(Operation *op, DenseMap<Operation *, bool> &memo) {
-  if (!op)
-    return false;
-  auto it = memo.find(op);
-  if (it != memo.end())
-    return it->second;
-  memo[op] = false; // Guards against cycles through graph regions.
-  bool ok = !isMonarchProgramOp(op) && isMemoryEffectFree(op) &&
-            !isa<shard::ShardOp>(op) &&
-            llvm::all_of(op->getOperands(), [&](Value v) {
-              return isCloneable(v.getDefiningOp(), memo);
-            });
-  memo[op] = ok;
-  return ok;
-}
-
-/// Values an op uses, including those its regions capture from above.
-SmallVector<Value> usedValues(Operation *op) {
-  SmallVector<Value> values(op->getOperands());
-  llvm::SetVector<Value> captured;
-  for (Region &region : op->getRegions())
-    getUsedValuesDefinedAbove(region, captured);
-  values.append(captured.begin(), captured.end());
-  return values;
-}
 
 /// Mesh dimension names of grid axes `axes` of `mesh`.
 ArrayAttr dimNames(Builder &b, MeshOpInterface mesh,

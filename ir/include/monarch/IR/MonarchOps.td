@@ -627,7 +627,10 @@ def Monarch_PlanOp : Monarch_Op<"plan", [
     DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
   let summary = "The per-rank execution plan of one compiled step";
   let description = [{
-    Holds one `monarch.rank_program` per rank of `mesh`.
+    Holds one `monarch.rank_program` per rank of `mesh`. When the plan
+    replaces a worker program, `signature` keeps that program's inputs
+    (`feed_buffer` indices) and outputs (`fetch_buffer` indices) so the
+    controller's `monarch.feed_input`/`monarch.fetch_output` still type-check.
 
     ```mlir
     monarch.plan @step on @mesh {
@@ -636,13 +639,19 @@ def Monarch_PlanOp : Monarch_Op<"plan", [
     }
     ```
   }];
-  let arguments = (ins SymbolNameAttr:$sym_name, FlatSymbolRefAttr:$mesh);
+  let arguments = (ins SymbolNameAttr:$sym_name, FlatSymbolRefAttr:$mesh,
+                       OptionalAttr<TypeAttrOf<FunctionType>>:$signature);
   let regions = (region SizedRegion<1>:$body);
-  let assemblyFormat = "$sym_name `on` $mesh attr-dict-with-keyword $body";
+  let assemblyFormat = [{
+    $sym_name `on` $mesh (`signature` $signature^)? attr-dict-with-keyword $body
+  }];
   let hasVerifier = 1;
   let skipDefaultBuilders = 1;
-  let builders = [OpBuilder<(ins "::llvm::StringRef":$name,
-                                 "::llvm::StringRef":$mesh)>];
+  let builders = [
+    OpBuilder<(ins "::llvm::StringRef":$name, "::llvm::StringRef":$mesh)>,
+    OpBuilder<(ins "::llvm::StringRef":$name, "::llvm::StringRef":$mesh,
+                   "::mlir::FunctionType":$signature)>
+  ];
 }
 
 def Monarch_RankProgramOp : Monarch_Op<"rank_program", [
