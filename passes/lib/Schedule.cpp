@@ -1,5 +1,4 @@
-//===- Schedule.cpp - monarch-schedule (in progress) ----------------------*-
-//C++ -*-===//
+//===- Schedule.cpp - monarch-schedule (in progress) ------------*- C++ -*-===//
 
 #include "monarch/Transforms/Passes.h"
 
