@@ -662,6 +662,25 @@ LogicalResult MonarchPlanTransfersPass::lower(RankCode &code, PlanOp plan,
 
   unsigned kernelIndex = 0;
   int64_t groupIndex = 0;
+  // Small transfers issued back to back share one group (one NCCL launch):
+  // the group of the last point-to-point batch, if still open.
+  std::optional<int64_t> openGroup;
+  size_t openGroupEnd = 0; // Program size right after that batch.
+  auto p2pGroup = [&](BufferAttr buf, size_t count) -> std::optional<int64_t> {
+    size_t now = program.getBody().front().getOperations().size();
+    bool small = buf.getSizeInBytes() <= groupBytes;
+    if (small && openGroup && openGroupEnd == now)
+      return openGroup; // Join the batch just issued.
+    std::optional<int64_t> group;
+    if (small || count > 1) // One sender's copies always go together.
+      group = groupIndex++;
+    openGroup = small ? group : std::nullopt;
+    return group;
+  };
+  auto closeP2PGroup = [&] {
+    if (openGroup)
+      openGroupEnd = program.getBody().front().getOperations().size();
+  };
   SmallVector<Operation *> run;
   DenseMap<Operation *, bool> memo;
 
@@ -792,9 +811,7 @@ LogicalResult MonarchPlanTransfersPass::lower(RankCode &code, PlanOp plan,
           dests.push_back(to->roots[j]);
       BufferAttr buf = st.bufferFor(send.getValue());
       st.sync({buf}, {}, kP2PStream);
-      std::optional<int64_t> group;
-      if (dests.size() > 1)
-        group = groupIndex++;
+      std::optional<int64_t> group = p2pGroup(buf, dests.size());
       CommunicatorOp comm =
           communicator(b, loc, planName, world, procMesh.roots);
       for (int64_t d : dests) {
@@ -806,6 +823,7 @@ LogicalResult MonarchPlanTransfersPass::lower(RankCode &code, PlanOp plan,
         st.record(e, {buf}, {}, kP2PStream);
         ++numSends;
       }
+      closeP2PGroup();
       continue;
     }
     if (auto recv = dyn_cast<ChannelRecvOp>(op)) {
@@ -819,11 +837,14 @@ LogicalResult MonarchPlanTransfersPass::lower(RankCode &code, PlanOp plan,
       st.sync({}, {buf}, kP2PStream);
       CommunicatorOp comm =
           communicator(b, loc, planName, world, procMesh.roots);
-      Value e = RecvOp::create(b, recv.getLoc(), EventType::get(ctx), buf,
-                               b.getI64IntegerAttr(src),
-                               FlatSymbolRefAttr::get(comm.getSymNameAttr()),
-                               b.getI64IntegerAttr(kP2PStream), IntegerAttr());
+      std::optional<int64_t> group = p2pGroup(buf, 1);
+      Value e = RecvOp::create(
+          b, recv.getLoc(), EventType::get(ctx), buf, b.getI64IntegerAttr(src),
+          FlatSymbolRefAttr::get(comm.getSymNameAttr()),
+          b.getI64IntegerAttr(kP2PStream),
+          group ? b.getI64IntegerAttr(*group) : IntegerAttr());
       st.record(e, {}, {buf}, kP2PStream);
+      closeP2PGroup();
       continue;
     }
     // Collectives.

@@ -1,5 +1,7 @@
 // RUN: monarch-opt %s --monarch-plan-transfers --split-input-file | FileCheck %s
 // RUN: monarch-opt %s --monarch-plan-transfers --monarch-verify-plan --split-input-file | monarch-opt --split-input-file
+// RUN: monarch-opt %s --split-input-file --monarch-plan-transfers="group-bytes=0" | FileCheck %s --check-prefix=NOGROUP
+// NOGROUP-NOT: group
 
 // Data parallel, split stage (as produced from a traced step by
 // monarch-partition and monarch-split-control-data): every rank computes its
@@ -82,7 +84,9 @@ module {
 
 // A pipeline over two slices of one proc mesh: stage 0 ranks send to the
 // matching stage 1 ranks on the point-to-point stream; actor state is bound
-// to arena buffers; the stage 1 result is returned by rank 2.
+// to arena buffers; the stage 1 result is returned by rank 2. Transfers up
+// to group-bytes (64 KiB by default) get a group so that back-to-back small
+// ones are issued together; with group-bytes=0 none is grouped.
 
 // CHECK-LABEL: monarch.plan @pipeline.worker.mesh on @mesh
 // CHECK:         monarch.rank_program rank 0
@@ -90,7 +94,7 @@ module {
 // CHECK-NEXT:      monarch.state_buffer @s0::@w at #monarch.buf<128, tensor<4x4xf32>>
 // CHECK-NEXT:      %[[K:.*]] = monarch.launch
 // CHECK-NEXT:      monarch.wait %[[K]]
-// CHECK-NEXT:      %[[S:.*]] = monarch.send #monarch.buf<192, tensor<8x4xf32>> to 2 on @pipeline.worker.mesh.comm0 stream 1
+// CHECK-NEXT:      %[[S:.*]] = monarch.send #monarch.buf<192, tensor<8x4xf32>> to 2 on @pipeline.worker.mesh.comm0 stream 1 group 0
 // CHECK:         monarch.rank_program rank 1
 // CHECK:           monarch.send #monarch.buf<192, tensor<8x4xf32>> to 3 on @pipeline.worker.mesh.comm0 stream 1
 // CHECK:         monarch.rank_program rank 2
