@@ -1,33 +1,59 @@
 #!/usr/bin/env bash
 #===- run-example.sh - `make run`: the best end-to-end thing that exists ---===#
 #
-# Today: the traced form of the example programs, parsed, verified and
-# printed back by monarch-opt (the compiler passes, codegen and the executor
-# replace this with the headline training example as they land).
+# Today: an example program compiled through every compiler stage that
+# exists (traced -> partitioned -> split -> planned) by monarch-opt, with a
+# summary of what each stage produced and the verified per-rank plan. The
+# codegen and executor issues replace this with the headline training run.
 #
 #===------------------------------------------------------------------------===#
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BUILD_DIR="${BUILD_DIR:-$ROOT/build}"
 OPT="$BUILD_DIR/bin/monarch-opt"
-EXAMPLE="${1:-$ROOT/examples/ir/data_parallel.mlir}"
-[ -f "$EXAMPLE" ] || EXAMPLE="$ROOT/examples/ir/pipeline.mlir"
+EXAMPLE="${1:-$ROOT/examples/ir/pipeline.mlir}"
+name="${EXAMPLE#$ROOT/}"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
 
-echo "== monarch-opt ${EXAMPLE#$ROOT/}: parse, verify, print (stage: traced) =="
-"$OPT" "$EXAMPLE"
+count() { grep -c -E "$1" "$2" || true; }
+
+echo "== $name: traced (parsed, verified, round-tripped) =="
+"$OPT" "$EXAMPLE" > "$tmp/traced.mlir"
+"$OPT" "$tmp/traced.mlir" | cmp -s - "$tmp/traced.mlir" ||
+  { echo "round trip changed the IR" >&2; exit 1; }
+echo "meshes: $(count 'monarch\.(proc_mesh|mesh_slice) ' "$tmp/traced.mlir")," \
+     "actor meshes: $(count 'monarch\.actor_mesh ' "$tmp/traced.mlir")," \
+     "calls: $(count 'monarch\.(call|broadcast) ' "$tmp/traced.mlir")," \
+     "transfers: $(count 'monarch\.transfer ' "$tmp/traced.mlir")"
+
+"$OPT" "$tmp/traced.mlir" --monarch-to-partitioned > "$tmp/partitioned.mlir"
 echo
-echo "== round trip: printed form re-parsed and re-printed is identical =="
-first=$("$OPT" "$EXAMPLE")
-second=$(printf '%s\n' "$first" | "$OPT")
-if [ "$first" = "$second" ]; then
-  echo "round trip: identical ($(printf '%s\n' "$first" | wc -l) lines)"
-else
-  diff <(printf '%s\n' "$first") <(printf '%s\n' "$second") || true
-  echo "round trip: MISMATCH" >&2
-  exit 1
-fi
+echo "== partitioned: tensor work outlined into per-rank endpoints =="
+echo "endpoints: $(count 'monarch\.endpoint ' "$tmp/partitioned.mlir")," \
+     "explicit collectives: $(count '(all_reduce|all_gather|reduce_scatter|broadcast_from) ' "$tmp/partitioned.mlir")"
+
+"$OPT" "$tmp/partitioned.mlir" --monarch-to-split > "$tmp/split.mlir"
 echo
-echo "== all example programs verify =="
+echo "== split: control messages apart from data channels =="
+grep -E 'monarch\.(control_msg|channel |feed_input|fetch_output|await)' "$tmp/split.mlir" | sed 's/^ */  /'
+
+"$OPT" "$tmp/split.mlir" --monarch-to-planned > "$tmp/planned.mlir"
+echo
+echo "== planned (verified: no deadlock, every send matched) =="
+echo "rank programs: $(count 'monarch\.rank_program ' "$tmp/planned.mlir")," \
+     "kernels: $(count 'monarch\.launch ' "$tmp/planned.mlir")," \
+     "sends: $(count 'monarch\.send ' "$tmp/planned.mlir")," \
+     "collectives: $(count 'monarch\.collective ' "$tmp/planned.mlir")," \
+     "communicators: $(count 'monarch\.communicator ' "$tmp/planned.mlir")"
+sed -n '/monarch\.plan /,/^  }/p' "$tmp/planned.mlir" | sed -n '1,40p'
+echo
+echo "== every example program compiles to a verified plan =="
 for f in "$ROOT"/examples/ir/*.mlir; do
-  "$OPT" "$f" >/dev/null && echo "ok  ${f#$ROOT/}"
+  if "$OPT" "$f" --monarch-compile-to-planned > /dev/null 2> "$tmp/err"; then
+    echo "ok    ${f#$ROOT/}"
+  else
+    echo "FAIL  ${f#$ROOT/}: $(head -1 "$tmp/err")"
+    exit 1
+  fi
 done

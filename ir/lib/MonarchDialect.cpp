@@ -55,6 +55,21 @@ static LogicalResult verifyDistOn(Operation *op, NamedAttribute attr,
 
 LogicalResult MonarchDialect::verifyOperationAttribute(Operation *op,
                                                        NamedAttribute attr) {
+  if (attr.getName() == getCriticalPathAttrName() ||
+      attr.getName() == getPeakBytesAttrName()) {
+    if (!isa<RankProgramOp>(op))
+      return op->emitError() << "'" << attr.getName().getValue()
+                             << "' is only valid on a monarch.rank_program";
+    bool isPath = attr.getName() == getCriticalPathAttrName();
+    auto f = dyn_cast<FloatAttr>(attr.getValue());
+    auto i = dyn_cast<IntegerAttr>(attr.getValue());
+    if (isPath ? !(f && f.getValueAsDouble() >= 0)
+               : !(i && i.getType().isInteger(64) && i.getInt() >= 0))
+      return op->emitError()
+             << "'" << attr.getName().getValue() << "' must be a non-negative "
+             << (isPath ? "float" : "i64");
+    return success();
+  }
   if (attr.getName() == getWorkerForAttrName()) {
     auto mesh = dyn_cast<FlatSymbolRefAttr>(attr.getValue());
     if (!mesh || !isa<FunctionOpInterface>(op))

@@ -1,6 +1,31 @@
-//===- Schedule.cpp - monarch-schedule (in progress) ------------*- C++ -*-===//
+//===- Schedule.cpp - Order rank programs, replan their arenas --*- C++ -*-===//
+//
+// monarch-schedule works on one monarch.rank_program at a time, in four
+// steps: build the dependency graph of its instructions (Boost.Graph), list
+// schedule it so that communication and its producers are issued first,
+// estimate the critical path of the result, and replan the arena over the
+// new order. The execution contract is docs/plan-semantics.md; the rules
+// this pass keeps, and why they are enough, are in docs/passes.md
+// ("## monarch-schedule").
+//
+//===----------------------------------------------------------------------===//
 
+#include "monarch/Transforms/MemoryPlan.h"
 #include "monarch/Transforms/Passes.h"
+
+#include "mlir/IR/SymbolTable.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/TypeSwitch.h"
+#include "llvm/Support/Debug.h"
+
+#include <boost/graph/adjacency_list.hpp>
+#include <boost/graph/depth_first_search.hpp>
+
+#include <cmath>
+#include <map>
+#include <queue>
+#include <tuple>
 
 #define DEBUG_TYPE "monarch-schedule"
 
@@ -12,13 +37,764 @@ namespace monarch {
 using namespace mlir;
 using namespace monarch;
 
+//===----------------------------------------------------------------------===//
+// Cost model
+//===----------------------------------------------------------------------===//
+//
+// Deliberately simple; it only has to rank schedules, not predict them:
+//  * launch: bytes of its ins and outs / 10 GB/s (a memory-bound kernel);
+//  * send, recv: 20 us + bytes / 2 GB/s;
+//  * collective: 20 us + max(input, output) bytes / 2 GB/s * 2(n-1)/n on a
+//    communicator of n ranks (the bytes a ring moves per rank);
+//  * a group (one stream entry) pays the 20 us latency once plus the sum of
+//    its members' bandwidth terms;
+//  * feed_buffer, fetch_buffer, state_buffer and wait take no time; a wait
+//    ends when the events it waits for have completed.
+// Partners are assumed ready: a transfer takes its cost from the moment it
+// starts on this rank.
+
+static constexpr double kLaunchBytesPerUs = 10e9 / 1e6;
+static constexpr double kLinkBytesPerUs = 2e9 / 1e6;
+static constexpr double kLatencyUs = 20.0;
+
+namespace {
+
+enum class InstrKind { Host, Async, Wait };
+
+/// One buffer operand of an instruction; reads come before writes.
+struct Access {
+  int buffer;
+  bool write;
+};
+
+struct Instr {
+  Operation *op = nullptr;
+  InstrKind kind = InstrKind::Host;
+  bool comm = false;
+  int64_t stream = -1;
+  int64_t group = -1;
+  int unit = -1;
+  /// Index in the issue list of its stream (original order).
+  int streamPos = -1;
+  /// Cost alone; for communication only the bandwidth term.
+  double cost = 0;
+  llvm::SmallVector<Access, 4> accesses;
+  /// First wait (original order) after which this op is known complete: it
+  /// waits for this op's event (via == self) or for a later entry `via` of
+  /// the same stream.
+  int coverWait = -1;
+  int coverVia = -1;
+  /// Keeps an instruction between two entries with the same group id and
+  /// stream (so that they never become one): set on the entry after it
+  /// (`after`) and on the instruction itself (`before`, the entry before).
+  int separatedAfter = -1;
+  int separatesBefore = -1;
+};
+
+/// A scheduling unit: one instruction, or a group of communication
+/// instructions (one stream entry) that must stay adjacent.
+struct Unit {
+  int first, last;
+  bool comm = false;
+  double cost = 0;
+};
+
+/// A distinct (offset, type) buffer of the program.
+struct BufferInfo {
+  BufferAttr attr;
+  int64_t lo, hi;
+  /// State, or read before any write in the program: the bytes carry a
+  /// value across steps.
+  bool persistent = false;
+  /// Fed or fetched by the controller.
+  bool io = false;
+};
+
+/// Last writer and readers since of a byte range [start, end): the map key
+/// is the start. Readers form persistent singly linked lists in a pool so
+/// that splitting a segment copies one index.
+struct Segment {
+  int64_t end;
+  int writer = -1;
+  int writerBuffer = -1;
+  int readers = -1;
+};
+
+struct TopoVisitor : boost::default_dfs_visitor {
+  std::vector<int> *finished;
+  bool *cyclic;
+  template <typename Vertex, typename Graph>
+  void finish_vertex(Vertex v, const Graph &) {
+    finished->push_back(v);
+  }
+  template <typename Edge, typename Graph> void back_edge(Edge, const Graph &) {
+    *cyclic = true;
+  }
+};
+
+using Graph = boost::adjacency_list<boost::vecS, boost::vecS, boost::directedS>;
+
+/// Schedules one rank program.
+class RankScheduler {
+public:
+  RankScheduler(RankProgramOp program, SymbolTableCollection &symbols)
+      : program(program), symbols(symbols) {}
+
+  LogicalResult run();
+
+  int64_t bytesSaved = 0;
+
+private:
+  LogicalResult collect();
+  void buildGraph();
+  void buildOrder();
+  void reorder();
+  void planBuffers();
+  double simulate(llvm::ArrayRef<int> unitOrder) const;
+
+  int bufferId(BufferAttr attr);
+  void addEdge(int from, int to);
+  void addHazard(int from, int to);
+  void cover(int producer, int wait);
+  void read(int instr, const Access &access);
+  void write(int instr, const Access &access);
+  std::map<int64_t, Segment>::iterator split(int64_t at);
+
+  RankProgramOp program;
+  SymbolTableCollection &symbols;
+
+  std::vector<Instr> instrs;
+  std::vector<Unit> units;
+  std::vector<BufferInfo> buffers;
+  llvm::DenseMap<Attribute, int> bufferIds;
+  llvm::DenseMap<Operation *, int> instrIds;
+  llvm::DenseMap<int64_t, std::vector<int>> streamOps;
+  llvm::DenseSet<int64_t> commStreams;
+
+  // Graph construction.
+  std::vector<std::pair<int, int>> edges;
+  std::vector<int> edgeStamp;
+  std::vector<char> fifoEdgeAdded;
+  std::map<int64_t, Segment> segments;
+  std::vector<std::pair<int, int>> readerPool; // (instr, next)
+  std::vector<int> readerVisit;
+  int visitStamp = 0;
+  int lastWait = -1;
+  llvm::DenseMap<int64_t, int> coveredUpTo;
+  /// Pairs of buffers through which the same bytes are written and read.
+  llvm::DenseSet<std::pair<unsigned, unsigned>> aliases;
+
+  std::vector<int> order; // units in the new order
+};
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// Collecting instructions, units and buffers
+//===----------------------------------------------------------------------===//
+
+int RankScheduler::bufferId(BufferAttr attr) {
+  auto [it, inserted] = bufferIds.try_emplace(attr, buffers.size());
+  if (inserted) {
+    int64_t lo = attr.getOffset();
+    buffers.push_back({attr, lo, lo + attr.getSizeInBytes()});
+  }
+  return it->second;
+}
+
+LogicalResult RankScheduler::collect() {
+  Block &block = program.getBody().front();
+  for (Operation &op : block) {
+    Instr in;
+    in.op = &op;
+    auto use = [&](BufferAttr attr, bool write) {
+      in.accesses.push_back({bufferId(attr), write});
+    };
+    auto commStream = [&](int64_t stream, std::optional<uint64_t> group) {
+      in.kind = InstrKind::Async;
+      in.comm = true;
+      in.stream = stream;
+      in.group = group ? static_cast<int64_t>(*group) : -1;
+    };
+    bool known =
+        llvm::TypeSwitch<Operation *, bool>(&op)
+            .Case([&](LaunchOp launch) {
+              in.kind = InstrKind::Async;
+              in.stream = launch.getStream();
+              int64_t bytes = 0;
+              for (Attribute a : launch.getIns()) {
+                use(cast<BufferAttr>(a), /*write=*/false);
+                bytes += cast<BufferAttr>(a).getSizeInBytes();
+              }
+              for (Attribute a : launch.getOuts()) {
+                use(cast<BufferAttr>(a), /*write=*/true);
+                bytes += cast<BufferAttr>(a).getSizeInBytes();
+              }
+              in.cost = bytes / kLaunchBytesPerUs;
+              return true;
+            })
+            .Case([&](SendOp send) {
+              commStream(send.getStream(), send.getGroup());
+              use(send.getBuffer(), /*write=*/false);
+              in.cost = send.getBuffer().getSizeInBytes() / kLinkBytesPerUs;
+              return true;
+            })
+            .Case([&](RecvOp recv) {
+              commStream(recv.getStream(), recv.getGroup());
+              use(recv.getBuffer(), /*write=*/true);
+              in.cost = recv.getBuffer().getSizeInBytes() / kLinkBytesPerUs;
+              return true;
+            })
+            .Case([&](CollectiveOp coll) {
+              commStream(coll.getStream(), coll.getGroup());
+              use(coll.getInput(), /*write=*/false);
+              use(coll.getOutput(), /*write=*/true);
+              double n = 1;
+              if (auto comm = symbols.lookupNearestSymbolFrom<CommunicatorOp>(
+                      coll, coll.getCommAttr()))
+                n = std::max<size_t>(1, comm.getRanks().size());
+              int64_t bytes = std::max(coll.getInput().getSizeInBytes(),
+                                       coll.getOutput().getSizeInBytes());
+              in.cost = bytes / kLinkBytesPerUs * 2 * (n - 1) / n;
+              return true;
+            })
+            .Case([&](WaitOp) {
+              in.kind = InstrKind::Wait;
+              return true;
+            })
+            .Case([&](FeedBufferOp feed) {
+              use(feed.getBuffer(), /*write=*/true);
+              buffers[in.accesses.back().buffer].io = true;
+              return true;
+            })
+            .Case([&](FetchBufferOp fetch) {
+              use(fetch.getBuffer(), /*write=*/false);
+              buffers[in.accesses.back().buffer].io = true;
+              return true;
+            })
+            .Case([&](StateBufferOp state) {
+              // Binding state defines the buffer's contents (a write).
+              use(state.getBuffer(), /*write=*/true);
+              buffers[in.accesses.back().buffer].persistent = true;
+              return true;
+            })
+            .Default([](Operation *) { return false; });
+    if (!known)
+      return op.emitOpError("is not a plan instruction; monarch-schedule "
+                            "cannot order it");
+    instrIds[&op] = instrs.size();
+    if (in.kind == InstrKind::Async) {
+      std::vector<int> &list = streamOps[in.stream];
+      in.streamPos = list.size();
+      list.push_back(instrs.size());
+      if (in.comm)
+        commStreams.insert(in.stream);
+    }
+    instrs.push_back(std::move(in));
+  }
+
+  // Units: adjacent communication instructions with the same group on the
+  // same stream form one stream entry. Two such instructions with only
+  // other instructions between them are two entries; the one right after
+  // the first stays between them.
+  int lastComm = -1;
+  for (int i = 0, e = instrs.size(); i < e; ++i) {
+    Instr &in = instrs[i];
+    bool sameEntry = false;
+    if (in.comm && in.group >= 0 && lastComm >= 0 &&
+        instrs[lastComm].group == in.group &&
+        instrs[lastComm].stream == in.stream) {
+      if (lastComm == i - 1) {
+        sameEntry = true;
+      } else {
+        instrs[lastComm + 1].separatesBefore = lastComm;
+        in.separatedAfter = lastComm + 1;
+      }
+    }
+    if (sameEntry) {
+      Unit &unit = units.back();
+      unit.last = i;
+      unit.cost += in.cost;
+    } else {
+      Unit unit{i, i, in.comm, in.cost};
+      if (in.comm)
+        unit.cost += kLatencyUs;
+      units.push_back(unit);
+    }
+    in.unit = units.size() - 1;
+    if (in.comm)
+      lastComm = i;
+  }
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Dependency graph
+//===----------------------------------------------------------------------===//
+
+void RankScheduler::addEdge(int from, int to) {
+  int u = instrs[from].unit, v = instrs[to].unit;
+  if (u == v || edgeStamp[u] == v)
+    return;
+  // Every edge into unit v is added while its instructions are visited, so
+  // one stamp per source unit removes duplicates.
+  edgeStamp[u] = v;
+  edges.emplace_back(u, v);
+}
+
+/// Orders `to` after `from` (earlier, touching overlapping bytes) so that
+/// `to` cannot run before `from` has completed: directly when the stream or
+/// the host already serializes them, else after the wait that made the
+/// original program safe.
+void RankScheduler::addHazard(int from, int to) {
+  Instr &a = instrs[from], &b = instrs[to];
+  if (a.unit == b.unit)
+    return;
+  if (a.kind != InstrKind::Async ||
+      (b.kind == InstrKind::Async && a.stream == b.stream)) {
+    addEdge(from, to);
+    return;
+  }
+  if (a.coverWait >= 0) {
+    // The wait comes before `to`: waits are visited before later ops.
+    addEdge(a.coverWait, to);
+    if (a.coverVia != from && !fifoEdgeAdded[from]) {
+      // The wait proves `from` complete only while `from` is issued before
+      // `via` on their stream.
+      fifoEdgeAdded[from] = 1;
+      int u = a.unit, v = instrs[a.coverVia].unit;
+      if (u != v)
+        edges.emplace_back(u, v);
+    }
+    return;
+  }
+  // Not synchronized by a local wait (racy, or ordered through another
+  // rank): keep the issue order and the last wait before `to`.
+  addEdge(from, to);
+  if (lastWait > from)
+    addEdge(lastWait, to);
+}
+
+void RankScheduler::cover(int producer, int wait) {
+  Instr &p = instrs[producer];
+  // The event of a grouped instruction fires when its whole group has
+  // completed (docs/plan-semantics.md).
+  for (int m = units[p.unit].first; m <= units[p.unit].last; ++m) {
+    if (instrs[m].coverWait < 0) {
+      instrs[m].coverWait = wait;
+      instrs[m].coverVia = m;
+    }
+  }
+  // Streams are FIFO: every earlier entry of the stream has completed too.
+  std::vector<int> &list = streamOps[p.stream];
+  int entryStart = instrs[units[p.unit].first].streamPos;
+  for (int &ptr = coveredUpTo[p.stream]; ptr < entryStart; ++ptr) {
+    Instr &earlier = instrs[list[ptr]];
+    if (earlier.coverWait < 0) {
+      earlier.coverWait = wait;
+      earlier.coverVia = producer;
+    }
+  }
+}
+
+/// Makes `at` a segment boundary; returns the first segment at or after it.
+std::map<int64_t, Segment>::iterator RankScheduler::split(int64_t at) {
+  auto it = segments.upper_bound(at);
+  if (it != segments.begin()) {
+    auto prev = std::prev(it);
+    if (prev->first < at && at < prev->second.end) {
+      Segment right = prev->second;
+      prev->second.end = at;
+      return segments.emplace_hint(it, at, right);
+    }
+  }
+  return it == segments.begin() || std::prev(it)->first != at ? it
+                                                              : std::prev(it);
+}
+
+void RankScheduler::read(int instr, const Access &access) {
+  BufferInfo &buf = buffers[access.buffer];
+  if (buf.lo == buf.hi)
+    return;
+  split(buf.hi);
+  auto it = split(buf.lo);
+  int64_t cursor = buf.lo;
+  while (cursor < buf.hi) {
+    if (it == segments.end() || it->first > cursor) {
+      // Never written in this program: the value comes from before it.
+      int64_t end = it == segments.end() ? buf.hi : std::min(buf.hi, it->first);
+      it = segments.emplace_hint(it, cursor, Segment{end});
+    }
+    Segment &seg = it->second;
+    if (seg.writer < 0) {
+      buf.persistent = true;
+    } else {
+      if (seg.writer != instr)
+        addHazard(seg.writer, instr);
+      // A value written through another buffer is read through this one:
+      // they alias and must move together.
+      if (seg.writerBuffer != access.buffer)
+        aliases.insert(std::minmax<unsigned>(seg.writerBuffer, access.buffer));
+    }
+    if (seg.readers < 0 || readerPool[seg.readers].first != instr) {
+      readerPool.emplace_back(instr, seg.readers);
+      readerVisit.push_back(-1);
+      seg.readers = readerPool.size() - 1;
+    }
+    cursor = seg.end;
+    ++it;
+  }
+}
+
+void RankScheduler::write(int instr, const Access &access) {
+  const BufferInfo &buf = buffers[access.buffer];
+  if (buf.lo == buf.hi)
+    return;
+  split(buf.hi);
+  auto first = split(buf.lo);
+  auto it = first;
+  ++visitStamp;
+  for (; it != segments.end() && it->first < buf.hi; ++it) {
+    Segment &seg = it->second;
+    if (seg.writer >= 0 && seg.writer != instr)
+      addHazard(seg.writer, instr);
+    // Reader lists share tails after splits: stop at a visited entry.
+    for (int r = seg.readers; r >= 0 && readerVisit[r] != visitStamp;
+         r = readerPool[r].second) {
+      readerVisit[r] = visitStamp;
+      if (readerPool[r].first != instr)
+        addHazard(readerPool[r].first, instr);
+    }
+  }
+  segments.erase(first, it);
+  segments.emplace(buf.lo, Segment{buf.hi, instr, access.buffer, -1});
+}
+
+void RankScheduler::buildGraph() {
+  edgeStamp.assign(units.size(), -1);
+  fifoEdgeAdded.assign(instrs.size(), 0);
+  int lastComm = -1;
+  llvm::DenseMap<int64_t, int> lastOnCommStream;
+  for (int i = 0, e = instrs.size(); i < e; ++i) {
+    Instr &in = instrs[i];
+    // Communication keeps its issue order: it fixes matching and the
+    // global per-communicator order that makes plans deadlock-free.
+    if (in.comm) {
+      if (lastComm >= 0)
+        addEdge(lastComm, i);
+      lastComm = i;
+    }
+    if (in.separatesBefore >= 0)
+      addEdge(in.separatesBefore, i);
+    if (in.separatedAfter >= 0)
+      addEdge(in.separatedAfter, i);
+    // A stream carrying communication keeps its whole order, since its
+    // FIFO order is part of the happens-before graph across ranks.
+    if (in.kind == InstrKind::Async && commStreams.contains(in.stream)) {
+      auto [it, inserted] = lastOnCommStream.try_emplace(in.stream, i);
+      if (!inserted) {
+        addEdge(it->second, i);
+        it->second = i;
+      }
+    }
+    if (in.kind == InstrKind::Wait) {
+      // Communication never moves below a wait it was issued before (that
+      // would make it wait on the waited events), and waits keep their
+      // order (a later one may rely on an earlier one).
+      if (lastComm >= 0)
+        addEdge(lastComm, i);
+      if (lastWait >= 0)
+        addEdge(lastWait, i);
+      for (Value event : cast<WaitOp>(in.op).getEvents()) {
+        int producer = instrIds.lookup(event.getDefiningOp());
+        addEdge(producer, i);
+        cover(producer, i);
+      }
+      lastWait = i;
+      continue;
+    }
+    for (const Access &access : in.accesses)
+      if (!access.write)
+        read(i, access);
+    for (const Access &access : in.accesses)
+      if (access.write)
+        write(i, access);
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// List scheduling
+//===----------------------------------------------------------------------===//
+
+void RankScheduler::buildOrder() {
+  int n = units.size();
+  Graph graph(n);
+  std::vector<int> inDegree(n, 0);
+  for (auto [u, v] : edges) {
+    boost::add_edge(u, v, graph);
+    ++inDegree[v];
+  }
+
+  // Reverse topological order from a DFS (edges all point forward in the
+  // original order, so there is no cycle).
+  std::vector<int> finished;
+  finished.reserve(n);
+  bool cyclic = false;
+  TopoVisitor visitor;
+  visitor.finished = &finished;
+  visitor.cyclic = &cyclic;
+  boost::depth_first_search(graph, boost::visitor(visitor));
+  assert(!cyclic && "dependency edges point forward in program order");
+
+  // Priority: feed_buffer and state_buffer first (they take no time and
+  // only unblock others), then units that communication depends on, then the
+  // longest cost-weighted path to a sink, then the original order.
+  std::vector<double> bottom(n, 0);
+  std::vector<char> feedsComm(n, 0);
+  for (int u : finished) {
+    double longest = 0;
+    bool comm = units[u].comm;
+    for (auto e : llvm::make_range(boost::out_edges(u, graph))) {
+      int v = boost::target(e, graph);
+      longest = std::max(longest, bottom[v]);
+      comm |= feedsComm[v];
+    }
+    bottom[u] = units[u].cost + longest;
+    feedsComm[u] = comm;
+  }
+  LLVM_DEBUG(
+      llvm::dbgs() << "rank " << program.getRank() << ": " << instrs.size()
+                   << " instructions, " << n << " units, " << edges.size()
+                   << " edges, dependency critical path "
+                   << (finished.empty()
+                           ? 0
+                           : *std::max_element(bottom.begin(), bottom.end()))
+                   << " us\n");
+
+  order.clear();
+  order.reserve(n);
+  auto defines = [&](int u) {
+    return isa<FeedBufferOp, StateBufferOp>(instrs[units[u].first].op);
+  };
+  // (defines, feedsComm, bottom, -unit)
+  using Key = std::tuple<bool, bool, double, int>;
+  std::priority_queue<Key> ready;
+  auto push = [&](int u) {
+    ready.emplace(defines(u), feedsComm[u], bottom[u], -u);
+  };
+  for (int u = 0; u < n; ++u)
+    if (inDegree[u] == 0)
+      push(u);
+  while (!ready.empty()) {
+    int u = -std::get<3>(ready.top());
+    ready.pop();
+    order.push_back(u);
+    for (auto e : llvm::make_range(boost::out_edges(u, graph))) {
+      int v = boost::target(e, graph);
+      if (--inDegree[v] == 0)
+        push(v);
+    }
+  }
+  assert(static_cast<int>(order.size()) == n && "graph is a DAG");
+  if (static_cast<int>(order.size()) != n) {
+    order.clear();
+    for (int u = 0; u < n; ++u)
+      order.push_back(u);
+  }
+}
+
+void RankScheduler::reorder() {
+  Block &block = program.getBody().front();
+  bool same = true;
+  for (auto [i, u] : llvm::enumerate(order))
+    same &= static_cast<int>(i) == u;
+  if (same)
+    return;
+  for (int u : order)
+    for (int i = units[u].first; i <= units[u].last; ++i)
+      instrs[i].op->moveBefore(&block, block.end());
+}
+
+/// Runs the program in `unitOrder` under the cost model: the host issues in
+/// order and blocks at waits, each stream runs its entries one at a time.
+/// The finish time is the length of the critical path of the schedule.
+double RankScheduler::simulate(llvm::ArrayRef<int> unitOrder) const {
+  std::vector<double> done(instrs.size(), 0);
+  llvm::DenseMap<int64_t, double> streamFree;
+  double host = 0, finish = 0;
+  for (int u : unitOrder) {
+    const Instr &head = instrs[units[u].first];
+    if (head.kind == InstrKind::Wait) {
+      for (Value event : cast<WaitOp>(head.op).getEvents())
+        host = std::max(host, done[instrIds.lookup(event.getDefiningOp())]);
+      continue;
+    }
+    if (head.kind == InstrKind::Host)
+      continue;
+    double &free = streamFree[head.stream];
+    double end = std::max(host, free) + units[u].cost;
+    free = end;
+    finish = std::max(finish, end);
+    for (int i = units[u].first; i <= units[u].last; ++i)
+      done[i] = end;
+  }
+  return std::max(finish, host);
+}
+
+//===----------------------------------------------------------------------===//
+// Memory plan
+//===----------------------------------------------------------------------===//
+
+void RankScheduler::planBuffers() {
+  int n = instrs.size();
+  std::vector<int> pos(n);
+  {
+    int p = 0;
+    for (int u : order)
+      for (int i = units[u].first; i <= units[u].last; ++i)
+        pos[i] = p++;
+  }
+
+  // When each instruction is known complete to the host, in the new order:
+  // host instructions at once, asynchronous ones at the first wait for them
+  // (or a member of their group) or for a later entry of their stream, else
+  // only at program end (n).
+  std::vector<int> complete(n, n);
+  llvm::DenseMap<int64_t, std::vector<int>> newStreamOps;
+  llvm::DenseMap<int64_t, int> newCovered;
+  std::vector<int> newStreamPos(n, -1), entryStart(n, -1);
+  for (int u : order) {
+    for (int i = units[u].first; i <= units[u].last; ++i) {
+      Instr &in = instrs[i];
+      if (in.kind == InstrKind::Host) {
+        complete[i] = pos[i];
+      } else if (in.kind == InstrKind::Async) {
+        std::vector<int> &list = newStreamOps[in.stream];
+        newStreamPos[i] = list.size();
+        entryStart[i] = newStreamPos[units[u].first];
+        list.push_back(i);
+      } else {
+        for (Value event : cast<WaitOp>(in.op).getEvents()) {
+          int p = instrIds.lookup(event.getDefiningOp());
+          const Unit &entry = units[instrs[p].unit];
+          for (int m = entry.first; m <= entry.last; ++m)
+            complete[m] = std::min(complete[m], pos[i]);
+          std::vector<int> &list = newStreamOps[instrs[p].stream];
+          for (int &ptr = newCovered[instrs[p].stream]; ptr < entryStart[p];
+               ++ptr)
+            complete[list[ptr]] = std::min(complete[list[ptr]], pos[i]);
+        }
+      }
+    }
+  }
+
+  // Live range of each buffer: first access to the point where its last
+  // user is known complete.
+  int numBuffers = buffers.size();
+  std::vector<ArenaBuffer> arenaBuffers(numBuffers);
+  for (int b = 0; b < numBuffers; ++b) {
+    ArenaBuffer &ab = arenaBuffers[b];
+    ab.offset = buffers[b].lo;
+    ab.size = buffers[b].hi - buffers[b].lo;
+    ab.start = n;
+    ab.persistent = buffers[b].persistent;
+    ab.io = buffers[b].io;
+  }
+  for (int i = 0; i < n; ++i)
+    for (const Access &access : instrs[i].accesses) {
+      ArenaBuffer &ab = arenaBuffers[access.buffer];
+      ab.start = std::min<int64_t>(ab.start, pos[i]);
+      ab.end = std::max<int64_t>(ab.end, complete[i]);
+    }
+  std::vector<std::pair<unsigned, unsigned>> aliasList(aliases.begin(),
+                                                       aliases.end());
+  llvm::sort(aliasList);
+
+  ArenaPlan plan = planArena(arenaBuffers, aliasList, /*alignment=*/64);
+  int64_t arena = program.getArena();
+  LLVM_DEBUG(llvm::dbgs() << "rank " << program.getRank() << ": " << numBuffers
+                          << " buffers, " << aliasList.size()
+                          << " aliased pairs, arena " << arena << " -> "
+                          << plan.peakBytes << " bytes\n");
+  Builder builder(program.getContext());
+  if (plan.peakBytes >= arena) {
+    // Never worse than the input: its layout stays valid under the new
+    // order, since the graph kept every hazard between its buffers.
+    program->setAttr("monarch.peak_bytes", builder.getI64IntegerAttr(arena));
+    return;
+  }
+
+  llvm::DenseMap<Attribute, Attribute> remap;
+  for (int b = 0; b < numBuffers; ++b)
+    remap[buffers[b].attr] = BufferAttr::get(
+        program.getContext(), plan.offsets[b], buffers[b].attr.getType());
+  auto map = [&](BufferAttr attr) { return cast<BufferAttr>(remap[attr]); };
+  auto mapList = [&](ArrayAttr list) {
+    SmallVector<Attribute> out;
+    for (Attribute a : list)
+      out.push_back(remap[a]);
+    return builder.getArrayAttr(out);
+  };
+  for (Instr &in : instrs)
+    llvm::TypeSwitch<Operation *>(in.op)
+        .Case([&](LaunchOp op) {
+          op.setInsAttr(mapList(op.getIns()));
+          op.setOutsAttr(mapList(op.getOuts()));
+        })
+        .Case<SendOp, RecvOp, FeedBufferOp, FetchBufferOp, StateBufferOp>(
+            [&](auto op) { op.setBufferAttr(map(op.getBuffer())); })
+        .Case([&](CollectiveOp op) {
+          op.setInputAttr(map(op.getInput()));
+          op.setOutputAttr(map(op.getOutput()));
+        });
+  program.setArena(plan.peakBytes);
+  program->setAttr("monarch.peak_bytes",
+                   builder.getI64IntegerAttr(plan.peakBytes));
+  bytesSaved = arena - plan.peakBytes;
+}
+
+LogicalResult RankScheduler::run() {
+  if (failed(collect()))
+    return failure();
+  buildGraph();
+  buildOrder();
+  LLVM_DEBUG({
+    std::vector<int> original(units.size());
+    for (int u = 0, e = units.size(); u < e; ++u)
+      original[u] = u;
+    llvm::dbgs() << "rank " << program.getRank() << ": critical path "
+                 << simulate(original) << " us -> " << simulate(order)
+                 << " us\n";
+  });
+  reorder();
+  // Rounded to the nanosecond: the model is not more precise than that.
+  double criticalPath = std::round(simulate(order) * 1e3) / 1e3;
+  program->setAttr(
+      "monarch.critical_path_us",
+      FloatAttr::get(Float64Type::get(program.getContext()), criticalPath));
+  planBuffers();
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// The pass
+//===----------------------------------------------------------------------===//
+
 namespace {
 struct MonarchSchedulePass
     : monarch::impl::MonarchScheduleBase<MonarchSchedulePass> {
   using Base::Base;
   void runOnOperation() override {
-    getOperation().emitError("monarch-schedule is not implemented yet");
-    signalPassFailure();
+    SymbolTableCollection symbols;
+    WalkResult result = getOperation().walk([&](RankProgramOp program) {
+      RankScheduler scheduler(program, symbols);
+      if (failed(scheduler.run()))
+        return WalkResult::interrupt();
+      bytesSaved += scheduler.bytesSaved;
+      return WalkResult::advance();
+    });
+    if (result.wasInterrupted())
+      signalPassFailure();
   }
 };
 } // namespace

@@ -825,3 +825,20 @@ monarch.plan @p on @m {
   }
 }
 
+
+// -----
+
+shard.grid @g(shape = 2)
+monarch.proc_mesh @m(gpus = 2) grid @g
+monarch.plan @p on @m {
+  // expected-error @+1 {{'monarch.critical_path_us' must be a non-negative float}}
+  monarch.rank_program rank 0 arena 0 attributes {monarch.critical_path_us = -1.0 : f64} {
+  }
+}
+
+// -----
+
+// expected-error @+1 {{'monarch.peak_bytes' is only valid on a monarch.rank_program}}
+func.func @f() attributes {monarch.peak_bytes = 3 : i64} {
+  return
+}

@@ -56,6 +56,14 @@ def Monarch_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral getWorkerForAttrName() {
       return ::llvm::StringLiteral("monarch.worker_for");
     }
+    /// Set by monarch-schedule on a rank program: the modelled length of its
+    /// critical path in microseconds (f64) and its peak arena bytes (i64).
+    static constexpr ::llvm::StringLiteral getCriticalPathAttrName() {
+      return ::llvm::StringLiteral("monarch.critical_path_us");
+    }
+    static constexpr ::llvm::StringLiteral getPeakBytesAttrName() {
+      return ::llvm::StringLiteral("monarch.peak_bytes");
+    }
   }];
 }
 

@@ -110,7 +110,7 @@ def MonarchSchedule : Pass<"monarch-schedule", "::mlir::ModuleOp"> {
     possible, computes the critical-path length, and replans the arena: each
     buffer's live range, reuse of dead buffers' bytes, and the peak bytes per
     rank. Results are recorded as attributes on each rank program
-    (`monarch.critical_path`, `monarch.peak_bytes`) and as the new `arena`.
+    (`monarch.critical_path_us`, `monarch.peak_bytes`) and as the new `arena`.
   }];
   let dependentDialects = ["::monarch::MonarchDialect"];
   let statistics = [
