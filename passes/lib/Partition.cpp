@@ -227,30 +227,9 @@ struct MonarchPartitionPass
     llvm::SmallPtrSet<Operation *, 16> inSegment(segment.ops.begin(),
                                                  segment.ops.end());
     llvm::SetVector<Value> inputs;
-    llvm::SetVector<Operation *> constants;
+    SmallVector<Operation *> cloned;
     DenseMap<Operation *, bool> memo;
-    SmallVector<Operation *> worklist;
-    for (Operation *op : segment.ops)
-      for (Value v : usedValues(op)) {
-        Operation *def = v.getDefiningOp();
-        if (def && inSegment.contains(def))
-          continue;
-        if (isCloneable(def, memo))
-          worklist.push_back(def);
-        else
-          inputs.insert(v);
-      }
-    while (!worklist.empty()) {
-      Operation *def = worklist.pop_back_val();
-      if (!constants.insert(def))
-        continue;
-      for (Value v : usedValues(def))
-        worklist.push_back(v.getDefiningOp());
-    }
-    SmallVector<Operation *> cloned(constants.begin(), constants.end());
-    llvm::sort(cloned, [](Operation *a, Operation *b) {
-      return a->isBeforeInBlock(b);
-    });
+    collectOutlineInputs(segment.ops, inputs, cloned, memo);
     // Arguments in program order: block arguments first, then by definition.
     SmallVector<Value> ordered(inputs.begin(), inputs.end());
     llvm::stable_sort(ordered, [](Value a, Value b) {

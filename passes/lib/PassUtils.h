@@ -53,6 +53,39 @@ inline bool isCloneable(mlir::Operation *op,
   return ok;
 }
 
+/// Splits what the ops of `ops` (one block, program order) use from
+/// outside the set into `inputs` (values to pass in) and `clones` (cloneable
+/// ops to copy along, transitively, sorted in block order).
+inline void
+collectOutlineInputs(llvm::ArrayRef<mlir::Operation *> ops,
+                     llvm::SetVector<mlir::Value> &inputs,
+                     llvm::SmallVectorImpl<mlir::Operation *> &clones,
+                     llvm::DenseMap<mlir::Operation *, bool> &memo) {
+  llvm::SmallPtrSet<mlir::Operation *, 16> inside(ops.begin(), ops.end());
+  llvm::SetVector<mlir::Operation *> found;
+  llvm::SmallVector<mlir::Operation *> worklist;
+  for (mlir::Operation *op : ops)
+    for (mlir::Value v : usedValues(op)) {
+      mlir::Operation *def = v.getDefiningOp();
+      if (def && inside.contains(def))
+        continue;
+      if (isCloneable(def, memo))
+        worklist.push_back(def);
+      else
+        inputs.insert(v);
+    }
+  while (!worklist.empty()) {
+    mlir::Operation *def = worklist.pop_back_val();
+    if (def && found.insert(def))
+      for (mlir::Value v : usedValues(def))
+        worklist.push_back(v.getDefiningOp());
+  }
+  clones.assign(found.begin(), found.end());
+  llvm::sort(clones, [](mlir::Operation *a, mlir::Operation *b) {
+    return a->isBeforeInBlock(b);
+  });
+}
+
 } // namespace monarch
 
 #endif // MONARCH_PASSES_LIB_PASSUTILS_H

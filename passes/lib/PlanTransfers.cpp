@@ -689,24 +689,8 @@ LogicalResult MonarchPlanTransfersPass::lower(RankCode &code, PlanOp plan,
       return success();
     llvm::SmallPtrSet<Operation *, 16> inRun(run.begin(), run.end());
     llvm::SetVector<Value> ins;
-    llvm::SetVector<Operation *> clones;
-    SmallVector<Operation *> worklist;
-    for (Operation *op : run)
-      for (Value v : usedValues(op)) {
-        Operation *def = v.getDefiningOp();
-        if (def && inRun.contains(def))
-          continue;
-        if (isCloneable(def, memo))
-          worklist.push_back(def);
-        else
-          ins.insert(v);
-      }
-    while (!worklist.empty()) {
-      Operation *def = worklist.pop_back_val();
-      if (def && clones.insert(def))
-        for (Value v : usedValues(def))
-          worklist.push_back(v.getDefiningOp());
-    }
+    SmallVector<Operation *> sortedClones;
+    collectOutlineInputs(run, ins, sortedClones, memo);
     SmallVector<Value> outs;
     for (Operation *op : run)
       for (Value r : op->getResults()) {
@@ -755,10 +739,6 @@ LogicalResult MonarchPlanTransfersPass::lower(RankCode &code, PlanOp plan,
         in = tensor::ExtractOp::create(kb, loc, arg, ValueRange{});
       map.map(v, in);
     }
-    SmallVector<Operation *> sortedClones(clones.begin(), clones.end());
-    llvm::sort(sortedClones, [](Operation *x, Operation *y) {
-      return x->isBeforeInBlock(y);
-    });
     for (Operation *c : sortedClones)
       kb.clone(*c, map);
     for (Operation *op : runOps)
