@@ -87,11 +87,17 @@ DistAttr distFromSharding(Builder &b, MeshOpInterface mesh,
 shard::ShardingOp annotatedSharding(Value value) {
   if (auto shardOp = value.getDefiningOp<shard::ShardOp>())
     return shardOp.getSharding().getDefiningOp<shard::ShardingOp>();
+  shard::ShardingOp forUsers;
   for (Operation *user : value.getUsers())
-    if (auto shardOp = dyn_cast<shard::ShardOp>(user))
+    if (auto shardOp = dyn_cast<shard::ShardOp>(user)) {
+      auto sharding = shardOp.getSharding().getDefiningOp<shard::ShardingOp>();
       if (!shardOp.getAnnotateForUsers())
-        return shardOp.getSharding().getDefiningOp<shard::ShardingOp>();
-  return {};
+        return sharding;
+      if (!forUsers)
+        forUsers = sharding;
+    }
+  // Propagation may only have annotated the users of an argument.
+  return forUsers;
 }
 
 ReductionKind toMonarch(shard::ReductionKind kind, bool &ok) {
@@ -321,6 +327,41 @@ struct MonarchPartitionPass
     if (failed(convertShardOps(tmp, mesh)))
       return failure();
 
+    // The per-rank types partitioning chose must be what the recorded
+    // distributions give; anything else would be a call the verifier rejects.
+    auto explained = [&](Type global, Type local, DistAttr dist, StringRef what,
+                         unsigned i) -> LogicalResult {
+      auto g = dyn_cast<RankedTensorType>(global);
+      if (!g)
+        return success(global == local);
+      std::string error;
+      FailureOr<SmallVector<int64_t>> shape =
+          getLocalShape(g.getShape(), dist, mesh, error);
+      if (succeeded(shape) &&
+          cast<RankedTensorType>(local).getShape() == ArrayRef(*shape))
+        return success();
+      return segment.ops.front()->emitOpError("partitioning made ")
+             << what << " #" << i << " of the work on @"
+             << segment.mesh.getValue() << " per-rank " << local
+             << ", which no sharding annotation explains for the global "
+             << global << "; annotate it with shard.shard";
+    };
+    FunctionType partitioned = tmp.getFunctionType();
+    for (auto [i, pair] :
+         llvm::enumerate(llvm::zip(inTypes, partitioned.getInputs())))
+      if (failed(explained(std::get<0>(pair), std::get<1>(pair), argDists[i],
+                           "argument", i))) {
+        tmp.erase();
+        return failure();
+      }
+    for (auto [i, pair] :
+         llvm::enumerate(llvm::zip(outTypes, partitioned.getResults())))
+      if (failed(explained(std::get<0>(pair), std::get<1>(pair), resDists[i],
+                           "result", i))) {
+        tmp.erase();
+        return failure();
+      }
+
     // 2. The partitioned body becomes endpoint @run of a class on the mesh.
     b.setInsertionPoint(fn);
     auto actorClass = ActorClassOp::create(b, loc, base + ".class");
@@ -338,6 +379,11 @@ struct MonarchPartitionPass
     ReturnOp::create(b, term->getLoc(), term->getOperands());
     term->erase();
     tmp.erase();
+    // Grid extents are constants now: fold the slicing arithmetic.
+    OpPassManager fold(EndpointOp::getOperationName());
+    fold.addPass(createCanonicalizerPass());
+    if (failed(runPipeline(fold, endpoint)))
+      return failure();
     b.setInsertionPoint(fn);
     ActorMeshOp::create(b, loc, base, actorClass.getSymName(),
                         segment.mesh.getValue());
@@ -396,6 +442,18 @@ struct MonarchPartitionPass
           all.push_back(i);
         replacement =
             ProcessIndexOp::create(b, op->getLoc(), dimNames(b, mesh, all));
+      } else if (auto shape = dyn_cast<shard::GridShapeOp>(op)) {
+        // Static mesh: the grid's extents are constants.
+        SmallVector<int64_t> extents = mesh.getMeshShape();
+        SmallVector<shard::GridAxis> axes(shape.getAxes());
+        if (axes.empty())
+          for (int64_t i = 0, e = extents.size(); i < e; ++i)
+            axes.push_back(i);
+        for (auto [result, axis] : llvm::zip(shape.getResults(), axes))
+          result.replaceAllUsesWith(
+              arith::ConstantIndexOp::create(b, op->getLoc(), extents[axis]));
+        op->erase();
+        return WalkResult::advance();
       } else if (isa<shard::ShardOp, shard::ShardingOp>(op)) {
         return WalkResult::advance();
       } else if (op->getDialect() &&

@@ -665,11 +665,14 @@ LogicalResult MonarchPlanTransfersPass::lower(RankCode &code, PlanOp plan,
   // Small transfers issued back to back share one group (one NCCL launch):
   // the group of the last point-to-point batch, if still open.
   std::optional<int64_t> openGroup;
-  size_t openGroupEnd = 0; // Program size right after that batch.
+  Operation *openGroupEnd = nullptr; // Last instruction of that batch.
+  Block &stream = program.getBody().front();
+  auto lastInstruction = [&]() -> Operation * {
+    return stream.empty() ? nullptr : &stream.back();
+  };
   auto p2pGroup = [&](BufferAttr buf, size_t count) -> std::optional<int64_t> {
-    size_t now = program.getBody().front().getOperations().size();
     bool small = buf.getSizeInBytes() <= groupBytes;
-    if (small && openGroup && openGroupEnd == now)
+    if (small && openGroup && openGroupEnd == lastInstruction())
       return openGroup; // Join the batch just issued.
     std::optional<int64_t> group;
     if (small || count > 1) // One sender's copies always go together.
@@ -679,7 +682,7 @@ LogicalResult MonarchPlanTransfersPass::lower(RankCode &code, PlanOp plan,
   };
   auto closeP2PGroup = [&] {
     if (openGroup)
-      openGroupEnd = program.getBody().front().getOperations().size();
+      openGroupEnd = lastInstruction();
   };
   SmallVector<Operation *> run;
   DenseMap<Operation *, bool> memo;

@@ -119,3 +119,46 @@ func.func @only_actors(%x: tensor<4xf32>) -> tensor<4xf32> {
   %r = monarch.fetch %y from @m : tensor<4xf32>
   return %r : tensor<4xf32>
 }
+
+// -----
+
+// Replicated, then split inside the mesh work: each rank slices its rows
+// (static sizes once the grid extents fold).
+// CHECK-LABEL: monarch.actor_class @f.m.0.class
+// CHECK:         process_index over ["gpus"] : index
+// CHECK:         tensor.extract_slice %arg0[%{{.*}}, 0] [2, 16] [1, 1] : tensor<8x16xf32> to tensor<2x16xf32>
+// CHECK-NOT:     cf.assert
+shard.grid @g(shape = 4)
+monarch.proc_mesh @m(gpus = 4) grid @g
+func.func @f(%x: tensor<8x16xf32>) -> tensor<8x16xf32> {
+  %xf = monarch.feed %x to @m : tensor<8x16xf32>
+  %rep = shard.sharding @g split_axes = [[]] : !shard.sharding
+  %split = shard.sharding @g split_axes = [[0]] : !shard.sharding
+  %xr = shard.shard %xf to %rep : tensor<8x16xf32>
+  %xs = shard.shard %xr to %split annotate_for_users : tensor<8x16xf32>
+  %e = tensor.empty() : tensor<8x16xf32>
+  %y = linalg.add ins(%xs, %xs : tensor<8x16xf32>, tensor<8x16xf32>) outs(%e : tensor<8x16xf32>) -> tensor<8x16xf32>
+  %yr = shard.shard %y to %rep annotate_for_users : tensor<8x16xf32>
+  %r = monarch.fetch %yr from @m : tensor<8x16xf32>
+  return %r : tensor<8x16xf32>
+}
+
+// -----
+
+// A split annotated after unannotated work: propagation pushes it back onto
+// the argument, and the endpoint records it.
+// CHECK-LABEL: monarch.actor_class @f.m.0.class
+// CHECK:         monarch.endpoint @run(%arg0: tensor<4x16xf32> {monarch.dist = #monarch.dist<{{\[\["gpus"\], \[\]\]}}>})
+shard.grid @g(shape = 2)
+monarch.proc_mesh @m(gpus = 2) grid @g
+func.func @f(%x: tensor<8x16xf32>) -> tensor<8x16xf32> {
+  %xf = monarch.feed %x to @m : tensor<8x16xf32>
+  %split = shard.sharding @g split_axes = [[0]] : !shard.sharding
+  %e = tensor.empty() : tensor<8x16xf32>
+  %a = linalg.add ins(%xf, %xf : tensor<8x16xf32>, tensor<8x16xf32>) outs(%e : tensor<8x16xf32>) -> tensor<8x16xf32>
+  %as = shard.shard %a to %split : tensor<8x16xf32>
+  %e2 = tensor.empty() : tensor<8x16xf32>
+  %b = linalg.mul ins(%as, %as : tensor<8x16xf32>, tensor<8x16xf32>) outs(%e2 : tensor<8x16xf32>) -> tensor<8x16xf32>
+  %r = monarch.fetch %b from @m : tensor<8x16xf32>
+  return %r : tensor<8x16xf32>
+}

@@ -39,7 +39,8 @@ def MonarchPartition : Pass<"monarch-partition", "::mlir::ModuleOp"> {
   let dependentDialects = [
     "::monarch::MonarchDialect", "::mlir::shard::ShardDialect",
     "::mlir::func::FuncDialect", "::mlir::tensor::TensorDialect",
-    "::mlir::linalg::LinalgDialect", "::mlir::arith::ArithDialect"
+    "::mlir::linalg::LinalgDialect", "::mlir::arith::ArithDialect",
+    "::mlir::cf::ControlFlowDialect"
   ];
   let statistics = [
     Statistic<"numOutlined", "outlined", "Mesh programs outlined">,
