@@ -32,6 +32,7 @@
 #include "mlir/Transforms/Passes.h"
 #include "mlir/Transforms/RegionUtils.h"
 #include "llvm/ADT/MapVector.h"
+#include "llvm/ADT/ScopeExit.h"
 #include "llvm/ADT/SetVector.h"
 
 #define DEBUG_TYPE "monarch-partition"
@@ -270,8 +271,19 @@ struct MonarchPartitionPass
     std::string base = (fn.getSymName() + "." + segment.mesh.getValue() + "." +
                         std::to_string(index))
                            .str();
+    // It lives in a scratch module holding only the mesh's grid, so that
+    // the upstream passes' symbol lookups do not scan the whole program.
     b.setInsertionPointToEnd(module.getBody());
     Location loc = segment.ops.front()->getLoc();
+    auto scratch = ModuleOp::create(b, loc);
+    llvm::scope_exit eraseScratch([&] { scratch->erase(); });
+    b.setInsertionPointToStart(scratch.getBody());
+    auto grid =
+        tables.lookupNearestSymbolFrom<shard::GridOp>(fn, mesh.getGridRef());
+    if (!grid)
+      return fn.emitOpError("mesh @")
+             << segment.mesh.getValue() << " has no shard.grid";
+    b.clone(*grid);
     auto tmp = func::FuncOp::create(b, loc, base + ".tmp",
                                     b.getFunctionType(inTypes, outTypes));
     Block *entry = tmp.addEntryBlock();
@@ -319,8 +331,10 @@ struct MonarchPartitionPass
       return failure();
     {
       RewritePatternSet patterns(ctx);
-      shard::populateAllSliceOpLoweringPatterns(patterns, tables);
-      shard::populateProcessMultiIndexOpLoweringPatterns(patterns, tables);
+      SymbolTableCollection scratchTables;
+      shard::populateAllSliceOpLoweringPatterns(patterns, scratchTables);
+      shard::populateProcessMultiIndexOpLoweringPatterns(patterns,
+                                                         scratchTables);
       if (failed(applyPatternsGreedily(tmp, std::move(patterns))))
         return tmp.emitOpError("could not lower shard slicing ops");
     }
