@@ -96,10 +96,17 @@ struct MonarchPlanTransfersPass
   MonarchPlanTransfersPass(const MonarchPlanTransfersPass &other)
       : Base(other) {}
 
-  SymbolTableCollection tables;
+  // Per-run caches, reset at the start of every run (a pass manager may
+  // run this pass on many modules).
+  std::unique_ptr<SymbolTableCollection> tablesPtr;
+  SymbolTableCollection &tables() { return *tablesPtr; }
   DenseMap<Operation *, MeshRanks> meshCache;
 
   void runOnOperation() override {
+    tablesPtr = std::make_unique<SymbolTableCollection>();
+    meshCache.clear();
+    kernels.clear();
+    comms.clear();
     if (backend != "gloo" && backend != "nccl") {
       getOperation().emitError("monarch-plan-transfers: unknown backend '")
           << backend << "' (expected gloo or nccl)";
@@ -122,7 +129,7 @@ struct MonarchPlanTransfersPass
   }
 
   const MeshRanks *resolve(Operation *from, FlatSymbolRefAttr ref) {
-    MeshOpInterface mesh = lookupMesh(from, ref, &tables);
+    MeshOpInterface mesh = lookupMesh(from, ref, &tables());
     if (!mesh)
       return nullptr;
     auto it = meshCache.find(mesh.getOperation());
@@ -134,7 +141,7 @@ struct MonarchPlanTransfersPass
       MeshOpInterface m = mesh;
       while (auto slice = dyn_cast<MeshSliceOp>(m.getOperation())) {
         MeshOpInterface parent =
-            lookupMesh(slice, slice.getParentAttr(), &tables);
+            lookupMesh(slice, slice.getParentAttr(), &tables());
         root = slice.getParentRank(parent.getMeshShape(), root);
         m = parent;
       }
@@ -148,7 +155,7 @@ struct MonarchPlanTransfersPass
   Operation *rootOf(const MeshRanks &m) {
     MeshOpInterface mesh = m.mesh;
     while (auto slice = dyn_cast<MeshSliceOp>(mesh.getOperation()))
-      mesh = lookupMesh(slice, slice.getParentAttr(), &tables);
+      mesh = lookupMesh(slice, slice.getParentAttr(), &tables());
     return mesh.getOperation();
   }
 
@@ -213,7 +220,7 @@ struct MonarchPlanTransfersPass
         continue;
       }
       if (auto channelOp = dyn_cast<ChannelSendOp>(op)) {
-        auto channel = tables.lookupNearestSymbolFrom<ChannelOp>(
+        auto channel = tables().lookupNearestSymbolFrom<ChannelOp>(
             worker, channelOp.getChannelAttr());
         const MeshRanks *from = resolve(channel, channel.getFromAttr());
         const MeshRanks *to = resolve(channel, channel.getToAttr());
@@ -231,7 +238,7 @@ struct MonarchPlanTransfersPass
         continue;
       }
       if (auto recv = dyn_cast<ChannelRecvOp>(op)) {
-        auto channel = tables.lookupNearestSymbolFrom<ChannelOp>(
+        auto channel = tables().lookupNearestSymbolFrom<ChannelOp>(
             worker, recv.getChannelAttr());
         const MeshRanks *to = resolve(channel, channel.getToAttr());
         if (to->localRank(rank) >= 0)
@@ -249,7 +256,13 @@ struct MonarchPlanTransfersPass
     }
     for (auto &[ref, value] : state)
       code.states.push_back({ref, value});
-    moveCollectiveAxesToFront(code.fn);
+    // Outputs and state refer to values the rewrite below may replace.
+    DenseMap<Value, Value> replaced;
+    moveCollectiveAxesToFront(code.fn, replaced);
+    for (Value &v : code.outputs)
+      v = replaced.lookup(v) ? replaced.lookup(v) : v;
+    for (auto &[ref, v] : code.states)
+      v = replaced.lookup(v) ? replaced.lookup(v) : v;
     return success();
   }
 
@@ -257,7 +270,8 @@ struct MonarchPlanTransfersPass
   /// gather along axis `a` becomes a gather along 0 of `[n*l0, ...]`
   /// followed by a rearrangement (expand, transpose, collapse) that the
   /// next kernel performs; a scatter along `a` is rearranged first.
-  void moveCollectiveAxesToFront(func::FuncOp fn) {
+  void moveCollectiveAxesToFront(func::FuncOp fn,
+                                 DenseMap<Value, Value> &replaced) {
     SmallVector<Operation *> todo;
     fn.walk([&](Operation *op) {
       if (auto g = dyn_cast<AllGatherOp>(op); g && g.getAxis() != 0)
@@ -282,6 +296,7 @@ struct MonarchPlanTransfersPass
         // [n*l0, l1..] -> [n, l0, l1..] -> move n before l_a -> merge.
         Value v = rearrange(b, loc, gathered, local, n, a, /*gather=*/true);
         g.getResult().replaceAllUsesWith(v);
+        replaced[g.getResult()] = v;
       } else {
         auto r = cast<ReduceScatterOp>(op);
         int64_t a = r.getAxis();
@@ -292,6 +307,7 @@ struct MonarchPlanTransfersPass
             b, loc, local, blocks, r.getDims(), uint64_t{0}, r.getReduction());
         scattered->setAttr(kGroupAttr, group);
         r.getResult().replaceAllUsesWith(scattered.getResult());
+        replaced[r.getResult()] = scattered.getResult();
       }
       op->erase();
     }
@@ -358,11 +374,11 @@ struct MonarchPlanTransfersPass
                            OpBuilder &b) {
     SymbolRefAttr callee = isa<CallOp>(op) ? cast<CallOp>(op).getCallee()
                                            : cast<BroadcastOp>(op).getCallee();
-    auto actorMesh = tables.lookupNearestSymbolFrom<ActorMeshOp>(
+    auto actorMesh = tables().lookupNearestSymbolFrom<ActorMeshOp>(
         op, FlatSymbolRefAttr::get(callee.getRootReference()));
-    auto actorClass = tables.lookupNearestSymbolFrom<ActorClassOp>(
+    auto actorClass = tables().lookupNearestSymbolFrom<ActorClassOp>(
         actorMesh, actorMesh.getActorClassAttr());
-    auto endpoint = tables.lookupSymbolIn<EndpointOp>(
+    auto endpoint = tables().lookupSymbolIn<EndpointOp>(
         actorClass, callee.getLeafReference());
     const MeshRanks *mesh = resolve(actorMesh, actorMesh.getMeshAttr());
     int64_t local = mesh->localRank(rank);
@@ -666,18 +682,25 @@ LogicalResult MonarchPlanTransfersPass::lower(RankCode &code, PlanOp plan,
   // the group of the last point-to-point batch, if still open.
   std::optional<int64_t> openGroup;
   Operation *openGroupEnd = nullptr; // Last instruction of that batch.
+  SmallVector<Attribute> openGroupBuffers;
   Block &stream = program.getBody().front();
   auto lastInstruction = [&]() -> Operation * {
     return stream.empty() ? nullptr : &stream.back();
   };
   auto p2pGroup = [&](BufferAttr buf, size_t count) -> std::optional<int64_t> {
     bool small = buf.getSizeInBytes() <= groupBytes;
-    if (small && openGroup && openGroupEnd == lastInstruction())
+    // Members of a group are unordered, so a transfer never joins a group
+    // that already touches its buffer (a recv and the send forwarding it).
+    if (small && openGroup && openGroupEnd == lastInstruction() &&
+        !llvm::is_contained(openGroupBuffers, buf)) {
+      openGroupBuffers.push_back(buf);
       return openGroup; // Join the batch just issued.
+    }
     std::optional<int64_t> group;
     if (small || count > 1) // One sender's copies always go together.
       group = groupIndex++;
     openGroup = small ? group : std::nullopt;
+    openGroupBuffers.assign({buf});
     return group;
   };
   auto closeP2PGroup = [&] {
@@ -783,7 +806,7 @@ LogicalResult MonarchPlanTransfersPass::lower(RankCode &code, PlanOp plan,
     if (failed(flush()))
       return failure();
     if (auto send = dyn_cast<ChannelSendOp>(op)) {
-      auto channel = tables.lookupNearestSymbolFrom<ChannelOp>(
+      auto channel = tables().lookupNearestSymbolFrom<ChannelOp>(
           module, send.getChannelAttr());
       const MeshRanks *from = resolve(channel, channel.getFromAttr());
       const MeshRanks *to = resolve(channel, channel.getToAttr());
@@ -810,7 +833,7 @@ LogicalResult MonarchPlanTransfersPass::lower(RankCode &code, PlanOp plan,
       continue;
     }
     if (auto recv = dyn_cast<ChannelRecvOp>(op)) {
-      auto channel = tables.lookupNearestSymbolFrom<ChannelOp>(
+      auto channel = tables().lookupNearestSymbolFrom<ChannelOp>(
           module, recv.getChannelAttr());
       const MeshRanks *from = resolve(channel, channel.getFromAttr());
       const MeshRanks *to = resolve(channel, channel.getToAttr());

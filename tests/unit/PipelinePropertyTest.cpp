@@ -537,7 +537,7 @@ bool ProgramGenerator::addTransfer() {
   if (meshes.size() < 3)
     return false;
   // Not a value that just arrived: plan-transfers groups its receive with
-  // the send that forwards it (DISABLED_ForwardingAReceivedValue).
+  // the send that forwards it (ForwardingAReceivedValue).
   auto src = pickValue(
       [](const Val &v) { return v.mesh != 0 && v.origin != Origin::Transfer; });
   if (!src)
@@ -654,7 +654,7 @@ bool ProgramGenerator::addFetch(SmallVectorImpl<Value> &results) {
   // Anything computed is fetched through an epilogue that keeps the value
   // returned by the outlined endpoint from being an all_gather along a
   // dimension other than 0, which crashes plan-transfers
-  // (DISABLED_FetchSplitAlongDimensionOne):
+  // (FetchSplitAlongDimensionOne):
   //   [r = relu(v) if v has users] g = shard(r, replicated | split dim 0)
   //   f = relu(g)   [a = shard(f, replicated | split dim 0) for users]
   // Usually the unused value whose fetch keeps the most tensor ops alive
@@ -1305,7 +1305,7 @@ TEST_F(PipelinePropertyTest, RandomProgramsCompileToSafePlans) {
       }
     } else {
       // A fresh pass manager per program: monarch-plan-transfers keeps
-      // state across runs (DISABLED_PassManagerReusedAcrossModules).
+      // state across runs (PassManagerReusedAcrossModules).
       ok = succeeded(
           pipeline(Stage::Traced, Stage::Planned, opts)->run(*module));
     }
@@ -1409,7 +1409,8 @@ protected:
 // 0 ... reads #monarch.buf<64, ...> ... written by rank 1 recv from 0 ...;
 // both are in one group". A send must not join a group that writes its
 // buffer.
-TEST_F(PipelineBugTest, DISABLED_ForwardingAReceivedValue) {
+// Fixed; kept as a regression test.
+TEST_F(PipelineBugTest, ForwardingAReceivedValue) {
   EXPECT_TRUE(compiles(R"mlir(
     shard.grid @grid(shape = 2)
     monarch.proc_mesh @mesh(gpus = 2) grid @grid
@@ -1431,7 +1432,8 @@ TEST_F(PipelineBugTest, DISABLED_ForwardingAReceivedValue) {
 // then moveCollectiveAxesToFront replaces and erases that all_gather, so
 // lower() reads an erased value (use after free; crashes in
 // BufferAttr::getSizeInBytes / FloatType::getWidth).
-TEST_F(PipelineBugTest, DISABLED_FetchSplitAlongDimensionOne) {
+// Fixed; kept as a regression test.
+TEST_F(PipelineBugTest, FetchSplitAlongDimensionOne) {
   EXPECT_TRUE(compiles(R"mlir(
     shard.grid @grid(shape = 2)
     monarch.proc_mesh @mesh(gpus = 2) grid @grid
@@ -1449,7 +1451,8 @@ TEST_F(PipelineBugTest, DISABLED_FetchSplitAlongDimensionOne) {
 // module canonicalizes the first module's (freed) kernels: use after free,
 // seen as "'monarch.rank_program' op trying to schedule a pass on an
 // operation not marked as 'IsolatedFromAbove'" or a crash.
-TEST_F(PipelineBugTest, DISABLED_PassManagerReusedAcrossModules) {
+// Fixed; kept as a regression test.
+TEST_F(PipelineBugTest, PassManagerReusedAcrossModules) {
   auto pm = pipeline(Stage::Traced, Stage::Planned, {"gloo", 65536});
   for (int i = 0; i < 3; ++i) {
     DiagnosticCapture diags(ctx);
