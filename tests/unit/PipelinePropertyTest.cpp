@@ -42,6 +42,7 @@
 
 #include "MonarchTestUtils.h"
 #include "PlanSimulator.h"
+#include "TestRandom.h"
 
 #include "monarch/Transforms/Passes.h"
 #include "monarch/Transforms/Pipelines.h"
@@ -75,14 +76,6 @@ using namespace monarch;
 using namespace monarch::test;
 
 namespace {
-
-using Rng = std::mt19937_64;
-
-int64_t uniform(Rng &rng, int64_t lo, int64_t hi) {
-  return std::uniform_int_distribution<int64_t>(lo, hi)(rng);
-}
-
-bool chance(Rng &rng, double p) { return std::bernoulli_distribution(p)(rng); }
 
 template <typename T> const T &pick(Rng &rng, const std::vector<T> &list) {
   return list[uniform(rng, 0, static_cast<int64_t>(list.size()) - 1)];

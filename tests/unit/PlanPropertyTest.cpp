@@ -17,6 +17,7 @@
 
 #include "MonarchTestUtils.h"
 #include "PlanSimulator.h"
+#include "TestRandom.h"
 
 #include "monarch/Transforms/VerifyPlan.h"
 
@@ -35,14 +36,6 @@ using namespace monarch;
 using namespace monarch::test;
 
 namespace {
-
-using Rng = std::mt19937_64;
-
-int64_t uniform(Rng &rng, int64_t lo, int64_t hi) {
-  return std::uniform_int_distribution<int64_t>(lo, hi)(rng);
-}
-
-bool chance(Rng &rng, double p) { return std::bernoulli_distribution(p)(rng); }
 
 template <typename T> T &pick(Rng &rng, std::vector<T> &list) {
   return list[uniform(rng, 0, static_cast<int64_t>(list.size()) - 1)];
