@@ -21,12 +21,6 @@ namespace {
 
 class WholeModuleTest : public MonarchIRTest {
 protected:
-  EndpointOp endpoint(StringRef name, ArrayRef<Type> in, ArrayRef<Type> out) {
-    auto ep = EndpointOp::create(b, loc, name, b.getFunctionType(in, out));
-    b.setInsertionPointToStart(ep.addEntryBlock());
-    return ep;
-  }
-
   void buildMeshesAndActors() {
     buildPipelineMeshes();
     OpBuilder::InsertionGuard guard(b);

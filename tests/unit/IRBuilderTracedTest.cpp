@@ -22,13 +22,6 @@ namespace {
 
 class TracedTest : public MonarchIRTest {
 protected:
-  /// An endpoint with an entry block; the builder is left inside it.
-  EndpointOp endpoint(StringRef name, ArrayRef<Type> in, ArrayRef<Type> out) {
-    auto ep = EndpointOp::create(b, loc, name, b.getFunctionType(in, out));
-    b.setInsertionPointToStart(ep.addEntryBlock());
-    return ep;
-  }
-
   /// The actor class used by most tests:
   ///
   ///   monarch.actor_class @Stage {

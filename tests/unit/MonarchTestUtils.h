@@ -231,6 +231,16 @@ protected:
     return fn;
   }
 
+  /// An endpoint with an entry block; the builder is left inside it.
+  monarch::EndpointOp endpoint(llvm::StringRef name,
+                               llvm::ArrayRef<mlir::Type> in,
+                               llvm::ArrayRef<mlir::Type> out) {
+    auto ep =
+        monarch::EndpointOp::create(b, loc, name, b.getFunctionType(in, out));
+    b.setInsertionPointToStart(ep.addEntryBlock());
+    return ep;
+  }
+
   /// Checks that `op` makes `module` fail to verify with a diagnostic
   /// containing all of `pieces`, then erases `op` and checks that `module`
   /// verifies again.
