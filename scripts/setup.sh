@@ -16,7 +16,7 @@ DEB_PACKAGES=(
   libmlir-22-dev mlir-22-tools llvm-22-dev llvm-22-tools clang-format-22
   libthrift-dev thrift-compiler libgloo-dev libboost-graph-dev
   libspdlog-dev libfmt-dev libcli11-dev libgtest-dev libgmock-dev
-  libopenblas-dev
+  libopenblas-dev clang-22 libclang-rt-22-dev lld-22
 )
 PY_MODULES=(numpy pytest lit nanobind)
 
