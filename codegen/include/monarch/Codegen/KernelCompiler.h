@@ -1,0 +1,66 @@
+//===- KernelCompiler.h - Planned kernels to native code or PTX -*- C++ -*-===//
+//
+// The contract between the plan builder and kernel lowering. The kernels of a
+// planned module are the `func.func private` symbols named by
+// `monarch.launch`: tensor arguments for inputs, then memref arguments for
+// outputs (written with `bufferization.materialize_in_destination`), static
+// shapes, identity layouts. Every kernel of a module is compiled into one
+// library; kernels with identical bodies share one symbol.
+//
+// The calling convention of every compiled kernel is
+//   extern "C" void symbol(void **buffers);
+// where `buffers` holds one pointer per kernel argument, inputs first then
+// outputs, each pointing at a contiguous row-major buffer of the argument's
+// static shape (a slice of the rank's arena).
+//
+//===----------------------------------------------------------------------===//
+#ifndef MONARCH_CODEGEN_KERNELCOMPILER_H
+#define MONARCH_CODEGEN_KERNELCOMPILER_H
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Support/LLVM.h"
+
+#include <string>
+#include <vector>
+
+namespace monarch::codegen {
+
+enum class KernelTarget { Cpu, Cuda };
+
+struct KernelCompileOptions {
+  KernelTarget target = KernelTarget::Cpu;
+  /// CPU: "host" means the compiling machine's CPU and features.
+  std::string cpu = "host";
+  unsigned optLevel = 3;
+  /// CUDA: the SM architecture the PTX is generated for.
+  std::string cudaArch = "sm_90";
+};
+
+/// One kernel of a compiled library.
+struct CompiledKernel {
+  /// The kernel's symbol in the planned module (e.g. `step.worker.mesh.r0.k1`).
+  std::string name;
+  /// The exported symbol implementing it; shared by identical kernels.
+  std::string symbol;
+  unsigned numInputs = 0;
+  unsigned numOutputs = 0;
+};
+
+/// What a worker loads: an ELF shared object for the CPU, PTX text for CUDA.
+struct KernelLibrary {
+  KernelTarget target = KernelTarget::Cpu;
+  std::string binary;
+  std::vector<CompiledKernel> kernels;
+};
+
+/// Compiles `kernels` (functions of `module`) into one library. Errors are
+/// emitted as diagnostics at the offending kernel. `module` is not modified.
+mlir::FailureOr<KernelLibrary>
+compileKernels(mlir::ModuleOp module,
+               llvm::ArrayRef<mlir::func::FuncOp> kernels,
+               const KernelCompileOptions &options);
+
+} // namespace monarch::codegen
+
+#endif // MONARCH_CODEGEN_KERNELCOMPILER_H

@@ -1,0 +1,110 @@
+//===- Status.h - The executor's error value ---------------------*- C++
+//-*-===//
+//
+// Errors are values in the runtime (CONVENTIONS.md, rule 8): every fallible
+// executor call returns a must-use `Status` or `StatusOr<T>`. Exceptions from
+// Thrift and Gloo are caught in the glue code and converted here. Kept free of
+// LLVM and MLIR so the worker binary stays small.
+//
+//===----------------------------------------------------------------------===//
+#ifndef MONARCH_EXECUTOR_STATUS_H
+#define MONARCH_EXECUTOR_STATUS_H
+
+#include <cassert>
+#include <optional>
+#include <string>
+#include <utility>
+
+namespace monarch::executor {
+
+enum class StatusCode {
+  Ok = 0,
+  InvalidArgument, // a malformed plan, message, or argument
+  NotFound,
+  Unimplemented, // an operation a backend does not support
+  Unavailable,   // a peer or the controller cannot be reached
+  DeadlineExceeded,
+  PermissionDenied, // a wrong job token
+  Aborted,          // the job was aborted (another rank failed)
+  Internal,
+};
+
+const char *statusCodeName(StatusCode code);
+
+class [[nodiscard]] Status {
+public:
+  Status() = default;
+  Status(StatusCode code, std::string message)
+      : code_(code), message_(std::move(message)) {}
+  static Status ok() { return Status(); }
+
+  bool isOk() const { return code_ == StatusCode::Ok; }
+  explicit operator bool() const { return isOk(); }
+  StatusCode code() const { return code_; }
+  const std::string &message() const { return message_; }
+  /// "DeadlineExceeded: rank 2 did not answer within 2000 ms".
+  std::string toString() const;
+
+  /// Prefixes the message with context ("while loading plan: ...").
+  Status withContext(const std::string &context) const {
+    return isOk() ? *this : Status(code_, context + ": " + message_);
+  }
+
+private:
+  StatusCode code_ = StatusCode::Ok;
+  std::string message_;
+};
+
+template <typename T> class [[nodiscard]] StatusOr {
+public:
+  StatusOr(T value) : value_(std::move(value)) {}
+  StatusOr(Status status) : status_(std::move(status)) {
+    assert(!status_.isOk() && "StatusOr from an ok Status has no value");
+  }
+  bool isOk() const { return value_.has_value(); }
+  explicit operator bool() const { return isOk(); }
+  const Status &status() const { return status_; }
+  T &value() & { return *value_; }
+  const T &value() const & { return *value_; }
+  T &&value() && { return std::move(*value_); }
+  T *operator->() { return &*value_; }
+  const T *operator->() const { return &*value_; }
+  T &operator*() { return *value_; }
+
+private:
+  Status status_;
+  std::optional<T> value_;
+};
+
+inline const char *statusCodeName(StatusCode code) {
+  switch (code) {
+  case StatusCode::Ok:
+    return "Ok";
+  case StatusCode::InvalidArgument:
+    return "InvalidArgument";
+  case StatusCode::NotFound:
+    return "NotFound";
+  case StatusCode::Unimplemented:
+    return "Unimplemented";
+  case StatusCode::Unavailable:
+    return "Unavailable";
+  case StatusCode::DeadlineExceeded:
+    return "DeadlineExceeded";
+  case StatusCode::PermissionDenied:
+    return "PermissionDenied";
+  case StatusCode::Aborted:
+    return "Aborted";
+  case StatusCode::Internal:
+    return "Internal";
+  }
+  return "Unknown";
+}
+
+inline std::string Status::toString() const {
+  return isOk() ? std::string("Ok")
+                : std::string(statusCodeName(code_)) + ": " + message_;
+}
+
+} // namespace monarch::executor
+
+#endif // MONARCH_EXECUTOR_STATUS_H
