@@ -1,0 +1,246 @@
+//===- Communicator.h - The data plane's collective interface --*- C++ -*-===//
+//
+// A Communicator moves tensor bytes between the ranks of one plan
+// communicator: point-to-point send/recv and the collectives of the plan
+// (all_reduce, all_gather, reduce_scatter, broadcast, all_to_all). Gloo (CPU,
+// TCP) and NCCL (GPU) implement it; MonarchTesting has an in-process fake.
+//
+// Execution model (docs/executor-data-plane.md):
+//  * post() enqueues one group of ops and returns a Work handle at once; the
+//    groups of one Communicator object run one after another in posting order
+//    (a FIFO, like one CUDA stream), the ops inside a group run together.
+//  * Matching: a send and a recv match on (sender, receiver, tag), FIFO among
+//    equal tags. The k-th collective posted on an object matches the k-th on
+//    the other members' objects (or the ones carrying the same explicit tag).
+//  * Every wait has a timeout; every op has a deadline (CommOptions::timeout)
+//    after which it fails with DeadlineExceeded.
+//  * Failures are values: a lost peer fails the op with Unavailable naming the
+//    peer's rank; after any failure or abort() the communicator is broken and
+//    every pending and future op fails fast.
+//
+//===----------------------------------------------------------------------===//
+#ifndef MONARCH_EXECUTOR_COMMUNICATOR_H
+#define MONARCH_EXECUTOR_COMMUNICATOR_H
+
+#include "monarch/Executor/DType.h"
+#include "monarch/Executor/Status.h"
+#include "monarch/Executor/Store.h"
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace monarch::executor {
+
+enum class Backend { Gloo, Nccl };
+
+/// "gloo" or "nccl" (the plan's spelling).
+const char *backendName(Backend backend);
+std::optional<Backend> parseBackend(std::string_view name);
+
+/// Reductions, in the order of the IR's ReductionKind.
+enum class ReduceOp { Sum, Prod, Max, Min, Avg };
+const char *reduceOpName(ReduceOp op);
+
+enum class CommOpKind {
+  Send,
+  Recv,
+  AllReduce,
+  AllGather,
+  ReduceScatter,
+  Broadcast,
+  AllToAll,
+};
+/// "send", "all_reduce", ... (the plan's spelling).
+const char *commOpKindName(CommOpKind kind);
+
+/// Tag value that lets the communicator choose: 0 for send/recv, the posting
+/// sequence number of the object for collectives.
+inline constexpr uint64_t kAutoTag = ~uint64_t(0);
+/// Explicit tags must be below this (Gloo packs them into its slots).
+inline constexpr uint64_t kMaxTag = uint64_t(1) << 40;
+
+/// One operation. Pointers are host memory for Gloo and device memory for
+/// NCCL; they must stay valid until the op's Work completes. Ranks (`peer`)
+/// are ranks of the communicator (0..size-1), not of the mesh.
+struct CommOp {
+  CommOpKind kind = CommOpKind::AllReduce;
+  /// Send buffer / collective input (ignored by recv; broadcast reads it on
+  /// the root only). May equal `output` (in place) for all_reduce and
+  /// broadcast.
+  const void *input = nullptr;
+  /// Recv buffer / collective output (ignored by send).
+  void *output = nullptr;
+  /// Elements. send/recv/all_reduce/broadcast: of the whole buffer.
+  /// all_gather: of the input (output holds count * size).
+  /// reduce_scatter: of the output (input holds count * size).
+  /// all_to_all: per peer (input and output hold count * size).
+  size_t count = 0;
+  DType dtype = DType::Float32;
+  ReduceOp reduce = ReduceOp::Sum; // all_reduce, reduce_scatter
+  int peer = -1;                   // send/recv: the peer; broadcast: the root
+  uint64_t tag = kAutoTag;
+
+  static CommOp send(const void *buf, size_t count, DType dtype, int peer,
+                     uint64_t tag = kAutoTag);
+  static CommOp recv(void *buf, size_t count, DType dtype, int peer,
+                     uint64_t tag = kAutoTag);
+  static CommOp allReduce(const void *in, void *out, size_t count, DType dtype,
+                          ReduceOp op);
+  static CommOp allGather(const void *in, void *out, size_t countPerRank,
+                          DType dtype);
+  static CommOp reduceScatter(const void *in, void *out, size_t countPerRank,
+                              DType dtype, ReduceOp op);
+  static CommOp broadcast(const void *in, void *out, size_t count, DType dtype,
+                          int root);
+  static CommOp allToAll(const void *in, void *out, size_t countPerRank,
+                         DType dtype);
+
+  /// Bytes read from `input` / written to `output` for a communicator of
+  /// `size` ranks.
+  size_t inputBytes(int size) const;
+  size_t outputBytes(int size) const;
+  /// "all_reduce sum of 1024 x float32", for error messages.
+  std::string describe() const;
+};
+
+/// Completion of one posted group. Thread-safe; shared by the poster and the
+/// implementation (which calls complete() exactly once).
+class Work {
+public:
+  /// Waits up to `timeout` for completion and returns the group's status, or
+  /// DeadlineExceeded when it is still running (it keeps running: abort the
+  /// communicator to stop it).
+  Status wait(std::chrono::milliseconds timeout);
+  /// The status once completed, nullopt while running.
+  std::optional<Status> poll() const;
+  bool isCompleted() const { return poll().has_value(); }
+  /// Runs `fn` with the status on completion (at once, on this thread, when
+  /// already completed; otherwise on the completing thread, which must not be
+  /// blocked by `fn` for long).
+  void onComplete(std::function<void(const Status &)> fn);
+
+  /// For implementations: the first call wins, later calls are ignored.
+  void complete(Status status);
+  /// A Work already completed with `status`.
+  static std::shared_ptr<Work> completed(Status status);
+
+private:
+  mutable std::mutex mutex_;
+  std::condition_variable cv_;
+  std::optional<Status> status_;
+  std::vector<std::function<void(const Status &)>> callbacks_;
+};
+
+class Communicator {
+public:
+  /// Aborts what is still pending ("communicator destroyed") and joins the
+  /// implementation's threads; never blocks longer than a few milliseconds
+  /// beyond abort.
+  virtual ~Communicator() = default;
+
+  virtual Backend backend() const = 0;
+  /// This process's rank in the communicator and the number of members.
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+  /// Members as ranks of the world (the mesh), in communicator order.
+  virtual const std::vector<int> &worldRanks() const = 0;
+  /// The name given at creation ("world", "plan0/pp", ...).
+  virtual const std::string &name() const = 0;
+
+  /// Posts `ops` as one group (ncclGroupStart/End): they start together after
+  /// the previously posted group of this object has completed, and the Work
+  /// completes when all of them have. Invalid ops (bad peer or root, null or
+  /// aliased buffers where not allowed, an op the backend lacks) complete the
+  /// Work with InvalidArgument/Unimplemented naming the backend and op; no
+  /// call throws or blocks.
+  virtual std::shared_ptr<Work> post(std::vector<CommOp> ops) = 0;
+
+  std::shared_ptr<Work> send(const void *buf, size_t count, DType dtype,
+                             int peer, uint64_t tag = kAutoTag) {
+    return post({CommOp::send(buf, count, dtype, peer, tag)});
+  }
+  std::shared_ptr<Work> recv(void *buf, size_t count, DType dtype, int peer,
+                             uint64_t tag = kAutoTag) {
+    return post({CommOp::recv(buf, count, dtype, peer, tag)});
+  }
+  std::shared_ptr<Work> allReduce(const void *in, void *out, size_t count,
+                                  DType dtype, ReduceOp op = ReduceOp::Sum) {
+    return post({CommOp::allReduce(in, out, count, dtype, op)});
+  }
+  std::shared_ptr<Work> allGather(const void *in, void *out,
+                                  size_t countPerRank, DType dtype) {
+    return post({CommOp::allGather(in, out, countPerRank, dtype)});
+  }
+  std::shared_ptr<Work> reduceScatter(const void *in, void *out,
+                                      size_t countPerRank, DType dtype,
+                                      ReduceOp op = ReduceOp::Sum) {
+    return post({CommOp::reduceScatter(in, out, countPerRank, dtype, op)});
+  }
+  std::shared_ptr<Work> broadcast(const void *in, void *out, size_t count,
+                                  DType dtype, int root) {
+    return post({CommOp::broadcast(in, out, count, dtype, root)});
+  }
+  std::shared_ptr<Work> allToAll(const void *in, void *out, size_t countPerRank,
+                                 DType dtype) {
+    return post({CommOp::allToAll(in, out, countPerRank, dtype)});
+  }
+
+  /// Fails every pending and future op fast with Aborted carrying `reason`,
+  /// and breaks the connections so that peers blocked on this rank fail too
+  /// (Gloo closes its pairs, NCCL calls ncclCommAbort). Thread-safe,
+  /// idempotent, returns without waiting for the backend. Shared by every
+  /// duplicate() of the same connections.
+  virtual void abort(const std::string &reason) = 0;
+  virtual bool isAborted() const = 0;
+
+  /// A new communicator over the same members with its own FIFO (worker
+  /// thread / CUDA stream) and its own collective sequence; send/recv tags
+  /// are shared with this one, so a send on one matches a recv on the other.
+  /// Gloo reuses the connections (cheap, local); NCCL splits the comm (a
+  /// collective call). Every member calls it in the same order.
+  virtual StatusOr<std::unique_ptr<Communicator>>
+  duplicate(const std::string &name) = 0;
+};
+
+struct CommOptions {
+  /// Rendezvous deadline and the default deadline of every op.
+  std::chrono::milliseconds timeout{30000};
+  /// Gloo TCP: the address to listen on and advertise to peers. Loopback by
+  /// default; on several hosts give each rank its own reachable address
+  /// (never a hostname that resolves to 127.0.0.1).
+  std::string hostname = "127.0.0.1";
+  /// Gloo TCP: a network interface to use instead of `hostname` ("eth0").
+  std::string interface;
+  /// NCCL: the CUDA device ordinal this rank uses.
+  int cudaDevice = 0;
+};
+
+/// Creates this process's member of the communicator `name` over `ranks`
+/// (world ranks in communicator order; empty means 0..worldSize-1).
+/// `worldRank` must be one of them. Collective over the members: each calls
+/// it with the same `name`, `ranks` and backend; they meet through `store`
+/// under keys prefixed by `name` (unique per creation within the store), which
+/// is only used during this call. Fails with DeadlineExceeded naming the
+/// missing ranks when some do not arrive within `options.timeout`, and with
+/// Unavailable when the backend is not usable here (NCCL without a GPU).
+/// Implemented in MonarchDataPlane.
+StatusOr<std::unique_ptr<Communicator>>
+createCommunicator(Backend backend, Store &store, int worldRank, int worldSize,
+                   const std::vector<int> &ranks, const std::string &name,
+                   const CommOptions &options = {});
+
+/// Ok when `backend` can create communicators in this process (compiled in,
+/// and for NCCL a CUDA device is visible); otherwise says why.
+Status backendAvailable(Backend backend);
+
+} // namespace monarch::executor
+
+#endif // MONARCH_EXECUTOR_COMMUNICATOR_H
