@@ -212,11 +212,12 @@ struct MonarchPlanTransfersPass
     b.setInsertionPointToStart(entry);
     // Current value of each piece of state this rank holds.
     llvm::MapVector<Attribute, Value> state;
+    pending.clear();
 
     for (Operation &op : worker.getBody().front()) {
       if (auto ret = dyn_cast<func::ReturnOp>(op)) {
         for (Value v : ret.getOperands())
-          code.outputs.push_back(map.lookupOrNull(v));
+          code.outputs.push_back(globalValue(b, v, map));
         continue;
       }
       if (auto channelOp = dyn_cast<ChannelSendOp>(op)) {
@@ -232,7 +233,7 @@ struct MonarchPlanTransfersPass
                     "of one proc mesh only for now";
       }
       if (auto send = dyn_cast<ChannelSendOp>(op)) {
-        Value v = map.lookupOrNull(send.getValue());
+        Value v = globalValue(b, send.getValue(), map);
         if (v)
           ChannelSendOp::create(b, send.getLoc(), send.getChannelAttr(), v);
         continue;
@@ -389,11 +390,19 @@ struct MonarchPlanTransfersPass
     // Arguments: this rank's shard of split values.
     IRMapping inner;
     for (auto [i, operand] : llvm::enumerate(op->getOperands())) {
-      Value v = map.lookupOrNull(operand);
+      DistAttr dist = endpoint.getArgDist(i);
+      // A shard produced with the same distribution on the same ranks is
+      // passed as is: no gather to the global value and slice back.
+      auto it = pending.find(operand);
+      if (dist && it != pending.end() && it->second.dist == dist &&
+          it->second.mesh == mesh) {
+        inner.map(endpoint.getArgument(i), it->second.local);
+        continue;
+      }
+      Value v = globalValue(b, operand, map);
       if (!v)
         return op->emitOpError("argument #")
                << i << " is not available on rank " << rank;
-      DistAttr dist = endpoint.getArgDist(i);
       if (dist && !dist.isReplicated())
         v = sliceFor(b, loc, v, dist, *mesh, local);
       inner.map(endpoint.getArgument(i), v);
@@ -452,18 +461,52 @@ struct MonarchPlanTransfersPass
           clone->setAttr(kGroupAttr,
                          b.getDenseI64ArrayAttr(groupOf(*mesh, local, dims)));
     }
-    // Results: assemble split ones into the global value.
+    // Results: split or partial ones are assembled into the global value
+    // only when something needs it (globalValue); every rank takes the same
+    // decision, so the collectives this inserts stay matched.
     if (auto call = dyn_cast<CallOp>(op)) {
       for (auto [i, r] : llvm::enumerate(results)) {
         DistAttr dist = endpoint.getResultDist(i);
-        Value v = r;
-        if (dist)
-          v = assemble(b, loc, v, dist, *mesh, local,
-                       cast<RankedTensorType>(call.getResult(i).getType()));
-        map.map(call.getResult(i), v);
+        if (dist && !dist.isReplicated()) {
+          pending[call.getResult(i)] = {
+              r,
+              dist,
+              mesh,
+              local,
+              cast<RankedTensorType>(call.getResult(i).getType()),
+              LocationAttr(loc)};
+          continue;
+        }
+        map.map(call.getResult(i), r);
       }
     }
     return success();
+  }
+
+  /// A call result still held as this rank's part (shard or partial sum).
+  struct PendingResult {
+    Value local;
+    DistAttr dist;
+    const MeshRanks *mesh;
+    int64_t localRank;
+    RankedTensorType global;
+    LocationAttr loc;
+  };
+  DenseMap<Value, PendingResult> pending;
+
+  /// The global value of `v` on this rank, assembling a pending call result
+  /// (all_reduce of partial sums, all_gather of shards) at first use.
+  Value globalValue(OpBuilder &b, Value v, IRMapping &map) {
+    if (Value mapped = map.lookupOrNull(v))
+      return mapped;
+    auto it = pending.find(v);
+    if (it == pending.end())
+      return nullptr;
+    PendingResult &p = it->second;
+    Value global = assemble(b, Location(p.loc), p.local, p.dist, *p.mesh,
+                            p.localRank, p.global);
+    map.map(v, global);
+    return global;
   }
 
   Value sliceFor(OpBuilder &b, Location loc, Value global, DistAttr dist,

@@ -167,3 +167,41 @@ module {
   }
 }
 
+
+// -----
+
+// A shard returned by one call and taken with the same distribution by the
+// next call on the same ranks stays where it is: no all_gather into the
+// global value and slice back. Only the fetched result, which needs the
+// global value, is gathered (once, although two outputs use it).
+
+// CHECK-LABEL: monarch.plan @chain.worker.mesh on @mesh
+// CHECK:         monarch.rank_program rank 0
+// CHECK-COUNT-1:   monarch.collective all_gather
+// CHECK-NOT:       monarch.collective
+// CHECK:         monarch.rank_program rank 1
+module {
+  shard.grid @grid(shape = 2)
+  monarch.proc_mesh @mesh(gpus = 2) grid @grid
+  monarch.actor_class @Rows {
+    monarch.endpoint @scale(%arg0: tensor<4x4xf32> {monarch.dist = #monarch.dist<[["gpus"], []]>}) -> (tensor<4x4xf32> {monarch.dist = #monarch.dist<[["gpus"], []]>}) {
+      %0 = tensor.empty() : tensor<4x4xf32>
+      %1 = linalg.add ins(%arg0, %arg0 : tensor<4x4xf32>, tensor<4x4xf32>) outs(%0 : tensor<4x4xf32>) -> tensor<4x4xf32>
+      return %1 : tensor<4x4xf32>
+    }
+  }
+  monarch.actor_mesh @rows = @Rows on @mesh
+  func.func @chain.worker.mesh(%arg0: tensor<8x4xf32>) -> (tensor<8x4xf32>, tensor<8x4xf32>) attributes {monarch.worker_for = @mesh} {
+    %0 = monarch.call @rows::@scale(%arg0) : (tensor<8x4xf32>) -> tensor<8x4xf32>
+    %1 = monarch.call @rows::@scale(%0) : (tensor<8x4xf32>) -> tensor<8x4xf32>
+    return %1, %1 : tensor<8x4xf32>, tensor<8x4xf32>
+  }
+  func.func @chain(%arg0: tensor<8x4xf32>) -> (tensor<8x4xf32>, tensor<8x4xf32>) {
+    %0 = monarch.control_msg to @mesh invoke [@chain.worker.mesh] : !monarch.token
+    monarch.feed_input %arg0 to @chain.worker.mesh input 0 : tensor<8x4xf32>
+    %1 = monarch.fetch_output @chain.worker.mesh output 0 : tensor<8x4xf32>
+    %2 = monarch.fetch_output @chain.worker.mesh output 1 : tensor<8x4xf32>
+    monarch.await %0 : !monarch.token
+    return %1, %2 : tensor<8x4xf32>, tensor<8x4xf32>
+  }
+}
