@@ -1,0 +1,67 @@
+//===- Factory.cpp - createCommunicator() over the backends -----*- C++ -*-===//
+//
+// Checks the arguments every backend shares, then hands over to the Gloo or
+// NCCL library. Lives above both so neither depends on the other.
+//
+//===----------------------------------------------------------------------===//
+
+#include "GlooCommunicator.h"
+#include "NcclCommunicator.h"
+
+#include <algorithm>
+#include <numeric>
+#include <set>
+
+namespace monarch::executor {
+
+StatusOr<std::unique_ptr<Communicator>>
+createCommunicator(Backend backend, Store &store, int worldRank, int worldSize,
+                   const std::vector<int> &ranks, const std::string &name,
+                   const CommOptions &options) {
+  std::string where =
+      std::string(backendName(backend)) + " communicator '" + name + "'";
+  auto invalid = [&](const std::string &why) {
+    return Status(StatusCode::InvalidArgument, where + ": " + why);
+  };
+  if (name.empty())
+    return invalid("empty name");
+  if (worldSize <= 0)
+    return invalid("world size " + std::to_string(worldSize));
+  if (worldRank < 0 || worldRank >= worldSize)
+    return invalid("rank " + std::to_string(worldRank) +
+                   " outside a world of " + std::to_string(worldSize));
+  if (options.timeout.count() <= 0)
+    return invalid("timeout must be positive");
+  std::vector<int> members = ranks;
+  if (members.empty()) {
+    members.resize(worldSize);
+    std::iota(members.begin(), members.end(), 0);
+  }
+  std::set<int> seen;
+  for (int r : members) {
+    if (r < 0 || r >= worldSize)
+      return invalid("member " + std::to_string(r) + " outside a world of " +
+                     std::to_string(worldSize));
+    if (!seen.insert(r).second)
+      return invalid("member " + std::to_string(r) + " listed twice");
+  }
+  if (!seen.count(worldRank))
+    return invalid("rank " + std::to_string(worldRank) + " is not a member");
+  switch (backend) {
+  case Backend::Gloo:
+    return gloo_backend::createGlooCommunicator(store, worldRank, members, name,
+                                                options);
+  case Backend::Nccl:
+    return nccl_backend::createNcclCommunicator(store, worldRank, members, name,
+                                                options);
+  }
+  return invalid("unknown backend");
+}
+
+Status backendAvailable(Backend backend) {
+  if (backend == Backend::Gloo)
+    return Status::ok();
+  return nccl_backend::ncclAvailable();
+}
+
+} // namespace monarch::executor

@@ -1,0 +1,375 @@
+//===- GlooCommunicator.cpp - The Gloo (CPU, TCP) communicator --*- C++ -*-===//
+//
+// A group runs in three phases: every point-to-point op is posted to its
+// pair at once (so sends and receives in one group cannot deadlock against
+// each other), then the collectives run one after another, then the
+// point-to-point ops are waited for against the group's deadline. Sends to
+// self are matched with receives from self of the same group by tag and
+// copied. Every Gloo exception is caught here and becomes a status; the
+// first failure breaks the group so that the peers fail fast as well.
+//
+//===----------------------------------------------------------------------===//
+
+#include "GlooCommunicator.h"
+#include "core/Reduction.h"
+
+#include <gloo/allgather.h>
+#include <gloo/allreduce.h>
+#include <gloo/alltoall.h>
+#include <gloo/broadcast.h>
+#include <gloo/context.h>
+#include <gloo/transport/unbound_buffer.h>
+
+#include <cstring>
+
+namespace monarch::executor::gloo_backend {
+namespace {
+
+/// Gloo's own slot prefixes are 1..8 in the top byte; ours for send/recv.
+constexpr uint64_t kP2PSlotPrefix = uint64_t(0x80) << 56;
+
+bool isP2P(const CommOp &op) {
+  return op.kind == CommOpKind::Send || op.kind == CommOpKind::Recv;
+}
+
+/// Calls `fn` with a null pointer of the unsigned type as wide as `dtype`, so
+/// Gloo sees element counts and sizes that match our reduce callback.
+template <typename Fn> void withElementType(DType dtype, Fn &&fn) {
+  switch (dtypeSize(dtype)) {
+  case 1:
+    return fn(static_cast<uint8_t *>(nullptr));
+  case 2:
+    return fn(static_cast<uint16_t *>(nullptr));
+  case 4:
+    return fn(static_cast<uint32_t *>(nullptr));
+  default:
+    return fn(static_cast<uint64_t *>(nullptr));
+  }
+}
+
+void glooAllReduce(const std::shared_ptr<::gloo::Context> &ctx, const void *in,
+                   void *out, size_t count, DType dtype, ReduceOp reduce,
+                   uint32_t tag, std::chrono::milliseconds timeout) {
+  ::gloo::AllreduceOptions opts(ctx);
+  withElementType(dtype, [&](auto *typed) {
+    using T = std::remove_pointer_t<decltype(typed)>;
+    if (in != out)
+      opts.setInput<T>(static_cast<T *>(const_cast<void *>(in)), count);
+    opts.setOutput<T>(static_cast<T *>(out), count);
+  });
+  opts.setReduceFunction(
+      [dtype, reduce](void *o, const void *a, const void *b, size_t n) {
+        data::reduceElements(o, a, b, n, dtype, reduce);
+      });
+  opts.setTag(tag);
+  opts.setTimeout(timeout);
+  ::gloo::allreduce(opts);
+}
+
+} // namespace
+
+GlooCommunicator::GlooCommunicator(std::shared_ptr<GlooGroup> group,
+                                   std::string name, uint32_t duplicateId)
+    : group_(std::move(group)), name_(std::move(name)),
+      duplicateId_(duplicateId) {
+  group_->attach(this);
+  worker_ = std::thread([this] { run(); });
+}
+
+GlooCommunicator::~GlooCommunicator() {
+  bool busy;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stopping_ = true;
+    busy = inFlight_ != nullptr || !queue_.empty();
+  }
+  cv_.notify_all();
+  // Work still running would block the join until its deadline: break the
+  // connections instead (peers see this rank leave, as they would on exit).
+  if (busy)
+    group_->breakWith(Status(StatusCode::Aborted,
+                             "communicator '" + name_ +
+                                 "' destroyed with work pending on rank " +
+                                 std::to_string(rank())));
+  worker_.join();
+  group_->detach(this);
+}
+
+std::shared_ptr<Work> GlooCommunicator::post(std::vector<CommOp> ops) {
+  for (const CommOp &op : ops) {
+    Status st = data::validateOp(op, rank(), size(), "gloo");
+    if (!st)
+      return Work::completed(st);
+  }
+  if (group_->isBroken())
+    return Work::completed(Status(
+        StatusCode::Aborted, "gloo communicator '" + name_ + "' is broken: " +
+                                 group_->brokenStatus().message()));
+  Entry entry;
+  entry.ops = std::move(ops);
+  entry.work = std::make_shared<Work>();
+  std::shared_ptr<Work> work = entry.work;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (const CommOp &op : entry.ops) {
+      if (isP2P(op))
+        continue;
+      uint32_t seq =
+          op.tag == kAutoTag ? collectiveSeq_++ : static_cast<uint32_t>(op.tag);
+      entry.collectiveTags.push_back((duplicateId_ & 0xff) << 24 |
+                                     (seq & 0xffffff));
+    }
+    queue_.push_back(std::move(entry));
+  }
+  cv_.notify_all();
+  return work;
+}
+
+void GlooCommunicator::abort(const std::string &reason) {
+  group_->breakWith(
+      Status(StatusCode::Aborted,
+             "aborted on rank " + std::to_string(rank()) + ": " + reason));
+}
+
+StatusOr<std::unique_ptr<Communicator>>
+GlooCommunicator::duplicate(const std::string &name) {
+  if (group_->isBroken())
+    return Status(StatusCode::Aborted,
+                  "gloo communicator '" + name_ +
+                      "' is broken: " + group_->brokenStatus().message());
+  uint32_t id = group_->nextDuplicateId();
+  if (id > 0xff)
+    return Status(StatusCode::InvalidArgument,
+                  "gloo communicator '" + name_ +
+                      "': more than 255 duplicates of one connection group");
+  return std::unique_ptr<Communicator>(
+      std::make_unique<GlooCommunicator>(group_, name, id));
+}
+
+void GlooCommunicator::failPending(const Status &status) {
+  std::deque<Entry> queued;
+  std::shared_ptr<Work> inFlight;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    queued.swap(queue_);
+    inFlight = inFlight_;
+  }
+  Status failed(StatusCode::Aborted, "gloo communicator '" + name_ +
+                                         "' is broken: " + status.message());
+  if (inFlight)
+    inFlight->complete(failed);
+  for (Entry &e : queued)
+    e.work->complete(failed);
+}
+
+void GlooCommunicator::run() {
+  for (;;) {
+    Entry entry;
+    {
+      std::unique_lock<std::mutex> lock(mutex_);
+      cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+      if (queue_.empty())
+        return;
+      entry = std::move(queue_.front());
+      queue_.pop_front();
+      inFlight_ = entry.work;
+    }
+    Status st;
+    if (group_->isBroken())
+      st = Status(StatusCode::Aborted,
+                  "gloo communicator '" + name_ +
+                      "' is broken: " + group_->brokenStatus().message());
+    else
+      st = runEntry(entry);
+    entry.work->complete(st);
+    std::lock_guard<std::mutex> lock(mutex_);
+    inFlight_.reset();
+  }
+}
+
+Status GlooCommunicator::runCollective(const CommOp &op, uint32_t tag) {
+  const auto &ctx = group_->context();
+  auto timeout = group_->timeout();
+  size_t elem = dtypeSize(op.dtype);
+  size_t bytes = op.count * elem;
+  int n = size();
+  switch (op.kind) {
+  case CommOpKind::AllReduce:
+    if (n == 1) {
+      if (op.input != op.output)
+        std::memmove(op.output, op.input, bytes);
+    } else {
+      glooAllReduce(ctx, op.input, op.output, op.count, op.dtype, op.reduce,
+                    tag, timeout);
+    }
+    if (op.reduce == ReduceOp::Avg)
+      data::finishAverage(op.output, op.count, op.dtype, n);
+    return Status::ok();
+  case CommOpKind::ReduceScatter: {
+    // Gloo has no reduce-scatter with options: reduce the whole input into
+    // scratch and keep this rank's block.
+    std::vector<char> scratch(bytes * n);
+    if (n == 1)
+      std::memcpy(scratch.data(), op.input, bytes);
+    else
+      glooAllReduce(ctx, op.input, scratch.data(), op.count * n, op.dtype,
+                    op.reduce, tag, timeout);
+    std::memcpy(op.output, scratch.data() + bytes * rank(), bytes);
+    if (op.reduce == ReduceOp::Avg)
+      data::finishAverage(op.output, op.count, op.dtype, n);
+    return Status::ok();
+  }
+  case CommOpKind::AllGather: {
+    if (n == 1) {
+      std::memmove(op.output, op.input, bytes);
+      return Status::ok();
+    }
+    ::gloo::AllgatherOptions opts(ctx);
+    opts.setInput<uint8_t>(static_cast<uint8_t *>(const_cast<void *>(op.input)),
+                           bytes);
+    opts.setOutput<uint8_t>(static_cast<uint8_t *>(op.output), bytes * n);
+    opts.setTag(tag);
+    opts.setTimeout(timeout);
+    ::gloo::allgather(opts);
+    return Status::ok();
+  }
+  case CommOpKind::Broadcast: {
+    if (rank() == op.peer && op.input != op.output)
+      std::memmove(op.output, op.input, bytes);
+    if (n == 1)
+      return Status::ok();
+    ::gloo::BroadcastOptions opts(ctx);
+    opts.setOutput<uint8_t>(static_cast<uint8_t *>(op.output), bytes);
+    opts.setRoot(op.peer);
+    opts.setTag(tag);
+    opts.setTimeout(timeout);
+    ::gloo::broadcast(opts);
+    return Status::ok();
+  }
+  case CommOpKind::AllToAll: {
+    if (n == 1) {
+      std::memmove(op.output, op.input, bytes);
+      return Status::ok();
+    }
+    ::gloo::AlltoallOptions opts(ctx);
+    opts.setInput<uint8_t>(static_cast<uint8_t *>(const_cast<void *>(op.input)),
+                           bytes * n);
+    opts.setOutput<uint8_t>(static_cast<uint8_t *>(op.output), bytes * n);
+    opts.setTag(tag);
+    opts.setTimeout(timeout);
+    ::gloo::alltoall(opts);
+    return Status::ok();
+  }
+  case CommOpKind::Send:
+  case CommOpKind::Recv:
+    break;
+  }
+  return Status(StatusCode::Internal, "gloo: not a collective");
+}
+
+Status GlooCommunicator::runEntry(Entry &entry) {
+  const auto &ctx = group_->context();
+  auto deadline = std::chrono::steady_clock::now() + group_->timeout();
+  struct Pending {
+    const CommOp *op;
+    std::unique_ptr<::gloo::transport::UnboundBuffer> buffer;
+  };
+  std::vector<Pending> pending;
+  std::vector<const CommOp *> selfSends, selfRecvs;
+  const CommOp *current = nullptr;
+  for (const CommOp &op : entry.ops) {
+    if (isP2P(op) && op.count != 0 && op.peer == rank())
+      (op.kind == CommOpKind::Send ? selfSends : selfRecvs).push_back(&op);
+  }
+  // Self sends pair with self receives of the same tag, in order.
+  for (const CommOp *send : selfSends) {
+    auto it =
+        std::find_if(selfRecvs.begin(), selfRecvs.end(),
+                     [&](const CommOp *r) { return r->tag == send->tag; });
+    if (it == selfRecvs.end())
+      return Status(StatusCode::InvalidArgument,
+                    "gloo " + send->describe() +
+                        ": a send to self needs a receive from self with the "
+                        "same tag in the same group");
+    if ((*it)->count * dtypeSize((*it)->dtype) !=
+        send->count * dtypeSize(send->dtype))
+      return Status(StatusCode::InvalidArgument,
+                    "gloo " + send->describe() +
+                        ": size differs from the matching receive from self");
+    std::memmove((*it)->output, send->input,
+                 send->count * dtypeSize(send->dtype));
+    selfRecvs.erase(it);
+  }
+  if (!selfRecvs.empty())
+    return Status(StatusCode::InvalidArgument,
+                  "gloo " + selfRecvs.front()->describe() +
+                      ": a receive from self needs a send to self with the "
+                      "same tag in the same group");
+  try {
+    for (const CommOp &op : entry.ops) {
+      if (!isP2P(op) || op.count == 0)
+        continue;
+      if (op.peer == rank())
+        continue;
+      current = &op;
+      uint64_t slot = kP2PSlotPrefix | (op.tag == kAutoTag ? 0 : op.tag);
+      size_t bytes = op.count * dtypeSize(op.dtype);
+      if (op.kind == CommOpKind::Send) {
+        auto buf =
+            ctx->createUnboundBuffer(const_cast<void *>(op.input), bytes);
+        buf->send(op.peer, slot);
+        pending.push_back({&op, std::move(buf)});
+      } else {
+        auto buf = ctx->createUnboundBuffer(op.output, bytes);
+        buf->recv(op.peer, slot);
+        pending.push_back({&op, std::move(buf)});
+      }
+    }
+    size_t c = 0;
+    for (const CommOp &op : entry.ops) {
+      if (isP2P(op))
+        continue;
+      uint32_t tag = entry.collectiveTags[c++];
+      if (op.count == 0)
+        continue;
+      current = &op;
+      Status st = runCollective(op, tag);
+      if (!st)
+        return st;
+    }
+    for (Pending &p : pending) {
+      current = p.op;
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+          deadline - std::chrono::steady_clock::now());
+      if (left.count() < 1)
+        left = std::chrono::milliseconds(1);
+      bool ok = p.op->kind == CommOpKind::Send ? p.buffer->waitSend(left)
+                                               : p.buffer->waitRecv(left);
+      if (!ok)
+        throw std::runtime_error("wait aborted");
+    }
+  } catch (...) {
+    std::string what = current ? current->describe() : "group";
+    Status st = group_->statusFromException(std::current_exception(), what);
+    // Complete first so that this op reports its own failure, not the
+    // Aborted that breaking the group gives everything else.
+    entry.work->complete(st);
+    group_->breakWith(st);
+    return st;
+  }
+  return Status::ok();
+}
+
+StatusOr<std::unique_ptr<Communicator>>
+createGlooCommunicator(Store &store, int worldRank,
+                       const std::vector<int> &ranks, const std::string &name,
+                       const CommOptions &options) {
+  StatusOr<std::shared_ptr<GlooGroup>> group =
+      GlooGroup::connect(store, worldRank, ranks, name, options);
+  if (!group)
+    return group.status();
+  return std::unique_ptr<Communicator>(
+      std::make_unique<GlooCommunicator>(std::move(*group), name, 0));
+}
+
+} // namespace monarch::executor::gloo_backend
