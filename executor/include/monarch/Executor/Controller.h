@@ -1,0 +1,140 @@
+//===- Controller.h - Runs compiled plans on a mesh of workers --*- C++ -*-===//
+//
+// The controller of one job: it launches `worldSize` monarch-worker
+// processes through a Launcher, serves their registration, heartbeats, the
+// rendezvous store and error reports, loads plans on every worker, and runs
+// a step as one control message per worker sent to all of them at once.
+// Supervision is fail fast: the first failure of any rank (an error it
+// reports, its process ending, its heartbeats stopping, its connection
+// dropping) aborts every rank and is returned by the call in progress, or by
+// the next call, naming the rank, the op and the user's source location.
+// Used by monarch-run and the Python extension; docs/executor.md.
+//
+//===----------------------------------------------------------------------===//
+#ifndef MONARCH_EXECUTOR_CONTROLLER_H
+#define MONARCH_EXECUTOR_CONTROLLER_H
+
+#include "monarch/Executor/Launcher.h"
+#include "monarch/Executor/Status.h"
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace monarch::executor {
+
+/// A dense row-major tensor in host memory; dtype uses numpy's names
+/// ("float32", "int32", ...).
+struct HostTensor {
+  std::string dtype;
+  std::vector<int64_t> shape;
+  std::string data;
+
+  int64_t numElements() const;
+  /// "float32[2, 4]".
+  std::string describe() const;
+};
+
+struct ControllerOptions {
+  int worldSize = 1;
+  /// "local" (fork/exec on this machine) or "env" (workers join by
+  /// themselves); ignored when `launcher` is set.
+  std::string launcherName = "local";
+  std::shared_ptr<Launcher> launcher;
+  /// monarch-worker for the local launcher; empty: MONARCH_WORKER_BIN, else
+  /// the monarch-worker beside the running executable, else PATH.
+  std::string workerBinary;
+  /// Address the controller service listens on (loopback unless told).
+  std::string bindHost = "127.0.0.1";
+  /// 0 picks a free port (local); the env launcher needs a known one.
+  int port = 0;
+  /// The address workers dial; defaults to bindHost (127.0.0.1 for 0.0.0.0).
+  std::string advertiseHost;
+  /// Generated when empty; the env launcher needs the one workers have.
+  std::string jobToken;
+
+  std::chrono::milliseconds heartbeatInterval{200};
+  /// A rank silent for this long is declared hung.
+  std::chrono::milliseconds heartbeatTimeout{1000};
+  /// Workers exit when the controller has been unreachable this long.
+  std::chrono::milliseconds controllerTimeout{3000};
+  /// Registration of every rank, and each loadPlan.
+  std::chrono::milliseconds startTimeout{60000};
+  /// Secondary errors (a peer's connection closed, Aborted) wait this long
+  /// for the failure that caused them before being reported themselves.
+  std::chrono::milliseconds rootCauseGrace{300};
+
+  /// Chrome trace of every step written here at stop() (MONARCH_TRACE).
+  std::string tracePath;
+  /// Passed to workers as MONARCH_LOG_LEVEL.
+  std::string logLevel;
+  std::map<std::string, std::string> workerEnv;
+  std::map<int, std::map<std::string, std::string>> rankEnv;
+  /// Receives every forwarded worker log line; default: spdlog with a
+  /// "[rank N] " prefix.
+  std::function<void(int rank, int level, const std::string &line)> logSink;
+
+  /// Defaults overridden by MONARCH_* variables (docs/executor.md).
+  static ControllerOptions fromEnv();
+};
+
+/// What a loaded plan reads and writes, as the workers reported it.
+struct PlanSignature {
+  std::string name;
+  /// Feed index -> dtype and shape (inputs[i] of runStep).
+  std::map<int, std::pair<std::string, std::vector<int64_t>>> feeds;
+  /// Fetch index -> dtype and shape (outputs[i] of runStep).
+  std::map<int, std::pair<std::string, std::vector<int64_t>>> fetches;
+  /// Ranks reading each feed / the rank whose copy of each fetch is returned.
+  std::map<int, std::vector<int>> feedRanks;
+  std::map<int, int> fetchRank;
+};
+
+class Controller {
+public:
+  /// Starts the control service, launches the workers and waits until all
+  /// of them registered.
+  static StatusOr<std::unique_ptr<Controller>> start(ControllerOptions options);
+  ~Controller();
+  Controller(const Controller &) = delete;
+  Controller &operator=(const Controller &) = delete;
+
+  /// Loads a serialized ExecutionPlan (.mcplan bytes) on every worker; they
+  /// create the plan's communicators through the rendezvous store. Returns
+  /// the plan's name, used by runStep.
+  StatusOr<std::string> loadPlan(const std::string &planBytes);
+  const PlanSignature *signature(const std::string &plan) const;
+
+  /// Runs one step of `plan`: `inputs[i]` is feed i; returns fetch i as
+  /// element i. One control message per worker, sent concurrently.
+  StatusOr<std::vector<HostTensor>>
+  runStep(const std::string &plan, const std::vector<HostTensor> &inputs);
+
+  /// Stops every worker (asking first, then killing), writes the trace.
+  /// Idempotent; returns the job's failure, if it had one.
+  Status stop();
+
+  /// Ok, or the first failure of the job.
+  Status health() const;
+  int worldSize() const;
+  const std::string &jobToken() const;
+  /// "host:port" of the controller service.
+  std::string address() const;
+  /// Where rank's worker service listens, and its pid (0 if unknown).
+  std::pair<std::string, int> workerAddress(int rank) const;
+  int64_t workerPid(int rank) const;
+
+  struct Impl;
+
+private:
+  explicit Controller(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+} // namespace monarch::executor
+
+#endif // MONARCH_EXECUTOR_CONTROLLER_H

@@ -1,0 +1,101 @@
+//===- Launcher.h - How worker processes come to exist ---------*- C++ -*-===//
+//
+// The controller asks a Launcher for `worldSize` workers that will connect
+// back to it and register with the job token. `local` forks and execs
+// `monarch-worker` on this machine (the embedded default); `env` starts
+// nothing and waits for workers started by another system (torchrun-style
+// variables, SLURM tasks, Kubernetes pods) to join; a `slurm` launcher would
+// run `srun -n N monarch-worker` with the same variables and own the srun
+// process. Launchers that own processes report their exits (the fastest
+// crash signal the controller has) and kill what is left on terminate().
+//
+//===----------------------------------------------------------------------===//
+#ifndef MONARCH_EXECUTOR_LAUNCHER_H
+#define MONARCH_EXECUTOR_LAUNCHER_H
+
+#include "monarch/Executor/Status.h"
+
+#include <chrono>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <sys/types.h>
+#include <vector>
+
+namespace monarch::executor {
+
+/// What every worker needs to join a job; a launcher passes it as the
+/// MONARCH_CONTROLLER, MONARCH_RANK, MONARCH_WORLD_SIZE and MONARCH_JOB_TOKEN
+/// environment variables (docs/executor.md).
+struct LaunchSpec {
+  int worldSize = 1;
+  /// "host:port" of the controller service, as workers must dial it.
+  std::string controllerAddress;
+  std::string jobToken;
+  /// The monarch-worker executable (local launcher).
+  std::string workerBinary;
+  /// Extra environment for every worker (MONARCH_LOG_LEVEL, ...).
+  std::map<std::string, std::string> env;
+  /// Extra environment per rank (tests inject faults into one rank).
+  std::map<int, std::map<std::string, std::string>> rankEnv;
+};
+
+/// A worker process that ended. `signal` is nonzero when it was killed.
+struct WorkerExit {
+  int rank = -1;
+  pid_t pid = 0;
+  int exitCode = 0;
+  int signal = 0;
+  /// "exited with code 3", "killed by signal 9 (SIGKILL)".
+  std::string describe() const;
+};
+
+class Launcher {
+public:
+  virtual ~Launcher() = default;
+  /// "local", "env", ...
+  virtual std::string name() const = 0;
+
+  /// Starts the workers (or arranges for them to be started); returns once
+  /// they have been asked to start, not once they have registered.
+  /// `onExit` is called from a launcher thread for each owned worker that
+  /// ends, whenever that happens.
+  virtual Status launch(const LaunchSpec &spec,
+                        std::function<void(const WorkerExit &)> onExit) = 0;
+
+  /// True when this launcher owns the worker processes (it can see their
+  /// exits and kill them); false for `env`, where only heartbeats tell.
+  virtual bool ownsProcesses() const = 0;
+
+  /// pid of the process running `rank`, 0 when unknown (not owned).
+  virtual pid_t pid(int rank) const = 0;
+
+  /// Ends every owned worker still running: SIGTERM, then SIGKILL after
+  /// `grace`, then reaps them all. Never returns with an owned child alive.
+  /// Idempotent.
+  virtual void terminate(std::chrono::milliseconds grace) = 0;
+
+  /// For a future restart policy: starts one rank again with the same spec.
+  virtual Status relaunch(int rank) {
+    return Status(StatusCode::Unimplemented,
+                  name() + " launcher: relaunch of one rank");
+  }
+};
+
+/// fork/exec `spec.workerBinary` once per rank on this machine. Children get
+/// PR_SET_PDEATHSIG(SIGKILL) bound to a thread that lives as long as the
+/// launcher, and their own process group.
+std::unique_ptr<Launcher> createLocalLauncher();
+
+/// Starts nothing: workers started elsewhere join using the variables above.
+/// `printTo` receives one line with the variables to export (may be null).
+std::unique_ptr<Launcher>
+createEnvLauncher(std::function<void(const std::string &)> printTo = nullptr);
+
+/// "local" or "env"; NotFound naming the known launchers otherwise.
+StatusOr<std::unique_ptr<Launcher>> createLauncher(const std::string &name);
+
+} // namespace monarch::executor
+
+#endif // MONARCH_EXECUTOR_LAUNCHER_H

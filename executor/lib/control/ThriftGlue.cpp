@@ -1,0 +1,316 @@
+//===- ThriftGlue.cpp - Thrift servers and clients for the control plane -===//
+//
+// Framed transports carry a TConfiguration whose frame and message sizes are
+// the job's WireLimits, so an oversized or malformed frame is rejected by the
+// transport and the connection is dropped; Thrift's own diagnostics of such
+// connections are routed to spdlog.
+//
+//===----------------------------------------------------------------------===//
+#include "ThriftGlue.h"
+
+#include <spdlog/spdlog.h>
+#include <thrift/TOutput.h>
+#include <thrift/transport/TServerSocket.h>
+#include <thrift/transport/TTransportException.h>
+
+#include <cstdlib>
+#include <fcntl.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+using namespace apache::thrift;
+using namespace apache::thrift::protocol;
+using namespace apache::thrift::server;
+using namespace apache::thrift::transport;
+
+namespace monarch::executor {
+
+//===--- Limits -----------------------------------------------------------===//
+
+WireLimits WireLimits::fromEnv() {
+  WireLimits limits;
+  if (const char *text = std::getenv("MONARCH_MAX_MESSAGE_BYTES")) {
+    long long value = std::atoll(text);
+    // The frame length is a signed 32-bit integer on the wire.
+    if (value >= 4096 && value <= 0x7fffffffLL)
+      limits.maxMessageBytes = static_cast<int>(value);
+    else
+      spdlog::warn("ignoring MONARCH_MAX_MESSAGE_BYTES={} (expected 4096.."
+                   "2147483647)",
+                   text);
+  }
+  return limits;
+}
+
+std::shared_ptr<TConfiguration> WireLimits::configuration() const {
+  return std::make_shared<TConfiguration>(
+      maxMessageBytes, maxMessageBytes,
+      TConfiguration::DEFAULT_RECURSION_DEPTH);
+}
+
+namespace {
+
+/// Framed transports bounded by the job's limits (the stock factory uses the
+/// library default configuration).
+class BoundedFramedFactory : public TTransportFactory {
+public:
+  explicit BoundedFramedFactory(std::shared_ptr<TConfiguration> config)
+      : config_(std::move(config)) {}
+  std::shared_ptr<TTransport>
+  getTransport(std::shared_ptr<TTransport> trans) override {
+    return std::make_shared<TFramedTransport>(trans, config_);
+  }
+
+private:
+  std::shared_ptr<TConfiguration> config_;
+};
+
+thread_local int currentFd = -1;
+thread_local std::string currentPeerText;
+
+void rememberConnection(const std::shared_ptr<TTransport> &transport) {
+  std::shared_ptr<TTransport> inner = transport;
+  if (auto framed = std::dynamic_pointer_cast<TFramedTransport>(inner))
+    inner = framed->getUnderlyingTransport();
+  if (auto socket = std::dynamic_pointer_cast<TSocket>(inner)) {
+    currentFd = socket->getSocketFD();
+    currentPeerText =
+        socket->getPeerAddress() + ":" + std::to_string(socket->getPeerPort());
+  }
+}
+
+/// Tells handlers which connection they serve.
+class ConnectionTracker : public TServerEventHandler {
+public:
+  void *createContext(std::shared_ptr<TProtocol> input,
+                      std::shared_ptr<TProtocol>) override {
+    rememberConnection(input->getTransport());
+    return nullptr;
+  }
+  void processContext(void *, std::shared_ptr<TTransport> transport) override {
+    rememberConnection(transport);
+  }
+  void deleteContext(void *, std::shared_ptr<TProtocol>,
+                     std::shared_ptr<TProtocol>) override {
+    currentFd = -1;
+    currentPeerText.clear();
+  }
+};
+
+} // namespace
+
+//===--- Server -----------------------------------------------------------===//
+
+StatusOr<std::unique_ptr<ControlServer>>
+ControlServer::start(std::shared_ptr<TProcessor> processor,
+                     const std::string &host, int port,
+                     const WireLimits &limits, std::string name) {
+  redirectThriftLogging();
+  std::unique_ptr<ControlServer> server(new ControlServer());
+  server->name_ = std::move(name);
+  server->host_ = host;
+  auto socket = std::make_shared<TServerSocket>(host, port);
+  // Idle connections are interrupted when the server stops.
+  socket->setInterruptableChildren(true);
+  try {
+    socket->listen();
+  } catch (const std::exception &e) {
+    return Status(StatusCode::Unavailable,
+                  server->name_ + ": cannot listen on " + host + ":" +
+                      std::to_string(port) + ": " + e.what());
+  }
+  server->port_ = socket->getPort();
+  auto config = limits.configuration();
+  auto transports = std::make_shared<BoundedFramedFactory>(config);
+  auto protocols = std::make_shared<TBinaryProtocolFactory>(
+      /*string_limit=*/limits.maxMessageBytes, /*container_limit=*/0,
+      /*strict_read=*/true, /*strict_write=*/true);
+  server->server_ = std::make_shared<TThreadedServer>(processor, socket,
+                                                      transports, protocols);
+  server->server_->setServerEventHandler(std::make_shared<ConnectionTracker>());
+  auto raw = server->server_;
+  std::string label = server->name_;
+  server->thread_ = std::thread([raw, label] {
+    try {
+      raw->serve();
+    } catch (const std::exception &e) {
+      spdlog::error("{}: server stopped: {}", label, e.what());
+    }
+  });
+  return server;
+}
+
+void ControlServer::stop() {
+  std::call_once(stopOnce_, [&] {
+    if (server_)
+      server_->stop();
+    if (thread_.joinable())
+      thread_.join();
+  });
+}
+
+ControlServer::~ControlServer() { stop(); }
+
+int ControlServer::currentConnectionFd() { return currentFd; }
+std::string ControlServer::currentPeer() { return currentPeerText; }
+
+//===--- Client -----------------------------------------------------------===//
+
+template <typename ClientT>
+StatusOr<std::unique_ptr<ControlConnection<ClientT>>>
+ControlConnection<ClientT>::connect(const std::string &host, int port,
+                                    const WireLimits &limits,
+                                    int connectTimeoutMs, int recvTimeoutMs) {
+  std::unique_ptr<ControlConnection> conn(new ControlConnection());
+  conn->host_ = host;
+  conn->port_ = port;
+  auto config = limits.configuration();
+  conn->socket_ = std::make_shared<TSocket>(host, port, config);
+  conn->socket_->setConnTimeout(connectTimeoutMs);
+  conn->socket_->setRecvTimeout(recvTimeoutMs);
+  conn->socket_->setSendTimeout(recvTimeoutMs);
+  conn->socket_->setNoDelay(true);
+  conn->transport_ = std::make_shared<TFramedTransport>(conn->socket_, config);
+  auto protocol = std::make_shared<TBinaryProtocol>(
+      conn->transport_, limits.maxMessageBytes, 0, true, true);
+  conn->client_ = std::make_unique<ClientT>(protocol);
+  Status status = callThrift("connecting to " + conn->peer(),
+                             [&] { conn->transport_->open(); });
+  if (!status)
+    return status;
+  conn->fd_ = conn->socket_->getSocketFD();
+  return conn;
+}
+
+template <typename ClientT> void ControlConnection<ClientT>::shutdownSocket() {
+  int fd = fd_.load();
+  if (fd >= 0)
+    ::shutdown(fd, SHUT_RDWR);
+}
+
+template <typename ClientT> void ControlConnection<ClientT>::close() {
+  fd_ = -1;
+  if (transport_) {
+    try {
+      transport_->close();
+    } catch (...) {
+    }
+  }
+}
+
+template class ControlConnection<control::ControllerServiceClient>;
+template class ControlConnection<control::WorkerServiceClient>;
+
+//===--- Errors and tokens ------------------------------------------------===//
+
+Status toStatus(const control::ControlError &error) {
+  auto code = static_cast<int>(error.code);
+  if (code < static_cast<int>(StatusCode::InvalidArgument) ||
+      code > static_cast<int>(StatusCode::Internal))
+    code = static_cast<int>(StatusCode::Internal);
+  return Status(static_cast<StatusCode>(code), error.message);
+}
+
+control::ControlError toControlError(const Status &status) {
+  control::ControlError error;
+  error.code = static_cast<control::ErrorCode::type>(
+      status.isOk() ? static_cast<int>(StatusCode::Internal)
+                    : static_cast<int>(status.code()));
+  error.message = status.message();
+  return error;
+}
+
+Status callThrift(const std::string &what, const std::function<void()> &call,
+                  control::ControlError *serviceError, bool *transportFailed) {
+  if (transportFailed)
+    *transportFailed = false;
+  try {
+    call();
+    return Status::ok();
+  } catch (const control::ControlError &e) {
+    if (serviceError)
+      *serviceError = e;
+    return toStatus(e).withContext(what);
+  } catch (const TTransportException &e) {
+    if (transportFailed)
+      *transportFailed = true;
+    StatusCode code = e.getType() == TTransportException::TIMED_OUT
+                          ? StatusCode::DeadlineExceeded
+                          : StatusCode::Unavailable;
+    return Status(code, what + ": " + e.what());
+  } catch (const TApplicationException &e) {
+    return Status(StatusCode::Internal, what + ": " + e.what());
+  } catch (const std::exception &e) {
+    if (transportFailed)
+      *transportFailed = true;
+    return Status(StatusCode::Unavailable, what + ": " + e.what());
+  }
+}
+
+bool tokenMatches(const std::string &expected, const std::string &given) {
+  unsigned char diff = expected.size() == given.size() ? 0 : 1;
+  for (size_t i = 0; i < expected.size(); ++i)
+    diff |= static_cast<unsigned char>(expected[i]) ^
+            static_cast<unsigned char>(i < given.size() ? given[i] : 0);
+  return diff == 0 && !expected.empty();
+}
+
+void requireToken(const std::string &expected, const std::string &given,
+                  const std::string &request) {
+  if (tokenMatches(expected, given))
+    return;
+  std::string peer = ControlServer::currentPeer();
+  spdlog::warn("rejected {} from {}: wrong job token", request,
+               peer.empty() ? std::string("unknown peer") : peer);
+  control::ControlError error;
+  error.code = control::ErrorCode::PERMISSION_DENIED;
+  error.message = request + ": wrong job token";
+  throw error;
+}
+
+void redirectThriftLogging() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    GlobalOutput.setOutputFunction(
+        [](const char *message) { spdlog::warn("thrift: {}", message); });
+  });
+}
+
+StatusOr<std::pair<std::string, int>> parseHostPort(const std::string &text) {
+  size_t colon = text.rfind(':');
+  if (colon == std::string::npos || colon == 0 || colon + 1 == text.size())
+    return Status(StatusCode::InvalidArgument,
+                  "expected HOST:PORT, got '" + text + "'");
+  std::string host = text.substr(0, colon);
+  if (host.size() > 2 && host.front() == '[' && host.back() == ']')
+    host = host.substr(1, host.size() - 2);
+  char *end = nullptr;
+  long port = std::strtol(text.c_str() + colon + 1, &end, 10);
+  if (*end != '\0' || port <= 0 || port > 65535)
+    return Status(StatusCode::InvalidArgument,
+                  "bad port in '" + text + "' (expected 1..65535)");
+  return std::make_pair(host, static_cast<int>(port));
+}
+
+std::string generateJobToken() {
+  unsigned char bytes[16] = {};
+  int fd = ::open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+  bool ok = false;
+  if (fd >= 0) {
+    ok =
+        ::read(fd, bytes, sizeof(bytes)) == static_cast<ssize_t>(sizeof(bytes));
+    ::close(fd);
+  }
+  if (!ok)
+    for (auto &b : bytes)
+      b = static_cast<unsigned char>(std::rand());
+  static const char *hex = "0123456789abcdef";
+  std::string token;
+  for (unsigned char b : bytes) {
+    token += hex[b >> 4];
+    token += hex[b & 15];
+  }
+  return token;
+}
+
+} // namespace monarch::executor

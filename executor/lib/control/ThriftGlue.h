@@ -1,0 +1,136 @@
+//===- ThriftGlue.h - Thrift servers and clients for the control plane -*- C++
+//-*-===//
+//
+// The only place Thrift exceptions exist: servers run the generated
+// processors on a TThreadedServer with framed transports bounded by
+// `WireLimits`; clients connect with timeouts; every exception a Thrift call
+// throws is turned into a `Status` by `callThrift`. Shared by the controller
+// (MonarchExecutor) and monarch-worker. Not an interface header: it lives
+// beside its implementation and is on MonarchControl's include path.
+//
+//===----------------------------------------------------------------------===//
+#ifndef MONARCH_EXECUTOR_CONTROL_THRIFTGLUE_H
+#define MONARCH_EXECUTOR_CONTROL_THRIFTGLUE_H
+
+#include "monarch/Executor/Status.h"
+
+#include "ControllerService.h"
+#include "WorkerService.h"
+
+#include <thrift/TConfiguration.h>
+#include <thrift/protocol/TBinaryProtocol.h>
+#include <thrift/server/TThreadedServer.h>
+#include <thrift/transport/TBufferTransports.h>
+#include <thrift/transport/TSocket.h>
+
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+namespace monarch::executor {
+
+/// Bounds on one control message (MONARCH_MAX_MESSAGE_BYTES). A larger frame
+/// is rejected by the receiving transport before it is read.
+struct WireLimits {
+  int maxMessageBytes = 256 << 20;
+  static WireLimits fromEnv();
+  std::shared_ptr<apache::thrift::TConfiguration> configuration() const;
+};
+
+/// A Thrift processor served on host:port by a TThreadedServer running on a
+/// background thread. Port 0 picks a free port.
+class ControlServer {
+public:
+  static StatusOr<std::unique_ptr<ControlServer>>
+  start(std::shared_ptr<apache::thrift::TProcessor> processor,
+        const std::string &host, int port, const WireLimits &limits,
+        std::string name);
+  ~ControlServer();
+
+  int port() const { return port_; }
+  const std::string &host() const { return host_; }
+  /// Stops accepting, interrupts idle connections and joins the server.
+  void stop();
+
+  /// The socket of the connection the calling handler thread is serving, or
+  /// -1 outside a handler (used to inject a dropped connection in tests).
+  static int currentConnectionFd();
+  /// "127.0.0.1:40312" for the calling handler's peer, "" outside.
+  static std::string currentPeer();
+
+private:
+  ControlServer() = default;
+  std::string name_;
+  std::string host_;
+  int port_ = 0;
+  std::shared_ptr<apache::thrift::server::TThreadedServer> server_;
+  std::thread thread_;
+  std::once_flag stopOnce_;
+};
+
+/// One client connection to a control service; not thread-safe (one call at
+/// a time), except `shutdownSocket`, which unblocks a call in flight.
+template <typename ClientT> class ControlConnection {
+public:
+  static StatusOr<std::unique_ptr<ControlConnection>>
+  connect(const std::string &host, int port, const WireLimits &limits,
+          int connectTimeoutMs, int recvTimeoutMs);
+  ~ControlConnection() { close(); }
+
+  ClientT &client() { return *client_; }
+  /// Applies to the next calls; 0 waits forever.
+  void setRecvTimeout(int ms) { socket_->setRecvTimeout(ms); }
+  /// Makes a blocked call on another thread fail now.
+  void shutdownSocket();
+  void close();
+  std::string peer() const { return host_ + ":" + std::to_string(port_); }
+
+private:
+  std::string host_;
+  int port_ = 0;
+  std::shared_ptr<apache::thrift::transport::TSocket> socket_;
+  std::shared_ptr<apache::thrift::transport::TTransport> transport_;
+  std::unique_ptr<ClientT> client_;
+  std::atomic<int> fd_{-1};
+};
+
+using ControllerConnection =
+    ControlConnection<control::ControllerServiceClient>;
+using WorkerConnection = ControlConnection<control::WorkerServiceClient>;
+
+/// ControlError <-> Status.
+Status toStatus(const control::ControlError &error);
+control::ControlError toControlError(const Status &status);
+
+/// Runs a Thrift call; any exception becomes a Status (a ControlError keeps
+/// its code, transport failures are Unavailable) prefixed with `what`. When
+/// the service answered with a ControlError it is also stored in
+/// `serviceError`, and `transportFailed` says whether the connection failed.
+Status callThrift(const std::string &what, const std::function<void()> &call,
+                  control::ControlError *serviceError = nullptr,
+                  bool *transportFailed = nullptr);
+
+/// Constant-time comparison of job tokens.
+bool tokenMatches(const std::string &expected, const std::string &given);
+
+/// Throws the PERMISSION_DENIED ControlError (after logging it) when `given`
+/// is not the job token. For use inside service handlers only.
+void requireToken(const std::string &expected, const std::string &given,
+                  const std::string &request);
+
+/// Routes Thrift's internal diagnostics (rejected frames, dead connections)
+/// to spdlog.
+void redirectThriftLogging();
+
+/// Splits "host:port".
+StatusOr<std::pair<std::string, int>> parseHostPort(const std::string &text);
+
+/// A fresh random job token (hex of 128 bits from /dev/urandom).
+std::string generateJobToken();
+
+} // namespace monarch::executor
+
+#endif // MONARCH_EXECUTOR_CONTROL_THRIFTGLUE_H

@@ -1,0 +1,635 @@
+//===- Controller.cpp - Launch, load, run a step, stop --------------------===//
+//
+// The controller's public calls. A step is one WorkerService.runStep per
+// worker, posted to every rank's dispatcher at once; the caller waits until
+// every reply arrived or the job failed (Supervisor.cpp), whichever comes
+// first, so a failure is returned without waiting for the other ranks.
+//
+//===----------------------------------------------------------------------===//
+#include "ControllerImpl.h"
+
+#include "Control_constants.h"
+
+#include <spdlog/spdlog.h>
+
+#include <climits>
+#include <cstdlib>
+#include <unistd.h>
+
+namespace monarch::executor {
+
+//===--- Small types ------------------------------------------------------===//
+
+int64_t HostTensor::numElements() const {
+  int64_t n = 1;
+  for (int64_t d : shape)
+    n *= d;
+  return n;
+}
+
+std::string HostTensor::describe() const {
+  std::string text = dtype + "[";
+  for (size_t i = 0; i < shape.size(); ++i)
+    text += (i ? ", " : "") + std::to_string(shape[i]);
+  return text + "]";
+}
+
+Dispatcher::Dispatcher() {
+  thread_ = std::thread([this] {
+    std::unique_lock<std::mutex> lock(mutex_);
+    while (true) {
+      cv_.wait(lock, [&] { return stop_ || !tasks_.empty(); });
+      if (tasks_.empty())
+        return;
+      auto task = std::move(tasks_.front());
+      tasks_.pop_front();
+      lock.unlock();
+      task();
+      lock.lock();
+    }
+  });
+}
+
+Dispatcher::~Dispatcher() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  thread_.join();
+}
+
+void Dispatcher::post(std::function<void()> task) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    tasks_.push_back(std::move(task));
+  }
+  cv_.notify_all();
+}
+
+namespace {
+
+std::chrono::milliseconds envMs(const char *name,
+                                std::chrono::milliseconds fallback) {
+  if (const char *text = std::getenv(name)) {
+    char *end = nullptr;
+    long value = std::strtol(text, &end, 10);
+    if (*end == '\0' && value > 0)
+      return std::chrono::milliseconds(value);
+    spdlog::warn("ignoring {}={} (expected a positive number of ms)", name,
+                 text);
+  }
+  return fallback;
+}
+
+std::string envOr(const char *name, const std::string &fallback) {
+  const char *text = std::getenv(name);
+  return text && *text ? std::string(text) : fallback;
+}
+
+std::string findWorkerBinary(const std::string &configured) {
+  if (!configured.empty())
+    return configured;
+  std::string fromEnv = envOr("MONARCH_WORKER_BIN", "");
+  if (!fromEnv.empty())
+    return fromEnv;
+  char self[PATH_MAX] = {};
+  ssize_t n = ::readlink("/proc/self/exe", self, sizeof(self) - 1);
+  if (n > 0) {
+    std::string dir(self, n);
+    dir = dir.substr(0, dir.rfind('/'));
+    std::string candidate = dir + "/monarch-worker";
+    if (::access(candidate.c_str(), X_OK) == 0)
+      return candidate;
+  }
+  if (const char *path = std::getenv("PATH")) {
+    std::string all(path);
+    size_t start = 0;
+    while (start <= all.size()) {
+      size_t end = all.find(':', start);
+      if (end == std::string::npos)
+        end = all.size();
+      std::string candidate =
+          all.substr(start, end - start) + "/monarch-worker";
+      if (end > start && ::access(candidate.c_str(), X_OK) == 0)
+        return candidate;
+      start = end + 1;
+    }
+  }
+  return "monarch-worker";
+}
+
+HostTensor fromWire(control::Tensor tensor) {
+  HostTensor out;
+  out.dtype = std::move(tensor.dtype);
+  out.shape = std::move(tensor.shape);
+  out.data = std::move(tensor.data);
+  return out;
+}
+
+std::string shapeText(const std::string &dtype,
+                      const std::vector<int64_t> &shape) {
+  HostTensor t;
+  t.dtype = dtype;
+  t.shape = shape;
+  return t.describe();
+}
+
+} // namespace
+
+ControllerOptions ControllerOptions::fromEnv() {
+  ControllerOptions o;
+  o.heartbeatInterval = envMs("MONARCH_HEARTBEAT_MS", o.heartbeatInterval);
+  o.heartbeatTimeout =
+      envMs("MONARCH_HEARTBEAT_TIMEOUT_MS", o.heartbeatTimeout);
+  o.controllerTimeout =
+      envMs("MONARCH_CONTROLLER_TIMEOUT_MS", o.controllerTimeout);
+  o.startTimeout = envMs("MONARCH_START_TIMEOUT_MS", o.startTimeout);
+  o.tracePath = envOr("MONARCH_TRACE", "");
+  o.logLevel = envOr("MONARCH_LOG_LEVEL", "");
+  o.bindHost = envOr("MONARCH_BIND_HOST", o.bindHost);
+  o.jobToken = envOr("MONARCH_JOB_TOKEN", "");
+  o.workerBinary = envOr("MONARCH_WORKER_BIN", "");
+  if (const char *size = std::getenv("MONARCH_WORLD_SIZE"))
+    o.worldSize = std::max(1, std::atoi(size));
+  if (const char *controller = std::getenv("MONARCH_CONTROLLER")) {
+    // Workers dial this address; the controller listens on its port.
+    auto hostPort = parseHostPort(controller);
+    if (hostPort.isOk()) {
+      o.advertiseHost = hostPort->first;
+      o.port = hostPort->second;
+    }
+  }
+  return o;
+}
+
+//===--- Lifecycle --------------------------------------------------------===//
+
+Controller::Controller(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+Controller::~Controller() {
+  if (impl_)
+    (void)stop();
+}
+
+StatusOr<std::unique_ptr<Controller>>
+Controller::start(ControllerOptions options) {
+  if (options.worldSize <= 0)
+    return Status(StatusCode::InvalidArgument,
+                  "world size must be positive, got " +
+                      std::to_string(options.worldSize));
+  auto impl = std::make_unique<Impl>();
+  Impl &s = *impl;
+  s.options = std::move(options);
+  s.limits = WireLimits::fromEnv();
+  s.token =
+      s.options.jobToken.empty() ? generateJobToken() : s.options.jobToken;
+  s.jobId = generateJobToken().substr(0, 8);
+  s.store = createInProcessStore();
+  s.ranks.resize(s.options.worldSize);
+  for (int r = 0; r < s.options.worldSize; ++r)
+    s.dispatchers.push_back(std::make_unique<Dispatcher>());
+
+  if (s.options.launcher) {
+    s.launcher = s.options.launcher;
+  } else {
+    auto launcher = createLauncher(s.options.launcherName);
+    if (!launcher.isOk())
+      return launcher.status();
+    s.launcher = std::move(launcher).value();
+  }
+
+  auto server = ControlServer::start(s.makeProcessor(), s.options.bindHost,
+                                     s.options.port, s.limits, "controller");
+  if (!server.isOk())
+    return server.status();
+  s.server = std::move(server).value();
+  std::string host = s.options.advertiseHost;
+  if (host.empty())
+    host = s.options.bindHost == "0.0.0.0" ? "127.0.0.1" : s.options.bindHost;
+  s.advertisedAddress = host + ":" + std::to_string(s.server->port());
+
+  std::unique_ptr<Controller> controller(new Controller(std::move(impl)));
+  s.startMonitor();
+
+  LaunchSpec spec;
+  spec.worldSize = s.options.worldSize;
+  spec.controllerAddress = s.advertisedAddress;
+  spec.jobToken = s.token;
+  spec.workerBinary = findWorkerBinary(s.options.workerBinary);
+  spec.env = s.options.workerEnv;
+  if (!s.options.logLevel.empty())
+    spec.env["MONARCH_LOG_LEVEL"] = s.options.logLevel;
+  spec.env["MONARCH_CONTROLLER_TIMEOUT_MS"] =
+      std::to_string(s.options.controllerTimeout.count());
+  spec.rankEnv = s.options.rankEnv;
+  Status launched = s.launcher->launch(
+      spec, [&s](const WorkerExit &exit) { s.onWorkerExit(exit); });
+  if (!launched) {
+    (void)controller->stop();
+    return launched.withContext("launching workers");
+  }
+
+  // Wait for every rank to register.
+  {
+    std::unique_lock<std::mutex> lock(s.mutex);
+    bool done = s.cv.wait_for(lock, s.options.startTimeout, [&] {
+      return s.failed || s.numRegistered == s.options.worldSize;
+    });
+    if (s.failed) {
+      Status failure = s.failure;
+      lock.unlock();
+      (void)controller->stop();
+      return failure.withContext("starting workers");
+    }
+    if (!done) {
+      std::string missing;
+      for (int r = 0; r < s.options.worldSize; ++r)
+        if (!s.ranks[r].registered)
+          missing += (missing.empty() ? "" : ", ") + std::to_string(r);
+      lock.unlock();
+      (void)controller->stop();
+      return Status(StatusCode::DeadlineExceeded,
+                    "ranks " + missing + " did not register within " +
+                        std::to_string(s.options.startTimeout.count()) +
+                        " ms (" + s.launcher->name() +
+                        " launcher, controller at " + s.advertisedAddress +
+                        ")");
+    }
+  }
+  // One dispatch connection per worker; no receive timeout (a step may be
+  // long: hangs are the heartbeats' business).
+  for (int r = 0; r < s.options.worldSize; ++r) {
+    std::string host;
+    int port;
+    {
+      std::lock_guard<std::mutex> lock(s.mutex);
+      host = s.ranks[r].host;
+      port = s.ranks[r].port;
+    }
+    auto conn = WorkerConnection::connect(host, port, s.limits, 5000, 0);
+    if (!conn.isOk()) {
+      (void)controller->stop();
+      return conn.status().withContext("rank " + std::to_string(r));
+    }
+    std::lock_guard<std::mutex> lock(s.mutex);
+    s.ranks[r].conn = std::move(conn).value();
+  }
+  spdlog::debug("controller at {}: {} workers registered", s.advertisedAddress,
+                s.options.worldSize);
+  return controller;
+}
+
+Status Controller::stop() {
+  Impl &s = *impl_;
+  {
+    std::lock_guard<std::mutex> lock(s.mutex);
+    if (s.stopped)
+      return s.failed ? s.failure : Status::ok();
+    s.stopping = true;
+    s.pendingSecondary.reset();
+  }
+  s.cv.notify_all();
+  // Ask every live worker to exit; heartbeat replies say the same to those
+  // that miss this.
+  std::vector<std::thread> askers;
+  {
+    std::lock_guard<std::mutex> lock(s.mutex);
+    for (const RankState &rank : s.ranks) {
+      if (!rank.registered || rank.exited)
+        continue;
+      std::string host = rank.host;
+      int port = rank.port;
+      askers.emplace_back([&s, host, port] {
+        auto conn = WorkerConnection::connect(host, port, s.limits, 300, 300);
+        if (conn.isOk())
+          (void)callThrift("shutdown",
+                           [&] { (*conn)->client().shutdown(s.token); });
+      });
+    }
+  }
+  for (auto &t : askers)
+    t.join();
+  if (s.launcher)
+    s.launcher->terminate(std::chrono::milliseconds(2000));
+  if (s.monitor.joinable())
+    s.monitor.join();
+  if (s.teardown.joinable())
+    s.teardown.join();
+  {
+    std::lock_guard<std::mutex> lock(s.mutex);
+    for (RankState &rank : s.ranks)
+      if (rank.conn)
+        rank.conn->shutdownSocket();
+  }
+  s.dispatchers.clear();
+  {
+    std::lock_guard<std::mutex> lock(s.mutex);
+    for (RankState &rank : s.ranks)
+      rank.conn.reset();
+  }
+  if (s.server)
+    s.server->stop();
+  Status traceStatus;
+  if (!s.options.tracePath.empty())
+    traceStatus = s.trace.write(s.options.tracePath, s.options.worldSize);
+  std::lock_guard<std::mutex> lock(s.mutex);
+  s.stopped = true;
+  if (s.failed)
+    return s.failure;
+  return traceStatus;
+}
+
+Status Controller::health() const {
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  if (impl_->failed)
+    return impl_->failure;
+  if (impl_->stopping)
+    return Status(StatusCode::Aborted, "the controller was stopped");
+  return Status::ok();
+}
+
+int Controller::worldSize() const { return impl_->options.worldSize; }
+const std::string &Controller::jobToken() const { return impl_->token; }
+std::string Controller::address() const { return impl_->advertisedAddress; }
+
+std::pair<std::string, int> Controller::workerAddress(int rank) const {
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  if (rank < 0 || rank >= static_cast<int>(impl_->ranks.size()))
+    return {"", 0};
+  return {impl_->ranks[rank].host, impl_->ranks[rank].port};
+}
+
+int64_t Controller::workerPid(int rank) const {
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  if (rank < 0 || rank >= static_cast<int>(impl_->ranks.size()))
+    return 0;
+  return impl_->ranks[rank].pid;
+}
+
+const PlanSignature *Controller::signature(const std::string &plan) const {
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  auto it = impl_->plans.find(plan);
+  return it == impl_->plans.end() ? nullptr : &it->second;
+}
+
+//===--- Calls on every rank ----------------------------------------------===//
+
+namespace {
+
+/// Results of one call on every rank, shared with the dispatchers (which
+/// may finish after the caller returned on a failure).
+template <typename Reply> struct Gather {
+  explicit Gather(int n) : replies(n), statuses(n), pending(n) {}
+  std::vector<Reply> replies;
+  std::vector<Status> statuses;
+  int pending;
+};
+
+/// Runs `call(rank, conn, reply)` on every rank in `ranks` concurrently and
+/// waits until all finished or the job failed. Returns the failure, or Ok
+/// with per-rank statuses in the gather.
+template <typename Reply>
+Status callAll(Controller::Impl &s, const std::vector<int> &ranks,
+               std::shared_ptr<Gather<Reply>> gather, const std::string &what,
+               std::pair<std::string, int64_t> context,
+               std::chrono::milliseconds timeout,
+               std::function<void(int, WorkerConnection &, Reply &)> call,
+               std::function<bool(const Status &)> isJobFailure) {
+  {
+    std::lock_guard<std::mutex> lock(s.mutex);
+    gather->pending = static_cast<int>(ranks.size());
+  }
+  for (int r : ranks) {
+    WorkerConnection *conn;
+    {
+      std::lock_guard<std::mutex> lock(s.mutex);
+      conn = s.ranks[r].conn.get();
+    }
+    s.dispatchers[r]->post([&s, r, conn, gather, what, call, isJobFailure,
+                            context] {
+      control::ControlError serviceError;
+      bool transportFailed = false;
+      Status status = callThrift(
+          what, [&] { call(r, *conn, gather->replies[r]); }, &serviceError,
+          &transportFailed);
+      std::lock_guard<std::mutex> lock(s.mutex);
+      if (!status) {
+        if (transportFailed)
+          // A crash also drops the connection: wait for the launcher's word.
+          status = Status(StatusCode::Unavailable,
+                          "lost connection to " + s.describeRankLocked(r) +
+                              " " + s.whereLocked(r) + ": " + status.message());
+        else
+          status = s.rankFailureLocked(
+              r, context.first, context.second, serviceError.instruction,
+              serviceError.op, serviceError.location, toStatus(serviceError));
+        if (isJobFailure(status))
+          s.reportFailureLocked(status,
+                                status.code() != StatusCode::Aborted &&
+                                    status.code() != StatusCode::Unavailable);
+      }
+      gather->statuses[r] = status;
+      if (--gather->pending == 0)
+        s.cv.notify_all();
+    });
+  }
+  std::unique_lock<std::mutex> lock(s.mutex);
+  bool done = s.cv.wait_for(lock, timeout,
+                            [&] { return s.failed || gather->pending == 0; });
+  if (s.failed)
+    return s.failure;
+  if (!done) {
+    Status status(StatusCode::DeadlineExceeded,
+                  what + " did not finish within " +
+                      std::to_string(timeout.count()) + " ms");
+    s.reportFailureLocked(status, true);
+    return status;
+  }
+  return Status::ok();
+}
+
+} // namespace
+
+StatusOr<std::string> Controller::loadPlan(const std::string &planBytes) {
+  Impl &s = *impl_;
+  std::lock_guard<std::mutex> call(s.callMutex);
+  if (Status h = health(); !h)
+    return h;
+  if (static_cast<int64_t>(planBytes.size()) + 4096 > s.limits.maxMessageBytes)
+    return Status(StatusCode::InvalidArgument,
+                  "the plan is " + std::to_string(planBytes.size()) +
+                      " bytes, above the control message limit of " +
+                      std::to_string(s.limits.maxMessageBytes) +
+                      " (MONARCH_MAX_MESSAGE_BYTES)");
+  int n = s.options.worldSize;
+  std::vector<int> all(n);
+  for (int r = 0; r < n; ++r)
+    all[r] = r;
+  auto gather = std::make_shared<Gather<control::PlanInfo>>(n);
+  std::string token = s.token;
+  Status status = callAll<control::PlanInfo>(
+      s, all, gather, "loadPlan", {"", -1}, s.options.startTimeout,
+      [planBytes, token](int, WorkerConnection &conn,
+                         control::PlanInfo &reply) {
+        conn.client().loadPlan(reply, token, planBytes);
+      },
+      // A plan every rank rejects is the caller's error, not the job's.
+      [](const Status &st) {
+        return st.code() != StatusCode::InvalidArgument;
+      });
+  if (!status)
+    return status;
+  for (int r = 0; r < n; ++r)
+    if (!gather->statuses[r])
+      return gather->statuses[r];
+
+  PlanSignature sig;
+  sig.name = gather->replies[0].name;
+  for (int r = 0; r < n; ++r) {
+    const control::PlanInfo &info = gather->replies[r];
+    if (info.name != sig.name)
+      return Status(StatusCode::InvalidArgument,
+                    "ranks disagree on the plan's name ('" + sig.name +
+                        "' and '" + info.name + "')");
+    if (info.meshSize != n)
+      return Status(StatusCode::InvalidArgument,
+                    "plan '" + sig.name + "' runs on a mesh of " +
+                        std::to_string(info.meshSize) + " ranks, the job has " +
+                        std::to_string(n) + " workers");
+    for (const control::BufferSpec &feed : info.feeds) {
+      auto [it, inserted] =
+          sig.feeds.insert({feed.index, {feed.dtype, feed.shape}});
+      if (!inserted && it->second != std::make_pair(feed.dtype, feed.shape))
+        return Status(
+            StatusCode::InvalidArgument,
+            "plan '" + sig.name + "': feed " + std::to_string(feed.index) +
+                " is " + shapeText(it->second.first, it->second.second) +
+                " on one rank and " + shapeText(feed.dtype, feed.shape) +
+                " on rank " + std::to_string(r));
+      sig.feedRanks[feed.index].push_back(r);
+    }
+    for (const control::BufferSpec &fetch : info.fetches)
+      if (sig.fetches.insert({fetch.index, {fetch.dtype, fetch.shape}}).second)
+        sig.fetchRank[fetch.index] = r;
+  }
+  for (auto &[index, _] : sig.feeds)
+    if (index < 0 || index >= static_cast<int>(sig.feeds.size()))
+      return Status(StatusCode::InvalidArgument,
+                    "plan '" + sig.name + "': feed indices are not 0..N-1");
+  for (auto &[index, _] : sig.fetches)
+    if (index < 0 || index >= static_cast<int>(sig.fetches.size()))
+      return Status(StatusCode::InvalidArgument,
+                    "plan '" + sig.name + "': fetch indices are not 0..N-1");
+  std::lock_guard<std::mutex> lock(s.mutex);
+  std::string name = sig.name;
+  s.plans[name] = std::move(sig);
+  s.nextStep.emplace(name, 0);
+  return name;
+}
+
+StatusOr<std::vector<HostTensor>>
+Controller::runStep(const std::string &plan,
+                    const std::vector<HostTensor> &inputs) {
+  Impl &s = *impl_;
+  std::lock_guard<std::mutex> call(s.callMutex);
+  if (Status h = health(); !h)
+    return h;
+  const PlanSignature *sig = signature(plan);
+  if (!sig)
+    return Status(StatusCode::NotFound,
+                  "no plan named '" + plan + "' is loaded");
+  if (inputs.size() != sig->feeds.size())
+    return Status(StatusCode::InvalidArgument,
+                  "plan '" + plan + "' takes " +
+                      std::to_string(sig->feeds.size()) + " inputs, got " +
+                      std::to_string(inputs.size()));
+  for (auto &[index, type] : sig->feeds) {
+    const HostTensor &in = inputs[index];
+    if (in.dtype != type.first || in.shape != type.second)
+      return Status(StatusCode::InvalidArgument,
+                    "input " + std::to_string(index) + " of plan '" + plan +
+                        "' must be " + shapeText(type.first, type.second) +
+                        ", got " + in.describe());
+    // No size helper for every dtype here: the worker checks bytes exactly.
+    if (in.data.empty() && in.numElements() != 0)
+      return Status(StatusCode::InvalidArgument,
+                    "input " + std::to_string(index) + " has no data");
+  }
+  int n = s.options.worldSize;
+  std::vector<control::RunStepRequest> requests(n);
+  int64_t step;
+  {
+    std::lock_guard<std::mutex> lock(s.mutex);
+    step = s.nextStep[plan]++;
+  }
+  std::vector<int64_t> bytes(n, 0);
+  for (int r = 0; r < n; ++r) {
+    requests[r].token = s.token;
+    requests[r].plan = plan;
+    requests[r].step = step;
+  }
+  for (auto &[index, ranks] : sig->feedRanks)
+    for (int r : ranks) {
+      control::Feed feed;
+      feed.index = index;
+      feed.tensor.dtype = inputs[index].dtype;
+      feed.tensor.shape = inputs[index].shape;
+      feed.tensor.data = inputs[index].data;
+      bytes[r] += static_cast<int64_t>(feed.tensor.data.size());
+      requests[r].feeds.push_back(std::move(feed));
+    }
+  for (int r = 0; r < n; ++r)
+    if (bytes[r] + 65536 > s.limits.maxMessageBytes)
+      return Status(StatusCode::InvalidArgument,
+                    "the inputs rank " + std::to_string(r) + " reads are " +
+                        std::to_string(bytes[r]) +
+                        " bytes, above the control message limit of " +
+                        std::to_string(s.limits.maxMessageBytes) +
+                        " (MONARCH_MAX_MESSAGE_BYTES)");
+  std::vector<int> all(n);
+  for (int r = 0; r < n; ++r)
+    all[r] = r;
+  auto shared = std::make_shared<std::vector<control::RunStepRequest>>(
+      std::move(requests));
+  auto gather = std::make_shared<Gather<control::RunStepReply>>(n);
+  int64_t startUs = TraceWriter::nowUs();
+  Status status = callAll<control::RunStepReply>(
+      s, all, gather, "runStep", {plan, step},
+      std::chrono::milliseconds(INT_MAX),
+      [shared](int r, WorkerConnection &conn, control::RunStepReply &reply) {
+        conn.client().runStep(reply, (*shared)[r]);
+      },
+      [](const Status &) { return true; });
+  if (!status)
+    return status;
+  for (int r = 0; r < n; ++r)
+    if (!gather->statuses[r])
+      return gather->statuses[r];
+  int64_t endUs = TraceWriter::nowUs();
+
+  std::vector<HostTensor> outputs(sig->fetches.size());
+  for (auto &[index, rank] : sig->fetchRank) {
+    bool found = false;
+    for (control::Fetch &fetch : gather->replies[rank].fetches)
+      if (fetch.index == index) {
+        outputs[index] = fromWire(std::move(fetch.tensor));
+        found = true;
+        break;
+      }
+    if (!found)
+      return Status(StatusCode::Internal,
+                    "rank " + std::to_string(rank) + " did not return fetch " +
+                        std::to_string(index) + " of plan '" + plan + "'");
+  }
+  if (!s.options.tracePath.empty()) {
+    s.trace.add({-1, -1, plan + " step " + std::to_string(step), "step",
+                 startUs, endUs - startUs});
+    for (int r = 0; r < n; ++r)
+      for (const control::TraceEvent &e : gather->replies[r].trace)
+        s.trace.add({r, e.stream, e.name, e.category, e.startUs, e.durationUs});
+  }
+  return outputs;
+}
+
+} // namespace monarch::executor

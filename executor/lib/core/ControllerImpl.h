@@ -1,0 +1,121 @@
+//===- ControllerImpl.h - The controller's state, shared by its parts -*- C++
+//-*-===//
+//
+// Private to MonarchExecutor: Controller.cpp (lifecycle, plans, steps),
+// ControllerService.cpp (the Thrift handler workers call) and Supervisor.cpp
+// (failure bookkeeping, the monitor thread, teardown) share this state under
+// one mutex.
+//
+//===----------------------------------------------------------------------===//
+#ifndef MONARCH_EXECUTOR_CORE_CONTROLLERIMPL_H
+#define MONARCH_EXECUTOR_CORE_CONTROLLERIMPL_H
+
+#include "monarch/Executor/Controller.h"
+#include "monarch/Executor/Store.h"
+
+#include "ThriftGlue.h"
+#include "TraceWriter.h"
+
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+#include <optional>
+#include <thread>
+
+namespace monarch::executor {
+
+using Clock = std::chrono::steady_clock;
+
+/// One persistent thread per rank that makes that rank's blocking calls, so
+/// a step reaches every worker at once without creating threads per step.
+class Dispatcher {
+public:
+  Dispatcher();
+  ~Dispatcher();
+  void post(std::function<void()> task);
+
+private:
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  std::deque<std::function<void()>> tasks_;
+  bool stop_ = false;
+  std::thread thread_;
+};
+
+struct RankState {
+  bool registered = false;
+  bool exited = false;
+  std::string host;
+  int port = 0;
+  int64_t pid = 0;
+  std::string hostname;
+  Clock::time_point lastSeen;
+  control::Progress progress;
+  /// The connection runStep/loadPlan use; owned by this rank's dispatcher.
+  std::unique_ptr<WorkerConnection> conn;
+};
+
+struct Controller::Impl {
+  ControllerOptions options;
+  WireLimits limits;
+  std::string token;
+  std::string jobId;
+  std::unique_ptr<Store> store;
+  std::unique_ptr<ControlServer> server;
+  std::shared_ptr<Launcher> launcher;
+  std::string advertisedAddress;
+
+  mutable std::mutex mutex;
+  std::condition_variable cv;
+  std::vector<RankState> ranks;
+  int numRegistered = 0;
+
+  // Supervision (Supervisor.cpp).
+  bool failed = false;
+  Status failure;
+  std::optional<Status> pendingSecondary;
+  Clock::time_point pendingSince;
+  std::atomic<bool> stopping{false};
+  bool stopped = false;
+  std::thread monitor;
+  std::thread teardown;
+
+  std::vector<std::unique_ptr<Dispatcher>> dispatchers;
+  std::map<std::string, PlanSignature> plans;
+  std::map<std::string, int64_t> nextStep;
+  /// Serializes loadPlan/runStep: one step at a time per job.
+  std::mutex callMutex;
+  TraceWriter trace;
+
+  // Supervisor.cpp
+  /// Records a failure. A root cause fails the job at once; a secondary one
+  /// (Aborted/Unavailable seen by a peer of the failed rank) waits
+  /// `rootCauseGrace` for its cause. Locks `mutex`.
+  void reportFailure(Status status, bool rootCause);
+  void reportFailureLocked(Status status, bool rootCause);
+  void onWorkerExit(const WorkerExit &exit);
+  void startMonitor();
+  /// "rank 2 (pid 123)" and where it was: "during step 3 of plan 'p' at
+  /// instruction 4 'launch @k' (model.py:3:1)" or "while idle".
+  std::string describeRankLocked(int rank) const;
+  std::string whereLocked(int rank) const;
+  /// "rank 1 (pid 7) failed in step 2 of plan 'p' at instruction 3
+  /// 'launch @k' (model.py:4:2): Internal: message".
+  Status rankFailureLocked(int rank, const std::string &plan, int64_t step,
+                           int instruction, const std::string &op,
+                           const std::string &location,
+                           const Status &status) const;
+  void logForwarded(int rank, int level, const std::string &line);
+
+  // ControllerService.cpp
+  std::shared_ptr<apache::thrift::TProcessor> makeProcessor();
+
+private:
+  void finalizeLocked(Status status);
+  void runTeardown(std::string reason);
+};
+
+} // namespace monarch::executor
+
+#endif // MONARCH_EXECUTOR_CORE_CONTROLLERIMPL_H

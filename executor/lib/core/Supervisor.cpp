@@ -1,0 +1,195 @@
+//===- Supervisor.cpp - Fail-fast supervision of a job's workers ----------===//
+//
+// Every failure signal lands here: an error a worker reports, a worker
+// process ending (launcher), heartbeats stopping (monitor thread), a control
+// connection dropping (dispatchers). The first root cause fails the job: the
+// waiting call wakes at once with it, and a teardown thread aborts every
+// rank's communicators (WorkerService.abort), tells the rest to exit
+// (heartbeat replies) and has the launcher kill what is left. Errors that
+// are only consequences (a peer saw the connection close, Aborted) wait a
+// short grace for their cause so the user sees the rank that failed first.
+//
+//===----------------------------------------------------------------------===//
+#include "ControllerImpl.h"
+
+#include <spdlog/spdlog.h>
+
+namespace monarch::executor {
+
+std::string Controller::Impl::describeRankLocked(int rank) const {
+  std::string text = "rank " + std::to_string(rank);
+  if (rank >= 0 && rank < static_cast<int>(ranks.size()) && ranks[rank].pid)
+    text += " (pid " + std::to_string(ranks[rank].pid) + ")";
+  return text;
+}
+
+std::string Controller::Impl::whereLocked(int rank) const {
+  if (rank < 0 || rank >= static_cast<int>(ranks.size()))
+    return "";
+  const control::Progress &p = ranks[rank].progress;
+  if (p.step < 0)
+    return "while idle";
+  std::string text =
+      "during step " + std::to_string(p.step) + " of plan '" + p.plan + "'";
+  if (p.instruction >= 0) {
+    text += ", last seen at instruction " + std::to_string(p.instruction);
+    if (!p.op.empty())
+      text += " '" + p.op + "'";
+    if (!p.location.empty())
+      text += " (" + p.location + ")";
+  }
+  return text;
+}
+
+Status Controller::Impl::rankFailureLocked(int rank, const std::string &plan,
+                                           int64_t step, int instruction,
+                                           const std::string &op,
+                                           const std::string &location,
+                                           const Status &status) const {
+  std::string text = describeRankLocked(rank) + " failed";
+  if (step >= 0)
+    text += " in step " + std::to_string(step) + " of plan '" + plan + "'";
+  if (instruction >= 0) {
+    text += " at instruction " + std::to_string(instruction);
+    if (!op.empty())
+      text += " '" + op + "'";
+    if (!location.empty())
+      text += " (" + location + ")";
+  }
+  text += ": " + status.toString();
+  return Status(status.code(), text);
+}
+
+void Controller::Impl::reportFailure(Status status, bool rootCause) {
+  std::lock_guard<std::mutex> lock(mutex);
+  reportFailureLocked(std::move(status), rootCause);
+}
+
+void Controller::Impl::reportFailureLocked(Status status, bool rootCause) {
+  if (failed || stopping)
+    return;
+  if (rootCause) {
+    finalizeLocked(std::move(status));
+    return;
+  }
+  if (!pendingSecondary) {
+    pendingSecondary = std::move(status);
+    pendingSince = Clock::now();
+  }
+}
+
+void Controller::Impl::finalizeLocked(Status status) {
+  failed = true;
+  failure = std::move(status);
+  pendingSecondary.reset();
+  spdlog::error("job failed: {}", failure.toString());
+  cv.notify_all();
+  std::string reason = failure.message();
+  teardown = std::thread([this, reason] { runTeardown(reason); });
+}
+
+void Controller::Impl::runTeardown(std::string reason) {
+  // Abort every rank's communicators so ranks blocked on the failed one
+  // return; each on its own connection (the dispatch ones may be blocked).
+  std::vector<std::pair<std::string, int>> targets;
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    for (const RankState &rank : ranks)
+      if (rank.registered && !rank.exited)
+        targets.push_back({rank.host, rank.port});
+      else
+        targets.push_back({"", 0});
+  }
+  std::vector<std::thread> aborters;
+  for (auto [host, port] : targets) {
+    if (port == 0)
+      continue;
+    aborters.emplace_back([this, host, port, reason] {
+      auto conn = WorkerConnection::connect(host, port, limits, 300, 300);
+      if (!conn.isOk())
+        return;
+      (void)callThrift("abort", [&] {
+        (*conn)->client().abort(token, "job aborted: " + reason);
+      });
+    });
+  }
+  for (auto &t : aborters)
+    t.join();
+  // Unblock calls still waiting on a dispatch connection.
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    for (RankState &rank : ranks)
+      if (rank.conn)
+        rank.conn->shutdownSocket();
+  }
+  // Workers exit by themselves on their next heartbeat; kill the rest.
+  if (launcher)
+    launcher->terminate(std::chrono::milliseconds(1000));
+}
+
+void Controller::Impl::onWorkerExit(const WorkerExit &exit) {
+  std::lock_guard<std::mutex> lock(mutex);
+  if (exit.rank >= 0 && exit.rank < static_cast<int>(ranks.size())) {
+    ranks[exit.rank].exited = true;
+    if (!ranks[exit.rank].pid)
+      ranks[exit.rank].pid = exit.pid;
+  }
+  cv.notify_all();
+  if (stopping || failed)
+    return;
+  std::string text = describeRankLocked(exit.rank) + " " + exit.describe();
+  if (exit.rank >= 0 && exit.rank < static_cast<int>(ranks.size()) &&
+      !ranks[exit.rank].registered)
+    text += " before registering with the controller";
+  else
+    text += " " + whereLocked(exit.rank);
+  reportFailureLocked(Status(StatusCode::Unavailable, text), true);
+}
+
+void Controller::Impl::logForwarded(int rank, int level,
+                                    const std::string &line) {
+  if (options.logSink) {
+    options.logSink(rank, level, line);
+    return;
+  }
+  if (level < 0 || level > 6)
+    level = 2;
+  spdlog::log(static_cast<spdlog::level::level_enum>(level), "[rank {}] {}",
+              rank, line);
+}
+
+void Controller::Impl::startMonitor() {
+  monitor = std::thread([this] {
+    std::unique_lock<std::mutex> lock(mutex);
+    while (!stopping) {
+      cv.wait_for(lock, std::chrono::milliseconds(20));
+      if (stopping)
+        break;
+      if (failed)
+        continue;
+      Clock::time_point now = Clock::now();
+      if (pendingSecondary && now - pendingSince >= options.rootCauseGrace) {
+        finalizeLocked(*pendingSecondary);
+        continue;
+      }
+      for (size_t r = 0; r < ranks.size(); ++r) {
+        RankState &rank = ranks[r];
+        if (!rank.registered || rank.exited)
+          continue;
+        auto silent = std::chrono::duration_cast<std::chrono::milliseconds>(
+            now - rank.lastSeen);
+        if (silent > options.heartbeatTimeout) {
+          std::string text = describeRankLocked(static_cast<int>(r)) +
+                             " sent no heartbeat for " +
+                             std::to_string(silent.count()) +
+                             " ms (hung, stopped or unreachable) " +
+                             whereLocked(static_cast<int>(r));
+          finalizeLocked(Status(StatusCode::DeadlineExceeded, text));
+          break;
+        }
+      }
+    }
+  });
+}
+
+} // namespace monarch::executor
