@@ -1,0 +1,315 @@
+//===- ExecutionPlan.thrift - The serialized ExecutionPlan -----*- thrift -*-===//
+//
+// What `monarch-compile --compile-to=plan` writes into a `.mcplan` file and
+// what a worker loads: meshes and their topology, communicators, one entry
+// per `monarch.plan` with a program per rank (static arena, instruction
+// stream, source location of every instruction), the controller programs
+// that invoke the plans, and the compiled kernel libraries.
+//
+// Versioning (docs/plan.md): FORMAT_VERSION is written in the file header and
+// in ExecutionPlan.formatVersion. A reader accepts exactly its own version.
+// Any change to this file that an older reader would misread (a renumbered
+// or retyped field, a new enum value an old reader would not reject, a
+// changed meaning) bumps FORMAT_VERSION. Field ids are never reused.
+//
+// Semantics of the instructions: docs/plan-semantics.md.
+//
+//===----------------------------------------------------------------------===//
+
+namespace cpp monarch.plan
+
+const i32 FORMAT_VERSION = 1
+
+/// Element types of buffers and signature values.
+enum DType {
+  F32 = 1,
+  F16 = 2,
+  BF16 = 3,
+  F64 = 4,
+  I1 = 5,
+  I8 = 6,
+  I16 = 7,
+  I32 = 8,
+  I64 = 9,
+}
+
+enum Backend {
+  GLOO = 0,
+  NCCL = 1,
+}
+
+enum CollectiveKind {
+  ALL_REDUCE = 0,
+  ALL_GATHER = 1,
+  REDUCE_SCATTER = 2,
+  BROADCAST = 3,
+  ALL_TO_ALL = 4,
+}
+
+enum ReductionKind {
+  SUM = 0,
+  PROD = 1,
+  MAX = 2,
+  MIN = 3,
+  AVG = 4,
+}
+
+enum KernelTarget {
+  CPU = 0,
+  CUDA = 1,
+}
+
+/// Where the user wrote the operation an instruction comes from (recovered
+/// from the MLIR location; empty file and line 0 when unknown).
+struct SourceLoc {
+  1: string file,
+  2: i32 line,
+  3: i32 col,
+  /// The MLIR operation name of the instruction (e.g. `monarch.collective`).
+  4: string opName,
+}
+
+/// A value type: a ranked tensor, or a scalar (`isTensor` false, no shape).
+struct ValueType {
+  1: DType dtype,
+  2: list<i64> shape,
+  3: bool isTensor = true,
+}
+
+/// Bytes [offset, offset + size) of a rank's arena, holding a row-major
+/// tensor of `dtype` and `shape`; size = product(shape) * bytes(dtype).
+struct Buffer {
+  1: i64 offset,
+  2: DType dtype,
+  3: list<i64> shape,
+}
+
+struct MeshDim {
+  1: string name,
+  2: i64 size,
+}
+
+/// A proc mesh or a slice of one. A slice lists, for every dimension of its
+/// parent, the half-open range it keeps; `rootRanks[r]` is the rank of the
+/// root proc mesh that rank `r` of this mesh is.
+struct ProcMesh {
+  1: string name,
+  2: list<MeshDim> dims,
+  3: optional string parent,
+  4: list<i64> sliceStart,
+  5: list<i64> sliceEnd,
+  6: list<i64> rootRanks,
+}
+
+/// Which ranks of a root proc mesh share a host. The compiler writes one
+/// host holding every rank; launchers may rewrite it.
+struct Host {
+  1: string name,
+  2: list<i64> ranks,
+}
+
+struct MeshTopology {
+  1: string mesh,
+  2: list<Host> hosts,
+}
+
+struct Communicator {
+  1: string name,
+  /// The mesh whose ranks `ranks` lists (in communicator order).
+  2: string mesh,
+  3: list<i64> ranks,
+  4: Backend backend,
+}
+
+/// One kernel of the module: a `func.func` launched by the plans. Its
+/// arguments are `numInputs` inputs then `numOutputs` outputs.
+struct Kernel {
+  1: string name,
+  2: i32 numInputs,
+  3: i32 numOutputs,
+}
+
+//===----------------------------------------------------------------------===//
+// Instructions
+//===----------------------------------------------------------------------===//
+
+struct LaunchInstr {
+  /// Index into ExecutionPlan.kernels.
+  1: i32 kernel,
+  2: list<Buffer> ins,
+  3: list<Buffer> outs,
+  4: i64 stream,
+}
+
+/// A send or a receive. `peer` is a rank of the plan's mesh.
+struct P2PInstr {
+  1: Buffer buffer,
+  2: i64 peer,
+  /// Index into ExecutionPlan.communicators.
+  3: i32 communicator,
+  4: i64 stream,
+  5: optional i64 group,
+}
+
+struct CollectiveInstr {
+  1: CollectiveKind kind,
+  2: optional ReductionKind reduction,
+  3: optional i64 root,
+  4: i32 communicator,
+  5: Buffer input,
+  6: Buffer output,
+  7: i64 stream,
+  8: optional i64 group,
+}
+
+/// Blocks issue until the instructions at these indices (earlier
+/// asynchronous instructions of the same rank program) have completed.
+struct WaitInstr {
+  1: list<i32> events,
+}
+
+/// feed_buffer: controller input `index` into `buffer`;
+/// fetch_buffer: `buffer` to the controller as output `index`.
+struct IOInstr {
+  1: i64 index,
+  2: Buffer buffer,
+}
+
+struct StateBufferInstr {
+  1: string actorMesh,
+  2: string state,
+  3: Buffer buffer,
+}
+
+union InstrOp {
+  1: LaunchInstr launch,
+  2: P2PInstr send,
+  3: P2PInstr recv,
+  4: CollectiveInstr collective,
+  5: WaitInstr wait,
+  6: IOInstr feedBuffer,
+  7: IOInstr fetchBuffer,
+  8: StateBufferInstr stateBuffer,
+}
+
+struct Instruction {
+  1: InstrOp op,
+  2: SourceLoc loc,
+}
+
+struct RankProgram {
+  1: i64 rank,
+  2: i64 arenaBytes,
+  3: i64 peakBytes,
+  /// Estimated by monarch-schedule, in microseconds (0 when unknown).
+  4: double criticalPathUs,
+  5: list<Instruction> instructions,
+}
+
+/// One `monarch.plan`: a step on a mesh, invoked by control messages.
+struct StepPlan {
+  1: string symbol,
+  2: string mesh,
+  3: list<ValueType> inputs,
+  4: list<ValueType> outputs,
+  5: list<RankProgram> programs,
+  6: SourceLoc loc,
+}
+
+//===----------------------------------------------------------------------===//
+// Controller programs
+//===----------------------------------------------------------------------===//
+
+enum ValueKind {
+  /// Argument `index` of the controller program.
+  ARGUMENT = 0,
+  /// The value received by controller step `index` (a FETCH_OUTPUT).
+  FETCHED = 1,
+  /// A scalar constant (`constant`, converted to the value's dtype).
+  CONSTANT = 2,
+}
+
+struct ValueRef {
+  1: ValueKind kind,
+  2: i32 index,
+  3: double constant,
+}
+
+enum ControlStepKind {
+  /// One control message to every worker of `mesh`, running `plans` in order
+  /// with `scalars` as plan inputs.
+  CONTROL_MSG = 0,
+  /// `value` becomes input `index` of plan `plan`.
+  FEED_INPUT = 1,
+  /// Output `index` of plan `plan` arrives at the controller.
+  FETCH_OUTPUT = 2,
+  /// Waits for the completion of the control messages at steps `tokens`.
+  AWAIT = 3,
+}
+
+/// A scalar riding on a control message: it becomes input `input` of plan
+/// `plan`.
+struct ScalarArg {
+  1: ValueRef value,
+  2: ValueType type,
+  3: i32 plan,
+  4: i32 input,
+}
+
+struct ControlStep {
+  1: ControlStepKind kind,
+  2: string mesh,
+  3: list<i32> plans,
+  4: list<ScalarArg> scalars,
+  5: i32 plan,
+  6: i32 index,
+  7: ValueRef value,
+  8: list<i32> tokens,
+  9: ValueType type,
+  10: SourceLoc loc,
+}
+
+/// A controller `func.func`: its signature, its steps in program order, and
+/// where each of its results comes from.
+struct ControllerProgram {
+  1: string name,
+  2: list<ValueType> inputs,
+  3: list<ValueType> outputs,
+  4: list<ControlStep> steps,
+  5: list<ValueRef> results,
+  6: SourceLoc loc,
+}
+
+//===----------------------------------------------------------------------===//
+// Kernel libraries and the whole plan
+//===----------------------------------------------------------------------===//
+
+struct CompiledKernel {
+  /// Index into ExecutionPlan.kernels.
+  1: i32 kernel,
+  /// The exported symbol; `extern "C" void symbol(void **buffers)`.
+  2: string symbol,
+}
+
+/// What a worker of `target` loads: an ELF shared object for the CPU, PTX
+/// for CUDA. Kernels absent from `kernels` have no compiled code.
+struct KernelLibrary {
+  1: KernelTarget target,
+  2: binary code,
+  3: list<CompiledKernel> kernels,
+}
+
+struct ExecutionPlan {
+  1: i32 formatVersion,
+  /// `monarch-compile` version that wrote the plan.
+  2: string compilerVersion,
+  /// The input file the plan was compiled from.
+  3: string source,
+  4: list<ProcMesh> meshes,
+  5: list<MeshTopology> topology,
+  6: list<Communicator> communicators,
+  7: list<Kernel> kernels,
+  8: list<StepPlan> plans,
+  9: list<ControllerProgram> controllers,
+  10: list<KernelLibrary> libraries,
+}

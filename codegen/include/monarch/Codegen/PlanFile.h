@@ -1,0 +1,77 @@
+//===- PlanFile.h - Reading and writing .mcplan files -----------*- C++ -*-===//
+//
+// A `.mcplan` file is a 32-byte header followed by the ExecutionPlan encoded
+// with Thrift's compact protocol (codegen/idl/ExecutionPlan.thrift):
+//
+//   bytes  0..7   magic "\x89MCPLAN\n"
+//   bytes  8..11  format version, little-endian u32 (kPlanFormatVersion)
+//   bytes 12..15  reserved, zero
+//   bytes 16..23  payload size in bytes, little-endian u64
+//   bytes 24..31  FNV-1a 64 hash of the payload, little-endian u64
+//
+// A reader accepts exactly its own format version. Everything here returns
+// errors as values (monarch::executor::Status) and never throws: the Thrift
+// code runs, exceptions and all, inside the MonarchPlan library. Safe to call
+// from -fno-exceptions code.
+//
+//===----------------------------------------------------------------------===//
+#ifndef MONARCH_CODEGEN_PLANFILE_H
+#define MONARCH_CODEGEN_PLANFILE_H
+
+#include "monarch/Codegen/Plan.h"
+#include "monarch/Executor/Status.h"
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace monarch::codegen {
+
+using executor::Status;
+using executor::StatusCode;
+using executor::StatusOr;
+
+inline constexpr char kPlanMagic[8] = {'\x89', 'M', 'C', 'P',
+                                       'L',    'A', 'N', '\n'};
+inline constexpr size_t kPlanHeaderSize = 32;
+
+/// The whole file: header and payload. Fails only when the plan does not
+/// pass validatePlan.
+StatusOr<std::string> serializePlan(const ExecutionPlan &plan);
+
+/// Parses and validates a whole file. Rejects (InvalidArgument, with a
+/// message saying which) a file that is not a plan, is truncated, carries
+/// another format version, fails its checksum, does not decode, or decodes
+/// to an inconsistent plan.
+StatusOr<ExecutionPlan> deserializePlan(std::string_view bytes);
+
+/// Decodes and validates a bare Thrift compact payload (no header): what
+/// deserializePlan does after checking the header. Exposed for the fuzzer.
+StatusOr<ExecutionPlan> decodePlanPayload(std::string_view payload);
+
+/// Checks every index, size and reference of `plan` (kernel, communicator and
+/// plan indices in range, buffers inside their arena, waits naming earlier
+/// asynchronous instructions, peers in the mesh, known enum values), so that
+/// the executor can trust a plan that passed.
+Status validatePlan(const ExecutionPlan &plan);
+
+/// The format version in a file's header, without decoding the rest.
+StatusOr<uint32_t> peekPlanFormatVersion(std::string_view bytes);
+
+/// Writes atomically (a temporary file in the same directory, then rename).
+Status writePlanFile(const ExecutionPlan &plan, const std::string &path);
+/// Writes `bytes` to `path` atomically (temporary file, then rename).
+Status writeFileAtomically(const std::string &path, std::string_view bytes);
+
+/// Reads a whole file ("-" reads standard input).
+StatusOr<std::string> readFileBytes(const std::string &path);
+/// readFileBytes + deserializePlan; messages name the file.
+StatusOr<ExecutionPlan> readPlanFile(const std::string &path);
+
+/// FNV-1a 64 of `bytes` (the header checksum; also used for cache keys).
+uint64_t fnv1a64(std::string_view bytes, uint64_t seed = 0xcbf29ce484222325ULL);
+
+} // namespace monarch::codegen
+
+#endif // MONARCH_CODEGEN_PLANFILE_H

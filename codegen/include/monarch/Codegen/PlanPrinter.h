@@ -1,0 +1,24 @@
+//===- PlanPrinter.h - Readable dump of an ExecutionPlan --------*- C++ -*-===//
+//
+// What `monarch-compile --print-plan X.mcplan` shows: the meshes, topology,
+// communicators, kernels and libraries, then a table per rank of every plan
+// (instruction, buffers, stream, group, source location) and the controller
+// programs. No MLIR involved.
+//
+//===----------------------------------------------------------------------===//
+#ifndef MONARCH_CODEGEN_PLANPRINTER_H
+#define MONARCH_CODEGEN_PLANPRINTER_H
+
+#include "monarch/Codegen/Plan.h"
+
+#include <ostream>
+#include <string>
+
+namespace monarch::codegen {
+
+void printPlan(const ExecutionPlan &plan, std::ostream &os);
+std::string planToString(const ExecutionPlan &plan);
+
+} // namespace monarch::codegen
+
+#endif // MONARCH_CODEGEN_PLANPRINTER_H

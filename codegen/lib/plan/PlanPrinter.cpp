@@ -1,0 +1,306 @@
+//===- PlanPrinter.cpp - Readable dump of an ExecutionPlan ------*- C++ -*-===//
+//
+// Plain text for people: sections for the program-wide tables, then one
+// aligned table per rank. Names are written with `@` like in the IR so that
+// a dump can be searched for the symbols of the planned module.
+//
+//===----------------------------------------------------------------------===//
+
+#include "monarch/Codegen/PlanPrinter.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <sstream>
+
+namespace monarch::codegen {
+namespace {
+
+using Row = std::vector<std::string>;
+
+/// Prints rows as left-aligned columns separated by two spaces.
+void printTable(std::ostream &os, const std::vector<Row> &rows,
+                const std::string &indent) {
+  std::vector<size_t> widths;
+  for (const Row &row : rows)
+    for (size_t i = 0; i < row.size(); ++i) {
+      if (widths.size() <= i)
+        widths.push_back(0);
+      widths[i] = std::max(widths[i], row[i].size());
+    }
+  for (const Row &row : rows) {
+    std::string line = indent;
+    for (size_t i = 0; i < row.size(); ++i) {
+      line += row[i];
+      if (i + 1 < row.size())
+        line += std::string(widths[i] - row[i].size() + 2, ' ');
+    }
+    while (!line.empty() && line.back() == ' ')
+      line.pop_back();
+    os << line << "\n";
+  }
+}
+
+template <typename T, typename Fn>
+std::string join(const std::vector<T> &items, Fn fn,
+                 const std::string &sep = ", ") {
+  std::string out;
+  for (size_t i = 0; i < items.size(); ++i)
+    out += (i ? sep : "") + fn(items[i]);
+  return out;
+}
+
+std::string ints(const std::vector<int64_t> &v) {
+  return "[" + join(v, [](int64_t x) { return std::to_string(x); }) + "]";
+}
+
+std::string types(const std::vector<ValueType> &v) {
+  return "(" + join(v, [](const ValueType &t) { return t.str(); }) + ")";
+}
+
+std::string location(const SourceLoc &loc) {
+  std::string s = loc.str();
+  if (!loc.opName.empty())
+    s += " " + loc.opName;
+  return s;
+}
+
+std::string number(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "%.3g", v);
+  return buf;
+}
+
+class Printer {
+public:
+  Printer(const ExecutionPlan &plan, std::ostream &os) : plan(plan), os(os) {}
+
+  void print() {
+    os << "ExecutionPlan format " << plan.formatVersion;
+    if (!plan.compilerVersion.empty())
+      os << ", monarch-compile " << plan.compilerVersion;
+    if (!plan.source.empty())
+      os << ", from " << plan.source;
+    os << "\n";
+    meshes();
+    communicators();
+    kernels();
+    for (const StepPlan &step : plan.plans)
+      stepPlan(step);
+    for (const ControllerProgram &c : plan.controllers)
+      controller(c);
+  }
+
+private:
+  std::string commName(int32_t index) const {
+    if (index < 0 || static_cast<size_t>(index) >= plan.communicators.size())
+      return "#" + std::to_string(index);
+    return "@" + plan.communicators[index].name;
+  }
+  std::string planName(int32_t index) const {
+    if (index < 0 || static_cast<size_t>(index) >= plan.plans.size())
+      return "#" + std::to_string(index);
+    return "@" + plan.plans[index].symbol;
+  }
+
+  void meshes() {
+    os << "\nmeshes:\n";
+    std::vector<Row> rows;
+    for (const ProcMesh &m : plan.meshes) {
+      std::string dims = join(m.dims, [](const MeshDim &d) {
+        return d.name + "=" + std::to_string(d.size);
+      });
+      std::string of;
+      if (m.parent) {
+        of = "slice of @" + *m.parent + " ranks " + ints(m.rootRanks);
+      }
+      rows.push_back(
+          {"@" + m.name, dims, std::to_string(m.numRanks()) + " ranks", of});
+    }
+    printTable(os, rows, "  ");
+    os << "topology:\n";
+    rows.clear();
+    for (const MeshTopology &t : plan.topology)
+      for (const Host &h : t.hosts)
+        rows.push_back(
+            {"@" + t.mesh, "host " + h.name, "ranks " + ints(h.ranks)});
+    printTable(os, rows, "  ");
+  }
+
+  void communicators() {
+    os << "communicators:\n";
+    std::vector<Row> rows;
+    for (const Communicator &c : plan.communicators)
+      rows.push_back({"@" + c.name, "on @" + c.mesh, "ranks " + ints(c.ranks),
+                      backendName(c.backend)});
+    if (rows.empty())
+      os << "  (none)\n";
+    printTable(os, rows, "  ");
+  }
+
+  void kernels() {
+    os << "kernels: " << plan.kernels.size() << "\n";
+    std::vector<Row> rows;
+    for (size_t i = 0; i < plan.kernels.size(); ++i) {
+      const Kernel &k = plan.kernels[i];
+      rows.push_back({"k" + std::to_string(i), "@" + k.name,
+                      std::to_string(k.numInputs) + " in, " +
+                          std::to_string(k.numOutputs) + " out"});
+    }
+    printTable(os, rows, "  ");
+    os << "kernel libraries:";
+    if (plan.libraries.empty())
+      os << " none (kernels not compiled)";
+    os << "\n";
+    for (const KernelLibraryBlob &lib : plan.libraries)
+      os << "  " << targetName(lib.target) << ": " << lib.code.size()
+         << " bytes, " << lib.kernels.size() << " of " << plan.kernels.size()
+         << " kernels compiled\n";
+  }
+
+  Row instruction(const Instruction &in, size_t index) const {
+    std::string what = instrKindName(in.kind), operands;
+    auto buffers = [](const std::vector<Buffer> &bs) {
+      return join(bs, [](const Buffer &b) { return b.str(); });
+    };
+    switch (in.kind) {
+    case InstrKind::Launch: {
+      const LaunchInstr &l = in.launch;
+      std::string name =
+          l.kernel >= 0 && static_cast<size_t>(l.kernel) < plan.kernels.size()
+              ? plan.kernels[l.kernel].name
+              : "?";
+      operands = "k" + std::to_string(l.kernel) + " @" + name + " ins(" +
+                 buffers(l.ins) + ") outs(" + buffers(l.outs) + ")";
+      break;
+    }
+    case InstrKind::Send:
+    case InstrKind::Recv:
+      operands = in.p2p.buffer.str() +
+                 (in.kind == InstrKind::Send ? " to " : " from ") +
+                 std::to_string(in.p2p.peer) + " on " +
+                 commName(in.p2p.communicator);
+      break;
+    case InstrKind::Collective: {
+      const CollectiveInstr &c = in.collective;
+      what += std::string(" ") + collectiveKindName(c.kind);
+      if (c.reduction)
+        what += std::string(" ") + reductionKindName(*c.reduction);
+      operands = c.input.str() + " -> " + c.output.str() + " on " +
+                 commName(c.communicator);
+      if (c.root)
+        operands += " root " + std::to_string(*c.root);
+      break;
+    }
+    case InstrKind::Wait:
+      operands = join(in.wait.events,
+                      [](int32_t e) { return "#" + std::to_string(e); });
+      break;
+    case InstrKind::FeedBuffer:
+      operands =
+          "input " + std::to_string(in.io.index) + " -> " + in.io.buffer.str();
+      break;
+    case InstrKind::FetchBuffer:
+      operands =
+          in.io.buffer.str() + " -> output " + std::to_string(in.io.index);
+      break;
+    case InstrKind::StateBuffer:
+      operands = "@" + in.stateBuffer.actorMesh + "::@" + in.stateBuffer.state +
+                 " at " + in.stateBuffer.buffer.str();
+      break;
+    }
+    std::optional<int64_t> stream = in.stream(), group = in.group();
+    return {std::to_string(index),
+            what,
+            operands,
+            stream ? std::to_string(*stream) : "-",
+            group ? std::to_string(*group) : "-",
+            location(in.loc)};
+  }
+
+  void stepPlan(const StepPlan &step) {
+    os << "\nplan @" << step.symbol << " on @" << step.mesh << " "
+       << types(step.inputs) << " -> " << types(step.outputs) << "  "
+       << location(step.loc) << "\n";
+    for (const RankProgram &p : step.programs) {
+      os << "  rank " << p.rank << ": arena " << p.arenaBytes << " B, peak "
+         << p.peakBytes << " B, critical path " << number(p.criticalPathUs)
+         << " us, " << p.instructions.size() << " instructions\n";
+      std::vector<Row> rows{
+          {"#", "instruction", "operands", "stream", "group", "location"}};
+      for (size_t i = 0; i < p.instructions.size(); ++i)
+        rows.push_back(instruction(p.instructions[i], i));
+      printTable(os, rows, "    ");
+    }
+  }
+
+  std::string value(const ValueRef &v) const {
+    switch (v.kind) {
+    case ValueKind::Argument:
+      return "arg " + std::to_string(v.index);
+    case ValueKind::Fetched:
+      return "step " + std::to_string(v.index);
+    case ValueKind::Constant:
+      return "constant " + number(v.constant);
+    }
+    return "?";
+  }
+
+  void controller(const ControllerProgram &c) {
+    os << "\ncontroller @" << c.name << " " << types(c.inputs) << " -> "
+       << types(c.outputs) << "  " << location(c.loc) << "\n";
+    std::vector<Row> rows{{"#", "step", "operands", "location"}};
+    for (size_t i = 0; i < c.steps.size(); ++i) {
+      const ControlStep &s = c.steps[i];
+      std::string operands;
+      switch (s.kind) {
+      case ControlStepKind::ControlMsg:
+        operands = "to @" + s.mesh + " invoke [" +
+                   join(s.plans, [&](int32_t p) { return planName(p); }) + "]";
+        if (!s.scalars.empty())
+          operands += " args(" +
+                      join(s.scalars,
+                           [&](const ScalarArg &a) {
+                             return value(a.value) + " -> " + planName(a.plan) +
+                                    " input " + std::to_string(a.input);
+                           }) +
+                      ")";
+        break;
+      case ControlStepKind::FeedInput:
+        operands = value(s.value) + " -> " + planName(s.plan) + " input " +
+                   std::to_string(s.index) + " : " + s.type.str();
+        break;
+      case ControlStepKind::FetchOutput:
+        operands = planName(s.plan) + " output " + std::to_string(s.index) +
+                   " : " + s.type.str();
+        break;
+      case ControlStepKind::Await:
+        operands = join(s.tokens,
+                        [](int32_t t) { return "step " + std::to_string(t); });
+        break;
+      }
+      rows.push_back({std::to_string(i), controlStepKindName(s.kind), operands,
+                      location(s.loc)});
+    }
+    rows.push_back(
+        {"", "return",
+         join(c.results, [&](const ValueRef &v) { return value(v); }), ""});
+    printTable(os, rows, "  ");
+  }
+
+  const ExecutionPlan &plan;
+  std::ostream &os;
+};
+
+} // namespace
+
+void printPlan(const ExecutionPlan &plan, std::ostream &os) {
+  Printer(plan, os).print();
+}
+
+std::string planToString(const ExecutionPlan &plan) {
+  std::ostringstream os;
+  printPlan(plan, os);
+  return os.str();
+}
+
+} // namespace monarch::codegen

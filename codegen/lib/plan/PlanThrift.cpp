@@ -1,0 +1,461 @@
+//===- PlanThrift.cpp - Plain plan model <-> generated Thrift ---*- C++ -*-===//
+//
+// Field-by-field copies between Plan.h and ExecutionPlan.thrift. Enums cross
+// as integers; optional fields map to std::optional and Thrift's __isset.
+//
+//===----------------------------------------------------------------------===//
+
+#include "PlanThrift.h"
+
+#include <string>
+
+namespace monarch::codegen::detail {
+namespace t = ::monarch::plan;
+
+static_assert(kPlanFormatVersion == 1,
+              "bump FORMAT_VERSION in ExecutionPlan.thrift together with "
+              "kPlanFormatVersion");
+
+template <typename To, typename From> static To cast(From v) {
+  return static_cast<To>(static_cast<int32_t>(v));
+}
+
+template <typename To, typename From, typename Fn>
+static std::vector<To> mapAll(const std::vector<From> &from, Fn fn) {
+  std::vector<To> out;
+  out.reserve(from.size());
+  for (const From &f : from)
+    out.push_back(fn(f));
+  return out;
+}
+
+//===----------------------------------------------------------------------===//
+// To Thrift
+//===----------------------------------------------------------------------===//
+
+static t::SourceLoc toT(const SourceLoc &l) {
+  t::SourceLoc r;
+  r.__set_file(l.file);
+  r.__set_line(l.line);
+  r.__set_col(l.col);
+  r.__set_opName(l.opName);
+  return r;
+}
+
+static t::ValueType toT(const ValueType &v) {
+  t::ValueType r;
+  r.__set_dtype(cast<t::DType::type>(v.dtype));
+  r.__set_shape(v.shape);
+  r.__set_isTensor(v.isTensor);
+  return r;
+}
+
+static t::Buffer toT(const Buffer &b) {
+  t::Buffer r;
+  r.__set_offset(b.offset);
+  r.__set_dtype(cast<t::DType::type>(b.dtype));
+  r.__set_shape(b.shape);
+  return r;
+}
+
+static std::vector<t::Buffer> toT(const std::vector<Buffer> &bs) {
+  return mapAll<t::Buffer>(bs, [](const Buffer &b) { return toT(b); });
+}
+
+static t::ValueRef toT(const ValueRef &v) {
+  t::ValueRef r;
+  r.__set_kind(cast<t::ValueKind::type>(v.kind));
+  r.__set_index(v.index);
+  r.__set_constant(v.constant);
+  return r;
+}
+
+static t::P2PInstr toT(const P2PInstr &p) {
+  t::P2PInstr r;
+  r.__set_buffer(toT(p.buffer));
+  r.__set_peer(p.peer);
+  r.__set_communicator(p.communicator);
+  r.__set_stream(p.stream);
+  if (p.group)
+    r.__set_group(*p.group);
+  return r;
+}
+
+static t::Instruction toT(const Instruction &in) {
+  t::InstrOp op;
+  switch (in.kind) {
+  case InstrKind::Launch: {
+    t::LaunchInstr l;
+    l.__set_kernel(in.launch.kernel);
+    l.__set_ins(toT(in.launch.ins));
+    l.__set_outs(toT(in.launch.outs));
+    l.__set_stream(in.launch.stream);
+    op.__set_launch(l);
+    break;
+  }
+  case InstrKind::Send:
+    op.__set_send(toT(in.p2p));
+    break;
+  case InstrKind::Recv:
+    op.__set_recv(toT(in.p2p));
+    break;
+  case InstrKind::Collective: {
+    const CollectiveInstr &c = in.collective;
+    t::CollectiveInstr r;
+    r.__set_kind(cast<t::CollectiveKind::type>(c.kind));
+    if (c.reduction)
+      r.__set_reduction(cast<t::ReductionKind::type>(*c.reduction));
+    if (c.root)
+      r.__set_root(*c.root);
+    r.__set_communicator(c.communicator);
+    r.__set_input(toT(c.input));
+    r.__set_output(toT(c.output));
+    r.__set_stream(c.stream);
+    if (c.group)
+      r.__set_group(*c.group);
+    op.__set_collective(r);
+    break;
+  }
+  case InstrKind::Wait: {
+    t::WaitInstr w;
+    w.__set_events(in.wait.events);
+    op.__set_wait(w);
+    break;
+  }
+  case InstrKind::FeedBuffer:
+  case InstrKind::FetchBuffer: {
+    t::IOInstr io;
+    io.__set_index(in.io.index);
+    io.__set_buffer(toT(in.io.buffer));
+    if (in.kind == InstrKind::FeedBuffer)
+      op.__set_feedBuffer(io);
+    else
+      op.__set_fetchBuffer(io);
+    break;
+  }
+  case InstrKind::StateBuffer: {
+    t::StateBufferInstr s;
+    s.__set_actorMesh(in.stateBuffer.actorMesh);
+    s.__set_state(in.stateBuffer.state);
+    s.__set_buffer(toT(in.stateBuffer.buffer));
+    op.__set_stateBuffer(s);
+    break;
+  }
+  }
+  t::Instruction r;
+  r.__set_op(op);
+  r.__set_loc(toT(in.loc));
+  return r;
+}
+
+static t::ControlStep toT(const ControlStep &s) {
+  t::ControlStep r;
+  r.__set_kind(cast<t::ControlStepKind::type>(s.kind));
+  r.__set_mesh(s.mesh);
+  r.__set_plans(s.plans);
+  r.__set_scalars(mapAll<t::ScalarArg>(s.scalars, [](const ScalarArg &a) {
+    t::ScalarArg x;
+    x.__set_value(toT(a.value));
+    x.__set_type(toT(a.type));
+    x.__set_plan(a.plan);
+    x.__set_input(a.input);
+    return x;
+  }));
+  r.__set_plan(s.plan);
+  r.__set_index(s.index);
+  r.__set_value(toT(s.value));
+  r.__set_tokens(s.tokens);
+  r.__set_type(toT(s.type));
+  r.__set_loc(toT(s.loc));
+  return r;
+}
+
+static std::vector<t::ValueType> toT(const std::vector<ValueType> &vs) {
+  return mapAll<t::ValueType>(vs, [](const ValueType &v) { return toT(v); });
+}
+
+plan::ExecutionPlan toThrift(const ExecutionPlan &p) {
+  t::ExecutionPlan r;
+  r.__set_formatVersion(p.formatVersion);
+  r.__set_compilerVersion(p.compilerVersion);
+  r.__set_source(p.source);
+  r.__set_meshes(mapAll<t::ProcMesh>(p.meshes, [](const ProcMesh &m) {
+    t::ProcMesh x;
+    x.__set_name(m.name);
+    x.__set_dims(mapAll<t::MeshDim>(m.dims, [](const MeshDim &d) {
+      t::MeshDim y;
+      y.__set_name(d.name);
+      y.__set_size(d.size);
+      return y;
+    }));
+    if (m.parent)
+      x.__set_parent(*m.parent);
+    x.__set_sliceStart(m.sliceStart);
+    x.__set_sliceEnd(m.sliceEnd);
+    x.__set_rootRanks(m.rootRanks);
+    return x;
+  }));
+  r.__set_topology(
+      mapAll<t::MeshTopology>(p.topology, [](const MeshTopology &m) {
+        t::MeshTopology x;
+        x.__set_mesh(m.mesh);
+        x.__set_hosts(mapAll<t::Host>(m.hosts, [](const Host &h) {
+          t::Host y;
+          y.__set_name(h.name);
+          y.__set_ranks(h.ranks);
+          return y;
+        }));
+        return x;
+      }));
+  r.__set_communicators(
+      mapAll<t::Communicator>(p.communicators, [](const Communicator &c) {
+        t::Communicator x;
+        x.__set_name(c.name);
+        x.__set_mesh(c.mesh);
+        x.__set_ranks(c.ranks);
+        x.__set_backend(cast<t::Backend::type>(c.backend));
+        return x;
+      }));
+  r.__set_kernels(mapAll<t::Kernel>(p.kernels, [](const Kernel &k) {
+    t::Kernel x;
+    x.__set_name(k.name);
+    x.__set_numInputs(k.numInputs);
+    x.__set_numOutputs(k.numOutputs);
+    return x;
+  }));
+  r.__set_plans(mapAll<t::StepPlan>(p.plans, [](const StepPlan &s) {
+    t::StepPlan x;
+    x.__set_symbol(s.symbol);
+    x.__set_mesh(s.mesh);
+    x.__set_inputs(toT(s.inputs));
+    x.__set_outputs(toT(s.outputs));
+    x.__set_programs(
+        mapAll<t::RankProgram>(s.programs, [](const RankProgram &rp) {
+          t::RankProgram y;
+          y.__set_rank(rp.rank);
+          y.__set_arenaBytes(rp.arenaBytes);
+          y.__set_peakBytes(rp.peakBytes);
+          y.__set_criticalPathUs(rp.criticalPathUs);
+          y.__set_instructions(mapAll<t::Instruction>(
+              rp.instructions, [](const Instruction &i) { return toT(i); }));
+          return y;
+        }));
+    x.__set_loc(toT(s.loc));
+    return x;
+  }));
+  r.__set_controllers(mapAll<t::ControllerProgram>(
+      p.controllers, [](const ControllerProgram &c) {
+        t::ControllerProgram x;
+        x.__set_name(c.name);
+        x.__set_inputs(toT(c.inputs));
+        x.__set_outputs(toT(c.outputs));
+        x.__set_steps(mapAll<t::ControlStep>(
+            c.steps, [](const ControlStep &s) { return toT(s); }));
+        x.__set_results(mapAll<t::ValueRef>(
+            c.results, [](const ValueRef &v) { return toT(v); }));
+        x.__set_loc(toT(c.loc));
+        return x;
+      }));
+  r.__set_libraries(
+      mapAll<t::KernelLibrary>(p.libraries, [](const KernelLibraryBlob &l) {
+        t::KernelLibrary x;
+        x.__set_target(cast<t::KernelTarget::type>(l.target));
+        x.__set_code(l.code);
+        x.__set_kernels(mapAll<t::CompiledKernel>(
+            l.kernels, [](const CompiledKernelRef &k) {
+              t::CompiledKernel y;
+              y.__set_kernel(k.kernel);
+              y.__set_symbol(k.symbol);
+              return y;
+            }));
+        return x;
+      }));
+  return r;
+}
+
+//===----------------------------------------------------------------------===//
+// From Thrift
+//===----------------------------------------------------------------------===//
+
+static SourceLoc fromT(const t::SourceLoc &l) {
+  return SourceLoc{l.file, l.line, l.col, l.opName};
+}
+
+static ValueType fromT(const t::ValueType &v) {
+  return ValueType{cast<DType>(v.dtype), v.shape, v.isTensor};
+}
+
+static Buffer fromT(const t::Buffer &b) {
+  return Buffer{b.offset, cast<DType>(b.dtype), b.shape};
+}
+
+static std::vector<Buffer> fromT(const std::vector<t::Buffer> &bs) {
+  return mapAll<Buffer>(bs, [](const t::Buffer &b) { return fromT(b); });
+}
+
+static std::vector<ValueType> fromT(const std::vector<t::ValueType> &vs) {
+  return mapAll<ValueType>(vs, [](const t::ValueType &v) { return fromT(v); });
+}
+
+static ValueRef fromT(const t::ValueRef &v) {
+  return ValueRef{cast<ValueKind>(v.kind), v.index, v.constant};
+}
+
+static P2PInstr fromT(const t::P2PInstr &p) {
+  P2PInstr r;
+  r.buffer = fromT(p.buffer);
+  r.peer = p.peer;
+  r.communicator = p.communicator;
+  r.stream = p.stream;
+  if (p.__isset.group)
+    r.group = p.group;
+  return r;
+}
+
+/// Nullopt when the union holds no member or more than one.
+static std::optional<Instruction> fromT(const t::Instruction &in) {
+  const t::InstrOp &op = in.op;
+  const auto &set = op.__isset;
+  int members = set.launch + set.send + set.recv + set.collective + set.wait +
+                set.feedBuffer + set.fetchBuffer + set.stateBuffer;
+  if (members != 1)
+    return std::nullopt;
+  Instruction r;
+  r.loc = fromT(in.loc);
+  if (set.launch) {
+    r.kind = InstrKind::Launch;
+    r.launch.kernel = op.launch.kernel;
+    r.launch.ins = fromT(op.launch.ins);
+    r.launch.outs = fromT(op.launch.outs);
+    r.launch.stream = op.launch.stream;
+  } else if (set.send || set.recv) {
+    r.kind = set.send ? InstrKind::Send : InstrKind::Recv;
+    r.p2p = fromT(set.send ? op.send : op.recv);
+  } else if (set.collective) {
+    const t::CollectiveInstr &c = op.collective;
+    r.kind = InstrKind::Collective;
+    r.collective.kind = cast<CollectiveKind>(c.kind);
+    if (c.__isset.reduction)
+      r.collective.reduction = cast<ReductionKind>(c.reduction);
+    if (c.__isset.root)
+      r.collective.root = c.root;
+    r.collective.communicator = c.communicator;
+    r.collective.input = fromT(c.input);
+    r.collective.output = fromT(c.output);
+    r.collective.stream = c.stream;
+    if (c.__isset.group)
+      r.collective.group = c.group;
+  } else if (set.wait) {
+    r.kind = InstrKind::Wait;
+    r.wait.events = op.wait.events;
+  } else if (set.feedBuffer || set.fetchBuffer) {
+    r.kind = set.feedBuffer ? InstrKind::FeedBuffer : InstrKind::FetchBuffer;
+    const t::IOInstr &io = set.feedBuffer ? op.feedBuffer : op.fetchBuffer;
+    r.io.index = io.index;
+    r.io.buffer = fromT(io.buffer);
+  } else {
+    r.kind = InstrKind::StateBuffer;
+    r.stateBuffer.actorMesh = op.stateBuffer.actorMesh;
+    r.stateBuffer.state = op.stateBuffer.state;
+    r.stateBuffer.buffer = fromT(op.stateBuffer.buffer);
+  }
+  return r;
+}
+
+static ControlStep fromT(const t::ControlStep &s) {
+  ControlStep r;
+  r.kind = cast<ControlStepKind>(s.kind);
+  r.mesh = s.mesh;
+  r.plans = s.plans;
+  r.scalars = mapAll<ScalarArg>(s.scalars, [](const t::ScalarArg &a) {
+    return ScalarArg{fromT(a.value), fromT(a.type), a.plan, a.input};
+  });
+  r.plan = s.plan;
+  r.index = s.index;
+  r.value = fromT(s.value);
+  r.tokens = s.tokens;
+  r.type = fromT(s.type);
+  r.loc = fromT(s.loc);
+  return r;
+}
+
+executor::StatusOr<ExecutionPlan> fromThrift(const plan::ExecutionPlan &p) {
+  ExecutionPlan r;
+  r.formatVersion = p.formatVersion;
+  r.compilerVersion = p.compilerVersion;
+  r.source = p.source;
+  for (const t::ProcMesh &m : p.meshes) {
+    ProcMesh x;
+    x.name = m.name;
+    for (const t::MeshDim &d : m.dims)
+      x.dims.push_back(MeshDim{d.name, d.size});
+    if (m.__isset.parent)
+      x.parent = m.parent;
+    x.sliceStart = m.sliceStart;
+    x.sliceEnd = m.sliceEnd;
+    x.rootRanks = m.rootRanks;
+    r.meshes.push_back(std::move(x));
+  }
+  for (const t::MeshTopology &m : p.topology) {
+    MeshTopology x{m.mesh, {}};
+    for (const t::Host &h : m.hosts)
+      x.hosts.push_back(Host{h.name, h.ranks});
+    r.topology.push_back(std::move(x));
+  }
+  for (const t::Communicator &c : p.communicators)
+    r.communicators.push_back(
+        Communicator{c.name, c.mesh, c.ranks, cast<Backend>(c.backend)});
+  for (const t::Kernel &k : p.kernels)
+    r.kernels.push_back(Kernel{k.name, k.numInputs, k.numOutputs});
+  for (size_t pi = 0; pi < p.plans.size(); ++pi) {
+    const t::StepPlan &s = p.plans[pi];
+    StepPlan x;
+    x.symbol = s.symbol;
+    x.mesh = s.mesh;
+    x.inputs = fromT(s.inputs);
+    x.outputs = fromT(s.outputs);
+    x.loc = fromT(s.loc);
+    for (const t::RankProgram &rp : s.programs) {
+      RankProgram y;
+      y.rank = rp.rank;
+      y.arenaBytes = rp.arenaBytes;
+      y.peakBytes = rp.peakBytes;
+      y.criticalPathUs = rp.criticalPathUs;
+      for (size_t i = 0; i < rp.instructions.size(); ++i) {
+        std::optional<Instruction> in = fromT(rp.instructions[i]);
+        if (!in)
+          return executor::Status(
+              executor::StatusCode::InvalidArgument,
+              "plan '" + s.symbol + "' rank " + std::to_string(rp.rank) +
+                  " instruction " + std::to_string(i) +
+                  ": the instruction must hold exactly one operation");
+        y.instructions.push_back(std::move(*in));
+      }
+      x.programs.push_back(std::move(y));
+    }
+    r.plans.push_back(std::move(x));
+  }
+  for (const t::ControllerProgram &c : p.controllers) {
+    ControllerProgram x;
+    x.name = c.name;
+    x.inputs = fromT(c.inputs);
+    x.outputs = fromT(c.outputs);
+    x.steps = mapAll<ControlStep>(
+        c.steps, [](const t::ControlStep &s) { return fromT(s); });
+    x.results = mapAll<ValueRef>(c.results,
+                                 [](const t::ValueRef &v) { return fromT(v); });
+    x.loc = fromT(c.loc);
+    r.controllers.push_back(std::move(x));
+  }
+  for (const t::KernelLibrary &l : p.libraries) {
+    KernelLibraryBlob x;
+    x.target = cast<PlanTarget>(l.target);
+    x.code = l.code;
+    for (const t::CompiledKernel &k : l.kernels)
+      x.kernels.push_back(CompiledKernelRef{k.kernel, k.symbol});
+    r.libraries.push_back(std::move(x));
+  }
+  return r;
+}
+
+} // namespace monarch::codegen::detail

@@ -1,0 +1,26 @@
+//===- PlanThrift.h - Plain plan model <-> generated Thrift -----*- C++ -*-===//
+//
+// Private to MonarchPlan: the only header that includes the Thrift-generated
+// types (which need exceptions). Conversions are total: every enum value is
+// carried as its integer so that validatePlan, not the converter, decides
+// what is acceptable.
+//
+//===----------------------------------------------------------------------===//
+#ifndef MONARCH_CODEGEN_LIB_PLAN_PLANTHRIFT_H
+#define MONARCH_CODEGEN_LIB_PLAN_PLANTHRIFT_H
+
+#include "monarch/Codegen/Plan.h"
+#include "monarch/Executor/Status.h"
+
+#include "ExecutionPlan_constants.h"
+#include "ExecutionPlan_types.h"
+
+namespace monarch::codegen::detail {
+
+plan::ExecutionPlan toThrift(const ExecutionPlan &plan);
+/// Fails when an instruction union holds no member or more than one.
+executor::StatusOr<ExecutionPlan> fromThrift(const plan::ExecutionPlan &plan);
+
+} // namespace monarch::codegen::detail
+
+#endif // MONARCH_CODEGEN_LIB_PLAN_PLANTHRIFT_H

@@ -1,0 +1,400 @@
+//===- PlanValidate.cpp - Consistency checks of a decoded plan --*- C++ -*-===//
+//
+// A plan file comes from disk and may be damaged or forged; the executor
+// indexes arenas, communicators and kernels with the numbers in it. Every
+// number that is used as an index or a size is checked here, with a message
+// that says where in the plan the problem is.
+//
+//===----------------------------------------------------------------------===//
+
+#include "monarch/Codegen/PlanFile.h"
+
+#include <limits>
+#include <set>
+
+namespace monarch::codegen {
+namespace {
+
+Status invalid(const std::string &message) {
+  return Status(StatusCode::InvalidArgument, message);
+}
+
+bool validDType(DType d) { return dtypeBytes(d) != 0; }
+bool validBackend(Backend b) {
+  return b == Backend::Gloo || b == Backend::Nccl;
+}
+bool validCollective(CollectiveKind k) {
+  return static_cast<int32_t>(k) >= 0 && static_cast<int32_t>(k) <= 4;
+}
+bool validReduction(ReductionKind k) {
+  return static_cast<int32_t>(k) >= 0 && static_cast<int32_t>(k) <= 4;
+}
+bool validTarget(PlanTarget t) {
+  return t == PlanTarget::Cpu || t == PlanTarget::Cuda;
+}
+
+template <typename T> bool inRange(T index, size_t size) {
+  return index >= 0 && static_cast<uint64_t>(index) < size;
+}
+
+class Validator {
+public:
+  explicit Validator(const ExecutionPlan &plan) : plan(plan) {}
+
+  Status run() {
+    if (plan.formatVersion != kPlanFormatVersion)
+      return invalid("format version " + std::to_string(plan.formatVersion) +
+                     " (this build reads " +
+                     std::to_string(kPlanFormatVersion) + ")");
+    if (Status s = meshes(); !s)
+      return s;
+    if (Status s = communicators(); !s)
+      return s;
+    for (size_t i = 0; i < plan.kernels.size(); ++i)
+      if (plan.kernels[i].numInputs < 0 || plan.kernels[i].numOutputs < 0)
+        return invalid("kernel " + std::to_string(i) +
+                       ": negative argument count");
+    std::set<std::string> symbols;
+    for (const StepPlan &step : plan.plans) {
+      if (!symbols.insert(step.symbol).second)
+        return invalid("plan '" + step.symbol + "' appears twice");
+      if (Status s = stepPlan(step); !s)
+        return s;
+    }
+    for (const ControllerProgram &c : plan.controllers)
+      if (Status s = controller(c); !s)
+        return s.withContext("controller program '" + c.name + "'");
+    for (size_t i = 0; i < plan.libraries.size(); ++i) {
+      const KernelLibraryBlob &lib = plan.libraries[i];
+      std::string where = "kernel library " + std::to_string(i);
+      if (!validTarget(lib.target))
+        return invalid(where + ": unknown target " +
+                       std::to_string(static_cast<int32_t>(lib.target)));
+      for (const CompiledKernelRef &k : lib.kernels) {
+        if (!inRange(k.kernel, plan.kernels.size()))
+          return invalid(where + ": kernel index " + std::to_string(k.kernel) +
+                         " out of range");
+        if (k.symbol.empty())
+          return invalid(where + ": empty symbol for kernel '" +
+                         plan.kernels[k.kernel].name + "'");
+      }
+    }
+    return Status::ok();
+  }
+
+private:
+  /// Number of ranks of the mesh called `name`, or -1.
+  int64_t meshRanks(const std::string &name) const {
+    int32_t m = plan.findMesh(name);
+    return m < 0 ? -1 : plan.meshes[m].numRanks();
+  }
+
+  Status valueType(const ValueType &t, const std::string &where) const {
+    if (!validDType(t.dtype))
+      return invalid(where + ": unknown element type " +
+                     std::to_string(static_cast<int32_t>(t.dtype)));
+    if (!t.isTensor && !t.shape.empty())
+      return invalid(where + ": a scalar has no shape");
+    for (int64_t d : t.shape)
+      if (d < 0)
+        return invalid(where + ": negative dimension " + std::to_string(d));
+    return Status::ok();
+  }
+
+  Status meshes() const {
+    std::set<std::string> names;
+    for (const ProcMesh &m : plan.meshes) {
+      std::string where = "mesh '" + m.name + "'";
+      if (m.name.empty() || !names.insert(m.name).second)
+        return invalid(where + ": empty or duplicate name");
+      int64_t ranks = 1;
+      for (const MeshDim &d : m.dims) {
+        if (d.size <= 0 || ranks > (int64_t{1} << 40) / d.size)
+          return invalid(where + ": dimension '" + d.name + "' has size " +
+                         std::to_string(d.size));
+        ranks *= d.size;
+      }
+      if (static_cast<int64_t>(m.rootRanks.size()) != ranks)
+        return invalid(where + ": " + std::to_string(m.rootRanks.size()) +
+                       " root ranks for " + std::to_string(ranks) + " ranks");
+      for (int64_t r : m.rootRanks)
+        if (r < 0)
+          return invalid(where + ": negative root rank");
+      if (m.parent) {
+        int32_t p = plan.findMesh(*m.parent);
+        if (p < 0 || *m.parent == m.name)
+          return invalid(where + ": unknown parent mesh '" + *m.parent + "'");
+        size_t dims = plan.meshes[p].dims.size();
+        if (m.sliceStart.size() != dims || m.sliceEnd.size() != dims)
+          return invalid(where + ": slice ranges do not match the " +
+                         std::to_string(dims) + " dimensions of '" + *m.parent +
+                         "'");
+      }
+    }
+    for (const MeshTopology &t : plan.topology) {
+      int64_t n = meshRanks(t.mesh);
+      if (n < 0)
+        return invalid("topology names unknown mesh '" + t.mesh + "'");
+      for (const Host &h : t.hosts)
+        for (int64_t r : h.ranks)
+          if (!inRange(r, n))
+            return invalid("topology of '" + t.mesh + "': host '" + h.name +
+                           "' lists rank " + std::to_string(r) + " of " +
+                           std::to_string(n));
+    }
+    return Status::ok();
+  }
+
+  Status communicators() const {
+    for (const Communicator &c : plan.communicators) {
+      std::string where = "communicator '" + c.name + "'";
+      int64_t n = meshRanks(c.mesh);
+      if (n < 0)
+        return invalid(where + ": unknown mesh '" + c.mesh + "'");
+      if (!validBackend(c.backend))
+        return invalid(where + ": unknown backend " +
+                       std::to_string(static_cast<int32_t>(c.backend)));
+      std::set<int64_t> seen;
+      for (int64_t r : c.ranks)
+        if (!inRange(r, n) || !seen.insert(r).second)
+          return invalid(where + ": rank " + std::to_string(r) +
+                         " is outside mesh '" + c.mesh + "' or repeated");
+      if (c.ranks.empty())
+        return invalid(where + ": no ranks");
+    }
+    return Status::ok();
+  }
+
+  Status buffer(const Buffer &b, int64_t arena, const std::string &where) {
+    if (!validDType(b.dtype))
+      return invalid(where + ": buffer has unknown element type " +
+                     std::to_string(static_cast<int32_t>(b.dtype)));
+    int64_t size = b.sizeInBytes();
+    if (b.offset < 0 || size < 0 ||
+        size == std::numeric_limits<int64_t>::max() || b.offset > arena - size)
+      return invalid(where + ": buffer " + b.str() + " lies outside the " +
+                     std::to_string(arena) + "-byte arena");
+    return Status::ok();
+  }
+
+  Status member(int32_t comm, int64_t rank, const std::string &what,
+                const std::string &where) const {
+    if (!inRange(comm, plan.communicators.size()))
+      return invalid(where + ": communicator index " + std::to_string(comm) +
+                     " out of range");
+    for (int64_t r : plan.communicators[comm].ranks)
+      if (r == rank)
+        return Status::ok();
+    return invalid(where + ": " + what + " " + std::to_string(rank) +
+                   " is not in communicator '" + plan.communicators[comm].name +
+                   "'");
+  }
+
+  Status instruction(const StepPlan &step, const RankProgram &program,
+                     size_t index, int64_t meshSize) {
+    const Instruction &in = program.instructions[index];
+    std::string where = "plan '" + step.symbol + "' rank " +
+                        std::to_string(program.rank) + " instruction " +
+                        std::to_string(index) + " (" + instrKindName(in.kind) +
+                        ")";
+    int64_t arena = program.arenaBytes;
+    if (in.loc.line < 0 || in.loc.col < 0)
+      return invalid(where + ": negative source line or column");
+    if (std::optional<int64_t> s = in.stream(); s && *s < 0)
+      return invalid(where + ": negative stream");
+    if (std::optional<int64_t> g = in.group(); g && *g < 0)
+      return invalid(where + ": negative group");
+    switch (in.kind) {
+    case InstrKind::Launch: {
+      const LaunchInstr &l = in.launch;
+      if (!inRange(l.kernel, plan.kernels.size()))
+        return invalid(where + ": kernel index " + std::to_string(l.kernel) +
+                       " out of range");
+      const Kernel &k = plan.kernels[l.kernel];
+      if (static_cast<int64_t>(l.ins.size()) != k.numInputs ||
+          static_cast<int64_t>(l.outs.size()) != k.numOutputs)
+        return invalid(where + ": kernel '" + k.name + "' takes " +
+                       std::to_string(k.numInputs) + " inputs and " +
+                       std::to_string(k.numOutputs) + " outputs");
+      for (const Buffer &b : l.ins)
+        if (Status s = buffer(b, arena, where); !s)
+          return s;
+      for (const Buffer &b : l.outs)
+        if (Status s = buffer(b, arena, where); !s)
+          return s;
+      return Status::ok();
+    }
+    case InstrKind::Send:
+    case InstrKind::Recv: {
+      const P2PInstr &p = in.p2p;
+      if (!inRange(p.peer, meshSize))
+        return invalid(where + ": peer " + std::to_string(p.peer) +
+                       " outside mesh '" + step.mesh + "'");
+      if (Status s = member(p.communicator, program.rank, "rank", where); !s)
+        return s;
+      if (Status s = member(p.communicator, p.peer, "peer", where); !s)
+        return s;
+      return buffer(p.buffer, arena, where);
+    }
+    case InstrKind::Collective: {
+      const CollectiveInstr &c = in.collective;
+      if (!validCollective(c.kind))
+        return invalid(where + ": unknown collective kind " +
+                       std::to_string(static_cast<int32_t>(c.kind)));
+      if (c.reduction && !validReduction(*c.reduction))
+        return invalid(where + ": unknown reduction kind " +
+                       std::to_string(static_cast<int32_t>(*c.reduction)));
+      if (Status s = member(c.communicator, program.rank, "rank", where); !s)
+        return s;
+      if (c.root &&
+          !inRange(*c.root, plan.communicators[c.communicator].ranks.size()))
+        return invalid(where + ": root " + std::to_string(*c.root) +
+                       " outside the communicator");
+      if (Status s = buffer(c.input, arena, where); !s)
+        return s;
+      return buffer(c.output, arena, where);
+    }
+    case InstrKind::Wait:
+      for (int32_t e : in.wait.events)
+        if (!inRange(e, index) || !program.instructions[e].isAsync())
+          return invalid(where + ": event " + std::to_string(e) +
+                         " is not an earlier asynchronous instruction");
+      return Status::ok();
+    case InstrKind::FeedBuffer:
+    case InstrKind::FetchBuffer: {
+      size_t n = in.kind == InstrKind::FeedBuffer ? step.inputs.size()
+                                                  : step.outputs.size();
+      if (!inRange(in.io.index, n))
+        return invalid(
+            where + ": index " + std::to_string(in.io.index) +
+            " but the plan has " + std::to_string(n) +
+            (in.kind == InstrKind::FeedBuffer ? " inputs" : " outputs"));
+      return buffer(in.io.buffer, arena, where);
+    }
+    case InstrKind::StateBuffer:
+      if (in.stateBuffer.actorMesh.empty() || in.stateBuffer.state.empty())
+        return invalid(where + ": missing actor mesh or state name");
+      return buffer(in.stateBuffer.buffer, arena, where);
+    }
+    return invalid(where + ": unknown instruction kind");
+  }
+
+  Status stepPlan(const StepPlan &step) {
+    std::string where = "plan '" + step.symbol + "'";
+    int64_t n = meshRanks(step.mesh);
+    if (n < 0)
+      return invalid(where + ": unknown mesh '" + step.mesh + "'");
+    for (const ValueType &t : step.inputs)
+      if (Status s = valueType(t, where + " input"); !s)
+        return s;
+    for (const ValueType &t : step.outputs)
+      if (Status s = valueType(t, where + " output"); !s)
+        return s;
+    std::set<int64_t> ranks;
+    for (const RankProgram &p : step.programs) {
+      if (!inRange(p.rank, n) || !ranks.insert(p.rank).second)
+        return invalid(where + ": rank " + std::to_string(p.rank) +
+                       " is outside mesh '" + step.mesh + "' or repeated");
+      if (p.arenaBytes < 0 || p.peakBytes < 0)
+        return invalid(where + " rank " + std::to_string(p.rank) +
+                       ": negative arena or peak size");
+      for (size_t i = 0; i < p.instructions.size(); ++i)
+        if (Status s = instruction(step, p, i, n); !s)
+          return s;
+    }
+    return Status::ok();
+  }
+
+  Status valueRef(const ValueRef &v, const ControllerProgram &c,
+                  size_t stepIndex) const {
+    switch (v.kind) {
+    case ValueKind::Argument:
+      if (!inRange(v.index, c.inputs.size()))
+        return invalid("argument " + std::to_string(v.index) + " of " +
+                       std::to_string(c.inputs.size()));
+      return Status::ok();
+    case ValueKind::Fetched:
+      if (!inRange(v.index, stepIndex) ||
+          c.steps[v.index].kind != ControlStepKind::FetchOutput)
+        return invalid("value of step " + std::to_string(v.index) +
+                       ", which is not an earlier fetch_output");
+      return Status::ok();
+    case ValueKind::Constant:
+      return Status::ok();
+    }
+    return invalid("unknown value kind " +
+                   std::to_string(static_cast<int32_t>(v.kind)));
+  }
+
+  Status controller(const ControllerProgram &c) const {
+    for (const ValueType &t : c.inputs)
+      if (Status s = valueType(t, "input"); !s)
+        return s;
+    for (const ValueType &t : c.outputs)
+      if (Status s = valueType(t, "output"); !s)
+        return s;
+    for (size_t i = 0; i < c.steps.size(); ++i) {
+      const ControlStep &s = c.steps[i];
+      std::string where = "step " + std::to_string(i) + " (" +
+                          controlStepKindName(s.kind) + ")";
+      switch (s.kind) {
+      case ControlStepKind::ControlMsg:
+        if (meshRanks(s.mesh) < 0)
+          return invalid(where + ": unknown mesh '" + s.mesh + "'");
+        for (int32_t p : s.plans)
+          if (!inRange(p, plan.plans.size()))
+            return invalid(where + ": plan index out of range");
+        for (const ScalarArg &a : s.scalars) {
+          if (!inRange(a.plan, plan.plans.size()) ||
+              !inRange(a.input, plan.plans[a.plan].inputs.size()))
+            return invalid(where + ": scalar targets a missing plan input");
+          if (Status v = valueType(a.type, where); !v)
+            return v;
+          if (Status v = valueRef(a.value, c, i); !v)
+            return v.withContext(where);
+        }
+        break;
+      case ControlStepKind::FeedInput:
+      case ControlStepKind::FetchOutput: {
+        bool feed = s.kind == ControlStepKind::FeedInput;
+        if (!inRange(s.plan, plan.plans.size()))
+          return invalid(where + ": plan index out of range");
+        const StepPlan &p = plan.plans[s.plan];
+        if (!inRange(s.index, feed ? p.inputs.size() : p.outputs.size()))
+          return invalid(where + ": plan '" + p.symbol + "' has no " +
+                         (feed ? "input " : "output ") +
+                         std::to_string(s.index));
+        if (feed)
+          if (Status v = valueRef(s.value, c, i); !v)
+            return v.withContext(where);
+        break;
+      }
+      case ControlStepKind::Await:
+        for (int32_t t : s.tokens)
+          if (!inRange(t, i) || c.steps[t].kind != ControlStepKind::ControlMsg)
+            return invalid(where + ": token " + std::to_string(t) +
+                           " is not an earlier control_msg");
+        break;
+      default:
+        return invalid(where + ": unknown step kind");
+      }
+      if (Status v = valueType(s.type, where); !v)
+        return v;
+    }
+    if (c.results.size() != c.outputs.size())
+      return invalid(std::to_string(c.results.size()) + " results for " +
+                     std::to_string(c.outputs.size()) + " outputs");
+    for (const ValueRef &v : c.results)
+      if (Status s = valueRef(v, c, c.steps.size()); !s)
+        return s.withContext("result");
+    return Status::ok();
+  }
+
+  const ExecutionPlan &plan;
+};
+
+} // namespace
+
+Status validatePlan(const ExecutionPlan &plan) { return Validator(plan).run(); }
+
+} // namespace monarch::codegen

@@ -1,0 +1,263 @@
+//===- PlanSerializationTest.cpp - .mcplan round trip and damage -*- C++
+//-*-===//
+//
+// A plan survives serialize -> deserialize unchanged; every damaged file
+// (each truncation length, wrong magic, other version, flipped bytes,
+// trailing garbage, inconsistent contents) is rejected with a message that
+// says what is wrong, never a crash.
+//
+//===----------------------------------------------------------------------===//
+
+#include "SamplePlan.h"
+
+#include "monarch/Codegen/PlanFile.h"
+#include "monarch/Codegen/PlanPrinter.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <random>
+#include <unistd.h>
+
+using namespace monarch::codegen;
+using monarch::codegen::testing::samplePlan;
+
+namespace {
+
+std::string serialized(const ExecutionPlan &plan) {
+  StatusOr<std::string> bytes = serializePlan(plan);
+  EXPECT_TRUE(bytes.isOk()) << bytes.status().toString();
+  return bytes.isOk() ? *bytes : std::string();
+}
+
+/// Rewrites the header checksum after the payload was edited.
+void fixChecksum(std::string &file) {
+  uint64_t h = fnv1a64(std::string_view(file).substr(kPlanHeaderSize));
+  for (int i = 0; i < 8; ++i)
+    file[24 + i] = static_cast<char>((h >> (8 * i)) & 0xff);
+}
+
+std::string errorOf(std::string_view bytes) {
+  StatusOr<ExecutionPlan> plan = deserializePlan(bytes);
+  return plan.isOk() ? std::string("<accepted>") : plan.status().message();
+}
+
+TEST(PlanSerialization, RoundTripKeepsEveryField) {
+  ExecutionPlan plan = samplePlan();
+  std::string bytes = serialized(plan);
+  ASSERT_GT(bytes.size(), kPlanHeaderSize);
+  EXPECT_EQ(bytes.substr(0, 8), std::string(kPlanMagic, 8));
+  StatusOr<ExecutionPlan> back = deserializePlan(bytes);
+  ASSERT_TRUE(back.isOk()) << back.status().toString();
+  EXPECT_TRUE(*back == plan);
+  // Spot checks that would catch a comparison that forgets fields.
+  const Instruction &send = back->plans[0].programs[0].instructions[3];
+  EXPECT_EQ(send.kind, InstrKind::Send);
+  EXPECT_EQ(send.p2p.group, std::optional<int64_t>(3));
+  EXPECT_EQ(send.p2p.buffer.dtype, DType::F64);
+  const Instruction &coll = back->plans[0].programs[1].instructions[4];
+  EXPECT_EQ(coll.collective.reduction, ReductionKind::Avg);
+  EXPECT_FALSE(coll.collective.group.has_value());
+  EXPECT_FALSE(coll.collective.root.has_value());
+  EXPECT_EQ(back->plans[0].programs[1].instructions[5].collective.root,
+            std::optional<int64_t>(1));
+  EXPECT_EQ(back->meshes[1].parent, std::optional<std::string>("mesh"));
+  EXPECT_FALSE(back->meshes[0].parent.has_value());
+  EXPECT_EQ(back->libraries[0].code.size(), 7u);
+  EXPECT_EQ(back->plans[0].programs[0].instructions[2].loc.line, 12);
+  EXPECT_EQ(back->plans[0].programs[0].instructions[2].loc.opName,
+            "linalg.matmul");
+  EXPECT_DOUBLE_EQ(back->controllers[0].steps[0].scalars[1].value.constant,
+                   0.5);
+  // Serializing again gives the same bytes (deterministic encoding).
+  EXPECT_EQ(serialized(*back), bytes);
+}
+
+TEST(PlanSerialization, ModifiedPlanCompareUnequal) {
+  ExecutionPlan plan = samplePlan();
+  ExecutionPlan other = plan;
+  other.plans[0].programs[1].instructions[3].p2p.group.reset();
+  EXPECT_FALSE(other == plan);
+  StatusOr<ExecutionPlan> back = deserializePlan(serialized(other));
+  ASSERT_TRUE(back.isOk());
+  EXPECT_TRUE(*back == other);
+  EXPECT_FALSE(*back == plan);
+}
+
+TEST(PlanSerialization, FileRoundTripIsAtomic) {
+  auto dir = std::filesystem::temp_directory_path() /
+             ("mcplan-test-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  std::string path = (dir / "x.mcplan").string();
+  ExecutionPlan plan = samplePlan();
+  ASSERT_TRUE(writePlanFile(plan, path).isOk());
+  StatusOr<ExecutionPlan> back = readPlanFile(path);
+  ASSERT_TRUE(back.isOk()) << back.status().toString();
+  EXPECT_TRUE(*back == plan);
+  // Only the plan is left behind: the temporary was renamed.
+  size_t files = 0;
+  for (auto &entry : std::filesystem::directory_iterator(dir)) {
+    (void)entry;
+    ++files;
+  }
+  EXPECT_EQ(files, 1u);
+  StatusOr<ExecutionPlan> missing = readPlanFile((dir / "nope").string());
+  ASSERT_FALSE(missing.isOk());
+  EXPECT_NE(missing.status().message().find("cannot open"), std::string::npos);
+  StatusOr<ExecutionPlan> isDir = readPlanFile(dir.string());
+  ASSERT_FALSE(isDir.isOk());
+  EXPECT_NE(isDir.status().message().find("directory"), std::string::npos);
+  std::filesystem::remove_all(dir);
+}
+
+TEST(PlanSerialization, EveryTruncationIsRejected) {
+  std::string bytes = serialized(samplePlan());
+  for (size_t n = 0; n < bytes.size(); ++n) {
+    std::string error = errorOf(std::string_view(bytes).substr(0, n));
+    ASSERT_NE(error, "<accepted>") << "prefix of " << n << " bytes";
+    EXPECT_NE(error.find("truncated"), std::string::npos)
+        << n << " bytes: " << error;
+  }
+}
+
+TEST(PlanSerialization, WrongMagicVersionChecksumAndTrailingBytes) {
+  std::string bytes = serialized(samplePlan());
+  std::string magic = bytes;
+  magic[1] = 'X';
+  EXPECT_NE(errorOf(magic).find("not a monarch plan file"), std::string::npos);
+  EXPECT_NE(errorOf("hello, this is a text file with enough bytes")
+                .find("not a monarch plan file"),
+            std::string::npos);
+
+  std::string version = bytes;
+  version[8] = 7;
+  EXPECT_NE(errorOf(version).find("plan format version 7 is not supported"),
+            std::string::npos)
+      << errorOf(version);
+  StatusOr<uint32_t> peek = peekPlanFormatVersion(version);
+  ASSERT_TRUE(peek.isOk());
+  EXPECT_EQ(*peek, 7u);
+
+  std::string flipped = bytes;
+  flipped[bytes.size() / 2] ^= 0x40;
+  EXPECT_NE(errorOf(flipped).find("checksum"), std::string::npos);
+
+  std::string trailing = bytes + "xyz";
+  EXPECT_NE(errorOf(trailing).find("unexpected bytes"), std::string::npos);
+}
+
+TEST(PlanSerialization, CorruptPayloadsNeverCrash) {
+  // Flip bytes of the payload and fix the checksum, so the decoder and the
+  // validator see the damage. Every result is either a clean error or a plan
+  // that validates.
+  std::string bytes = serialized(samplePlan());
+  std::mt19937_64 rng(7);
+  size_t rejected = 0;
+  for (int i = 0; i < 3000; ++i) {
+    std::string damaged = bytes;
+    int edits = 1 + static_cast<int>(rng() % 4);
+    for (int e = 0; e < edits; ++e) {
+      size_t at = kPlanHeaderSize + rng() % (bytes.size() - kPlanHeaderSize);
+      damaged[at] = static_cast<char>(rng());
+    }
+    fixChecksum(damaged);
+    StatusOr<ExecutionPlan> plan = deserializePlan(damaged);
+    if (!plan.isOk()) {
+      ++rejected;
+      EXPECT_EQ(plan.status().code(), StatusCode::InvalidArgument);
+      EXPECT_FALSE(plan.status().message().empty());
+    } else {
+      EXPECT_TRUE(validatePlan(*plan).isOk());
+    }
+  }
+  EXPECT_GT(rejected, 100u);
+}
+
+TEST(PlanValidation, RejectsInconsistentPlans) {
+  auto expectInvalid = [](ExecutionPlan plan, const std::string &needle) {
+    Status s = validatePlan(plan);
+    ASSERT_FALSE(s.isOk()) << "expected: " << needle;
+    EXPECT_NE(s.message().find(needle), std::string::npos) << s.message();
+    // The serializer refuses it too.
+    EXPECT_FALSE(serializePlan(plan).isOk());
+  };
+  ASSERT_TRUE(validatePlan(samplePlan()).isOk());
+  {
+    ExecutionPlan p = samplePlan();
+    p.plans[0].programs[0].instructions[2].launch.kernel = 9;
+    expectInvalid(p, "kernel index 9 out of range");
+  }
+  {
+    ExecutionPlan p = samplePlan();
+    p.plans[0].programs[0].instructions[2].launch.outs[0].offset = 250;
+    expectInvalid(p, "lies outside the 256-byte arena");
+  }
+  {
+    ExecutionPlan p = samplePlan();
+    p.plans[0].programs[0].instructions[6].wait.events = {7};
+    expectInvalid(p, "not an earlier asynchronous instruction");
+  }
+  {
+    ExecutionPlan p = samplePlan();
+    p.plans[0].programs[0].instructions[6].wait.events = {0};
+    expectInvalid(p, "not an earlier asynchronous instruction");
+  }
+  {
+    ExecutionPlan p = samplePlan();
+    p.plans[0].programs[1].instructions[3].p2p.peer = 2;
+    expectInvalid(p, "peer 2 outside mesh 'mesh'");
+  }
+  {
+    ExecutionPlan p = samplePlan();
+    p.communicators[0].ranks = {0};
+    expectInvalid(p, "1 is not in communicator 'world'");
+  }
+  {
+    ExecutionPlan p = samplePlan();
+    p.plans[0].programs[0].instructions[0].io.index = 2;
+    expectInvalid(p, "index 2 but the plan has 2 inputs");
+  }
+  {
+    ExecutionPlan p = samplePlan();
+    p.plans[0].programs[1].rank = 0;
+    expectInvalid(p, "rank 0 is outside mesh 'mesh' or repeated");
+  }
+  {
+    ExecutionPlan p = samplePlan();
+    p.plans[0].programs[0].instructions[0].io.buffer.dtype =
+        static_cast<DType>(42);
+    expectInvalid(p, "unknown element type 42");
+  }
+  {
+    ExecutionPlan p = samplePlan();
+    p.plans[0].programs[0].instructions[0].io.buffer.shape = {int64_t{1} << 40,
+                                                              int64_t{1} << 40};
+    expectInvalid(p, "lies outside");
+  }
+  {
+    ExecutionPlan p = samplePlan();
+    p.controllers[0].results[0] = ValueRef{ValueKind::Fetched, 1, 0};
+    expectInvalid(p, "not an earlier fetch_output");
+  }
+  {
+    ExecutionPlan p = samplePlan();
+    p.libraries[0].kernels[0].kernel = 5;
+    expectInvalid(p, "kernel library 0: kernel index 5 out of range");
+  }
+}
+
+TEST(PlanPrinter, PrintsATablePerRank) {
+  std::string text = planToString(samplePlan());
+  EXPECT_NE(text.find("plan @step on @mesh"), std::string::npos) << text;
+  EXPECT_NE(text.find("rank 0: arena 256 B, peak 200 B"), std::string::npos);
+  EXPECT_NE(text.find("rank 1: arena 256 B"), std::string::npos);
+  EXPECT_NE(text.find("send"), std::string::npos);
+  EXPECT_NE(text.find("collective all_reduce avg"), std::string::npos);
+  EXPECT_NE(text.find("model.py:12:5 linalg.matmul"), std::string::npos);
+  EXPECT_NE(text.find("@192 tensor<4xf64> to 1 on @world"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("controller @train"), std::string::npos);
+}
+
+} // namespace
