@@ -138,10 +138,10 @@ GlooCommunicator::duplicate(const std::string &name) {
                   "gloo communicator '" + name_ +
                       "' is broken: " + group_->brokenStatus().message());
   uint32_t id = group_->nextDuplicateId();
-  if (id > 0xff)
+  if (id > kMaxDuplicateId)
     return Status(StatusCode::InvalidArgument,
                   "gloo communicator '" + name_ +
-                      "': more than 255 duplicates of one connection group");
+                      "': more than 254 duplicates of one connection group");
   return std::unique_ptr<Communicator>(
       std::make_unique<GlooCommunicator>(group_, name, id));
 }

@@ -13,6 +13,7 @@
 #include "GlooGroup.h"
 #include "GlooCommunicator.h"
 
+#include <gloo/alltoall.h>
 #include <gloo/common/error.h>
 #include <gloo/rendezvous/context.h>
 #include <gloo/rendezvous/store.h>
@@ -20,6 +21,7 @@
 #include <gloo/transport/tcp/device.h>
 
 #include <algorithm>
+#include <csignal>
 #include <dirent.h>
 #include <set>
 #include <sys/socket.h>
@@ -53,6 +55,7 @@ public:
     StatusOr<std::string> value = store_.get(prefix_ + key, timeout_);
     if (!value)
       throw StoreFailure(missing({key}, value.status()));
+    values_[key] = *value;
     return std::vector<char>(value->begin(), value->end());
   }
 
@@ -66,6 +69,10 @@ public:
     if (!st)
       throw StoreFailure(missing(keys, st));
   }
+
+  /// Values read so far; Gloo reads each peer's pair addresses under the
+  /// peer's rank number.
+  const std::map<std::string, std::string> &values() const { return values_; }
 
 private:
   std::vector<std::string> prefixed(const std::vector<std::string> &keys) {
@@ -104,12 +111,19 @@ private:
   std::string prefix_;
   std::chrono::milliseconds timeout_;
   std::vector<int> worldRanks_;
+  std::map<std::string, std::string> values_;
 };
 
-/// The local addresses of this process's TCP sockets, spelled like Gloo's
-/// messages spell addresses ("[127.0.0.1]:40001").
-std::vector<std::string> localSocketAddresses() {
-  std::vector<std::string> out;
+struct SocketInfo {
+  int fd;
+  bool listening;
+  std::string inode; // "socket:[123]", to tell a reused fd number apart
+  std::string local; // Gloo's spelling of the local address
+};
+
+/// This process's TCP sockets.
+std::vector<SocketInfo> tcpSockets() {
+  std::vector<SocketInfo> out;
   DIR *dir = ::opendir("/proc/self/fd");
   if (!dir)
     return out;
@@ -123,10 +137,19 @@ std::vector<std::string> localSocketAddresses() {
       continue;
     if (ss.ss_family != AF_INET && ss.ss_family != AF_INET6)
       continue;
+    int listening = 0;
+    socklen_t optlen = sizeof(listening);
+    if (::getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &optlen) != 0)
+      continue;
+    char link[64] = {0};
+    std::string path = "/proc/self/fd/" + std::to_string(fd);
+    ssize_t n = ::readlink(path.c_str(), link, sizeof(link) - 1);
     // Gloo's own spelling, whatever it does with byte order.
-    out.push_back(::gloo::transport::tcp::Address(
-                      reinterpret_cast<const sockaddr *>(&ss), len)
-                      .str());
+    out.push_back({fd, listening != 0,
+                   n > 0 ? std::string(link, n) : std::string(),
+                   ::gloo::transport::tcp::Address(
+                       reinterpret_cast<const sockaddr *>(&ss), len)
+                       .str()});
   }
   ::closedir(dir);
   return out;
@@ -162,6 +185,16 @@ GlooGroup::connect(Store &store, int worldRank, const std::vector<int> &ranks,
     return Status(StatusCode::InvalidArgument,
                   "gloo communicator '" + name + "': world rank " +
                       std::to_string(worldRank) + " is not a member");
+  // Gloo writes to sockets with writev(2), which raises SIGPIPE when a
+  // peer has gone; its default action would kill this rank instead of
+  // failing the op. Ignore it unless the program installed a handler.
+  static std::once_flag sigpipeOnce;
+  std::call_once(sigpipeOnce, [] {
+    struct sigaction current;
+    if (::sigaction(SIGPIPE, nullptr, &current) == 0 &&
+        current.sa_handler == SIG_DFL)
+      ::signal(SIGPIPE, SIG_IGN);
+  });
   std::shared_ptr<GlooGroup> group(new GlooGroup());
   group->rank_ = static_cast<int>(it - ranks.begin());
   group->worldRanks_ = ranks;
@@ -175,7 +208,33 @@ GlooGroup::connect(Store &store, int worldRank, const std::vector<int> &ranks,
     auto ctx = std::make_shared<::gloo::rendezvous::Context>(group->rank_,
                                                              group->size());
     ctx->setTimeout(options.timeout);
+    // The sockets that appear while connecting are this group's pairs (and,
+    // when another group of this process connects at the same time, some of
+    // its sockets: breaking this group then breaks that one too).
+    std::vector<SocketInfo> before = tcpSockets();
     ctx->connectFullMesh(adapter, dev);
+    // Pairs may finish connecting lazily: exchange a byte with every peer so
+    // that all sockets exist before we look at them.
+    if (group->size() > 1) {
+      std::vector<uint8_t> in(group->size()), out(group->size());
+      ::gloo::AlltoallOptions opts(ctx);
+      opts.setInput<uint8_t>(in.data(), in.size());
+      opts.setOutput<uint8_t>(out.data(), out.size());
+      opts.setTag(kConnectTag);
+      opts.setTimeout(options.timeout);
+      ::gloo::alltoall(opts);
+    }
+    for (const SocketInfo &after : tcpSockets()) {
+      bool old = std::any_of(before.begin(), before.end(), [&](auto &b) {
+        return b.fd == after.fd && b.inode == after.inode;
+      });
+      if (after.listening)
+        group->localAddresses_.push_back(after.local);
+      else if (!old) {
+        group->sockets_.push_back(after.fd);
+        group->localAddresses_.push_back(after.local);
+      }
+    }
     group->context_ = ctx;
   } catch (const StoreFailure &f) {
     return f.status;
@@ -185,10 +244,10 @@ GlooGroup::connect(Store &store, int worldRank, const std::vector<int> &ranks,
                       "': connecting failed: " + e.what());
   }
   // Gloo's errors name the peer's socket address. Every member publishes
-  // the local addresses of its sockets (its listening socket and the ones
-  // it connected from) so that the others can map an address to a rank.
+  // the local addresses of its pair sockets (an accepted socket's is the
+  // listening address) so that the others can map an address to a rank.
   std::string mine;
-  for (const std::string &addr : localSocketAddresses())
+  for (const std::string &addr : group->localAddresses_)
     mine += addr + "\n";
   std::string key = "gloo/" + name + "/sockets/";
   Status st = store.set(key + std::to_string(group->rank_), mine);
@@ -211,6 +270,24 @@ GlooGroup::connect(Store &store, int worldRank, const std::vector<int> &ranks,
       pos = end + 1;
     }
   }
+  // Gloo also names a peer by the listening address it advertised for the
+  // pair (unused when this side was the one listening).
+  int peers = group->size() - 1;
+  for (const auto &[k, blob] : adapter.values()) {
+    if (k.empty() || !std::all_of(k.begin(), k.end(), ::isdigit) ||
+        peers <= 0 || blob.size() % peers != 0)
+      continue;
+    int r = std::stoi(k);
+    size_t chunk = blob.size() / peers;
+    for (int i = 0; i < peers; ++i) {
+      try {
+        std::vector<char> bytes(blob.begin() + i * chunk,
+                                blob.begin() + (i + 1) * chunk);
+        owners[::gloo::transport::tcp::Address(bytes).str()].insert(r);
+      } catch (const std::exception &) {
+      }
+    }
+  }
   for (const auto &[addr, who] : owners)
     if (who.size() == 1)
       group->peerAddresses_.emplace_back(addr, *who.begin());
@@ -228,18 +305,11 @@ void GlooGroup::breakWith(const Status &status) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (!broken_.exchange(true))
     brokenStatus_ = status;
-  if (context_) {
-    for (int i = 0; i < size(); ++i) {
-      if (i == rank_)
-        continue;
-      try {
-        auto &pair = context_->getPair(i);
-        if (pair)
-          pair->close();
-      } catch (const std::exception &) {
-      }
-    }
-  }
+  // Shutting the sockets down (rather than closing the pairs) lets Gloo's
+  // event loop see the end of each stream: it fails this rank's blocked
+  // waits at once, and the peers see the connection drop.
+  for (int fd : sockets_)
+    ::shutdown(fd, SHUT_RDWR);
   for (GlooCommunicator *comm : attached_)
     comm->failPending(brokenStatus_);
 }
@@ -286,6 +356,11 @@ Status GlooGroup::statusFromException(std::exception_ptr error,
                       std::to_string(timeout_.count()) + " ms (" + message +
                       ")");
   std::string peer = rankOfAddressIn(message);
+  if (peer.empty() && size() == 2) {
+    int other = 1 - rank_;
+    peer = "rank " + std::to_string(other) + " (world rank " +
+           std::to_string(worldRanks_[other]) + ")";
+  }
   return Status(StatusCode::Unavailable, where + ": connection to " +
                                              (peer.empty() ? "a peer" : peer) +
                                              " lost (" + message + ")");

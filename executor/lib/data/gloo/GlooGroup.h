@@ -29,6 +29,11 @@ namespace monarch::executor::gloo_backend {
 
 class GlooCommunicator;
 
+/// Collective tags are (duplicate id << 24 | sequence); this one, of the
+/// never-issued duplicate id 255, belongs to the connection check.
+inline constexpr uint32_t kConnectTag = 0xffffffffu;
+inline constexpr uint32_t kMaxDuplicateId = 254;
+
 class GlooGroup {
 public:
   /// Rendezvous of the members through `store` under `name`; `rank` and
@@ -75,6 +80,9 @@ private:
   CommOptions options_;
   /// "[127.0.0.1]:40001"-style socket addresses of each peer's pairs.
   std::vector<std::pair<std::string, int>> peerAddresses_;
+  /// This group's pair sockets and their local addresses.
+  std::vector<int> sockets_;
+  std::vector<std::string> localAddresses_;
 
   std::atomic<bool> broken_{false};
   mutable std::mutex mutex_;
