@@ -1,0 +1,313 @@
+//===- DataPlaneUnitTest.cpp - In-process data-plane tests ------*- C++ -*-===//
+//
+// Pieces that need no second process: float16/bfloat16 conversions against
+// the compiler's _Float16 and a double-precision reference, the stores, Work
+// handles, argument checking of createCommunicator and post(), a one-rank
+// Gloo communicator, and the fake communicator with threads as ranks.
+//
+//===----------------------------------------------------------------------===//
+
+#include "core/Reduction.h"
+#include "monarch/Executor/Communicator.h"
+#include "monarch/Executor/FakeCommunicator.h"
+
+#include "ProcessHarness.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <random>
+#include <sys/wait.h>
+#include <thread>
+#include <unistd.h>
+
+using namespace monarch::executor;
+using namespace std::chrono_literals;
+
+namespace {
+
+TEST(Half, DecodeMatchesCompilerForEveryBitPattern) {
+  for (uint32_t bits = 0; bits < 65536; ++bits) {
+    _Float16 h;
+    uint16_t b = uint16_t(bits);
+    std::memcpy(&h, &b, 2);
+    float want = float(h), got = data::halfToFloat(b);
+    if (std::isnan(want))
+      EXPECT_TRUE(std::isnan(got)) << bits;
+    else
+      ASSERT_EQ(got, want) << "bits " << bits;
+  }
+}
+
+TEST(Half, EncodeMatchesCompilerRounding) {
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> mag(-30, 17);
+  for (int i = 0; i < 200000; ++i) {
+    float f = std::ldexp(1.0f + (rng() % 1000000) / 1e6f, int(mag(rng)));
+    if (rng() & 1)
+      f = -f;
+    _Float16 h = _Float16(f);
+    uint16_t want;
+    std::memcpy(&want, &h, 2);
+    ASSERT_EQ(data::floatToHalf(f), want) << f;
+  }
+  EXPECT_EQ(data::floatToHalf(1e6f), 0x7c00); // overflow to infinity
+}
+
+TEST(BFloat16, RoundsToNearestEven) {
+  std::mt19937 rng(11);
+  for (int i = 0; i < 200000; ++i) {
+    uint32_t x = rng();
+    float f;
+    std::memcpy(&f, &x, 4);
+    if (!std::isfinite(f) || std::fabs(f) > 1e38f)
+      continue;
+    uint16_t b = data::floatToBFloat16(f);
+    double got = data::bfloat16ToFloat(b);
+    // Neighbours of the truncation: the result is the nearer (ties: even).
+    uint16_t lo = uint16_t(x >> 16), hi = uint16_t(lo + 1);
+    double dlo = std::fabs(double(data::bfloat16ToFloat(lo)) - f);
+    double dhi = std::fabs(double(data::bfloat16ToFloat(hi)) - f);
+    uint16_t want = dlo < dhi ? lo : dhi < dlo ? hi : (lo % 2 == 0 ? lo : hi);
+    ASSERT_EQ(b, want) << f << " got " << got;
+  }
+}
+
+TEST(Reduction, Float16SumAndAverageGoThroughFloat32) {
+  uint16_t a[2] = {data::floatToHalf(1.5f), data::floatToHalf(-2.0f)};
+  uint16_t b[2] = {data::floatToHalf(2.25f), data::floatToHalf(8.0f)};
+  uint16_t out[2];
+  data::reduceElements(out, a, b, 2, DType::Float16, ReduceOp::Sum);
+  EXPECT_EQ(data::halfToFloat(out[0]), 3.75f);
+  EXPECT_EQ(data::halfToFloat(out[1]), 6.0f);
+  data::finishAverage(out, 2, DType::Float16, 2);
+  EXPECT_EQ(data::halfToFloat(out[0]), 1.875f);
+  int32_t i[3] = {7, -7, 5};
+  data::finishAverage(i, 3, DType::Int32, 2);
+  EXPECT_EQ(i[0], 3);
+  EXPECT_EQ(i[1], -3);
+}
+
+void exerciseStore(Store &store) {
+  ASSERT_TRUE(store.set("a", std::string("x\0y", 3)));
+  auto got = store.get("a", 100ms);
+  ASSERT_TRUE(got) << got.status().toString();
+  EXPECT_EQ(*got, std::string("x\0y", 3));
+  auto missing = store.get("nope", 50ms);
+  ASSERT_FALSE(missing);
+  EXPECT_EQ(missing.status().code(), StatusCode::DeadlineExceeded);
+  EXPECT_NE(missing.status().message().find("nope"), std::string::npos);
+  Status waited = store.wait({"a", "b"}, 50ms);
+  EXPECT_EQ(waited.code(), StatusCode::DeadlineExceeded);
+  EXPECT_NE(waited.message().find("'b'"), std::string::npos);
+  EXPECT_EQ(waited.message().find("'a'"), std::string::npos);
+  std::thread later([&] {
+    std::this_thread::sleep_for(30ms);
+    (void)store.set("b", "late");
+  });
+  EXPECT_TRUE(store.wait({"a", "b"}, 2000ms));
+  later.join();
+  EXPECT_EQ(*store.add("n", 5), 5);
+  EXPECT_EQ(*store.add("n", -2), 3);
+  EXPECT_EQ(store.add("a", 1).status().code(), StatusCode::InvalidArgument);
+  PrefixStore prefixed(store, "p");
+  ASSERT_TRUE(prefixed.set("a", "inner"));
+  EXPECT_EQ(*store.get("p/a", 10ms), "inner");
+  EXPECT_EQ(*store.get("a", 10ms), std::string("x\0y", 3));
+}
+
+TEST(Store, InProcess) {
+  auto store = createInProcessStore();
+  exerciseStore(*store);
+}
+
+TEST(Store, FileAddIsAtomicAcrossProcesses) {
+  std::string dir =
+      ::testing::TempDir() + "/file-store-" + std::to_string(::getpid());
+  auto store = createFileStore(dir);
+  ASSERT_TRUE(store) << store.status().toString();
+  exerciseStore(**store);
+  std::vector<pid_t> kids;
+  for (int k = 0; k < 4; ++k) {
+    pid_t pid = ::fork();
+    if (pid == 0) {
+      auto mine = createFileStore(dir);
+      for (int i = 0; i < 50; ++i)
+        if (!(*mine)->add("counter", 1))
+          ::_exit(1);
+      ::_exit(0);
+    }
+    kids.push_back(pid);
+  }
+  for (pid_t pid : kids) {
+    int status = 0;
+    ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  }
+  EXPECT_EQ(*(*store)->add("counter", 0), 200);
+  EXPECT_TRUE(monarch::testing::childProcesses().empty());
+  std::filesystem::remove_all(dir);
+  EXPECT_FALSE(createFileStore(""));
+}
+
+TEST(Work, WaitTimesOutThenCompletes) {
+  auto work = std::make_shared<Work>();
+  EXPECT_EQ(work->wait(10ms).code(), StatusCode::DeadlineExceeded);
+  EXPECT_FALSE(work->isCompleted());
+  Status seen(StatusCode::Internal, "unset");
+  work->onComplete([&](const Status &s) { seen = s; });
+  work->complete(Status(StatusCode::Aborted, "first"));
+  work->complete(Status::ok()); // ignored
+  EXPECT_EQ(work->wait(10ms).code(), StatusCode::Aborted);
+  EXPECT_EQ(seen.code(), StatusCode::Aborted);
+}
+
+TEST(CreateCommunicator, RejectsBadArguments) {
+  auto store = createInProcessStore();
+  auto code = [&](int rank, int size, std::vector<int> ranks,
+                  std::string name) {
+    auto c = createCommunicator(Backend::Gloo, *store, rank, size, ranks, name);
+    return c ? StatusCode::Ok : c.status().code();
+  };
+  EXPECT_EQ(code(0, 0, {}, "a"), StatusCode::InvalidArgument);
+  EXPECT_EQ(code(2, 2, {}, "b"), StatusCode::InvalidArgument);
+  EXPECT_EQ(code(0, 2, {1}, "c"), StatusCode::InvalidArgument); // non-member
+  EXPECT_EQ(code(0, 2, {0, 0}, "d"), StatusCode::InvalidArgument);
+  EXPECT_EQ(code(0, 2, {0, 5}, "e"), StatusCode::InvalidArgument);
+  EXPECT_EQ(code(0, 1, {}, ""), StatusCode::InvalidArgument);
+}
+
+TEST(CreateCommunicator, NcclWithoutDeviceIsUnavailable) {
+  if (backendAvailable(Backend::Nccl))
+    GTEST_SKIP() << "a CUDA device is present";
+  auto store = createInProcessStore();
+  auto c = createCommunicator(Backend::Nccl, *store, 0, 1, {}, "n");
+  ASSERT_FALSE(c);
+  EXPECT_EQ(c.status().code(), StatusCode::Unavailable);
+  EXPECT_NE(c.status().message().find("nccl"), std::string::npos)
+      << c.status().message();
+}
+
+TEST(GlooOneRank, EveryOpAndBadOps) {
+  auto store = createInProcessStore();
+  CommOptions options;
+  options.timeout = 2000ms;
+  auto made =
+      createCommunicator(Backend::Gloo, *store, 0, 1, {}, "solo", options);
+  ASSERT_TRUE(made) << made.status().toString();
+  Communicator &c = **made;
+  EXPECT_EQ(c.rank(), 0);
+  EXPECT_EQ(c.size(), 1);
+  std::vector<float> in = {1, 2, 3, 4}, out(4);
+  ASSERT_TRUE(
+      c.allReduce(in.data(), out.data(), 4, DType::Float32, ReduceOp::Avg)
+          ->wait(1s));
+  EXPECT_EQ(out, in);
+  std::fill(out.begin(), out.end(), 0);
+  ASSERT_TRUE(c.allGather(in.data(), out.data(), 4, DType::Float32)->wait(1s));
+  EXPECT_EQ(out, in);
+  std::fill(out.begin(), out.end(), 0);
+  ASSERT_TRUE(c.post({CommOp::send(in.data(), 4, DType::Float32, 0, 3),
+                      CommOp::recv(out.data(), 4, DType::Float32, 0, 3)})
+                  ->wait(1s));
+  EXPECT_EQ(out, in);
+  auto bad = [&](CommOp op) {
+    Status st = c.post({op})->wait(1s);
+    EXPECT_EQ(st.code(), StatusCode::InvalidArgument) << st.toString();
+    EXPECT_NE(st.message().find("gloo"), std::string::npos) << st.message();
+    return st.message();
+  };
+  EXPECT_NE(bad(CommOp::send(in.data(), 4, DType::Float32, 1)).find("peer 1"),
+            std::string::npos);
+  EXPECT_NE(bad(CommOp::broadcast(in.data(), out.data(), 4, DType::Float32, 3))
+                .find("root 3"),
+            std::string::npos);
+  bad(CommOp::recv(nullptr, 4, DType::Float32, 0));
+  bad(CommOp::send(in.data(), 4, DType::Float32, 0, kMaxTag));
+  bad(CommOp::allToAll(in.data(), in.data() + 1, 2, DType::Float32));
+  // A send to self outside a group with its receive.
+  EXPECT_EQ(c.send(in.data(), 4, DType::Float32, 0)->wait(1s).code(),
+            StatusCode::InvalidArgument);
+  c.abort("done");
+  EXPECT_TRUE(c.isAborted());
+  EXPECT_EQ(
+      c.allReduce(in.data(), out.data(), 4, DType::Float32)->wait(1s).code(),
+      StatusCode::Aborted);
+}
+
+/// Runs `fn(rank, comm)` on a thread per rank of a fake world.
+template <typename Fn> void onFakeRanks(FakeCommWorld &world, Fn fn) {
+  std::vector<std::unique_ptr<Communicator>> comms;
+  for (int r = 0; r < world.size(); ++r)
+    comms.push_back(world.communicator(r));
+  std::vector<std::thread> threads;
+  for (int r = 0; r < world.size(); ++r)
+    threads.emplace_back([&, r] { fn(r, *comms[r]); });
+  for (auto &t : threads)
+    t.join();
+}
+
+TEST(FakeCommunicator, CollectivesAndSendRecv) {
+  FakeCommWorld world(3);
+  onFakeRanks(world, [](int r, Communicator &c) {
+    std::vector<int32_t> in(6), out(6), gathered(18), scattered(2);
+    for (int i = 0; i < 6; ++i)
+      in[i] = r * 10 + i;
+    EXPECT_TRUE(c.allReduce(in.data(), out.data(), 6, DType::Int32)->wait(5s));
+    for (int i = 0; i < 6; ++i)
+      EXPECT_EQ(out[i], 30 + 3 * i);
+    EXPECT_TRUE(
+        c.allGather(in.data(), gathered.data(), 6, DType::Int32)->wait(5s));
+    EXPECT_EQ(gathered[13], 21);
+    EXPECT_TRUE(c.reduceScatter(in.data(), scattered.data(), 2, DType::Int32,
+                                ReduceOp::Max)
+                    ->wait(5s));
+    EXPECT_EQ(scattered[0], 20 + 2 * r);
+    int32_t v = r == 1 ? 99 : 0;
+    EXPECT_TRUE(c.broadcast(&v, &v, 1, DType::Int32, 1)->wait(5s));
+    EXPECT_EQ(v, 99);
+    int right = (r + 1) % 3, left = (r + 2) % 3;
+    int32_t got = -1;
+    EXPECT_TRUE(c.post({CommOp::send(&r, 1, DType::Int32, right, 4),
+                        CommOp::recv(&got, 1, DType::Int32, left, 4)})
+                    ->wait(5s));
+    EXPECT_EQ(got, left);
+  });
+  EXPECT_EQ(world.postedGroups(0), 5);
+}
+
+TEST(FakeCommunicator, KilledRankFailsPeersNamingIt) {
+  FakeCommWorld world(3, 5000ms);
+  world.kill(2);
+  onFakeRanks(world, [](int r, Communicator &c) {
+    float x = 1;
+    auto start = std::chrono::steady_clock::now();
+    Status st = c.allReduce(&x, &x, 1, DType::Float32)->wait(5s);
+    EXPECT_LT(std::chrono::steady_clock::now() - start, 1s);
+    if (r == 2) {
+      EXPECT_EQ(st.code(), StatusCode::Aborted);
+    } else {
+      EXPECT_EQ(st.code(), StatusCode::Unavailable);
+      EXPECT_NE(st.message().find("rank 2"), std::string::npos);
+    }
+  });
+}
+
+TEST(FakeCommunicator, SilentPeerTimesOutAndAbortUnblocks) {
+  FakeCommWorld world(2, 100ms);
+  auto c0 = world.communicator(0);
+  auto c1 = world.communicator(1);
+  float x = 0;
+  EXPECT_EQ(c0->recv(&x, 1, DType::Float32, 1)->wait(5s).code(),
+            StatusCode::DeadlineExceeded);
+  FakeCommWorld slow(2, 10000ms);
+  auto s0 = slow.communicator(0);
+  auto s1 = slow.communicator(1);
+  auto w = s0->recv(&x, 1, DType::Float32, 1);
+  s1->abort("test");
+  EXPECT_EQ(w->wait(2s).code(), StatusCode::Aborted);
+}
+
+} // namespace
