@@ -5,13 +5,21 @@
 //  * the floor: one plain TCP connection, one side writes the buffer, the
 //    other reads it and answers one byte;
 //  * Gloo send/recv of the same buffer (answered the same way);
-//  * Gloo all_reduce (sum, float32) of the same buffer: algbw = bytes / time,
+//  * Gloo all_reduce (sum, float32) of the same buffer through our
+//    Communicator, and through Gloo's API directly (its own sum, on the
+//    calling thread) as the peer to be at parity with: algbw = bytes / time,
 //    busbw = algbw * 2(n-1)/n, which equals algbw at two ranks.
 // Prints GB/s and the ratios to the floor; asserts nothing.
 //
 //===----------------------------------------------------------------------===//
 
 #include "monarch/Executor/Communicator.h"
+
+#include <gloo/allreduce.h>
+#include <gloo/math.h>
+#include <gloo/rendezvous/context.h>
+#include <gloo/rendezvous/file_store.h>
+#include <gloo/transport/tcp/device.h>
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -102,7 +110,7 @@ int itersFor(size_t bytes) {
 
 struct Row {
   size_t bytes;
-  double tcp, sendRecv, allReduce; // seconds per op (median)
+  double tcp, sendRecv, allReduce, plainGloo; // seconds per op (median)
 };
 
 double median(std::vector<double> v) {
@@ -122,6 +130,15 @@ std::vector<Row> run(int rank, const std::string &dir) {
     check(comm.status(), "createCommunicator");
   Communicator &c = **comm;
   int fd = connectFloor(**store, rank);
+  // Plain Gloo, for comparison: its own file store, device and context.
+  std::filesystem::create_directories(dir + "/plain");
+  ::gloo::rendezvous::FileStore plainStore(dir + "/plain");
+  ::gloo::transport::tcp::attr attr;
+  attr.hostname = "127.0.0.1";
+  auto dev = ::gloo::transport::tcp::CreateDevice(attr);
+  auto plain = std::make_shared<::gloo::rendezvous::Context>(rank, 2);
+  plain->setTimeout(options.timeout);
+  plain->connectFullMesh(plainStore, dev);
   std::vector<Row> rows;
   char ack = 0;
   for (size_t mb : {1, 4, 16, 64}) {
@@ -129,7 +146,7 @@ std::vector<Row> run(int rank, const std::string &dir) {
     size_t count = bytes / 4;
     std::vector<float> buf(count, 1.0f), out(count);
     int iters = itersFor(bytes);
-    std::vector<double> tcp, sr, ar;
+    std::vector<double> tcp, sr, ar, pg;
     for (int i = 0; i < iters + 1; ++i) { // the first round warms up
       auto t0 = Clock::now();
       if (rank == 0) {
@@ -156,13 +173,25 @@ std::vector<Row> run(int rank, const std::string &dir) {
                 ->wait(options.timeout),
             "all_reduce");
       auto t3 = Clock::now();
+      {
+        ::gloo::AllreduceOptions opts(plain);
+        opts.setInput<float>(buf.data(), count);
+        opts.setOutput<float>(out.data(), count);
+        opts.setReduceFunction(
+            static_cast<void (*)(void *, const void *, const void *, size_t)>(
+                &::gloo::sum<float>));
+        opts.setTag(uint32_t(i));
+        ::gloo::allreduce(opts);
+      }
+      auto t4 = Clock::now();
       if (i == 0)
         continue;
+      pg.push_back(std::chrono::duration<double>(t4 - t3).count());
       tcp.push_back(std::chrono::duration<double>(t1 - t0).count());
       sr.push_back(std::chrono::duration<double>(t2 - t1).count());
       ar.push_back(std::chrono::duration<double>(t3 - t2).count());
     }
-    rows.push_back({bytes, median(tcp), median(sr), median(ar)});
+    rows.push_back({bytes, median(tcp), median(sr), median(ar), median(pg)});
   }
   ::close(fd);
   return rows;
@@ -191,13 +220,17 @@ int main() {
 
   std::printf("data_plane: Gloo (TCP, 127.0.0.1) between 2 processes vs one "
               "plain TCP connection, same run; medians\n");
-  std::printf("%8s %12s %14s %10s %16s %10s\n", "size", "tcp GB/s",
-              "send/recv GB/s", "ratio", "all_reduce GB/s", "ratio");
+  std::printf("%8s %9s %15s %16s %17s %s\n", "size", "tcp GB/s",
+              "send/recv GB/s", "all_reduce GB/s", "plain Gloo GB/s",
+              "(x tcp floor) all_reduce/plain");
   for (const Row &r : rows) {
     double gb = double(r.bytes) / 1e9;
-    double tcp = gb / r.tcp, sr = gb / r.sendRecv, ar = gb / r.allReduce;
-    std::printf("%6zuMB %12.2f %14.2f %9.2fx %16.2f %9.2fx\n", r.bytes >> 20,
-                tcp, sr, sr / tcp, ar, ar / tcp);
+    double tcp = gb / r.tcp, sr = gb / r.sendRecv, ar = gb / r.allReduce,
+           pg = gb / r.plainGloo;
+    std::printf("%6zuMB %9.2f %7.2f (%4.2fx) %8.2f (%4.2fx) %8.2f (%4.2fx) "
+                "%8.2fx\n",
+                r.bytes >> 20, tcp, sr, sr / tcp, ar, ar / tcp, pg, pg / tcp,
+                ar / pg);
   }
   std::printf("all_reduce busbw = algbw at 2 ranks (2(n-1)/n = 1); design "
               "section 6 expects ~1.5-2 GB/s for 1M floats (4 MB)\n");
