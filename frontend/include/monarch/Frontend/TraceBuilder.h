@@ -1,0 +1,375 @@
+//===- TraceBuilder.h - Builds traced monarch programs ----------*- C++ -*-===//
+//
+// The C++ frontend of monarch-compile: a builder that records a program
+// (meshes, actor classes with state and endpoints, controller functions with
+// tensor ops, sharding annotations, calls, feeds and fetches) as a `traced`
+// MLIR module, checking every step as it goes and returning errors as
+// values. Python's `monarch_compile` records through the same class.
+//
+// This header deliberately uses only the standard library: it is included
+// by the Python extension, which is built with exceptions and RTTI, while
+// the implementation (and MLIR) is built without. `TraceBuilderMLIR.h` gives
+// C++ users the underlying `mlir::ModuleOp`.
+//
+// Values are handles (`Value`) into the builder. Each knows its shape, dtype,
+// placement (the controller or a mesh) and sharding. Placement is automatic:
+// a controller value used on a mesh is fed (`monarch.feed`), a mesh value
+// used on another mesh is transferred (`monarch.transfer`), and a function
+// result living on a mesh is fetched (`monarch.fetch`).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MONARCH_FRONTEND_TRACEBUILDER_H
+#define MONARCH_FRONTEND_TRACEBUILDER_H
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <source_location>
+#include <string>
+#include <utility>
+#include <variant>
+#include <vector>
+
+namespace monarch::frontend {
+
+/// A user's source position, recorded as the location of every op built
+/// for it. By default the caller's position (C++ users get their own lines).
+struct SourceLoc {
+  std::string file;
+  unsigned line = 0;
+  unsigned col = 0;
+
+  static SourceLoc
+  current(std::source_location here = std::source_location::current()) {
+    return {here.file_name(), static_cast<unsigned>(here.line()),
+            static_cast<unsigned>(here.column())};
+  }
+  /// `file:line:col`.
+  std::string str() const;
+};
+
+/// A recoverable error: the message and where the user caused it.
+struct Error {
+  std::string message;
+  SourceLoc loc;
+  /// `file:line:col: error: message` (like MLIR diagnostics).
+  std::string str() const;
+};
+
+/// A value or an error. Check it before use.
+template <typename T> class [[nodiscard]] Result {
+public:
+  Result(T value) : storage(std::move(value)) {}
+  Result(Error error) : storage(std::move(error)) {}
+  bool ok() const { return storage.index() == 0; }
+  explicit operator bool() const { return ok(); }
+  T &operator*() { return std::get<0>(storage); }
+  const T &operator*() const { return std::get<0>(storage); }
+  T *operator->() { return &std::get<0>(storage); }
+  const Error &error() const { return std::get<1>(storage); }
+
+private:
+  std::variant<T, Error> storage;
+};
+
+/// Success, or an error.
+class [[nodiscard]] Status {
+public:
+  Status() = default;
+  Status(Error error) : err(std::move(error)) {}
+  bool ok() const { return !err.has_value(); }
+  explicit operator bool() const { return ok(); }
+  const Error &error() const { return *err; }
+
+private:
+  std::optional<Error> err;
+};
+
+/// Element types. `I1` is what comparisons produce.
+enum class DType { F32, F16, BF16, I32, I1 };
+/// `float32`, `float16`, `bfloat16`, `int32`, `bool`.
+const char *dtypeName(DType dtype);
+std::optional<DType> parseDType(const std::string &name);
+
+/// A handle to a traced value (tensor or scalar).
+struct Value {
+  int64_t id = -1;
+  bool valid() const { return id >= 0; }
+};
+
+/// The type of a function or endpoint argument. `scalar` values have no
+/// shape (e.g. a learning rate); tensors of rank 0 have an empty shape.
+struct ArgType {
+  std::vector<int64_t> shape;
+  DType dtype = DType::F32;
+  bool scalar = false;
+};
+
+/// A named mesh dimension and its extent.
+struct MeshDim {
+  std::string name;
+  int64_t size = 1;
+};
+
+/// The half-open range `[start, end)` of one mesh dimension (for slices).
+struct DimRange {
+  std::string name;
+  int64_t start = 0;
+  int64_t end = 0;
+};
+
+/// Reductions of collectives and of partial results.
+enum class ReduceKind { Sum, Prod, Max, Min, Avg };
+std::optional<ReduceKind> parseReduceKind(const std::string &name);
+
+/// How a global tensor maps to per-rank tensors: for each tensor dimension,
+/// the mesh dimensions it is split over (empty: whole). `partial` marks
+/// per-rank partial results still to be reduced.
+struct Dist {
+  std::vector<std::vector<std::string>> split;
+  std::optional<ReduceKind> partial;
+  bool isReplicated() const;
+};
+
+/// What the builder knows about a value.
+struct ValueInfo {
+  std::vector<int64_t> shape;
+  DType dtype = DType::F32;
+  bool scalar = false;
+  /// The mesh the value lives on; empty for the controller.
+  std::string mesh;
+  /// Its sharding over `mesh` (or requested for when it is fed).
+  Dist dist;
+};
+
+enum class UnaryOp { Neg, Relu, Exp, Log, Tanh, Sigmoid, Gelu, Sqrt, Abs };
+enum class BinaryOp { Add, Sub, Mul, Div, Max, Min, Pow };
+enum class CompareOp { Lt, Le, Gt, Ge, Eq, Ne };
+enum class ReduceOp { Sum, Mean, Max, Min };
+
+/// Counts read off a planned module (see `TraceBuilder::planSummary`).
+struct PlanSummary {
+  struct Rank {
+    std::string plan;
+    int64_t rank = 0;
+    int64_t ops = 0;
+    int64_t kernels = 0;
+    int64_t sends = 0;
+    int64_t recvs = 0;
+    int64_t collectives = 0;
+    int64_t arenaBytes = 0;
+  };
+  struct Link {
+    std::string plan;
+    int64_t from = 0;
+    int64_t to = 0;
+    int64_t bytes = 0;
+  };
+  struct Collective {
+    std::string plan;
+    std::string communicator;
+    std::string kind;
+    /// Input bytes and instructions, summed over the participating ranks.
+    int64_t bytes = 0;
+    int64_t count = 0;
+  };
+  std::vector<Rank> ranks;
+  std::vector<Link> links;
+  std::vector<Collective> collectives;
+};
+
+/// Options of `TraceBuilder::lower`.
+struct LowerOptions {
+  /// `traced`, `partitioned`, `split` or `planned`.
+  std::string stage = "traced";
+  /// Print locations (`loc(...)`), as `--mlir-print-debuginfo` does.
+  bool debugInfo = false;
+  /// Data plane for `planned`: `gloo` or `nccl`.
+  std::string backend = "gloo";
+};
+
+/// Builds one traced module. Not thread-safe; one builder per module.
+class TraceBuilder {
+public:
+  TraceBuilder();
+  ~TraceBuilder();
+  TraceBuilder(TraceBuilder &&) noexcept;
+  TraceBuilder &operator=(TraceBuilder &&) noexcept;
+  TraceBuilder(const TraceBuilder &) = delete;
+  TraceBuilder &operator=(const TraceBuilder &) = delete;
+
+  //===--- Meshes ---------------------------------------------------------===//
+
+  /// Declares proc mesh `name` (and its `shard.grid`).
+  Status declareMesh(const std::string &name, const std::vector<MeshDim> &dims,
+                     SourceLoc loc = SourceLoc::current());
+  /// Declares slice `name` of `parent` (a mesh or a slice); dimensions not
+  /// listed in `ranges` are taken whole.
+  Status declareSlice(const std::string &name, const std::string &parent,
+                      const std::vector<DimRange> &ranges,
+                      SourceLoc loc = SourceLoc::current());
+  bool hasMesh(const std::string &name) const;
+  /// The dimensions of a mesh or slice (slices report their own extents).
+  Result<std::vector<MeshDim>> meshDims(const std::string &name) const;
+
+  //===--- Controller functions -------------------------------------------===//
+
+  /// Starts controller function `name` with arguments of global types, which
+  /// live on the controller. Tensor work on controller values runs on
+  /// `defaultMesh` when given (they are fed there when first used).
+  Result<std::vector<Value>>
+  beginFunction(const std::string &name, const std::vector<ArgType> &args,
+                const std::string &defaultMesh = "",
+                SourceLoc loc = SourceLoc::current());
+  /// Ends the function; results living on a mesh are fetched.
+  Status endFunction(const std::vector<Value> &results,
+                     SourceLoc loc = SourceLoc::current());
+
+  //===--- Placement and sharding -----------------------------------------===//
+
+  Result<Value> feed(Value v, const std::string &mesh,
+                     SourceLoc loc = SourceLoc::current());
+  Result<Value> fetch(Value v, SourceLoc loc = SourceLoc::current());
+  Result<Value> transfer(Value v, const std::string &mesh,
+                         SourceLoc loc = SourceLoc::current());
+  /// Splits tensor dimension `split[i].second` over mesh dimension
+  /// `split[i].first` (several mesh dimensions may split one tensor
+  /// dimension, outermost first); other dimensions are whole. On a
+  /// controller value the sharding applies when it is fed. `mesh` names the
+  /// mesh when the value is not on one yet (default: the function's).
+  Result<Value> shard(Value v,
+                      const std::vector<std::pair<std::string, int64_t>> &split,
+                      const std::string &mesh = "",
+                      SourceLoc loc = SourceLoc::current());
+  /// Makes `v` replicated on its mesh (the compiler inserts collectives).
+  Result<Value> replicate(Value v, SourceLoc loc = SourceLoc::current());
+
+  //===--- Tensor ops -----------------------------------------------------===//
+
+  /// A scalar constant of `dtype`.
+  Result<Value> constant(double value, DType dtype,
+                         SourceLoc loc = SourceLoc::current());
+  Result<Value> unary(UnaryOp op, Value x,
+                      SourceLoc loc = SourceLoc::current());
+  /// Elementwise with numpy broadcasting; scalars broadcast too.
+  Result<Value> binary(BinaryOp op, Value a, Value b,
+                       SourceLoc loc = SourceLoc::current());
+  Result<Value> compare(CompareOp op, Value a, Value b,
+                        SourceLoc loc = SourceLoc::current());
+  /// `cond ? a : b` elementwise.
+  Result<Value> select(Value cond, Value a, Value b,
+                       SourceLoc loc = SourceLoc::current());
+  /// `a @ b` for 2-D (and batched 3-D) tensors.
+  Result<Value> matmul(Value a, Value b, SourceLoc loc = SourceLoc::current());
+  /// Reduces over `axes` (negative counts from the end; empty: all).
+  Result<Value> reduce(ReduceOp op, Value x, std::vector<int64_t> axes,
+                       bool keepDims = false,
+                       SourceLoc loc = SourceLoc::current());
+  Result<Value> softmax(Value x, int64_t axis = -1,
+                        SourceLoc loc = SourceLoc::current());
+  /// One dimension may be -1 (inferred).
+  Result<Value> reshape(Value x, std::vector<int64_t> shape,
+                        SourceLoc loc = SourceLoc::current());
+  /// Empty `perm` reverses the dimensions.
+  Result<Value> transpose(Value x, std::vector<int64_t> perm = {},
+                          SourceLoc loc = SourceLoc::current());
+  Result<Value> cast(Value x, DType dtype,
+                     SourceLoc loc = SourceLoc::current());
+
+  //===--- Actors ---------------------------------------------------------===//
+
+  /// Declares actor class `name` (idempotent for the same name).
+  Status declareActorClass(const std::string &name,
+                           SourceLoc loc = SourceLoc::current());
+  bool hasActorClass(const std::string &name) const;
+  /// Adds state `name` of per-rank type `type` to class `cls`.
+  Status addState(const std::string &cls, const std::string &name,
+                  const ArgType &type, SourceLoc loc = SourceLoc::current());
+  /// Starts endpoint `name` of class `cls` with per-rank argument types and
+  /// their distributions (missing entries: replicated). `mesh` is the mesh
+  /// the endpoint is traced for: collectives check their dimensions and
+  /// compute their shapes against it. Returns the arguments; until
+  /// `endEndpoint`, ops are built in the endpoint body.
+  Result<std::vector<Value>>
+  beginEndpoint(const std::string &cls, const std::string &name,
+                const std::vector<ArgType> &args,
+                const std::vector<Dist> &argDists, const std::string &mesh,
+                SourceLoc loc = SourceLoc::current());
+  /// Ends the endpoint with per-rank results and their distributions
+  /// (missing entries: replicated), then returns to the enclosing function.
+  Status endEndpoint(const std::vector<Value> &results,
+                     const std::vector<Dist> &resultDists,
+                     SourceLoc loc = SourceLoc::current());
+  /// Abandons the endpoint being built (after an error in its body).
+  void abandonEndpoint();
+  bool hasEndpoint(const std::string &cls, const std::string &name) const;
+  bool inEndpoint() const;
+
+  Result<Value> stateGet(const std::string &name,
+                         SourceLoc loc = SourceLoc::current());
+  Status stateSet(const std::string &name, Value v,
+                  SourceLoc loc = SourceLoc::current());
+
+  /// Explicit collectives over mesh dimensions (endpoint bodies only).
+  Result<Value> allReduce(Value v, const std::vector<std::string> &dims,
+                          ReduceKind kind = ReduceKind::Sum,
+                          SourceLoc loc = SourceLoc::current());
+  Result<Value> allGather(Value v, const std::vector<std::string> &dims,
+                          int64_t axis = 0,
+                          SourceLoc loc = SourceLoc::current());
+  Result<Value> reduceScatter(Value v, const std::vector<std::string> &dims,
+                              int64_t axis = 0,
+                              ReduceKind kind = ReduceKind::Sum,
+                              SourceLoc loc = SourceLoc::current());
+  Result<Value> broadcastFrom(Value v, const std::vector<std::string> &dims,
+                              int64_t root = 0,
+                              SourceLoc loc = SourceLoc::current());
+
+  /// Spawns class `cls` on `mesh` as actor mesh `name`.
+  Status declareActorMesh(const std::string &name, const std::string &cls,
+                          const std::string &mesh,
+                          SourceLoc loc = SourceLoc::current());
+  bool hasActorMesh(const std::string &name) const;
+  /// Calls endpoint `endpoint` on every rank of `actorMesh` with global
+  /// values (fed or transferred to the actor's mesh as needed); the results
+  /// live on that mesh.
+  Result<std::vector<Value>> call(const std::string &actorMesh,
+                                  const std::string &endpoint,
+                                  const std::vector<Value> &args,
+                                  SourceLoc loc = SourceLoc::current());
+  /// Like `call`, discarding results.
+  Status broadcast(const std::string &actorMesh, const std::string &endpoint,
+                   const std::vector<Value> &args,
+                   SourceLoc loc = SourceLoc::current());
+
+  //===--- Inspection -----------------------------------------------------===//
+
+  ValueInfo info(Value v) const;
+  /// Per-rank shape of a global `shape` distributed by `dist` over `mesh`.
+  Result<std::vector<int64_t>> localShape(const std::vector<int64_t> &shape,
+                                          const Dist &dist,
+                                          const std::string &mesh) const;
+  /// Verifies the module (all of it, as MLIR's verifier does).
+  Status verify() const;
+  /// The traced module as text.
+  std::string str(bool debugInfo = false) const;
+  /// Runs the stage pipelines (passes/) from `traced` up to `options.stage`
+  /// on a copy of the module and prints the result.
+  Result<std::string> lower(const LowerOptions &options) const;
+  /// Lowers to `planned` and counts per-rank work, bytes per link and the
+  /// arena (peak memory) of every rank.
+  Result<PlanSummary> planSummary(const std::string &backend = "gloo") const;
+
+  /// Implementation state (TraceBuilderImpl.h).
+  struct Impl;
+  Impl &impl() { return *pimpl; }
+  const Impl &impl() const { return *pimpl; }
+
+private:
+  std::unique_ptr<Impl> pimpl;
+};
+
+} // namespace monarch::frontend
+
+#endif // MONARCH_FRONTEND_TRACEBUILDER_H

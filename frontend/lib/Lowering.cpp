@@ -1,0 +1,115 @@
+//===- Lowering.cpp - Stages and plan summaries of a trace ------*- C++ -*-===//
+//
+// Runs the registered stage pipelines (passes/, `populateStagePipelines`)
+// on a copy of the traced module, so `fn.ir(stage)` and the C++ API print
+// exactly what monarch-opt and monarch-compile produce; and summarizes a
+// planned module (per-rank work, bytes per link, arena sizes).
+//
+//===----------------------------------------------------------------------===//
+
+#include "TraceBuilderImpl.h"
+
+#include "monarch/Transforms/Pipelines.h"
+
+#include "mlir/Pass/PassManager.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <map>
+
+using namespace mlir;
+
+namespace monarch::frontend {
+
+/// Lowers a copy of the module to `stage`; the copy, or an error.
+static Result<OwningOpRef<ModuleOp>> lowerCopy(TraceBuilder::Impl &I,
+                                               const std::string &stageName,
+                                               const std::string &backend) {
+  std::optional<Stage> stage = parseStage(stageName);
+  if (!stage)
+    return I.error({}, "unknown stage '" + stageName +
+                           "' (stages: traced, partitioned, split, planned)");
+  if (backend != "gloo" && backend != "nccl")
+    return I.error({}, "unknown backend '" + backend + "' (gloo or nccl)");
+  if (!I.stack.empty())
+    return I.error({}, "tracing is still in progress");
+  OwningOpRef<ModuleOp> copy =
+      llvm::cast<ModuleOp>(I.module->getOperation()->clone());
+  if (*stage == Stage::Traced)
+    return copy;
+  PassManager pm(&I.ctx, ModuleOp::getOperationName());
+  PipelineOptions options;
+  options.backend = backend;
+  populateStagePipelines(pm, Stage::Traced, *stage, options);
+  LogicalResult ok = success();
+  std::string diags = I.collectDiagnostics([&] { ok = pm.run(*copy); });
+  if (failed(ok))
+    return I.error({}, "lowering to '" + stageName + "' failed" +
+                           (diags.empty() ? std::string(" (no diagnostic)")
+                                          : ":\n" + diags));
+  return copy;
+}
+
+Result<std::string> TraceBuilder::lower(const LowerOptions &options) const {
+  Impl &I = *pimpl;
+  auto copy = lowerCopy(I, options.stage, options.backend);
+  if (!copy)
+    return copy.error();
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  OpPrintingFlags flags;
+  if (options.debugInfo)
+    flags.enableDebugInfo(true, /*prettyForm=*/false);
+  (*copy)->print(os, flags);
+  return text;
+}
+
+Result<PlanSummary>
+TraceBuilder::planSummary(const std::string &backend) const {
+  Impl &I = *pimpl;
+  auto copy = lowerCopy(I, "planned", backend);
+  if (!copy)
+    return copy.error();
+  PlanSummary summary;
+  std::map<std::tuple<std::string, int64_t, int64_t>, int64_t> links;
+  std::map<std::tuple<std::string, std::string, std::string>,
+           std::pair<int64_t, int64_t>>
+      colls;
+  (*copy)->walk([&](PlanOp plan) {
+    std::string name = plan.getSymName().str();
+    for (auto program : plan.getBody().front().getOps<RankProgramOp>()) {
+      PlanSummary::Rank rank;
+      rank.plan = name;
+      rank.rank = static_cast<int64_t>(program.getRank());
+      rank.arenaBytes = static_cast<int64_t>(program.getArena());
+      for (Operation &op : program.getBody().front()) {
+        ++rank.ops;
+        if (isa<LaunchOp>(op)) {
+          ++rank.kernels;
+        } else if (auto send = dyn_cast<SendOp>(op)) {
+          ++rank.sends;
+          links[{name, rank.rank, static_cast<int64_t>(send.getPeer())}] +=
+              send.getBuffer().getSizeInBytes();
+        } else if (isa<RecvOp>(op)) {
+          ++rank.recvs;
+        } else if (auto c = dyn_cast<CollectiveOp>(op)) {
+          ++rank.collectives;
+          auto &entry = colls[{name, c.getComm().str(),
+                               stringifyCollectiveKind(c.getKind()).str()}];
+          entry.first += c.getInput().getSizeInBytes();
+          ++entry.second;
+        }
+      }
+      summary.ranks.push_back(rank);
+    }
+  });
+  for (auto &[key, bytes] : links)
+    summary.links.push_back(
+        {std::get<0>(key), std::get<1>(key), std::get<2>(key), bytes});
+  for (auto &[key, value] : colls)
+    summary.collectives.push_back({std::get<0>(key), std::get<1>(key),
+                                   std::get<2>(key), value.first,
+                                   value.second});
+  return summary;
+}
+
+} // namespace monarch::frontend

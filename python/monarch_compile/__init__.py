@@ -1,0 +1,31 @@
+"""monarch_compile: program a mesh of processes like one machine.
+
+    import monarch_compile as mc
+    mesh = mc.mesh(hosts=1, gpus=4)
+
+    @mc.compile(mesh=mesh)
+    def step(x, w):
+        x = mc.shard(x, gpus=0)
+        return mc.replicate(mc.relu(x @ w).sum(axis=0))
+
+    print(step.ir("traced", x, w))
+
+See docs/frontend.md.
+"""
+from ._actors import Actor, Param, endpoint, param
+from ._compile import Compiled, PlanSummary, Specialization, compile
+from ._mesh import Mesh, mesh
+from ._ops import (abs, add, all_gather, all_reduce, astype, bfloat16,
+                   broadcast, div, exp, float16, float32, gelu, int32, log,
+                   matmul, max, maximum, mean, min, minimum, mul, neg, relu,
+                   replicate, reshape, shard, sigmoid, softmax, sqrt, sub, sum,
+                   tanh, transpose, where)
+from ._runtime import STAGES
+from ._tensor import Tensor
+from .errors import (ConcretizationError, ExecutorUnavailableError,
+                     MeshError, MonarchError, ShapeError, ShardingError,
+                     TraceError, UnsupportedError)
+
+cast = astype
+
+__all__ = [n for n in dir() if not n.startswith("_")]

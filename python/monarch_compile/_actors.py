@@ -1,0 +1,380 @@
+"""Actors: classes whose state (`mc.param`) lives on the ranks of a mesh and
+whose `@mc.endpoint` methods are per-rank code, traced into
+`monarch.actor_class` / `monarch.endpoint` and invoked with `.call(...)`
+(`monarch.call`) or `.broadcast(...)` (`monarch.broadcast`).
+"""
+import functools
+import re
+
+import numpy as np
+
+from . import _runtime, _trace, errors
+from ._location import def_loc, user_loc
+from ._source import return_loc
+from ._tensor import DTYPES, Tensor, as_value, dtype_name
+
+
+class Param:
+    """Actor state with its initial value (`self.w = mc.param(w)`)."""
+
+    def __init__(self, value, split, loc):
+        self.value = value
+        self.split = dict(split)
+        self.loc = loc
+
+    @property
+    def shape(self):
+        return tuple(self.value.shape)
+
+    @property
+    def dtype(self):
+        return dtype_name(self.value.dtype)
+
+    def __repr__(self):
+        return f"Param(shape={self.shape}, dtype={self.dtype})"
+
+
+def param(value, **split):
+    """Declares actor state, replicated on every rank of the actor's mesh, or
+    split like `mc.shard` (`mc.param(w, gpus=1)`: dim 1 over "gpus")."""
+    loc = user_loc()
+    if _trace.current() is not None and isinstance(value, Tensor):
+        raise errors.TraceError(
+            "mc.param declares state with an initial (numpy) value in "
+            "__init__; it cannot take a traced tensor", *loc)
+    arr = np.asarray(value)
+    name = dtype_name(arr.dtype)
+    if name not in DTYPES:
+        raise errors.UnsupportedError(
+            f"unsupported dtype {name} for mc.param (supported: "
+            f"{', '.join(DTYPES)}); convert it, e.g. w.astype(np.float32)",
+            *loc)
+    for d in split.values():
+        if not isinstance(d, int) or not -arr.ndim <= d < arr.ndim:
+            raise errors.ShardingError(
+                f"mc.param: tensor dimension {d!r} is out of range for shape "
+                f"{arr.shape}", *loc)
+    return Param(arr, {k: v % arr.ndim for k, v in split.items()}, loc)
+
+
+class _EndpointTrace:
+    """State reads and writes of one endpoint body being traced."""
+
+    def __init__(self, trace, actor):
+        self.trace = trace
+        self.actor = actor
+        self.values = {}
+
+    def get(self, name, loc):
+        if name not in self.values:
+            self.values[name] = self.trace.call("state_get", name, loc, loc=loc)
+        return Tensor(self.trace, self.values[name])
+
+    def set(self, name, value, loc):
+        vid = as_value(self.trace, value, self.actor.__getattr__(name), loc)
+        self.trace.call("state_set", name, vid, loc, loc=loc)
+        self.values[name] = vid
+
+
+def _tracing(actor):
+    t = _trace.current()
+    if t is not None and t.endpoint_stack and t.endpoint_stack[-1].actor is actor:
+        return t.endpoint_stack[-1]
+    return None
+
+
+class Actor:
+    """Base class of actors. Spawn with `mesh.spawn(name, Cls, *args)`."""
+
+    _mc_mesh = None
+    _mc_name = None
+
+    def __setattr__(self, name, value):
+        params = self.__dict__.setdefault("_mc_params", {})
+        et = _tracing(self)
+        if isinstance(value, Param):
+            if et is not None:
+                raise errors.TraceError(
+                    "mc.param declares state in __init__, not in endpoints",
+                    *user_loc())
+            params[name] = value
+            self.__dict__.pop(name, None)
+            return
+        if et is not None:
+            if name in params:
+                et.set(name, value, user_loc())
+                return
+            if isinstance(value, Tensor):
+                raise errors.TraceError(
+                    f"cannot assign a traced tensor to self.{name}: only state "
+                    "declared with mc.param in __init__ can be updated by "
+                    "endpoints", *user_loc())
+        params.pop(name, None)
+        object.__setattr__(self, name, value)
+
+    def __getattr__(self, name):
+        params = self.__dict__.get("_mc_params", {})
+        if name in params:
+            et = _tracing(self)
+            if et is not None:
+                return et.get(name, user_loc())
+            return params[name]
+        raise AttributeError(
+            f"{type(self).__name__!r} object has no attribute {name!r}")
+
+    @property
+    def mesh(self):
+        """The mesh this actor was spawned on (None if not spawned)."""
+        return self._mc_mesh
+
+    def __repr__(self):
+        where = f" on {self._mc_mesh!r}" if self._mc_mesh else " (not spawned)"
+        return f"<{type(self).__name__} {self._mc_name or ''}{where}>"
+
+
+def spawn(mesh, name, cls, args, kwargs, loc):
+    if not (isinstance(cls, type) and issubclass(cls, Actor)):
+        raise errors.MeshError(
+            f"mesh.spawn needs a subclass of mc.Actor, got {cls!r}", *loc)
+    if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
+        raise errors.MeshError(
+            f"actor mesh name must be an identifier, got {name!r}", *loc)
+    actor = cls.__new__(cls)
+    object.__setattr__(actor, "_mc_mesh", mesh)
+    object.__setattr__(actor, "_mc_name", name)
+    cls.__init__(actor, *args, **kwargs)
+    dims = mesh.dims
+    for pname, p in actor.__dict__.get("_mc_params", {}).items():
+        for d, t in p.split.items():
+            if d not in dims:
+                raise errors.MeshError(
+                    f"mesh has no dimension '{d}' (its dimensions: "
+                    f"{', '.join(dims)}) in the sharding of state '{pname}'",
+                    *p.loc)
+            if p.value.shape[t] % dims[d]:
+                raise errors.ShardingError(
+                    f"cannot split dimension {t} of size {p.value.shape[t]} of "
+                    f"state '{pname}' over mesh dimension '{d}' of size "
+                    f"{dims[d]}: {p.value.shape[t]} is not divisible by "
+                    f"{dims[d]}", *p.loc)
+    return actor
+
+
+class _Endpoint:
+    """An `@mc.endpoint` method: per-rank code of an actor."""
+
+    def __init__(self, fn, out):
+        self.fn = fn
+        self.out = out
+        self.name = fn.__name__
+        functools.update_wrapper(self, fn)
+
+    def __set_name__(self, owner, name):
+        self.name = name
+
+    def __get__(self, obj, objtype=None):
+        if obj is None:
+            return self
+        return BoundEndpoint(obj, self)
+
+
+def endpoint(fn=None, *, out=None):
+    """Marks an actor method as an endpoint. `out` says how per-rank results
+    form the global result: None (replicated: the ranks agree), a dict
+    {mesh dim: tensor dim} (split, like mc.shard), a reduction name
+    ("sum", "avg", "max", "min": partial results reduced over the ranks), or
+    a tuple of those, one per result."""
+    if fn is None:
+        return lambda f: _Endpoint(f, out)
+    return _Endpoint(fn, out)
+
+
+class BoundEndpoint:
+    """`actor.forward`: invoke with `.call(...)` or `.broadcast(...)`."""
+
+    def __init__(self, actor, ep):
+        self.actor = actor
+        self.endpoint = ep
+
+    def call(self, *args):
+        """Runs the endpoint on every rank; returns its (global) results."""
+        return _invoke(self.actor, self.endpoint, args, False, user_loc())
+
+    def broadcast(self, *args):
+        """Runs the endpoint on every rank, discarding results."""
+        _invoke(self.actor, self.endpoint, args, True, user_loc())
+
+    def __call__(self, *args):
+        if _tracing(self.actor) is not None:
+            # Per-rank code calling a sibling method: inline it.
+            return self.endpoint.fn(self.actor, *args)
+        raise errors.TraceError(
+            f"call endpoints with {self.endpoint.name}.call(...) or "
+            f"{self.endpoint.name}.broadcast(...)", *user_loc())
+
+
+def _flatten(result, loc, what):
+    if result is None:
+        return [], "none"
+    if isinstance(result, Tensor):
+        return [result], "single"
+    if isinstance(result, (tuple, list)) and all(isinstance(r, Tensor) for r in result):
+        return list(result), "tuple"
+    raise errors.UnsupportedError(
+        f"{what} must return a traced tensor, a tuple of them, or None; got "
+        f"{type(result).__name__}", *loc)
+
+
+def _out_dists(out, results, loc):
+    specs = list(out) if isinstance(out, (tuple, list)) else [out] * len(results)
+    if len(specs) != len(results):
+        raise errors.TraceError(
+            f"out= gives {len(specs)} distributions for {len(results)} results",
+            *loc)
+    dists = []
+    for spec, r in zip(specs, results):
+        rank = len(r.shape)
+        if spec is None:
+            dists.append(([], None))
+        elif isinstance(spec, str):
+            dists.append(([[] for _ in range(rank)], spec))
+        elif isinstance(spec, dict):
+            split = [[] for _ in range(rank)]
+            for d, t in spec.items():
+                if not isinstance(t, int) or not -rank <= t < rank:
+                    raise errors.ShardingError(
+                        f"out=: tensor dimension {t!r} is out of range for a "
+                        f"result of shape {r.shape}", *loc)
+                split[t % rank].append(d)
+            dists.append((split, None))
+        else:
+            raise errors.TraceError(f"out=: cannot understand {spec!r}", *loc)
+    return dists
+
+
+def _class_symbol(trace, actor, mesh_sym, loc):
+    params = actor.__dict__.get("_mc_params", {})
+    states = []
+    for pname, p in params.items():
+        split = [[] for _ in range(p.value.ndim)]
+        for d, t in p.split.items():
+            split[t].append(d)
+        local = trace.call("local_shape", list(p.value.shape), (split, None),
+                           mesh_sym, loc=p.loc)
+        states.append((pname, tuple(local), p.dtype))
+    key = (type(actor), tuple(states))
+    if key in trace.class_names:
+        return trace.class_names[key]
+    base = re.sub(r"[^A-Za-z0-9_]", "_", type(actor).__name__)
+    name, i = base, 1
+    while trace.builder.has_actor_class(name) or trace.builder.has_mesh(name):
+        name, i = f"{base}_{i}", i + 1
+    cls_loc = def_loc(type(actor).__init__) if "__init__" in type(actor).__dict__ else loc
+    trace.call("declare_actor_class", name, cls_loc, loc=loc)
+    for pname, shape, dtype in states:
+        trace.call("add_state", name, pname, (list(shape), dtype, False),
+                   params[pname].loc, loc=params[pname].loc)
+    trace.class_names[key] = name
+    return name
+
+
+def _actor_mesh_symbol(trace, actor, loc):
+    key = id(actor)
+    if key in trace.actor_names:
+        return trace.actor_names[key]
+    mesh_sym = trace.mesh_symbol(actor._mc_mesh, loc)
+    cls_sym = _class_symbol(trace, actor, mesh_sym, loc)
+    if actor._mc_name in trace.actors:
+        raise errors.MeshError(
+            f"two different actors named '{actor._mc_name}' are used in one "
+            "compiled function", *loc)
+    trace.call("declare_actor_mesh", actor._mc_name, cls_sym, mesh_sym, loc,
+               loc=loc)
+    trace.actor_names[key] = actor._mc_name
+    trace.actors[actor._mc_name] = actor
+    trace.actor_classes[actor._mc_name] = cls_sym
+    return actor._mc_name
+
+
+def _endpoint_symbol(trace, cls_sym, actor, ep, argtypes, dists, mesh_sym, loc):
+    key = (cls_sym, ep.name,
+           tuple((tuple(s), d, sc) for s, d, sc in argtypes),
+           tuple((tuple(tuple(x) for x in sp), p) for sp, p in dists),
+           tuple(actor._mc_mesh.dims.items()))
+    if key in trace.endpoints:
+        return trace.endpoints[key]
+    sym, i = ep.name, 1
+    while trace.builder.has_endpoint(cls_sym, sym):
+        sym, i = f"{ep.name}_{i}", i + 1
+    ids = trace.call("begin_endpoint", cls_sym, sym, argtypes, dists, mesh_sym,
+                     def_loc(ep.fn), loc=loc)
+    et = _EndpointTrace(trace, actor)
+    trace.endpoint_stack.append(et)
+    try:
+        result = ep.fn(actor, *[Tensor(trace, v) for v in ids])
+        rloc = return_loc(ep.fn)
+        flat, structure = _flatten(result, rloc, f"endpoint {ep.name}")
+        out = _out_dists(ep.out, flat, rloc)
+        trace.call("end_endpoint", [r._id for r in flat], out, rloc, loc=rloc)
+    except BaseException:
+        if trace.builder.in_endpoint():
+            trace.builder.abandon_endpoint()
+        raise
+    finally:
+        trace.endpoint_stack.pop()
+    trace.endpoints[key] = (sym, structure)
+    return trace.endpoints[key]
+
+
+def _invoke(actor, ep, args, broadcast, loc):
+    cls = type(actor).__name__
+    if actor._mc_mesh is None:
+        raise errors.MeshError(
+            f"{cls}.{ep.name} was called on an actor that is not on a mesh: "
+            f"create actors with mesh.spawn(name, {cls}, ...)", *loc)
+    trace = _trace.current()
+    if trace is None:
+        return _runtime.run_endpoint(actor, ep.name, args, broadcast)
+    if trace.endpoint_stack:
+        raise errors.UnsupportedError(
+            f"unsupported: calling {cls}.{ep.name} from inside an endpoint; "
+            "call endpoints from the compiled function", *loc)
+    am = _actor_mesh_symbol(trace, actor, loc)
+    mesh_sym = trace.mesh_symbol(actor._mc_mesh, loc)
+    cls_sym = trace.actor_classes[am]
+    ids, argtypes, dists = [], [], []
+    mesh_dims = set(actor._mc_mesh.dims)
+    for a in args:
+        if isinstance(a, Tensor):
+            vid = as_value(trace, a, None, loc)
+        elif isinstance(a, (int, float)) and not isinstance(a, bool):
+            vid = trace.call("constant", float(a),
+                             "float32" if isinstance(a, float) else "int32",
+                             loc, loc=loc)
+        else:
+            raise errors.UnsupportedError(
+                f"unsupported argument of type {type(a).__name__} for "
+                f"{cls}.{ep.name}: pass traced tensors or Python numbers", *loc)
+        shape, dtype, scalar, _mesh, (split, _partial) = trace.builder.info(vid)
+        ids.append(vid)
+        if scalar:
+            argtypes.append(([], dtype, True))
+            dists.append(([], None))
+            continue
+        if not all(n in mesh_dims for d in split for n in d):
+            split = []
+        local = trace.call("local_shape", list(shape), (split, None), mesh_sym,
+                           loc=loc)
+        argtypes.append((list(local), dtype, False))
+        dists.append(([list(d) for d in split], None))
+    sym, structure = _endpoint_symbol(trace, cls_sym, actor, ep, argtypes, dists,
+                                      mesh_sym, loc)
+    if broadcast:
+        trace.call("broadcast", am, sym, ids, loc, loc=loc)
+        return None
+    results = [Tensor(trace, r) for r in trace.call("call", am, sym, ids, loc, loc=loc)]
+    if structure == "none":
+        return None
+    if structure == "single":
+        return results[0]
+    return tuple(results)

@@ -1,0 +1,237 @@
+"""`@mc.compile`: trace a function once per specialisation and lower it.
+
+A compiled function is traced on its first call (or by `fn.ir(stage,
+*example_args)`) into a traced MLIR module, one per distinct key of argument
+shapes, dtypes and static (non-array) arguments; calls with a known key reuse
+the trace. `fn.ir(stage)` runs the stage pipelines of the compiler on it.
+Running needs the executor, reached through `_runtime.run_compiled`.
+"""
+import functools
+
+import numpy as np
+
+from . import _runtime, _trace, errors
+from ._location import def_loc, user_loc
+from ._source import return_loc
+from ._tensor import DTYPES, Tensor, dtype_name
+
+
+def _as_array(x):
+    """numpy view of an array-like input, or None for static arguments."""
+    if isinstance(x, np.ndarray):
+        return x
+    if isinstance(x, (bool, int, float, complex, str, bytes, type(None))):
+        return None
+    if isinstance(x, np.generic):
+        return None
+    if hasattr(x, "__dlpack__"):
+        try:
+            return np.from_dlpack(x)
+        except (TypeError, RuntimeError, BufferError):
+            pass
+    if hasattr(x, "__array__"):
+        return np.asarray(x)
+    return None
+
+
+class Specialization:
+    """One trace of a compiled function: its module and what it returns."""
+
+    def __init__(self, trace, key, structure, num_inputs):
+        self.trace = trace
+        self.key = key
+        self.structure = structure
+        self.num_inputs = num_inputs
+
+    @property
+    def builder(self):
+        return self.trace.builder
+
+    @property
+    def actors(self):
+        """Actor mesh symbol -> actor object (with its mc.param values)."""
+        return dict(self.trace.actors)
+
+    @property
+    def meshes(self):
+        """Mesh symbol -> Mesh object."""
+        return dict(self.trace.meshes)
+
+
+class PlanSummary:
+    """Ranks, ops, bytes moved per link and peak memory per rank."""
+
+    def __init__(self, data):
+        self.ranks = data["ranks"]
+        self.links = data["links"]
+        self.collectives = data["collectives"]
+
+    @property
+    def peak_memory(self):
+        """{(plan, rank): arena bytes}."""
+        return {(r["plan"], r["rank"]): r["arena_bytes"] for r in self.ranks}
+
+    @property
+    def bytes_moved(self):
+        """Point-to-point bytes per link {(plan, from, to): bytes}."""
+        return {(l["plan"], l["from"], l["to"]): l["bytes"] for l in self.links}
+
+    def __str__(self):
+        out = ["rank  plan                              ops  kernels  sends  recvs  colls  peak bytes"]
+        for r in self.ranks:
+            out.append(f"{r['rank']:>4}  {r['plan']:<32} {r['ops']:>4}  "
+                       f"{r['kernels']:>7}  {r['sends']:>5}  {r['recvs']:>5}  "
+                       f"{r['collectives']:>5}  {r['arena_bytes']:>10}")
+        if self.links:
+            out.append("point-to-point links (bytes per step):")
+            for l in self.links:
+                out.append(f"  {l['plan']}: rank {l['from']} -> rank {l['to']}: "
+                           f"{l['bytes']}")
+        if self.collectives:
+            out.append("collectives (bytes per step, summed over ranks):")
+            for c in self.collectives:
+                out.append(f"  {c['plan']}: {c['kind']} on {c['communicator']}: "
+                           f"{c['count']} x, {c['bytes']} bytes")
+        return "\n".join(out)
+
+    __repr__ = __str__
+
+
+class Compiled:
+    """A function compiled for a mesh: call it, or inspect `ir(stage)`."""
+
+    def __init__(self, fn, mesh=None):
+        self.fn = fn
+        self.mesh = mesh
+        self._cache = {}
+        self._last = None
+        self.trace_count = 0
+        functools.update_wrapper(self, fn)
+
+    # Specialisation -----------------------------------------------------
+    def _key(self, args, loc):
+        key, inputs = [], []
+        for i, a in enumerate(args):
+            if isinstance(a, Tensor):
+                raise errors.UnsupportedError(
+                    f"unsupported: calling compiled function {self.__name__} "
+                    "from traced code", *loc)
+            arr = _as_array(a)
+            if arr is None:
+                try:
+                    hash(a)
+                except TypeError:
+                    raise errors.TraceError(
+                        f"argument #{i} of {self.__name__} ({type(a).__name__}) "
+                        "is neither an array nor a hashable static value",
+                        *loc) from None
+                key.append(("static", type(a).__name__, a))
+                continue
+            name = dtype_name(arr.dtype)
+            if name not in DTYPES:
+                hint = {"float64": "np.float32", "int64": "np.int32"}.get(name, "np.float32")
+                raise errors.UnsupportedError(
+                    f"unsupported dtype {name} for argument #{i} of "
+                    f"{self.__name__} (supported: {', '.join(DTYPES)}); "
+                    f"convert it, e.g. x.astype({hint})", *loc)
+            key.append(("array", tuple(arr.shape), name))
+            inputs.append(arr)
+        return tuple(key), inputs
+
+    def _specialize(self, args, loc):
+        key, inputs = self._key(args, loc)
+        spec = self._cache.get(key)
+        if spec is None:
+            spec = self._trace(key, args)
+            self._cache[key] = spec
+        self._last = spec
+        return spec, inputs
+
+    def _trace(self, key, args):
+        trace = _trace.Trace(self.__name__)
+        self.trace_count += 1
+        floc = def_loc(self.fn)
+        with trace:
+            mesh_sym = trace.mesh_symbol(self.mesh, floc) if self.mesh else ""
+            argtypes = [([*k[1]], k[2], False) for k in key if k[0] == "array"]
+            ids = trace.call("begin_function", trace.name, argtypes, mesh_sym,
+                             floc, loc=floc)
+            it = iter(ids)
+            traced_args = [Tensor(trace, next(it)) if k[0] == "array" else a
+                           for k, a in zip(key, args)]
+            result = self.fn(*traced_args)
+            rloc = return_loc(self.fn)
+            if result is None:
+                flat, structure = [], "none"
+            elif isinstance(result, Tensor):
+                flat, structure = [result], "single"
+            elif isinstance(result, (tuple, list)) and all(
+                    isinstance(r, Tensor) for r in result):
+                flat, structure = list(result), "tuple"
+            else:
+                raise errors.UnsupportedError(
+                    f"{self.__name__} must return a traced tensor, a tuple of "
+                    f"them, or None; got {type(result).__name__}", *rloc)
+            for r in flat:
+                if r._trace is not trace:
+                    raise errors.TraceError(
+                        "a result comes from another trace", *rloc)
+            trace.call("end_function", [r._id for r in flat], rloc, loc=rloc)
+        return Specialization(trace, key, structure, len(argtypes))
+
+    # Public API -----------------------------------------------------------
+    def __call__(self, *args):
+        loc = user_loc()
+        try:
+            spec, inputs = self._specialize(args, loc)
+        except errors.TraceError as err:
+            raise err.with_traceback(None) from None
+        return _runtime.run_compiled(self, spec, inputs)
+
+    def trace(self, *args):
+        """Traces (or finds the cached trace) for `args`; the Specialization."""
+        try:
+            return self._specialize(args, user_loc())[0]
+        except errors.TraceError as err:
+            raise err.with_traceback(None) from None
+
+    def ir(self, stage="traced", *args, debug_info=False, backend="gloo"):
+        """MLIR text of `stage` (traced, partitioned, split, planned) for
+        `args` (traced without running), or for the last specialisation."""
+        if stage not in _runtime.STAGES:
+            raise ValueError(f"unknown stage {stage!r}; stages: "
+                             f"{', '.join(_runtime.STAGES)}")
+        spec = self._spec_for(args)
+        try:
+            return spec.trace.call("lower", stage, bool(debug_info), backend)
+        except errors.TraceError as err:
+            raise err.with_traceback(None) from None
+
+    def plan_summary(self, *args, backend="gloo"):
+        """Ranks, ops, bytes moved per link and peak memory per rank of the
+        planned program (for `args`, or the last specialisation)."""
+        spec = self._spec_for(args)
+        try:
+            return PlanSummary(spec.trace.call("plan_summary", backend))
+        except errors.TraceError as err:
+            raise err.with_traceback(None) from None
+
+    def _spec_for(self, args):
+        if args:
+            return self.trace(*args)
+        if self._last is None:
+            raise errors.MonarchError(
+                f"{self.__name__} has not been traced yet: call it, or pass "
+                f"example arguments: {self.__name__}.ir(stage, *args)")
+        return self._last
+
+    @property
+    def specializations(self):
+        return list(self._cache.values())
+
+
+def compile(fn=None, *, mesh=None):
+    """`@mc.compile` or `@mc.compile(mesh=mesh)`."""
+    if fn is None:
+        return lambda f: Compiled(f, mesh)
+    return Compiled(fn, mesh)

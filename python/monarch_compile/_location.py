@@ -1,0 +1,79 @@
+"""Source locations of the user's code and conversion of native errors.
+
+Every op records the position of the innermost frame outside this package
+(the user's line, not the library's), with the column of the expression
+being evaluated (Python 3.11 code positions).
+"""
+import os
+import re
+import sys
+
+from . import errors
+from ._native import NativeError
+
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
+
+
+def _in_package(filename):
+    return os.path.abspath(filename).startswith(_PACKAGE_DIR + os.sep)
+
+
+def _frame_loc(frame):
+    code = frame.f_code
+    line, col = frame.f_lineno, 1
+    positions = getattr(code, "co_positions", None)
+    if positions is not None and frame.f_lasti >= 0:
+        try:
+            pos = list(positions())[frame.f_lasti // 2]
+            if pos[0] is not None:
+                line = pos[0]
+            if pos[2] is not None:
+                col = pos[2] + 1
+        except (IndexError, ValueError):
+            pass
+    return (code.co_filename, int(line or 0), int(col))
+
+
+def user_loc():
+    """(file, line, col) of the innermost caller outside monarch_compile."""
+    frame = sys._getframe(1)
+    while frame is not None and _in_package(frame.f_code.co_filename):
+        frame = frame.f_back
+    if frame is None:
+        return ("<unknown>", 0, 0)
+    return _frame_loc(frame)
+
+
+def def_loc(fn):
+    """Where `fn` is defined (its `def` line)."""
+    code = getattr(fn, "__code__", None)
+    if code is None:
+        return ("<unknown>", 0, 0)
+    return (code.co_filename, code.co_firstlineno, 1)
+
+
+_DIAG = re.compile(r"^(.*):(\d+):(\d+): error: (.*)$", re.S)
+
+
+def convert(err, loc=None):
+    """A TraceError for a NativeError (whose message names its location)."""
+    text = str(err)
+    m = _DIAG.match(text)
+    if m:
+        file, line, col, message = m.group(1), int(m.group(2)), int(m.group(3)), m.group(4)
+    else:
+        message = text[len("error: "):] if text.startswith("error: ") else text
+        file, line, col = loc if loc else (None, None, None)
+    return errors.classify(message)(message, file, line, col)
+
+
+def call(fn, *args, loc=None):
+    """Calls a native builder method, turning its errors into TraceErrors."""
+    try:
+        return fn(*args)
+    except NativeError as err:
+        raise convert(err, loc) from None
+
+
+def fail(cls, message, loc):
+    raise cls(message, *loc)

@@ -1,0 +1,104 @@
+"""Meshes: named multi-dimensional groups of processes, and their slices."""
+import atexit
+import weakref
+
+from . import _runtime, errors
+from ._location import user_loc
+
+_live = weakref.WeakSet()
+
+
+class Mesh:
+    """A mesh of processes with named dimensions (`mc.mesh(hosts=1, gpus=4)`).
+
+    Workers start lazily at the first run; `stop()` (or leaving a `with`
+    block, or interpreter exit) stops them.
+    """
+
+    def __init__(self, dims, parent=None, ranges=None, loc=None):
+        self._dims = dict(dims)
+        self.loc = loc or ("<unknown>", 0, 0)
+        self.parent = parent
+        self.ranges = dict(ranges or {})
+        self._stopped = False
+        _live.add(self)
+
+    @property
+    def dims(self):
+        """{dimension name: size}, e.g. {"hosts": 1, "gpus": 4}."""
+        return dict(self._dims)
+
+    @property
+    def size(self):
+        n = 1
+        for s in self._dims.values():
+            n *= s
+        return n
+
+    def slice(self, **ranges):
+        """A sub-mesh: `mesh.slice(gpus=slice(0, 2))`; unnamed dims whole."""
+        loc = user_loc()
+        dims = dict(self._dims)
+        rng = {}
+        for name, r in ranges.items():
+            if name not in self._dims:
+                raise errors.MeshError(
+                    f"mesh has no dimension '{name}' (its dimensions: "
+                    f"{', '.join(self._dims)})", *loc)
+            size = self._dims[name]
+            if isinstance(r, int):
+                r = slice(r, r + 1)
+            if not isinstance(r, slice) or r.step not in (None, 1):
+                raise errors.MeshError(
+                    f"slice of dimension '{name}' must be an int or a "
+                    "contiguous slice(start, stop)", *loc)
+            start, stop, _ = r.indices(size)
+            if start >= stop:
+                raise errors.MeshError(
+                    f"slice {start}:{stop} of dimension '{name}' (size {size}) "
+                    "is empty", *loc)
+            rng[name] = (start, stop)
+            dims[name] = stop - start
+        return Mesh(dims, parent=self, ranges=rng, loc=loc)
+
+    def spawn(self, name, cls, *args, **kwargs):
+        """Spawns actor class `cls` on every rank of this mesh as `name`."""
+        from ._actors import spawn
+        return spawn(self, name, cls, args, kwargs, user_loc())
+
+    def stop(self):
+        """Stops this mesh's workers (idempotent)."""
+        if not self._stopped:
+            self._stopped = True
+            _runtime.stop_mesh(self)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.stop()
+        return False
+
+    def __repr__(self):
+        dims = ", ".join(f"{k}={v}" for k, v in self._dims.items())
+        return f"Mesh({dims})" if self.parent is None else f"MeshSlice({dims})"
+
+
+def mesh(**dims):
+    """`mc.mesh(hosts=1, gpus=4)`: a mesh with named dimensions."""
+    loc = user_loc()
+    if not dims:
+        raise errors.MeshError("a mesh needs at least one dimension, e.g. "
+                               "mc.mesh(gpus=4)", *loc)
+    for name, size in dims.items():
+        if isinstance(size, bool) or not isinstance(size, int) or size < 1:
+            raise errors.MeshError(
+                f"mesh dimension '{name}' must be a positive int, got {size!r}",
+                *loc)
+    return Mesh(dims, loc=loc)
+
+
+@atexit.register
+def _stop_all():
+    for m in list(_live):
+        m.stop()

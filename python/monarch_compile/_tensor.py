@@ -1,0 +1,325 @@
+"""Proxy tensors: what a traced function computes with.
+
+A `Tensor` stands for a value of the program being traced. It knows its
+shape and dtype; every operation on it records an op (through the native
+TraceBuilder) at the user's source line and returns a new proxy. It has no
+data: asking for one (`bool(t)`, `float(t)`, `np.asarray(t)`) is an error
+that points at the offending line.
+"""
+import numbers
+
+import numpy as np
+
+from . import _trace, errors
+from ._location import user_loc
+
+DTYPES = ("float32", "float16", "bfloat16", "int32")
+
+
+def dtype_name(dtype):
+    """Canonical dtype name for a string, numpy dtype or type."""
+    if isinstance(dtype, str):
+        name = dtype
+    else:
+        try:
+            name = np.dtype(dtype).name
+        except TypeError:
+            name = getattr(dtype, "__name__", str(dtype))
+    aliases = {"f32": "float32", "f16": "float16", "bf16": "bfloat16",
+               "i32": "int32", "half": "float16", "float": "float32"}
+    return aliases.get(name, name)
+
+
+class Tensor:
+    """A traced tensor (or scalar) of a compiled function or endpoint."""
+
+    __slots__ = ("_trace", "_id", "shape", "dtype", "_scalar")
+    __array_priority__ = 1000
+    __array_ufunc__ = None  # numpy defers to our reflected operators
+
+    def __init__(self, trace, vid):
+        self._trace = trace
+        self._id = vid
+        shape, dtype, scalar, _mesh, _dist = trace.builder.info(vid)
+        self.shape = tuple(shape)
+        self.dtype = dtype
+        self._scalar = scalar
+
+    # Introspection ------------------------------------------------------
+    @property
+    def ndim(self):
+        return len(self.shape)
+
+    @property
+    def size(self):
+        n = 1
+        for d in self.shape:
+            n *= d
+        return n
+
+    @property
+    def mesh(self):
+        """Symbol of the mesh the value lives on ('' on the controller)."""
+        return self._trace.builder.info(self._id)[3]
+
+    @property
+    def sharding(self):
+        """Per tensor dimension, the mesh dimensions it is split over."""
+        return [list(d) for d in self._trace.builder.info(self._id)[4][0]]
+
+    def __repr__(self):
+        kind = "scalar" if self._scalar else f"shape={self.shape}"
+        return f"<traced Tensor {kind} dtype={self.dtype}>"
+
+    def __len__(self):
+        if self._scalar or not self.shape:
+            raise errors.ConcretizationError(
+                "len() of a traced scalar", *user_loc())
+        return self.shape[0]
+
+    # Concretization errors ----------------------------------------------
+    def _concrete(self, what):
+        raise errors.ConcretizationError(
+            f"{what} of a traced tensor: its value is not known while "
+            "tracing. Data-dependent Python control flow and conversions "
+            "to Python numbers or numpy are not supported inside compiled "
+            "functions and endpoints (use mc.where for elementwise choices, "
+            "or return the value and inspect it after the call)",
+            *user_loc())
+
+    def __bool__(self):
+        self._concrete("data-dependent control flow (bool())")
+
+    def __float__(self):
+        self._concrete("float()")
+
+    def __int__(self):
+        self._concrete("int()")
+
+    def __index__(self):
+        self._concrete("use as an index (__index__)")
+
+    def __complex__(self):
+        self._concrete("complex()")
+
+    def __array__(self, *args, **kwargs):
+        self._concrete("conversion to numpy (__array__)")
+
+    def __iter__(self):
+        raise errors.UnsupportedError(
+            "unsupported op: iterating over a traced tensor", *user_loc())
+
+    def __getitem__(self, key):
+        raise errors.UnsupportedError(
+            "unsupported op: indexing/slicing a traced tensor", *user_loc())
+
+    def __hash__(self):
+        return id(self)
+
+    # Arithmetic -----------------------------------------------------------
+    def __add__(self, o):
+        return binary("add", self, o, user_loc())
+
+    def __radd__(self, o):
+        return binary("add", o, self, user_loc())
+
+    def __sub__(self, o):
+        return binary("sub", self, o, user_loc())
+
+    def __rsub__(self, o):
+        return binary("sub", o, self, user_loc())
+
+    def __mul__(self, o):
+        return binary("mul", self, o, user_loc())
+
+    def __rmul__(self, o):
+        return binary("mul", o, self, user_loc())
+
+    def __truediv__(self, o):
+        return binary("div", self, o, user_loc())
+
+    def __rtruediv__(self, o):
+        return binary("div", o, self, user_loc())
+
+    def __pow__(self, o):
+        return binary("pow", self, o, user_loc())
+
+    def __rpow__(self, o):
+        return binary("pow", o, self, user_loc())
+
+    def __matmul__(self, o):
+        return matmul(self, o, user_loc())
+
+    def __rmatmul__(self, o):
+        return matmul(o, self, user_loc())
+
+    def __neg__(self):
+        return unary("neg", self, user_loc())
+
+    def __pos__(self):
+        return self
+
+    def __abs__(self):
+        return unary("abs", self, user_loc())
+
+    def __lt__(self, o):
+        return compare("lt", self, o, user_loc())
+
+    def __le__(self, o):
+        return compare("le", self, o, user_loc())
+
+    def __gt__(self, o):
+        return compare("gt", self, o, user_loc())
+
+    def __ge__(self, o):
+        return compare("ge", self, o, user_loc())
+
+    def __eq__(self, o):
+        return compare("eq", self, o, user_loc())
+
+    def __ne__(self, o):
+        return compare("ne", self, o, user_loc())
+
+    # Methods ----------------------------------------------------------------
+    def sum(self, axis=None, keepdims=False):
+        return reduce("sum", self, axis, keepdims, user_loc())
+
+    def mean(self, axis=None, keepdims=False):
+        return reduce("mean", self, axis, keepdims, user_loc())
+
+    def max(self, axis=None, keepdims=False):
+        return reduce("max", self, axis, keepdims, user_loc())
+
+    def min(self, axis=None, keepdims=False):
+        return reduce("min", self, axis, keepdims, user_loc())
+
+    def reshape(self, *shape):
+        if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+            shape = tuple(shape[0])
+        return reshape(self, shape, user_loc())
+
+    def transpose(self, *axes):
+        if len(axes) == 1 and isinstance(axes[0], (tuple, list)):
+            axes = tuple(axes[0])
+        return transpose(self, axes, user_loc())
+
+    @property
+    def T(self):
+        return transpose(self, (), user_loc())
+
+    def astype(self, dtype):
+        return cast(self, dtype, user_loc())
+
+
+#===----------------------------------------------------------------------===#
+# Recording ops (shared by Tensor methods and the mc.* functions)
+#===----------------------------------------------------------------------===#
+
+def active_trace(loc, what):
+    t = _trace.current()
+    if t is None:
+        raise errors.TraceError(
+            f"{what} can only be used inside an @mc.compile function or an "
+            "@mc.endpoint", *loc)
+    return t
+
+
+def wrap(trace, vid):
+    return Tensor(trace, vid)
+
+
+def as_value(trace, x, like, loc):
+    """Value id of `x`: a Tensor, or a Python number made a constant with the
+    dtype of `like` (weak typing, as numpy does with Python scalars)."""
+    if isinstance(x, Tensor):
+        if x._trace is not trace:
+            raise errors.TraceError(
+                "a tensor from another trace (a different compiled function "
+                "or specialisation) was used here", *loc)
+        return x._id
+    if isinstance(x, (bool, np.bool_)):
+        x = int(x)
+    if isinstance(x, numbers.Number) and not isinstance(x, complex):
+        dtype = like.dtype if isinstance(like, Tensor) else (
+            "float32" if isinstance(x, float) else "int32")
+        if dtype == "bool":
+            dtype = "float32" if isinstance(x, float) else "int32"
+        if dtype == "int32" and isinstance(x, float) and not float(x).is_integer():
+            dtype = "float32"
+        return trace.call("constant", float(x), dtype, loc, loc=loc)
+    if isinstance(x, np.ndarray) or hasattr(x, "__array__"):
+        raise errors.UnsupportedError(
+            "unsupported: a numpy array used inside a traced function; pass "
+            "arrays as arguments of the compiled function (constants are "
+            "not embedded)", *loc)
+    raise errors.UnsupportedError(
+        f"unsupported operand of type {type(x).__name__} in a traced "
+        "function", *loc)
+
+
+def _pair(a, b, loc, what):
+    trace = active_trace(loc, what)
+    other = b if isinstance(a, Tensor) else a
+    ia = as_value(trace, a, b if isinstance(b, Tensor) else other, loc)
+    ib = as_value(trace, b, a if isinstance(a, Tensor) else other, loc)
+    return trace, ia, ib
+
+
+def binary(op, a, b, loc):
+    trace, ia, ib = _pair(a, b, loc, op)
+    return wrap(trace, trace.call("binary", op, ia, ib, loc, loc=loc))
+
+
+def compare(op, a, b, loc):
+    trace, ia, ib = _pair(a, b, loc, "comparison")
+    return wrap(trace, trace.call("compare", op, ia, ib, loc, loc=loc))
+
+
+def unary(op, x, loc):
+    trace = active_trace(loc, op)
+    ix = as_value(trace, x, None, loc)
+    return wrap(trace, trace.call("unary", op, ix, loc, loc=loc))
+
+
+def matmul(a, b, loc):
+    trace, ia, ib = _pair(a, b, loc, "matmul")
+    return wrap(trace, trace.call("matmul", ia, ib, loc, loc=loc))
+
+
+def _axes(axis):
+    if axis is None:
+        return []
+    if isinstance(axis, (tuple, list)):
+        return [int(a) for a in axis]
+    return [int(axis)]
+
+
+def reduce(op, x, axis, keepdims, loc):
+    trace = active_trace(loc, op)
+    ix = as_value(trace, x, None, loc)
+    return wrap(trace, trace.call("reduce", op, ix, _axes(axis), bool(keepdims),
+                                  loc, loc=loc))
+
+
+def reshape(x, shape, loc):
+    trace = active_trace(loc, "reshape")
+    ix = as_value(trace, x, None, loc)
+    return wrap(trace, trace.call("reshape", ix, [int(s) for s in shape], loc,
+                                  loc=loc))
+
+
+def transpose(x, axes, loc):
+    trace = active_trace(loc, "transpose")
+    ix = as_value(trace, x, None, loc)
+    return wrap(trace, trace.call("transpose", ix, [int(a) for a in axes], loc,
+                                  loc=loc))
+
+
+def cast(x, dtype, loc):
+    trace = active_trace(loc, "cast")
+    name = dtype_name(dtype)
+    if name not in DTYPES and name != "bool":
+        raise errors.UnsupportedError(
+            f"unsupported dtype {name} (supported: {', '.join(DTYPES)})", *loc)
+    ix = as_value(trace, x, None, loc)
+    return wrap(trace, trace.call("cast", ix, name, loc, loc=loc))

@@ -1,0 +1,86 @@
+"""The state of one trace: a TraceBuilder plus the Python objects (meshes,
+actors, endpoints) already declared in its module, and the scope stack.
+
+One trace builds one module holding one compiled function and everything it
+uses. Meshes, actor classes and actor meshes are declared in the module the
+first time the traced code touches them.
+"""
+import re
+import threading
+
+from . import _location
+from ._native import TraceBuilder
+
+_local = threading.local()
+
+
+def current():
+    """The innermost active trace, or None."""
+    stack = getattr(_local, "stack", None)
+    return stack[-1] if stack else None
+
+
+def _sanitize(name):
+    name = re.sub(r"[^A-Za-z0-9_]", "_", name or "fn")
+    return name if name and not name[0].isdigit() else "_" + name
+
+
+class Trace:
+    def __init__(self, name):
+        self.name = _sanitize(name)
+        self.builder = TraceBuilder()
+        self.mesh_names = {}  # id(Mesh) -> symbol
+        self.meshes = {}  # symbol -> Mesh
+        self.class_names = {}  # (type, state key) -> symbol
+        self.actor_names = {}  # id(actor) -> actor mesh symbol
+        self.actors = {}  # actor mesh symbol -> actor
+        self.actor_classes = {}  # actor mesh symbol -> class symbol
+        self.endpoints = {}  # (class symbol, method, key) -> (symbol, info)
+        self.endpoint_stack = []  # EndpointTrace objects
+        self.used = set()
+
+    # Activation -------------------------------------------------------------
+    def __enter__(self):
+        stack = getattr(_local, "stack", None)
+        if stack is None:
+            stack = _local.stack = []
+        stack.append(self)
+        return self
+
+    def __exit__(self, *exc):
+        _local.stack.pop()
+        return False
+
+    def call(self, method, *args, loc=None):
+        return _location.call(getattr(self.builder, method), *args, loc=loc)
+
+    # Meshes -----------------------------------------------------------------
+    def mesh_symbol(self, mesh, loc):
+        """Declares `mesh` (and its parents) in the module, located where the
+        user created it; its symbol."""
+        key = id(mesh)
+        if key in self.mesh_names:
+            return self.mesh_names[key]
+        loc = mesh.loc
+        if mesh.parent is None:
+            base = "mesh"
+            name = base
+            i = 1
+            while name in self.meshes:
+                name = f"{base}_{i}"
+                i += 1
+            self.call("declare_mesh", name, list(mesh.dims.items()), loc, loc=loc)
+        else:
+            parent = self.mesh_symbol(mesh.parent, loc)
+            parts = [f"{d}{a}_{b}" for d, (a, b) in mesh.ranges.items()]
+            base = f"{parent}_" + "_".join(parts) if parts else f"{parent}_all"
+            name = base
+            i = 1
+            while name in self.meshes:
+                name = f"{base}_{i}"
+                i += 1
+            ranges = [(d, a, b) for d, (a, b) in mesh.ranges.items()]
+            self.call("declare_slice", name, parent, ranges, loc, loc=loc)
+        self.mesh_names[key] = name
+        self.meshes[name] = mesh
+        return name

@@ -1,0 +1,78 @@
+"""Exceptions of monarch_compile.
+
+Tracing errors carry the user's source position (`file`, `line`, `col`) and
+their message shows it with the offending source line, like a compiler
+diagnostic:
+
+    step.py:12:9: error: matmul shape mismatch: (4,8) @ (7,3): 8 != 7
+        y = x @ w
+            ^
+"""
+import linecache
+
+
+class MonarchError(Exception):
+    """Base class of monarch_compile's errors."""
+
+
+class TraceError(MonarchError):
+    """An error in a traced program, reported at the user's source line."""
+
+    def __init__(self, message, file=None, line=None, col=None):
+        self.message = message
+        self.file = file
+        self.line = line
+        self.col = col
+        super().__init__(format_diagnostic(message, file, line, col))
+
+
+class ShapeError(TraceError, ValueError):
+    """Incompatible shapes (matmul, broadcasting, reshape...)."""
+
+
+class ShardingError(TraceError, ValueError):
+    """A sharding that does not fit the tensor or the mesh."""
+
+
+class MeshError(TraceError, ValueError):
+    """An unknown mesh, mesh dimension or actor placement problem."""
+
+
+class UnsupportedError(TraceError, NotImplementedError):
+    """An op or dtype the compiler does not support."""
+
+
+class ConcretizationError(TraceError, TypeError):
+    """A traced tensor used where a concrete Python value is needed."""
+
+
+class ExecutorUnavailableError(MonarchError, NotImplementedError):
+    """Running compiled programs needs the executor, which is missing."""
+
+
+def format_diagnostic(message, file, line, col):
+    if not file:
+        return f"error: {message}"
+    head = f"{file}:{line}:{col}: error: {message}"
+    source = linecache.getline(file, line) if line else ""
+    if not source.strip():
+        return head
+    text = source.rstrip("\n")
+    stripped = text.lstrip()
+    indent = len(text) - len(stripped)
+    caret = " " * max(0, (col or 1) - 1 - indent)
+    return f"{head}\n    {stripped}\n    {caret}^"
+
+
+def classify(message):
+    """The exception class for a native error message."""
+    m = message.lower()
+    if "not divisible" in m or "cannot split" in m or "sharded" in m:
+        return ShardingError
+    if "has no dimension" in m or "unknown mesh" in m or "mesh" in m and "unknown" in m:
+        return MeshError
+    if "unsupported" in m:
+        return UnsupportedError
+    if "shape" in m or "broadcast" in m or "mismatch" in m or "reshape" in m:
+        return ShapeError
+    return TraceError
