@@ -42,6 +42,16 @@ if [ ${#py_missing[@]} -gt 0 ]; then
   "$PYTHON" -m pip install -q --disable-pip-version-check "${py_missing[@]}"
 fi
 
+# `import monarch_compile` from any directory: an editable install of the
+# package in python/ (pyproject.toml), or a .pth file when pip cannot build
+# one offline. The native extension is found in $BUILD_DIR/python.
+if ! (cd / && "$PYTHON" -c "import importlib.util, sys; sys.exit(importlib.util.find_spec('monarch_compile') is None)") 2>/dev/null; then
+  echo "setup: installing the monarch_compile Python package (editable)"
+  "$PYTHON" -m pip install -q --disable-pip-version-check --no-deps -e "$ROOT" 2>/dev/null ||
+    "$PYTHON" -m pip install -q --disable-pip-version-check --no-deps --no-build-isolation -e "$ROOT" 2>/dev/null ||
+    echo "$ROOT/python" >"$("$PYTHON" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/monarch_compile.pth"
+fi
+
 if [ ! -f "$BUILD_DIR/build.ninja" ]; then
   cmake -G Ninja -S "$ROOT" -B "$BUILD_DIR" -DPython3_EXECUTABLE="$(command -v "$PYTHON")"
 fi
