@@ -45,6 +45,10 @@ struct CompiledKernel {
   std::string symbol;
   unsigned numInputs = 0;
   unsigned numOutputs = 0;
+  /// Wall time spent on this kernel: checks, canonicalization and hashing,
+  /// plus the MLIR pipeline and translation unless an identical kernel was
+  /// compiled before it.
+  double compileSeconds = 0;
 };
 
 /// What a worker loads: an ELF shared object for the CPU, PTX text for CUDA.
@@ -52,6 +56,9 @@ struct KernelLibrary {
   KernelTarget target = KernelTarget::Cpu;
   std::string binary;
   std::vector<CompiledKernel> kernels;
+  /// Wall time of the library-wide back end (LLVM -O3, object emission and
+  /// linking for the CPU); not included in the kernels' compileSeconds.
+  double emitSeconds = 0;
 };
 
 /// Compiles `kernels` (functions of `module`) into one library. Errors are

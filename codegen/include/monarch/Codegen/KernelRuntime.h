@@ -1,0 +1,60 @@
+//===- KernelRuntime.h - Load and call compiled kernels ----------*- C++
+//-*-===//
+//
+// The worker side of KernelCompiler.h, free of MLIR and LLVM: a
+// `KernelLibrary::binary` (an ELF shared object) is loaded from memory and its
+// kernels are called through the `void symbol(void **buffers)` convention.
+// Loading goes through an anonymous memory file (memfd_create, then dlopen of
+// /proc/self/fd/N) so nothing is left on disk; where memfd is unavailable a
+// private temporary file is used and unlinked right after dlopen. All symbols
+// are bound at load (RTLD_NOW), so a library with an unresolved reference is
+// rejected by `load`, not by the first call.
+//
+//===----------------------------------------------------------------------===//
+#ifndef MONARCH_CODEGEN_KERNELRUNTIME_H
+#define MONARCH_CODEGEN_KERNELRUNTIME_H
+
+#include "monarch/Executor/Status.h"
+
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <string_view>
+
+namespace monarch::codegen {
+
+/// The entry of every compiled kernel: one pointer per kernel argument,
+/// inputs first then outputs, each a contiguous row-major buffer.
+using KernelFunction = void (*)(void **buffers);
+
+/// A kernel library loaded into this process; unloaded on destruction.
+/// Kernel pointers obtained from it are valid while it lives.
+class LoadedKernelLibrary {
+public:
+  /// Loads `binary` (the bytes of a compiled CPU kernel library). `name` only
+  /// labels errors ("kernels of rank 3").
+  static executor::StatusOr<std::unique_ptr<LoadedKernelLibrary>>
+  load(std::string_view binary, std::string name = "kernel library");
+
+  ~LoadedKernelLibrary();
+  LoadedKernelLibrary(const LoadedKernelLibrary &) = delete;
+  LoadedKernelLibrary &operator=(const LoadedKernelLibrary &) = delete;
+
+  /// The kernel exported as `symbol`; NotFound if there is none.
+  executor::StatusOr<KernelFunction> lookup(const std::string &symbol) const;
+
+  /// Looks up `symbol` and runs it on `buffers`.
+  executor::Status call(const std::string &symbol, void **buffers) const;
+
+  const std::string &name() const { return name_; }
+
+private:
+  LoadedKernelLibrary(void *handle, std::string name)
+      : handle_(handle), name_(std::move(name)) {}
+  void *handle_;
+  std::string name_;
+};
+
+} // namespace monarch::codegen
+
+#endif // MONARCH_CODEGEN_KERNELRUNTIME_H

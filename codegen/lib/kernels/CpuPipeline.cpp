@@ -1,0 +1,241 @@
+//===- CpuPipeline.cpp - Kernel preparation, bufferization, lowering -*- C++
+//-*-===//
+//
+// The target-independent tensor stages and the CPU lowering to the LLVM
+// dialect. Upstream passes do the work; this file only orders them:
+//   prepare    canonicalize, generalize named non-contraction ops so that
+//              elementwise chains fuse, linalg-fuse-elementwise-ops;
+//   schedule   the matmul transform scripts (MatmulSchedule.cpp), then every
+//              remaining linalg op is tiled (innermost loop by 16, others by
+//              1) and vectorized, masked where 16 does not divide the loop;
+//   bufferize  one-shot, function boundaries with identity layouts; copies
+//              are linalg.copy (no runtime library call) and temporaries are
+//              freed by the ownership-based deallocation pipeline;
+//   lower      vector transfers unrolled to 1-D, math approximated by
+//              polynomials (no libm calls), bf16/f16 arithmetic computed in
+//              f32, everything to LLVM with bare-pointer memrefs.
+//
+//===----------------------------------------------------------------------===//
+#include "KernelPipelines.h"
+#include "MatmulSchedule.h"
+
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/Bufferization/Transforms/OneShotAnalysis.h"
+#include "mlir/Dialect/Bufferization/Transforms/OneShotModuleBufferize.h"
+#include "mlir/Dialect/Bufferization/Transforms/Transforms.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Linalg/Transforms/Transforms.h"
+#include "mlir/Dialect/Linalg/Utils/Utils.h"
+#include "mlir/Dialect/Math/Transforms/Approximation.h"
+#include "mlir/Dialect/Math/Transforms/Passes.h"
+#include "mlir/Dialect/SCF/Transforms/TileUsingInterface.h"
+#include "mlir/Dialect/Vector/Transforms/VectorRewritePatterns.h"
+#include "mlir/InitAllDialects.h"
+#include "mlir/InitAllExtensions.h"
+#include "mlir/InitAllPasses.h"
+#include "mlir/Interfaces/TilingInterface.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassRegistry.h"
+#include "mlir/Target/LLVMIR/Dialect/All.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+#include "mlir/Transforms/Passes.h"
+
+#include <mutex>
+
+using namespace mlir;
+
+namespace monarch::codegen::detail {
+namespace {
+
+/// Runs a textual pass pipeline (no `builtin.module(...)` wrapper) on
+/// `module`.
+LogicalResult runPipeline(ModuleOp module, llvm::StringRef pipeline) {
+  PassManager pm(module.getContext());
+  std::string error;
+  llvm::raw_string_ostream errorStream(error);
+  if (failed(parsePassPipeline(pipeline, pm, errorStream))) {
+    module.emitError("internal error: bad kernel pipeline '")
+        << pipeline << "': " << error;
+    return failure();
+  }
+  return pm.run(module);
+}
+
+/// Tile sizes for the generic CPU schedule: 16 on the innermost loop, 1 on
+/// the others (tiles of 16-64 stream well; 256 halves throughput).
+SmallVector<int64_t> genericTileSizes(linalg::LinalgOp op) {
+  SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+  SmallVector<int64_t> sizes(ranges.size(), 1);
+  if (!ranges.empty())
+    sizes.back() = std::min<int64_t>(ranges.back(), kVectorTile);
+  return sizes;
+}
+
+/// Tiles `op` with `genericTileSizes` and vectorizes the tile. A loop that
+/// 16 does not divide is split first, so that every vector is static and
+/// unmasked: the main part in tiles of 16, the remainder as one tile.
+LogicalResult tileAndVectorize(RewriterBase &rewriter, linalg::LinalgOp op) {
+  SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+  if (llvm::any_of(ranges, ShapedType::isDynamic))
+    return op.emitOpError("has dynamic loop bounds; kernels need static "
+                          "shapes");
+  rewriter.setInsertionPoint(op);
+  if (!ranges.empty() && ranges.back() > kVectorTile &&
+      ranges.back() % kVectorTile != 0) {
+    int64_t splitPoint = ranges.back() / kVectorTile * kVectorTile;
+    auto [main, rest] =
+        linalg::splitOp(rewriter, cast<TilingInterface>(op.getOperation()),
+                        ranges.size() - 1, rewriter.getIndexAttr(splitPoint));
+    if (!main || !rest)
+      return op.emitOpError("could not be split for vectorization");
+    if (failed(tileAndVectorize(rewriter, cast<linalg::LinalgOp>(*main))))
+      return failure();
+    return tileAndVectorize(rewriter, cast<linalg::LinalgOp>(*rest));
+  }
+
+  SmallVector<int64_t> sizes = genericTileSizes(op);
+  Operation *tiled = op;
+  if (sizes != ranges) {
+    scf::SCFTilingOptions tiling;
+    tiling.setTileSizes(getAsIndexOpFoldResult(rewriter.getContext(), sizes));
+    FailureOr<scf::SCFTilingResult> result = scf::tileUsingSCF(
+        rewriter, cast<TilingInterface>(op.getOperation()), tiling);
+    if (failed(result))
+      return op.emitOpError("could not be tiled for vectorization");
+    rewriter.replaceOp(op, result->replacements);
+    tiled = result->tiledOps.front();
+  }
+  rewriter.setInsertionPoint(tiled);
+  FailureOr<linalg::VectorizationResult> vectorized =
+      linalg::vectorize(rewriter, tiled);
+  if (failed(vectorized)) {
+    // Correct scalar code is better than none: convert-linalg-to-loops
+    // lowers what the vectorizer declines.
+    return success();
+  }
+  if (!vectorized->replacements.empty())
+    rewriter.replaceOp(tiled, vectorized->replacements);
+  else
+    rewriter.eraseOp(tiled);
+  return success();
+}
+
+} // namespace
+
+void loadKernelDialects(MLIRContext &ctx) {
+  // The pipelines are textual; the passes they name are registered once per
+  // process (registration is global and not thread-safe).
+  static std::once_flag passesRegistered;
+  std::call_once(passesRegistered, [] { registerAllPasses(); });
+  DialectRegistry registry;
+  registerAllDialects(registry);
+  registerAllExtensions(registry);
+  registerAllToLLVMIRTranslations(registry);
+  ctx.appendDialectRegistry(registry);
+  ctx.loadDialect<func::FuncDialect, arith::ArithDialect, tensor::TensorDialect,
+                  linalg::LinalgDialect, bufferization::BufferizationDialect,
+                  memref::MemRefDialect, scf::SCFDialect, vector::VectorDialect,
+                  math::MathDialect, LLVM::LLVMDialect>();
+}
+
+LogicalResult prepareKernel(ModuleOp scratch) {
+  if (failed(runPipeline(scratch, "func.func(canonicalize,cse)")))
+    return failure();
+  // Named elementwise ops (linalg.sub, linalg.mul, ...), transposes and
+  // reductions become linalg.generic so that producers fuse into consumers;
+  // contractions keep their names for the matmul schedule.
+  IRRewriter rewriter(scratch.getContext());
+  SmallVector<linalg::LinalgOp> named;
+  scratch.walk([&](linalg::LinalgOp op) {
+    if (!isa<linalg::GenericOp, linalg::FillOp>(op) &&
+        !linalg::isaContractionOpInterface(op))
+      named.push_back(op);
+  });
+  for (linalg::LinalgOp op : named) {
+    rewriter.setInsertionPoint(op);
+    if (failed(linalg::generalizeNamedOp(rewriter, op)))
+      return op.emitOpError("could not be generalized for fusion");
+  }
+  return runPipeline(scratch, "func.func(linalg-fuse-elementwise-ops,"
+                              "canonicalize,cse)");
+}
+
+LogicalResult scheduleCpuKernel(ModuleOp scratch,
+                                const KernelCompileOptions &options) {
+  if (failed(applyMatmulSchedules(scratch, options)))
+    return failure();
+  IRRewriter rewriter(scratch.getContext());
+  SmallVector<linalg::LinalgOp> ops;
+  scratch.walk([&](linalg::LinalgOp op) { ops.push_back(op); });
+  for (linalg::LinalgOp op : ops)
+    if (failed(tileAndVectorize(rewriter, op)))
+      return failure();
+  // Hoist loop-invariant accumulators on tensors, before bufferization
+  // (on memrefs, subviews block the hoisting).
+  return runPipeline(scratch, "func.func(canonicalize,cse,"
+                              "loop-invariant-code-motion,"
+                              "loop-invariant-subset-hoisting,canonicalize)");
+}
+
+LogicalResult bufferizeKernel(ModuleOp scratch) {
+  if (failed(runPipeline(scratch, "eliminate-empty-tensors,"
+                                  "empty-tensor-to-alloc-tensor")))
+    return failure();
+  bufferization::OneShotBufferizationOptions options;
+  options.bufferizeFunctionBoundaries = true;
+  options.setFunctionBoundaryTypeConversion(
+      bufferization::LayoutMapOption::IdentityLayoutMap);
+  options.unknownTypeConverterFn =
+      [](TensorType tensorType, Attribute memorySpace,
+         const bufferization::BufferizationOptions &) -> BaseMemRefType {
+    return bufferization::getMemRefTypeWithStaticIdentityLayout(tensorType,
+                                                                memorySpace);
+  };
+  // linalg.copy lowers to loops; memref.copy of a strided view would become
+  // a call into the MLIR C runner library, which workers do not load.
+  options.memCpyFn = [](OpBuilder &b, Location loc, Value from,
+                        Value to) -> LogicalResult {
+    linalg::CopyOp::create(b, loc, from, to);
+    return success();
+  };
+  bufferization::BufferizationState state;
+  if (failed(bufferization::runOneShotModuleBufferize(scratch, options, state)))
+    return failure();
+  return runPipeline(scratch, "canonicalize,buffer-deallocation-pipeline,"
+                              "convert-bufferization-to-memref,canonicalize");
+}
+
+LogicalResult lowerCpuKernelToLLVM(ModuleOp scratch) {
+  // Copies and any op the vectorizer declined become loops; vectorize the
+  // copies' inner loops is left to LLVM.
+  if (failed(runPipeline(
+          scratch, "func.func(convert-linalg-to-loops,canonicalize),"
+                   "fold-memref-alias-ops,"
+                   "func.func(lower-vector-multi-reduction{lowering-strategy="
+                   "inner-reduction},lower-vector-mask,"
+                   "convert-vector-to-scf{full-unroll=true target-rank=1}),"
+                   "math-extend-to-supported-types{extra-types=f16,bf16 "
+                   "target-type=f32},"
+                   "arith-emulate-unsupported-floats{source-types=bf16,f16 "
+                   "target-type=f32},"
+                   "arith-expand{include-bf16=true}")))
+    return failure();
+  {
+    RewritePatternSet patterns(scratch.getContext());
+    populateMathPolynomialApproximationPatterns(patterns);
+    if (failed(applyPatternsGreedily(scratch, std::move(patterns))))
+      return failure();
+  }
+  return runPipeline(
+      scratch,
+      "lower-affine,convert-scf-to-cf,expand-strided-metadata,lower-affine,"
+      "convert-vector-to-llvm{vector-contract-lowering=outerproduct "
+      "reassociate-fp-reductions=true},"
+      "finalize-memref-to-llvm,convert-math-to-llvm,convert-arith-to-llvm,"
+      "convert-index-to-llvm,convert-cf-to-llvm,"
+      "convert-func-to-llvm{use-bare-ptr-memref-call-conv=true},"
+      "convert-ub-to-llvm,reconcile-unrealized-casts,canonicalize,cse");
+}
+
+} // namespace monarch::codegen::detail

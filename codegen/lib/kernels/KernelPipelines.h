@@ -1,0 +1,78 @@
+//===- KernelPipelines.h - Stages of kernel lowering (internal) --*- C++
+//-*-===//
+//
+// The stages compileKernels() chains, one kernel per scratch module:
+//   prepare (generalize + fuse on tensors) -> schedule (matmul transform
+//   script, elementwise tile + vectorize) -> bufferize (one-shot, into the
+//   caller's output buffers) -> lower to the LLVM dialect (bare pointers)
+//   -> translate, wrap in `void sym(void **)` -> object code -> ELF .so.
+// The CUDA path shares prepare and bufferize and lowers through gpu/nvvm.
+//
+//===----------------------------------------------------------------------===//
+#ifndef MONARCH_CODEGEN_LIB_KERNELS_KERNELPIPELINES_H
+#define MONARCH_CODEGEN_LIB_KERNELS_KERNELPIPELINES_H
+
+#include "monarch/Codegen/KernelCompiler.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "llvm/IR/LLVMContext.h"
+#include "llvm/IR/Module.h"
+
+#include <memory>
+#include <string>
+
+namespace monarch::codegen::detail {
+
+/// Name of the implementation function inside a scratch module; the exported
+/// entry wraps it.
+inline constexpr llvm::StringLiteral kImplName = "monarch_kernel_impl";
+
+/// Loads the dialects and interface models the pipelines need into `ctx`.
+void loadKernelDialects(mlir::MLIRContext &ctx);
+
+/// Tensor-level clean-up shared by every target: canonicalize, generalize
+/// non-contraction named ops and fuse elementwise producers into consumers.
+mlir::LogicalResult prepareKernel(mlir::ModuleOp scratch);
+
+/// Applies the CPU schedules: the packed register-tiled matmul (a transform
+/// script per matmul, see MatmulSchedule.cpp) and tile-by-16 + vectorize for
+/// the remaining linalg ops.
+mlir::LogicalResult scheduleCpuKernel(mlir::ModuleOp scratch,
+                                      const KernelCompileOptions &options);
+
+/// One-shot bufferization with identity layouts at the function boundary;
+/// results are written into the caller's output buffers.
+mlir::LogicalResult bufferizeKernel(mlir::ModuleOp scratch);
+
+/// Vector, memref, scf, arith and func to the LLVM dialect with the
+/// bare-pointer calling convention.
+mlir::LogicalResult lowerCpuKernelToLLVM(mlir::ModuleOp scratch);
+
+/// Translates a lowered scratch module to LLVM IR and adds the exported
+/// `void symbol(void **buffers)` entry around `kImplName` (renamed private).
+std::unique_ptr<llvm::Module> translateCpuKernel(mlir::ModuleOp scratch,
+                                                 llvm::LLVMContext &llvmCtx,
+                                                 llvm::StringRef symbol,
+                                                 unsigned numArgs);
+
+/// Optimizes `module` for the host (or options.cpu) at options.optLevel,
+/// emits an object file and links it into an ELF shared object; returns its
+/// bytes or an error message.
+llvm::Expected<std::string> emitSharedObject(llvm::Module &module,
+                                             const KernelCompileOptions &opts);
+
+/// Like emitSharedObject, but returns the assembly text of the optimized
+/// module (for inspection and tests).
+llvm::Expected<std::string> emitAssembly(llvm::Module &module,
+                                         const KernelCompileOptions &opts);
+
+/// Lowers a bufferized scratch module through gpu/nvvm and returns PTX.
+/// Sets `message` and fails on error.
+mlir::FailureOr<std::string> lowerKernelToPtx(mlir::ModuleOp scratch,
+                                              llvm::StringRef symbol,
+                                              const KernelCompileOptions &opts,
+                                              std::string &message);
+
+} // namespace monarch::codegen::detail
+
+#endif // MONARCH_CODEGEN_LIB_KERNELS_KERNELPIPELINES_H

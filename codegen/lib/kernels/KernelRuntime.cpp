@@ -1,0 +1,138 @@
+//===- KernelRuntime.cpp - Load compiled kernels from memory -----*- C++
+//-*-===//
+//
+// dlopen needs a path; an anonymous memfd gives one (/proc/self/fd/N) without
+// touching the file system. The fallback writes a private temporary file and
+// unlinks it as soon as dlopen has mapped it.
+//
+//===----------------------------------------------------------------------===//
+#include "monarch/Codegen/KernelRuntime.h"
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+using monarch::executor::Status;
+using monarch::executor::StatusCode;
+using monarch::executor::StatusOr;
+
+namespace monarch::codegen {
+namespace {
+
+/// Writes all of `data` to `fd`.
+bool writeAll(int fd, std::string_view data) {
+  size_t done = 0;
+  while (done < data.size()) {
+    ssize_t n = ::write(fd, data.data() + done, data.size() - done);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0)
+      return false;
+    done += static_cast<size_t>(n);
+  }
+  return true;
+}
+
+std::string dlErrorText() {
+  const char *err = ::dlerror();
+  return err ? std::string(err) : std::string("unknown dlopen error");
+}
+
+/// dlopen through an anonymous memory file; nullptr with `error` set when
+/// memfd is not available or dlopen fails.
+void *openFromMemfd(std::string_view binary, std::string &error,
+                    bool &unavailable) {
+  int fd = ::memfd_create("monarch-kernels", MFD_CLOEXEC);
+  if (fd < 0) {
+    unavailable = true;
+    error = std::string("memfd_create: ") + std::strerror(errno);
+    return nullptr;
+  }
+  if (!writeAll(fd, binary)) {
+    error = std::string("writing the memory file: ") + std::strerror(errno);
+    ::close(fd);
+    return nullptr;
+  }
+  std::string path = "/proc/self/fd/" + std::to_string(fd);
+  void *handle = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!handle)
+    error = dlErrorText();
+  ::close(fd); // the mapping keeps the file alive
+  return handle;
+}
+
+void *openFromTempFile(std::string_view binary, std::string &error) {
+  const char *dir = std::getenv("TMPDIR");
+  std::string tmpl =
+      std::string(dir && *dir ? dir : "/tmp") + "/monarch-kernels-XXXXXX.so";
+  int fd = ::mkstemps(tmpl.data(), 3);
+  if (fd < 0) {
+    error = std::string("creating a temporary file: ") + std::strerror(errno);
+    return nullptr;
+  }
+  bool written = writeAll(fd, binary);
+  ::close(fd);
+  void *handle = nullptr;
+  if (!written)
+    error = std::string("writing ") + tmpl + ": " + std::strerror(errno);
+  else if (!(handle = ::dlopen(tmpl.c_str(), RTLD_NOW | RTLD_LOCAL)))
+    error = dlErrorText();
+  ::unlink(tmpl.c_str());
+  return handle;
+}
+
+} // namespace
+
+StatusOr<std::unique_ptr<LoadedKernelLibrary>>
+LoadedKernelLibrary::load(std::string_view binary, std::string name) {
+  static constexpr char elfMagic[] = {0x7f, 'E', 'L', 'F'};
+  if (binary.size() < 64 || std::memcmp(binary.data(), elfMagic, 4) != 0)
+    return Status(StatusCode::InvalidArgument,
+                  "loading " + name +
+                      ": not an ELF shared object (a CPU kernel library "
+                      "was expected; " +
+                      std::to_string(binary.size()) + " bytes)");
+  std::string error;
+  bool memfdUnavailable = false;
+  void *handle = openFromMemfd(binary, error, memfdUnavailable);
+  if (!handle && memfdUnavailable)
+    handle = openFromTempFile(binary, error);
+  if (!handle)
+    return Status(StatusCode::InvalidArgument,
+                  "loading " + name + ": " + error);
+  return std::unique_ptr<LoadedKernelLibrary>(
+      new LoadedKernelLibrary(handle, std::move(name)));
+}
+
+LoadedKernelLibrary::~LoadedKernelLibrary() {
+  if (handle_)
+    ::dlclose(handle_);
+}
+
+StatusOr<KernelFunction>
+LoadedKernelLibrary::lookup(const std::string &symbol) const {
+  ::dlerror();
+  void *sym = ::dlsym(handle_, symbol.c_str());
+  if (!sym)
+    return Status(StatusCode::NotFound,
+                  name_ + " has no kernel named '" + symbol + "'");
+  return reinterpret_cast<KernelFunction>(sym);
+}
+
+Status LoadedKernelLibrary::call(const std::string &symbol,
+                                 void **buffers) const {
+  StatusOr<KernelFunction> fn = lookup(symbol);
+  if (!fn)
+    return fn.status();
+  if (!buffers)
+    return Status(StatusCode::InvalidArgument,
+                  "calling " + symbol + ": null buffer list");
+  (*fn)(buffers);
+  return Status::ok();
+}
+
+} // namespace monarch::codegen
