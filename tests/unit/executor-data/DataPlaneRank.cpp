@@ -518,6 +518,20 @@ int main(int argc, char **argv) {
     std::fflush(stdout);
     auto posted = Clock::now();
     printStatus(w->wait(kWait), posted);
+  } else if (scenario == "size-mismatch") {
+    // Rank 0 sends more than rank 1 receives: both must fail, not crash.
+    std::vector<float> buf(1000, 1.0f);
+    auto w = gRank == 0 ? c.send(buf.data(), 1000, DType::Float32, 1)
+                        : c.recv(buf.data(), 500, DType::Float32, 0);
+    auto posted = Clock::now();
+    printStatus(w->wait(kWait), posted);
+  } else if (scenario == "collective-mismatch") {
+    // Rank 0 reduces more elements than rank 1: both fail, neither crashes.
+    std::vector<float> buf(100000, 1.0f);
+    auto w = c.allReduce(buf.data(), buf.data(), gRank == 0 ? 100000 : 50000,
+                         DType::Float32);
+    auto posted = Clock::now();
+    printStatus(w->wait(kWait), posted);
   } else if (scenario == "silent-peer") {
     // Rank 1 joins but never posts the matching receive.
     if (gRank == 1) {

@@ -126,6 +126,37 @@ TEST_F(GlooFault, SilentPeerIsDeadlineExceeded) {
   EXPECT_LT(st[0].elapsedMs, 2000);
 }
 
+TEST_F(GlooFault, SizeMismatchFailsBothSidesWithoutCrashing) {
+  RankGroup group;
+  group.start("size-mismatch", 2, /*timeoutMs=*/500);
+  ASSERT_TRUE(group.waitAll(Clock::now() + 10s)) << group.describe();
+  for (int r = 0; r < 2; ++r) {
+    EXPECT_EQ(group.process(r).exitCode, 0) << group.describe();
+    auto st = group.statuses(r);
+    ASSERT_EQ(st.size(), 1u) << group.describe();
+    EXPECT_NE(st[0].code, "Ok") << group.describe();
+  }
+  // The first to reach its deadline explains; the other may instead see it
+  // leave.
+  std::string all = group.describe();
+  EXPECT_NE(all.find("sizes and tags must agree"), std::string::npos) << all;
+}
+
+TEST_F(GlooFault, CollectiveMismatchFailsBothSidesWithoutCrashing) {
+  RankGroup group;
+  group.start("collective-mismatch", 2, /*timeoutMs=*/500);
+  ASSERT_TRUE(group.waitAll(Clock::now() + 10s)) << group.describe();
+  for (int r = 0; r < 2; ++r) {
+    EXPECT_EQ(group.process(r).exitCode, 0) << group.describe();
+    auto st = group.statuses(r);
+    ASSERT_EQ(st.size(), 1u) << group.describe();
+    EXPECT_NE(st[0].code, "Ok") << group.describe();
+  }
+  std::string all = group.describe();
+  EXPECT_NE(all.find("must post the same collective"), std::string::npos)
+      << all;
+}
+
 TEST_F(GlooFault, AbortUnblocksWaitersHereAndAtThePeer) {
   RankGroup group;
   group.start("abort", 2, /*timeoutMs=*/20000);

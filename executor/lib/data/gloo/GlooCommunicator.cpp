@@ -28,6 +28,19 @@ namespace {
 /// Gloo's own slot prefixes are 1..8 in the top byte; ours for send/recv.
 constexpr uint64_t kP2PSlotPrefix = uint64_t(0x80) << 56;
 
+/// The slot of a send or recv: the tag and the byte count mixed into the low
+/// 56 bits. Gloo terminates the process when a message is longer than the
+/// receive posted for it; with the size in the slot, a send and a recv of
+/// different sizes never match and both fail at their deadline instead.
+uint64_t p2pSlot(uint64_t tag, size_t bytes) {
+  uint64_t x =
+      tag * 0x9E3779B97F4A7C15ull ^ (uint64_t(bytes) + 0x632BE59BD9B4E019ull);
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  x ^= x >> 31;
+  return kP2PSlotPrefix | (x >> 8);
+}
+
 bool isP2P(const CommOp &op) {
   return op.kind == CommOpKind::Send || op.kind == CommOpKind::Recv;
 }
@@ -67,6 +80,25 @@ void glooAllReduce(const std::shared_ptr<::gloo::Context> &ctx, const void *in,
 }
 
 } // namespace
+
+/// The low 24 bits of a collective's Gloo tag: its sequence number mixed
+/// with what the members must agree on. Only one collective of an object
+/// runs at a time, so tags need not be unique over time; mixing in the shape
+/// makes members that disagree (a different count, kind, type or root) time
+/// out instead of Gloo terminating the process on an oversized message.
+uint32_t collectiveTag(uint64_t seq, const CommOp &op) {
+  uint64_t x = seq * 0x9E3779B97F4A7C15ull;
+  bool reduces =
+      op.kind == CommOpKind::AllReduce || op.kind == CommOpKind::ReduceScatter;
+  uint64_t reduce = reduces ? uint64_t(op.reduce) : 0;
+  uint64_t root = op.kind == CommOpKind::Broadcast ? uint64_t(op.peer) : 0;
+  for (uint64_t v : {uint64_t(op.kind), uint64_t(op.count), uint64_t(op.dtype),
+                     reduce, root}) {
+    x ^= v + 0x632BE59BD9B4E019ull + (x << 6) + (x >> 2);
+    x = (x ^ (x >> 29)) * 0xBF58476D1CE4E5B9ull;
+  }
+  return uint32_t(x ^ (x >> 32)) & 0xffffff;
+}
 
 GlooCommunicator::GlooCommunicator(std::shared_ptr<GlooGroup> group,
                                    std::string name, uint32_t duplicateId)
@@ -114,10 +146,9 @@ std::shared_ptr<Work> GlooCommunicator::post(std::vector<CommOp> ops) {
     for (const CommOp &op : entry.ops) {
       if (isP2P(op))
         continue;
-      uint32_t seq =
-          op.tag == kAutoTag ? collectiveSeq_++ : static_cast<uint32_t>(op.tag);
+      uint64_t seq = op.tag == kAutoTag ? collectiveSeq_++ : op.tag;
       entry.collectiveTags.push_back((duplicateId_ & 0xff) << 24 |
-                                     (seq & 0xffffff));
+                                     collectiveTag(seq, op));
     }
     queue_.push_back(std::move(entry));
   }
@@ -312,8 +343,8 @@ Status GlooCommunicator::runEntry(Entry &entry) {
       if (op.peer == rank())
         continue;
       current = &op;
-      uint64_t slot = kP2PSlotPrefix | (op.tag == kAutoTag ? 0 : op.tag);
       size_t bytes = op.count * dtypeSize(op.dtype);
+      uint64_t slot = p2pSlot(op.tag == kAutoTag ? 0 : op.tag, bytes);
       if (op.kind == CommOpKind::Send) {
         auto buf =
             ctx->createUnboundBuffer(const_cast<void *>(op.input), bytes);
@@ -351,6 +382,22 @@ Status GlooCommunicator::runEntry(Entry &entry) {
   } catch (...) {
     std::string what = current ? current->describe() : "group";
     Status st = group_->statusFromException(std::current_exception(), what);
+    if (st.code() == StatusCode::DeadlineExceeded && current &&
+        !isP2P(*current))
+      st = Status(st.code(), st.message() + "; every member must post the "
+                                            "same collective (kind, count, "
+                                            "type, reduction, root) in the "
+                                            "same order");
+    else if (st.code() == StatusCode::DeadlineExceeded && current &&
+             isP2P(*current))
+      st = Status(
+          st.code(),
+          st.message() + "; the peer posted no matching " +
+              (current->kind == CommOpKind::Send ? "recv" : "send") + " of " +
+              std::to_string(current->count * dtypeSize(current->dtype)) +
+              " bytes with tag " +
+              std::to_string(current->tag == kAutoTag ? 0 : current->tag) +
+              " (sizes and tags must agree)");
     // Complete first so that this op reports its own failure, not the
     // Aborted that breaking the group gives everything else.
     entry.work->complete(st);
