@@ -2,7 +2,7 @@
 // pass rejects: clear errors, a non-zero exit, never a crash.
 
 // RUN: not monarch-compile %s --compile-to=bogus 2>&1 | FileCheck %s --check-prefix=STAGE
-// STAGE: --compile-to: bogus not in {traced,partitioned,split,planned}
+// STAGE: --compile-to: bogus not in {traced,partitioned,split,planned,plan}
 
 // RUN: not monarch-compile %s --no-such-flag 2>&1 | FileCheck %s --check-prefix=FLAG
 // FLAG: The following argument was not expected: --no-such-flag

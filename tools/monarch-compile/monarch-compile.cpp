@@ -2,117 +2,201 @@
 //
 // `monarch-compile INPUT.mlir --compile-to=STAGE [-o OUT] [--dump-dir=DIR]`
 // parses a traced program, runs the registered stage pipelines up to STAGE
-// and prints (or writes) the result. With a dump directory (or
-// MONARCH_DUMP_DIR) the IR after every pass is written as NN-<pass>.mlir.
-// Failures print `file:line:col: error:` diagnostics plus a monarch-opt
-// command line that reproduces them, and exit non-zero.
+// and prints (or writes) the result. The last stage, `plan`, turns the
+// planned module into an ExecutionPlan: `-o OUT.mcplan` writes the binary
+// file (through the compile cache), otherwise the plan is printed readably.
+// `--print-plan X.mcplan` prints an existing plan file without any MLIR.
+// With a dump directory (or MONARCH_DUMP_DIR) the IR after every pass is
+// written as NN-<pass>.mlir. Failures print `file:line:col: error:`
+// diagnostics plus a monarch-opt command line that reproduces them, and
+// exit non-zero.
 //
 //===----------------------------------------------------------------------===//
 
+#include "DumpAfterEachPass.h"
+
+#include "monarch/Codegen/PlanBuilder.h"
+#include "monarch/Codegen/PlanCache.h"
+#include "monarch/Codegen/PlanFile.h"
+#include "monarch/Codegen/PlanPrinter.h"
 #include "monarch/Transforms/Pipelines.h"
 #include "monarch/Transforms/Registration.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/MLIRContext.h"
-#include "mlir/IR/Verifier.h"
 #include "mlir/Parser/Parser.h"
-#include "mlir/Pass/Pass.h"
-#include "mlir/Pass/PassInstrumentation.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Support/FileUtilities.h"
 #include "llvm/Support/FileSystem.h"
-#include "llvm/Support/FormatVariadic.h"
-#include "llvm/Support/Path.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <CLI/CLI.hpp>
 
+#include <chrono>
 #include <cstdlib>
+#include <iostream>
 #include <string>
 
 using namespace mlir;
+using namespace monarch::codegen;
 
 namespace {
-
-/// Writes the IR after every pass to `dir/NN-<pass-argument>.mlir`.
-class DumpAfterEachPass : public PassInstrumentation {
-public:
-  explicit DumpAfterEachPass(std::string dir) : dir(std::move(dir)) {}
-
-  void runAfterPass(Pass *pass, Operation *op) override { dump(pass, op); }
-  void runAfterPassFailed(Pass *pass, Operation *op) override {
-    dump(pass, op, ".failed");
-  }
-
-  /// Writes `op` as file `name` in the dump directory.
-  void write(Operation *op, llvm::StringRef name) {
-    llvm::SmallString<256> path(dir);
-    llvm::sys::path::append(path, name);
-    std::error_code ec;
-    llvm::raw_fd_ostream os(path, ec);
-    if (ec) {
-      llvm::errs() << "monarch-compile: cannot write " << path << ": "
-                   << ec.message() << "\n";
-      return;
-    }
-    op->print(os, OpPrintingFlags().enableDebugInfo(true, /*pretty=*/true));
-  }
-
-private:
-  void dump(Pass *pass, Operation *op, llvm::StringRef suffix = "") {
-    // Passes nested under the module (kernel cleanups) are not stages.
-    if (!isa<ModuleOp>(op))
-      return;
-    std::string name = llvm::formatv("{0:02}-{1}{2}.mlir", ++index,
-                                     pass->getArgument(), suffix)
-                           .str();
-    write(op, name);
-  }
-
-  std::string dir;
-  unsigned index = 0;
-};
 
 int fail(llvm::StringRef message) {
   llvm::errs() << "monarch-compile: error: " << message << "\n";
   return 1;
 }
 
+struct Flags {
+  std::string input, output, stageName, dumpDir, backend = "gloo",
+                                                 target = "cpu";
+  int64_t groupBytes = 65536;
+  bool printPlan = false, verbose = false;
+};
+
+/// Prints a `.mcplan` file readably: no MLIR context is ever created.
+int printPlanFile(const Flags &flags) {
+  StatusOr<ExecutionPlan> plan = readPlanFile(flags.input);
+  if (!plan)
+    return fail(plan.status().message());
+  if (flags.output.empty() || flags.output == "-") {
+    printPlan(*plan, std::cout);
+    return std::cout.good() ? 0 : fail("cannot write the plan to stdout");
+  }
+  std::string error;
+  auto out = openOutputFile(flags.output, &error);
+  if (!out)
+    return fail(error);
+  out->os() << planToString(*plan);
+  out->keep();
+  return 0;
+}
+
+/// Writes a finished plan: binary to -o, or readably to stdout.
+int emitPlan(const Flags &flags, const std::string &bytes) {
+  if (!flags.output.empty() && !flags.printPlan) {
+    if (flags.output == "-") {
+      std::cout.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+      return std::cout.good() ? 0 : fail("cannot write the plan to stdout");
+    }
+    if (Status s = writeFileAtomically(flags.output, bytes); !s)
+      return fail(s.message());
+    return 0;
+  }
+  StatusOr<ExecutionPlan> plan = deserializePlan(bytes);
+  if (!plan)
+    return fail("internal error: " + plan.status().message());
+  printPlan(*plan, std::cout);
+  return 0;
+}
+
+std::string optionsKey(const Flags &flags, const KernelCompileOptions &k) {
+  std::string key = "backend=" + flags.backend +
+                    ";group-bytes=" + std::to_string(flags.groupBytes) +
+                    ";target=" + flags.target +
+                    ";opt=" + std::to_string(k.optLevel) +
+                    ";cuda-arch=" + k.cudaArch +
+                    ";kernels=" + (kernelCompilerAvailable() ? "1" : "0");
+  if (flags.target == "cpu")
+    key += ";cpu=" + (k.cpu == "host" ? hostCpuDescription() : k.cpu);
+  return key;
+}
+
+/// True when the first bytes of the file are a plan's magic (or a prefix).
+bool looksLikePlanFile(const std::string &path) {
+  if (path == "-")
+    return false;
+  StatusOr<std::string> bytes = readFileBytes(path);
+  if (!bytes || bytes->empty())
+    return false;
+  return bytes->compare(0, std::min<size_t>(bytes->size(), 4),
+                        std::string(kPlanMagic, 4), 0,
+                        std::min<size_t>(bytes->size(), 4)) == 0;
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
   CLI::App app{"monarch-compile: compile a traced monarch program through the "
-               "stages traced -> partitioned -> split -> planned"};
-  std::string input, output = "-", stageName = "planned", dumpDir, backend;
-  int64_t groupBytes = 65536;
-  app.add_option("input", input, "Traced program (.mlir), or - for stdin")
+               "stages traced -> partitioned -> split -> planned -> plan"};
+  Flags flags;
+  app.add_option("input", flags.input,
+                 "Traced program (.mlir; - for stdin), or with --print-plan "
+                 "a compiled plan (.mcplan)")
       ->required();
-  app.add_option("-o,--output", output,
-                 "Where to write the result (default: stdout)");
-  app.add_option("--compile-to", stageName,
-                 "Stop after this stage: traced, partitioned, split, planned")
-      ->check(CLI::IsMember({"traced", "partitioned", "split", "planned"}));
-  app.add_option("--dump-dir", dumpDir,
+  app.add_option("-o,--output", flags.output,
+                 "Where to write the result (default: stdout). For the plan "
+                 "stage: the binary .mcplan file; without -o the plan is "
+                 "printed readably");
+  app.add_option("--compile-to", flags.stageName,
+                 "Stop after this stage: traced, partitioned, split, planned, "
+                 "plan (default: plan when -o ends in .mcplan or with "
+                 "--print-plan, planned otherwise)")
+      ->check(
+          CLI::IsMember({"traced", "partitioned", "split", "planned", "plan"}));
+  app.add_flag("--print-plan", flags.printPlan,
+               "Print a plan readably (a table per rank): the input .mcplan "
+               "file, or the plan compiled from an .mlir input");
+  app.add_option("--target", flags.target,
+                 "Kernel target of the plan: cpu (native code for this host) "
+                 "or cuda (PTX)")
+      ->check(CLI::IsMember({"cpu", "cuda"}))
+      ->default_val("cpu");
+  app.add_option("--dump-dir", flags.dumpDir,
                  "Write the IR after every pass here as NN-<pass>.mlir "
-                 "(default: $MONARCH_DUMP_DIR, if set)");
-  app.add_option("--backend", backend,
+                 "(default: $MONARCH_DUMP_DIR, if set; bypasses the cache)");
+  app.add_option("--backend", flags.backend,
                  "Data plane of the planned communicators: gloo or nccl")
       ->check(CLI::IsMember({"gloo", "nccl"}))
       ->default_val("gloo");
-  app.add_option("--group-bytes", groupBytes,
+  app.add_option("--group-bytes", flags.groupBytes,
                  "Transfers up to this many bytes issued back to back share "
                  "a group")
       ->check(CLI::NonNegativeNumber);
+  app.add_flag("-v,--verbose", flags.verbose,
+               "Report compile-cache hits and misses and timings on stderr");
+  app.footer(
+      "Environment: MONARCH_DUMP_DIR (as --dump-dir), MONARCH_CACHE_DIR "
+      "(compile cache directory; default $XDG_CACHE_HOME/monarch-compile or "
+      "~/.cache/monarch-compile), MONARCH_DISABLE_CACHE=1 (bypass the "
+      "cache).");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError &e) {
     return app.exit(e);
   }
-  if (dumpDir.empty())
+  auto start = std::chrono::steady_clock::now();
+  auto elapsedMs = [&] {
+    return std::chrono::duration<double, std::milli>(
+               std::chrono::steady_clock::now() - start)
+        .count();
+  };
+
+  bool wantsPlanOutput = llvm::StringRef(flags.output).ends_with(".mcplan");
+  if (flags.stageName.empty())
+    flags.stageName = wantsPlanOutput || flags.printPlan ? "plan" : "planned";
+  bool toPlan = flags.stageName == "plan";
+
+  bool inputIsPlan = looksLikePlanFile(flags.input);
+  if (flags.printPlan &&
+      (inputIsPlan || llvm::StringRef(flags.input).ends_with(".mcplan")))
+    return printPlanFile(flags);
+  if (inputIsPlan)
+    return fail("'" + flags.input +
+                "' is a compiled plan, not MLIR; print it with --print-plan");
+  if (flags.printPlan && !toPlan)
+    return fail(
+        "--print-plan prints a plan: it needs --compile-to=plan, not '" +
+        flags.stageName + "'");
+  if (wantsPlanOutput && !toPlan)
+    return fail("-o " + flags.output + " names a plan file but --compile-to=" +
+                flags.stageName + " produces MLIR");
+
+  if (flags.dumpDir.empty())
     if (const char *env = std::getenv("MONARCH_DUMP_DIR"))
-      dumpDir = env;
+      flags.dumpDir = env;
 
   DialectRegistry registry;
   monarch::registerMonarchDialects(registry);
@@ -120,7 +204,7 @@ int main(int argc, char **argv) {
   context.loadAllAvailableDialects();
 
   std::string error;
-  auto file = openInputFile(input, &error);
+  auto file = openInputFile(flags.input, &error);
   if (!file)
     return fail(error);
   llvm::SourceMgr sourceMgr;
@@ -131,18 +215,55 @@ int main(int argc, char **argv) {
   if (!module)
     return 1; // The parser reported file:line:col.
 
-  monarch::Stage to = *monarch::parseStage(stageName);
+  PlanBuildOptions buildOptions;
+  buildOptions.kernels.target =
+      flags.target == "cuda" ? KernelTarget::Cuda : KernelTarget::Cpu;
+  buildOptions.compilerVersion = MONARCH_VERSION;
+  buildOptions.source = flags.input;
+
+  // The compile cache: only for plans, and not when the passes must run to
+  // be dumped.
+  PlanCache cache(planCacheConfigFromEnvironment());
+  std::string cacheKey;
+  if (toPlan && cache.enabled() && flags.dumpDir.empty()) {
+    std::string canonical;
+    llvm::raw_string_ostream os(canonical);
+    module->print(os, OpPrintingFlags().enableDebugInfo(true, false));
+    const void *anchors[] = {
+        reinterpret_cast<const void *>(&monarch::populateStagePipelines),
+        reinterpret_cast<const void *>(&monarch::registerMonarchDialects),
+        reinterpret_cast<const void *>(&buildExecutionPlan)};
+    cacheKey = planCacheKey(canonical, compilerFingerprint(anchors),
+                            optionsKey(flags, buildOptions.kernels));
+    std::string corruption;
+    if (std::optional<std::string> hit = cache.lookup(cacheKey, &corruption)) {
+      if (flags.verbose)
+        llvm::errs() << "monarch-compile: cache hit "
+                     << cache.entryPath(cacheKey) << " ("
+                     << llvm::format("%.2f", elapsedMs()) << " ms)\n";
+      return emitPlan(flags, *hit);
+    }
+    if (flags.verbose)
+      llvm::errs() << "monarch-compile: cache miss " << cacheKey
+                   << (corruption.empty()
+                           ? std::string()
+                           : " (removed a corrupt entry: " + corruption + ")")
+                   << "\n";
+  }
+
+  monarch::Stage to =
+      toPlan ? monarch::Stage::Planned : *monarch::parseStage(flags.stageName);
   monarch::PipelineOptions options;
-  options.backend = backend;
-  options.groupBytes = groupBytes;
+  options.backend = flags.backend;
+  options.groupBytes = flags.groupBytes;
   PassManager pm(&context, ModuleOp::getOperationName());
   monarch::populateStagePipelines(pm, monarch::Stage::Traced, to, options);
 
-  if (!dumpDir.empty()) {
-    if (std::error_code ec = llvm::sys::fs::create_directories(dumpDir))
-      return fail("cannot create dump directory " + dumpDir + ": " +
+  if (!flags.dumpDir.empty()) {
+    if (std::error_code ec = llvm::sys::fs::create_directories(flags.dumpDir))
+      return fail("cannot create dump directory " + flags.dumpDir + ": " +
                   ec.message());
-    auto dumper = std::make_unique<DumpAfterEachPass>(dumpDir);
+    auto dumper = std::make_unique<monarch::DumpAfterEachPass>(flags.dumpDir);
     dumper->write(*module, "00-input.mlir");
     pm.addInstrumentation(std::move(dumper));
   }
@@ -151,21 +272,39 @@ int main(int argc, char **argv) {
     std::string pipeline;
     llvm::raw_string_ostream os(pipeline);
     pm.printAsTextualPipeline(os);
-    llvm::errs() << "monarch-compile: compiling to '" << stageName
+    llvm::errs() << "monarch-compile: compiling to '" << flags.stageName
                  << "' failed; reproduce with:\n  monarch-opt "
-                 << (input == "-" ? "<stdin>" : input) << " --pass-pipeline='"
-                 << pipeline << "'\n";
-    if (!dumpDir.empty())
-      llvm::errs() << "monarch-compile: IR after each pass is in " << dumpDir
-                   << "\n";
+                 << (flags.input == "-" ? "<stdin>" : flags.input)
+                 << " --pass-pipeline='" << pipeline << "'\n";
+    if (!flags.dumpDir.empty())
+      llvm::errs() << "monarch-compile: IR after each pass is in "
+                   << flags.dumpDir << "\n";
     return 1;
   }
 
-  auto out = openOutputFile(output, &error);
-  if (!out)
-    return fail(error);
-  module->print(out->os());
-  out->os() << "\n";
-  out->keep();
-  return 0;
+  if (!toPlan) {
+    auto out =
+        openOutputFile(flags.output.empty() ? "-" : flags.output, &error);
+    if (!out)
+      return fail(error);
+    module->print(out->os());
+    out->os() << "\n";
+    out->keep();
+    return 0;
+  }
+
+  FailureOr<ExecutionPlan> plan = buildExecutionPlan(*module, buildOptions);
+  if (failed(plan))
+    return fail("cannot build the ExecutionPlan of '" + flags.input + "'");
+  StatusOr<std::string> bytes = serializePlan(*plan);
+  if (!bytes)
+    return fail(bytes.status().message());
+  if (!cacheKey.empty())
+    if (Status s = cache.store(cacheKey, *bytes); !s)
+      llvm::errs() << "monarch-compile: warning: not cached: " << s.message()
+                   << "\n";
+  if (flags.verbose)
+    llvm::errs() << "monarch-compile: compiled in "
+                 << llvm::format("%.2f", elapsedMs()) << " ms\n";
+  return emitPlan(flags, *bytes);
 }
