@@ -18,6 +18,7 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <future>
 #include <random>
 #include <sys/wait.h>
 #include <thread>
@@ -235,6 +236,51 @@ TEST(GlooOneRank, EveryOpAndBadOps) {
   EXPECT_EQ(
       c.allReduce(in.data(), out.data(), 4, DType::Float32)->wait(1s).code(),
       StatusCode::Aborted);
+}
+
+/// Two Gloo ranks as threads of this process.
+std::vector<std::unique_ptr<Communicator>> glooPair(Store &store,
+                                                    const std::string &name) {
+  std::vector<std::unique_ptr<Communicator>> comms(2);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < 2; ++r)
+    threads.emplace_back([&, r] {
+      CommOptions options;
+      options.timeout = 5000ms;
+      auto c =
+          createCommunicator(Backend::Gloo, store, r, 2, {}, name, options);
+      if (c)
+        comms[r] = std::move(*c);
+      else
+        ADD_FAILURE() << c.status().toString();
+    });
+  for (auto &t : threads)
+    t.join();
+  return comms;
+}
+
+TEST(GlooInProcess, CompletionCallbacksMayCallBackIn) {
+  auto store = createInProcessStore();
+  auto comms = glooPair(*store, "callbacks");
+  ASSERT_TRUE(comms[0] && comms[1]);
+  Communicator &c = *comms[0];
+  float x = 0;
+  auto pending = c.recv(&x, 1, DType::Float32, 1); // never sent
+  std::promise<Status> again;
+  pending->onComplete([&](const Status &) {
+    // Re-entering from the completing thread must not deadlock.
+    c.abort("again");
+    again.set_value(c.send(&x, 1, DType::Float32, 1)->wait(1s));
+  });
+  std::thread aborter([&] { c.abort("test"); });
+  auto fut = again.get_future();
+  ASSERT_EQ(fut.wait_for(5s), std::future_status::ready) << "deadlock";
+  EXPECT_EQ(fut.get().code(), StatusCode::Aborted);
+  aborter.join();
+  EXPECT_EQ(pending->wait(1s).code(), StatusCode::Aborted);
+  // The other rank sees this one leave.
+  EXPECT_EQ(comms[1]->recv(&x, 1, DType::Float32, 0)->wait(5s).code(),
+            StatusCode::Unavailable);
 }
 
 /// Runs `fn(rank, comm)` on a thread per rank of a fake world.

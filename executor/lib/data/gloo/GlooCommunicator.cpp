@@ -177,20 +177,17 @@ GlooCommunicator::duplicate(const std::string &name) {
       std::make_unique<GlooCommunicator>(group_, name, id));
 }
 
-void GlooCommunicator::failPending(const Status &status) {
-  std::deque<Entry> queued;
-  std::shared_ptr<Work> inFlight;
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    queued.swap(queue_);
-    inFlight = inFlight_;
-  }
+void GlooCommunicator::takePending(
+    const Status &status,
+    std::vector<std::pair<std::shared_ptr<Work>, Status>> &out) {
   Status failed(StatusCode::Aborted, "gloo communicator '" + name_ +
                                          "' is broken: " + status.message());
-  if (inFlight)
-    inFlight->complete(failed);
-  for (Entry &e : queued)
-    e.work->complete(failed);
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (inFlight_)
+    out.emplace_back(inFlight_, failed);
+  for (Entry &e : queue_)
+    out.emplace_back(e.work, failed);
+  queue_.clear();
 }
 
 void GlooCommunicator::run() {

@@ -38,9 +38,11 @@ public:
   StatusOr<std::unique_ptr<Communicator>>
   duplicate(const std::string &name) override;
 
-  /// Completes queued and in-flight work with `status` (called by the group
-  /// when it breaks, with the group's lock held).
-  void failPending(const Status &status);
+  /// Hands over queued and in-flight work with the status to complete it
+  /// with (called by the group when it breaks, with the group's lock held;
+  /// the group completes them after releasing it).
+  void takePending(const Status &status,
+                   std::vector<std::pair<std::shared_ptr<Work>, Status>> &out);
 
 private:
   struct Entry {

@@ -302,16 +302,23 @@ Status GlooGroup::brokenStatus() const {
 }
 
 void GlooGroup::breakWith(const Status &status) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  if (!broken_.exchange(true))
-    brokenStatus_ = status;
-  // Shutting the sockets down (rather than closing the pairs) lets Gloo's
-  // event loop see the end of each stream: it fails this rank's blocked
-  // waits at once, and the peers see the connection drop.
-  for (int fd : sockets_)
-    ::shutdown(fd, SHUT_RDWR);
-  for (GlooCommunicator *comm : attached_)
-    comm->failPending(brokenStatus_);
+  std::vector<std::pair<std::shared_ptr<Work>, Status>> pending;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!broken_.exchange(true))
+      brokenStatus_ = status;
+    // Shutting the sockets down (rather than closing the pairs) lets Gloo's
+    // event loop see the end of each stream: it fails this rank's blocked
+    // waits at once, and the peers see the connection drop.
+    for (int fd : sockets_)
+      ::shutdown(fd, SHUT_RDWR);
+    for (GlooCommunicator *comm : attached_)
+      comm->takePending(brokenStatus_, pending);
+  }
+  // Completion callbacks may call back into the communicator (post, abort):
+  // run them without holding any of our locks.
+  for (auto &[work, st] : pending)
+    work->complete(st);
 }
 
 void GlooGroup::attach(GlooCommunicator *comm) {

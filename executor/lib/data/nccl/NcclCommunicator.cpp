@@ -134,7 +134,9 @@ public:
         abortLocked("communicator destroyed with work pending");
     }
     cv_.notify_all();
+    completeFailed();
     worker_.join();
+    completeFailed();
     std::lock_guard<std::mutex> lock(mutex_);
     if (!aborted_)
       ncclCommDestroy(comm_);
@@ -165,8 +167,11 @@ public:
   }
 
   void abort(const std::string &reason) override {
-    std::lock_guard<std::mutex> lock(mutex_);
-    abortLocked("aborted on rank " + std::to_string(rank_) + ": " + reason);
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      abortLocked("aborted on rank " + std::to_string(rank_) + ": " + reason);
+    }
+    completeFailed();
   }
 
   bool isAborted() const override { return aborted_.load(); }
@@ -209,16 +214,31 @@ private:
                   "nccl communicator '" + name_ + "' is broken: " + reason_);
   }
 
+  /// Aborts NCCL and moves the pending work to toFail_; the caller
+  /// completes it (completeFailed) after releasing mutex_, since completion
+  /// callbacks may call back into this communicator.
   void abortLocked(const std::string &reason) {
     if (aborted_.exchange(true))
       return;
     reason_ = reason;
     ncclCommAbort(comm_);
     for (auto &e : queue_)
-      e.second->complete(broken());
+      toFail_.push_back(e.second);
     queue_.clear();
     if (inFlight_)
-      inFlight_->complete(broken());
+      toFail_.push_back(inFlight_);
+  }
+
+  void completeFailed() {
+    std::vector<std::shared_ptr<Work>> works;
+    Status st;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      works.swap(toFail_);
+      st = broken();
+    }
+    for (auto &w : works)
+      w->complete(st);
   }
 
   Status issue(const CommOp &op) {
@@ -337,13 +357,16 @@ private:
                          : Status(StatusCode::Unavailable,
                                   "nccl: cudaEventCreate failed");
       entry.second->complete(st);
-      std::lock_guard<std::mutex> lock(mutex_);
-      inFlight_.reset();
-      busy_ = false;
-      // A failed or timed-out group leaves NCCL in an unknown state: break
-      // the communicator so that the peers fail fast too.
-      if (!st && st.code() != StatusCode::InvalidArgument)
-        abortLocked(st.message());
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        inFlight_.reset();
+        busy_ = false;
+        // A failed or timed-out group leaves NCCL in an unknown state: break
+        // the communicator so that the peers fail fast too.
+        if (!st && st.code() != StatusCode::InvalidArgument)
+          abortLocked(st.message());
+      }
+      completeFailed();
     }
     if (event_)
       cudaEventDestroy(event_);
@@ -362,6 +385,7 @@ private:
   std::condition_variable cv_;
   std::deque<std::pair<std::vector<CommOp>, std::shared_ptr<Work>>> queue_;
   std::shared_ptr<Work> inFlight_;
+  std::vector<std::shared_ptr<Work>> toFail_;
   bool busy_ = false;
   bool stopping_ = false;
   std::atomic<bool> aborted_{false};
