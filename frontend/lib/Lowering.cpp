@@ -57,8 +57,11 @@ Result<std::string> TraceBuilder::lower(const LowerOptions &options) const {
   std::string text;
   llvm::raw_string_ostream os(text);
   OpPrintingFlags flags;
-  if (options.debugInfo)
+  if (options.debugInfo) {
+    // Locations inline on each op (no #loc aliases): readable, greppable.
     flags.enableDebugInfo(true, /*prettyForm=*/false);
+    flags.useLocalScope();
+  }
   (*copy)->print(os, flags);
   return text;
 }

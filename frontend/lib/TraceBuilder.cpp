@@ -359,10 +359,12 @@ void TraceBuilder::Impl::annotate(Value v, const SourceLoc &l) {
   if (r.scalar || r.mesh.empty())
     return;
   auto type = llvm::cast<RankedTensorType>(r.value.getType());
-  Result<mlir::Value> s = sharding(r.mesh, r.dist, type.getRank(), l);
+  // A sharding the user asked for is located at their `shard` call.
+  SourceLoc at = r.shardLoc.file.empty() ? l : r.shardLoc;
+  Result<mlir::Value> s = sharding(r.mesh, r.dist, type.getRank(), at);
   if (!s)
     return;
-  auto op = shard::ShardOp::create(b, loc(l), r.value, *s, false);
+  auto op = shard::ShardOp::create(b, loc(at), r.value, *s, false);
   values[v.id].value = op.getResult();
   values[v.id].annotation = op;
 }
@@ -386,7 +388,9 @@ Result<Value> TraceBuilder::Impl::placeOn(Value v, const std::string &mesh,
         !s)
       return s.error();
     auto feed = FeedOp::create(b, loc(l), r.value, mesh);
+    SourceLoc shardLoc = r.shardLoc;
     placed = add(feed.getResult(), mesh, dist, false);
+    values[placed.id].shardLoc = shardLoc;
   } else {
     if (!checkDist(mesh, dist, t.shape, l, "tensor"))
       dist = Dist{};
@@ -828,8 +832,11 @@ std::string TraceBuilder::str(bool debugInfo) const {
   std::string text;
   llvm::raw_string_ostream os(text);
   OpPrintingFlags flags;
-  if (debugInfo)
+  if (debugInfo) {
+    // Locations inline on each op (no #loc aliases): readable, greppable.
     flags.enableDebugInfo(true, /*prettyForm=*/false);
+    flags.useLocalScope();
+  }
   pimpl->module->print(os, flags);
   return text;
 }
