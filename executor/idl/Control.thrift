@@ -209,9 +209,10 @@ struct PingReply {
 }
 
 service WorkerService {
-  /// Parses the plan, loads its kernels, joins its communicators, allocates
-  /// the arena. Collective over all ranks (communicators rendezvous).
-  PlanInfo loadPlan(1: string token, 2: binary plan)
+  /// Parses the .mcplan, and for every step plan in it loads its kernels,
+  /// joins its communicators and allocates its arena. Collective over all
+  /// ranks (communicators rendezvous). One PlanInfo per step plan.
+  list<PlanInfo> loadPlan(1: string token, 2: binary plan)
       throws (1: ControlError error),
   /// Runs this rank's instruction stream once; returns this rank's fetches.
   RunStepReply runStep(1: RunStepRequest request)

@@ -82,6 +82,10 @@ void rememberConnection(const std::shared_ptr<TTransport> &transport) {
 /// Tells handlers which connection they serve.
 class ConnectionTracker : public TServerEventHandler {
 public:
+  explicit ConnectionTracker(std::shared_ptr<std::atomic<bool>> listening)
+      : listening_(std::move(listening)) {}
+  /// serve() calls this once it is listening.
+  void preServe() override { listening_->store(true); }
   void *createContext(std::shared_ptr<TProtocol> input,
                       std::shared_ptr<TProtocol>) override {
     rememberConnection(input->getTransport());
@@ -95,6 +99,9 @@ public:
     currentFd = -1;
     currentPeerText.clear();
   }
+
+private:
+  std::shared_ptr<std::atomic<bool>> listening_;
 };
 
 } // namespace
@@ -112,14 +119,6 @@ ControlServer::start(std::shared_ptr<TProcessor> processor,
   auto socket = std::make_shared<TServerSocket>(host, port);
   // Idle connections are interrupted when the server stops.
   socket->setInterruptableChildren(true);
-  try {
-    socket->listen();
-  } catch (const std::exception &e) {
-    return Status(StatusCode::Unavailable,
-                  server->name_ + ": cannot listen on " + host + ":" +
-                      std::to_string(port) + ": " + e.what());
-  }
-  server->port_ = socket->getPort();
   auto config = limits.configuration();
   auto transports = std::make_shared<BoundedFramedFactory>(config);
   auto protocols = std::make_shared<TBinaryProtocolFactory>(
@@ -127,16 +126,34 @@ ControlServer::start(std::shared_ptr<TProcessor> processor,
       /*strict_read=*/true, /*strict_write=*/true);
   server->server_ = std::make_shared<TThreadedServer>(processor, socket,
                                                       transports, protocols);
-  server->server_->setServerEventHandler(std::make_shared<ConnectionTracker>());
+  auto listening = std::make_shared<std::atomic<bool>>(false);
+  server->server_->setServerEventHandler(
+      std::make_shared<ConnectionTracker>(listening));
   auto raw = server->server_;
+  auto failure = std::make_shared<std::atomic<bool>>(false);
+  auto why = std::make_shared<std::string>();
   std::string label = server->name_;
-  server->thread_ = std::thread([raw, label] {
+  // serve() binds and listens; the port is known once it has.
+  server->thread_ = std::thread([raw, label, failure, why] {
     try {
       raw->serve();
     } catch (const std::exception &e) {
-      spdlog::error("{}: server stopped: {}", label, e.what());
+      *why = e.what();
+      failure->store(true);
     }
   });
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (!listening->load()) {
+    if (failure->load() || std::chrono::steady_clock::now() > deadline) {
+      server->thread_.join();
+      return Status(StatusCode::Unavailable,
+                    server->name_ + ": cannot listen on " + host + ":" +
+                        std::to_string(port) + ": " +
+                        (why->empty() ? std::string("timed out") : *why));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  server->port_ = socket->getPort();
   return server;
 }
 

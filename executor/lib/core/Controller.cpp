@@ -437,6 +437,18 @@ Status callAll(Controller::Impl &s, const std::vector<int> &ranks,
   std::unique_lock<std::mutex> lock(s.mutex);
   bool done = s.cv.wait_for(lock, timeout,
                             [&] { return s.failed || gather->pending == 0; });
+  if (!s.failed && done) {
+    // A rank's error that fails the job may still be waiting for its root
+    // cause (a crash seen by a peer first): report the job's failure.
+    bool jobFailure = false;
+    for (int r : ranks)
+      jobFailure |=
+          !gather->statuses[r].isOk() && isJobFailure(gather->statuses[r]);
+    if (jobFailure)
+      s.cv.wait_for(
+          lock, s.options.rootCauseGrace * 2 + std::chrono::milliseconds(500),
+          [&] { return s.failed; });
+  }
   if (s.failed)
     return s.failure;
   if (!done) {
@@ -451,7 +463,8 @@ Status callAll(Controller::Impl &s, const std::vector<int> &ranks,
 
 } // namespace
 
-StatusOr<std::string> Controller::loadPlan(const std::string &planBytes) {
+StatusOr<std::vector<std::string>>
+Controller::loadPlan(const std::string &planBytes) {
   Impl &s = *impl_;
   std::lock_guard<std::mutex> call(s.callMutex);
   if (Status h = health(); !h)
@@ -466,12 +479,12 @@ StatusOr<std::string> Controller::loadPlan(const std::string &planBytes) {
   std::vector<int> all(n);
   for (int r = 0; r < n; ++r)
     all[r] = r;
-  auto gather = std::make_shared<Gather<control::PlanInfo>>(n);
+  auto gather = std::make_shared<Gather<std::vector<control::PlanInfo>>>(n);
   std::string token = s.token;
-  Status status = callAll<control::PlanInfo>(
+  Status status = callAll<std::vector<control::PlanInfo>>(
       s, all, gather, "loadPlan", {"", -1}, s.options.startTimeout,
       [planBytes, token](int, WorkerConnection &conn,
-                         control::PlanInfo &reply) {
+                         std::vector<control::PlanInfo> &reply) {
         conn.client().loadPlan(reply, token, planBytes);
       },
       // A plan every rank rejects is the caller's error, not the job's.
@@ -484,48 +497,62 @@ StatusOr<std::string> Controller::loadPlan(const std::string &planBytes) {
     if (!gather->statuses[r])
       return gather->statuses[r];
 
-  PlanSignature sig;
-  sig.name = gather->replies[0].name;
-  for (int r = 0; r < n; ++r) {
-    const control::PlanInfo &info = gather->replies[r];
-    if (info.name != sig.name)
-      return Status(StatusCode::InvalidArgument,
-                    "ranks disagree on the plan's name ('" + sig.name +
-                        "' and '" + info.name + "')");
-    if (info.meshSize != n)
-      return Status(StatusCode::InvalidArgument,
-                    "plan '" + sig.name + "' runs on a mesh of " +
-                        std::to_string(info.meshSize) + " ranks, the job has " +
-                        std::to_string(n) + " workers");
-    for (const control::BufferSpec &feed : info.feeds) {
-      auto [it, inserted] =
-          sig.feeds.insert({feed.index, {feed.dtype, feed.shape}});
-      if (!inserted && it->second != std::make_pair(feed.dtype, feed.shape))
-        return Status(
-            StatusCode::InvalidArgument,
-            "plan '" + sig.name + "': feed " + std::to_string(feed.index) +
-                " is " + shapeText(it->second.first, it->second.second) +
-                " on one rank and " + shapeText(feed.dtype, feed.shape) +
-                " on rank " + std::to_string(r));
-      sig.feedRanks[feed.index].push_back(r);
+  std::vector<PlanSignature> sigs;
+  for (size_t p = 0; p < gather->replies[0].size(); ++p) {
+    PlanSignature sig;
+    sig.name = gather->replies[0][p].name;
+    for (int r = 0; r < n; ++r) {
+      if (gather->replies[r].size() != gather->replies[0].size())
+        return Status(StatusCode::Internal,
+                      "ranks loaded different numbers of plans");
+      const control::PlanInfo &info = gather->replies[r][p];
+      if (info.name != sig.name)
+        return Status(StatusCode::InvalidArgument,
+                      "ranks disagree on the plan's name ('" + sig.name +
+                          "' and '" + info.name + "')");
+      if (info.meshSize != n)
+        return Status(StatusCode::InvalidArgument,
+                      "plan '" + sig.name + "' runs on a mesh of " +
+                          std::to_string(info.meshSize) +
+                          " ranks, the job has " + std::to_string(n) +
+                          " workers");
+      for (const control::BufferSpec &feed : info.feeds) {
+        auto [it, inserted] =
+            sig.feeds.insert({feed.index, {feed.dtype, feed.shape}});
+        if (!inserted && it->second != std::make_pair(feed.dtype, feed.shape))
+          return Status(
+              StatusCode::InvalidArgument,
+              "plan '" + sig.name + "': feed " + std::to_string(feed.index) +
+                  " is " + shapeText(it->second.first, it->second.second) +
+                  " on one rank and " + shapeText(feed.dtype, feed.shape) +
+                  " on rank " + std::to_string(r));
+        auto &readers = sig.feedRanks[feed.index];
+        if (readers.empty() || readers.back() != r)
+          readers.push_back(r);
+      }
+      for (const control::BufferSpec &fetch : info.fetches)
+        if (sig.fetches.insert({fetch.index, {fetch.dtype, fetch.shape}})
+                .second)
+          sig.fetchRank[fetch.index] = r;
     }
-    for (const control::BufferSpec &fetch : info.fetches)
-      if (sig.fetches.insert({fetch.index, {fetch.dtype, fetch.shape}}).second)
-        sig.fetchRank[fetch.index] = r;
+    for (auto &[index, _] : sig.feeds)
+      if (index < 0 || index >= static_cast<int>(sig.feeds.size()))
+        return Status(StatusCode::InvalidArgument,
+                      "plan '" + sig.name + "': feed indices are not 0..N-1");
+    for (auto &[index, _] : sig.fetches)
+      if (index < 0 || index >= static_cast<int>(sig.fetches.size()))
+        return Status(StatusCode::InvalidArgument,
+                      "plan '" + sig.name + "': fetch indices are not 0..N-1");
+    sigs.push_back(std::move(sig));
   }
-  for (auto &[index, _] : sig.feeds)
-    if (index < 0 || index >= static_cast<int>(sig.feeds.size()))
-      return Status(StatusCode::InvalidArgument,
-                    "plan '" + sig.name + "': feed indices are not 0..N-1");
-  for (auto &[index, _] : sig.fetches)
-    if (index < 0 || index >= static_cast<int>(sig.fetches.size()))
-      return Status(StatusCode::InvalidArgument,
-                    "plan '" + sig.name + "': fetch indices are not 0..N-1");
   std::lock_guard<std::mutex> lock(s.mutex);
-  std::string name = sig.name;
-  s.plans[name] = std::move(sig);
-  s.nextStep.emplace(name, 0);
-  return name;
+  std::vector<std::string> names;
+  for (PlanSignature &sig : sigs) {
+    names.push_back(sig.name);
+    s.nextStep.emplace(sig.name, 0);
+    s.plans[sig.name] = std::move(sig);
+  }
+  return names;
 }
 
 StatusOr<std::vector<HostTensor>>

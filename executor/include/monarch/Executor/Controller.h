@@ -104,9 +104,9 @@ public:
   Controller &operator=(const Controller &) = delete;
 
   /// Loads a serialized ExecutionPlan (.mcplan bytes) on every worker; they
-  /// create the plan's communicators through the rendezvous store. Returns
-  /// the plan's name, used by runStep.
-  StatusOr<std::string> loadPlan(const std::string &planBytes);
+  /// create the plans' communicators through the rendezvous store. Returns
+  /// the names of the step plans it holds, used by runStep.
+  StatusOr<std::vector<std::string>> loadPlan(const std::string &planBytes);
   const PlanSignature *signature(const std::string &plan) const;
 
   /// Runs one step of `plan`: `inputs[i]` is feed i; returns fetch i as

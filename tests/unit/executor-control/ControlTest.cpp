@@ -1,0 +1,442 @@
+//===- ControlTest.cpp - Controller and workers as real processes ---------===//
+//
+// Every test starts real monarch-worker processes on loopback through the
+// local launcher (or by hand for the env launcher), runs small plans built
+// in TestPlans.cpp, and checks numerics against values computed here. Fault
+// tests inject each failure for real (SIGKILL, SIGSTOP, an exception in a
+// worker, a dropped connection, a wrong job token, a malformed Thrift frame,
+// a controller killed with SIGKILL), check the error text names the rank,
+// the op and the source location, check the 2 s / 5 s bounds, and check no
+// worker process is left behind.
+//
+//===----------------------------------------------------------------------===//
+#include "TestPlans.h"
+
+#include "monarch/Executor/Controller.h"
+#include "monarch/Executor/Npy.h"
+
+#include "ThriftGlue.h"
+
+#include <gtest/gtest.h>
+
+#include <arpa/inet.h>
+#include <csignal>
+#include <future>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <thread>
+#include <unistd.h>
+
+using namespace monarch::executor;
+using namespace monarch::testing;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+ControllerOptions options(int ranks) {
+  ControllerOptions o;
+  o.worldSize = ranks;
+  o.workerBinary = MONARCH_WORKER_BIN;
+  o.startTimeout = std::chrono::milliseconds(20000);
+  o.logLevel = "warn";
+  return o;
+}
+
+std::vector<pid_t> pidsOf(Controller &c) {
+  std::vector<pid_t> pids;
+  for (int r = 0; r < c.worldSize(); ++r)
+    pids.push_back(static_cast<pid_t>(c.workerPid(r)));
+  return pids;
+}
+
+double ms(Clock::duration d) {
+  return std::chrono::duration<double, std::milli>(d).count();
+}
+
+std::unique_ptr<Controller> startOrDie(ControllerOptions o) {
+  auto c = Controller::start(std::move(o));
+  EXPECT_TRUE(c.isOk()) << c.status().toString();
+  return c.isOk() ? std::move(c).value() : nullptr;
+}
+
+class Ranks : public ::testing::TestWithParam<int> {};
+
+TEST_P(Ranks, AllReduceStepMatchesTheSum) {
+  int n = GetParam();
+  auto c = startOrDie(options(n));
+  ASSERT_TRUE(c);
+  auto names = c->loadPlan(serialize(allReducePlan(n)));
+  ASSERT_TRUE(names.isOk()) << names.status().toString();
+  ASSERT_EQ(names->size(), 1u);
+  EXPECT_EQ((*names)[0], "step");
+  for (int s = 0; s < 3; ++s) {
+    std::vector<float> x = {1.5f, -2.0f, 3.25f + s, 100.0f * s};
+    auto out = c->runStep("step", {floats(x)});
+    ASSERT_TRUE(out.isOk()) << out.status().toString();
+    ASSERT_EQ(out->size(), 1u);
+    std::vector<float> got = toFloats((*out)[0]);
+    ASSERT_EQ(got.size(), 4u);
+    for (int i = 0; i < 4; ++i)
+      EXPECT_FLOAT_EQ(got[i], x[i] * n) << "element " << i;
+  }
+  std::vector<pid_t> pids = pidsOf(*c);
+  EXPECT_TRUE(c->stop().isOk());
+  EXPECT_TRUE(allGone(pids, std::chrono::milliseconds(100)));
+}
+
+TEST_P(Ranks, RingMovesBytesBetweenWorkers) {
+  int n = GetParam();
+  auto c = startOrDie(options(n));
+  ASSERT_TRUE(c);
+  ASSERT_TRUE(c->loadPlan(serialize(ringPlan(n))).isOk());
+  std::vector<float> x = {4, 3, 2, 1};
+  auto out = c->runStep("ring", {floats(x)});
+  ASSERT_TRUE(out.isOk()) << out.status().toString();
+  // The receive buffer starts zeroed: only a real transfer fills it.
+  EXPECT_EQ(toFloats((*out)[0]), x);
+  EXPECT_TRUE(c->stop().isOk());
+}
+
+INSTANTIATE_TEST_SUITE_P(Executor, Ranks, ::testing::Values(2, 4));
+
+TEST(ExecutorControl, ActorStatePersistsAcrossSteps) {
+  auto c = startOrDie(options(2));
+  ASSERT_TRUE(c);
+  auto names = c->loadPlan(serialize(statePlan(2, readFile(TEST_KERNELS))));
+  ASSERT_TRUE(names.isOk()) << names.status().toString();
+  std::vector<float> total(4, 0.0f);
+  for (int s = 1; s <= 3; ++s) {
+    std::vector<float> x = {1.0f * s, 2.0f, -0.5f * s, 10.0f};
+    for (int i = 0; i < 4; ++i)
+      total[i] += x[i];
+    auto out = c->runStep("accumulate", {floats(x)});
+    ASSERT_TRUE(out.isOk()) << out.status().toString();
+    EXPECT_EQ(toFloats((*out)[0]), total) << "after step " << s;
+  }
+  EXPECT_TRUE(c->stop().isOk());
+}
+
+TEST(ExecutorControl, BadInputsAreRejectedWithoutFailingTheJob) {
+  auto c = startOrDie(options(2));
+  ASSERT_TRUE(c);
+  ASSERT_TRUE(c->loadPlan(serialize(allReducePlan(2))).isOk());
+  auto wrongShape = c->runStep("step", {floats({1, 2, 3})});
+  ASSERT_FALSE(wrongShape.isOk());
+  EXPECT_EQ(wrongShape.status().code(), StatusCode::InvalidArgument);
+  EXPECT_NE(wrongShape.status().message().find("float32[4]"), std::string::npos)
+      << wrongShape.status().message();
+  auto unknown = c->runStep("nope", {});
+  EXPECT_EQ(unknown.status().code(), StatusCode::NotFound);
+  auto garbage = c->loadPlan("not a plan");
+  ASSERT_FALSE(garbage.isOk());
+  EXPECT_EQ(garbage.status().code(), StatusCode::InvalidArgument);
+  EXPECT_TRUE(c->health().isOk()) << c->health().toString();
+  EXPECT_TRUE(c->runStep("step", {floats({1, 1, 1, 1})}).isOk());
+  EXPECT_TRUE(c->stop().isOk());
+}
+
+//===--- Faults -----------------------------------------------------------===//
+
+/// Starts 2 ranks whose rank 1 sleeps 8 s at the first instruction of step
+/// 0, so a step is in flight with rank 0 blocked in the all-reduce.
+struct HungStep {
+  std::unique_ptr<Controller> controller;
+  std::future<StatusOr<std::vector<HostTensor>>> step;
+  std::vector<pid_t> pids;
+
+  bool start() {
+    ControllerOptions o = options(2);
+    o.rankEnv[1]["MONARCH_FAULT_INJECT"] = "sleep:0:0:8000";
+    controller = startOrDie(o);
+    if (!controller ||
+        !controller->loadPlan(serialize(allReducePlan(2))).isOk())
+      return false;
+    pids = pidsOf(*controller);
+    Controller *c = controller.get();
+    step = std::async(std::launch::async, [c] {
+      return c->runStep("step", {floats({1, 2, 3, 4})});
+    });
+    std::this_thread::sleep_for(std::chrono::milliseconds(400));
+    return true;
+  }
+};
+
+TEST(ExecutorFaults, KilledWorkerFailsTheStepWithinTwoSeconds) {
+  HungStep job;
+  ASSERT_TRUE(job.start());
+  auto t0 = Clock::now();
+  ASSERT_EQ(::kill(job.pids[1], SIGKILL), 0);
+  auto result = job.step.get();
+  double elapsed = ms(Clock::now() - t0);
+  ASSERT_FALSE(result.isOk());
+  std::string text = result.status().message();
+  EXPECT_LT(elapsed, 2000.0) << text;
+  EXPECT_NE(text.find("rank 1"), std::string::npos) << text;
+  EXPECT_NE(text.find("SIGKILL"), std::string::npos) << text;
+  EXPECT_NE(text.find("step 0 of plan 'step'"), std::string::npos) << text;
+  EXPECT_FALSE(job.controller->stop().isOk());
+  EXPECT_TRUE(allGone(job.pids, std::chrono::milliseconds(100)));
+}
+
+TEST(ExecutorFaults, StoppedWorkerIsDetectedByHeartbeatsWithinTwoSeconds) {
+  HungStep job;
+  ASSERT_TRUE(job.start());
+  auto t0 = Clock::now();
+  ASSERT_EQ(::kill(job.pids[1], SIGSTOP), 0);
+  auto result = job.step.get();
+  double elapsed = ms(Clock::now() - t0);
+  ASSERT_FALSE(result.isOk());
+  std::string text = result.status().message();
+  EXPECT_EQ(result.status().code(), StatusCode::DeadlineExceeded) << text;
+  EXPECT_LT(elapsed, 2000.0) << text;
+  EXPECT_NE(text.find("rank 1"), std::string::npos) << text;
+  EXPECT_NE(text.find("heartbeat"), std::string::npos) << text;
+  // Where it was: the first instruction, with its source location.
+  EXPECT_NE(text.find("feed_buffer 0"), std::string::npos) << text;
+  EXPECT_NE(text.find("test.py:1:5"), std::string::npos) << text;
+  (void)job.controller->stop();
+  EXPECT_TRUE(allGone(job.pids, std::chrono::milliseconds(100)));
+}
+
+TEST(ExecutorFaults, RaisingWorkerNamesRankOpAndSourceLine) {
+  ControllerOptions o = options(2);
+  // Instruction 1 is the all_reduce (test.py:2:5).
+  o.rankEnv[1]["MONARCH_FAULT_INJECT"] = "raise:1:1";
+  auto c = startOrDie(o);
+  ASSERT_TRUE(c);
+  ASSERT_TRUE(c->loadPlan(serialize(allReducePlan(2))).isOk());
+  ASSERT_TRUE(c->runStep("step", {floats({1, 2, 3, 4})}).isOk());
+  std::vector<pid_t> pids = pidsOf(*c);
+  auto t0 = Clock::now();
+  auto result = c->runStep("step", {floats({1, 2, 3, 4})});
+  double elapsed = ms(Clock::now() - t0);
+  ASSERT_FALSE(result.isOk());
+  std::string text = result.status().message();
+  EXPECT_LT(elapsed, 2000.0) << text;
+  EXPECT_NE(text.find("rank 1"), std::string::npos) << text;
+  EXPECT_NE(text.find("all_reduce sum on @world"), std::string::npos) << text;
+  EXPECT_NE(text.find("test.py:2:5"), std::string::npos) << text;
+  EXPECT_NE(text.find("injected fault"), std::string::npos) << text;
+  EXPECT_NE(text.find("step 1"), std::string::npos) << text;
+  // The job is failed: later calls say so at once.
+  auto again = c->runStep("step", {floats({1, 2, 3, 4})});
+  EXPECT_EQ(again.status().message(), text);
+  (void)c->stop();
+  EXPECT_TRUE(allGone(pids, std::chrono::milliseconds(100)));
+}
+
+TEST(ExecutorFaults, DroppedConnectionFailsTheStep) {
+  ControllerOptions o = options(2);
+  o.rankEnv[1]["MONARCH_FAULT_INJECT"] = "drop:0:3";
+  auto c = startOrDie(o);
+  ASSERT_TRUE(c);
+  ASSERT_TRUE(c->loadPlan(serialize(allReducePlan(2))).isOk());
+  std::vector<pid_t> pids = pidsOf(*c);
+  auto t0 = Clock::now();
+  auto result = c->runStep("step", {floats({1, 2, 3, 4})});
+  double elapsed = ms(Clock::now() - t0);
+  ASSERT_FALSE(result.isOk());
+  std::string text = result.status().message();
+  EXPECT_LT(elapsed, 2000.0) << text;
+  EXPECT_NE(text.find("lost connection to rank 1"), std::string::npos) << text;
+  (void)c->stop();
+  EXPECT_TRUE(allGone(pids, std::chrono::milliseconds(100)));
+}
+
+TEST(ExecutorFaults, WrongTokenIsRejected) {
+  std::vector<std::string> logs;
+  std::mutex logMutex;
+  ControllerOptions o = options(2);
+  o.logLevel = "info";
+  o.logSink = [&](int rank, int, const std::string &line) {
+    std::lock_guard<std::mutex> lock(logMutex);
+    logs.push_back("[rank " + std::to_string(rank) + "] " + line);
+  };
+  auto c = startOrDie(o);
+  ASSERT_TRUE(c);
+  // A client with a wrong token on a worker's port.
+  auto [host, port] = c->workerAddress(0);
+  auto conn = WorkerConnection::connect(host, port, WireLimits(), 1000, 1000);
+  ASSERT_TRUE(conn.isOk()) << conn.status().toString();
+  monarch::executor::control::PingReply reply;
+  Status st =
+      callThrift("ping", [&] { (*conn)->client().ping(reply, "wrong"); });
+  EXPECT_EQ(st.code(), StatusCode::PermissionDenied) << st.toString();
+  // A worker process presenting a wrong token to the controller.
+  pid_t rogue = ::fork();
+  if (rogue == 0) {
+    std::string controller = "MONARCH_CONTROLLER=" + c->address();
+    char *envp[] = {controller.data(), const_cast<char *>("MONARCH_RANK=1"),
+                    const_cast<char *>("MONARCH_WORLD_SIZE=2"),
+                    const_cast<char *>("MONARCH_JOB_TOKEN=not-the-token"),
+                    nullptr};
+    char *argv[] = {const_cast<char *>(MONARCH_WORKER_BIN), nullptr};
+    ::execve(argv[0], argv, envp);
+    ::_exit(127);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(rogue, &status, 0), rogue);
+  EXPECT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 3);
+  // The job is unaffected and the rejection was logged by the worker.
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  EXPECT_TRUE(c->health().isOk()) << c->health().toString();
+  ASSERT_TRUE(c->loadPlan(serialize(allReducePlan(2))).isOk());
+  EXPECT_TRUE(c->runStep("step", {floats({1, 1, 1, 1})}).isOk());
+  EXPECT_TRUE(c->stop().isOk());
+  std::lock_guard<std::mutex> lock(logMutex);
+  bool logged = false;
+  for (const std::string &line : logs)
+    logged |= line.find("[rank 0] rejected ping") != std::string::npos &&
+              line.find("wrong job token") != std::string::npos;
+  EXPECT_TRUE(logged) << "no forwarded log of the rejected ping";
+}
+
+TEST(ExecutorFaults, MalformedFrameIsRejectedAndTheWorkerSurvives) {
+  auto c = startOrDie(options(2));
+  ASSERT_TRUE(c);
+  auto [host, port] = c->workerAddress(1);
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  ::inet_pton(AF_INET, host.c_str(), &addr.sin_addr);
+  ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr *>(&addr), sizeof(addr)),
+            0);
+  // A frame claiming 2 GiB, then junk.
+  const char frame[] = "\x7f\xff\xff\xff\x80\x01\x00\x01garbage";
+  ASSERT_GT(::write(fd, frame, sizeof(frame) - 1), 0);
+  timeval tv{2, 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+  char buf[64];
+  // The worker drops the connection instead of reading 2 GiB.
+  EXPECT_EQ(::read(fd, buf, sizeof(buf)), 0);
+  ::close(fd);
+  ASSERT_TRUE(c->loadPlan(serialize(allReducePlan(2))).isOk());
+  auto out = c->runStep("step", {floats({1, 2, 3, 4})});
+  ASSERT_TRUE(out.isOk()) << out.status().toString();
+  EXPECT_EQ(toFloats((*out)[0]), (std::vector<float>{2, 4, 6, 8}));
+  EXPECT_TRUE(c->stop().isOk());
+}
+
+//===--- Controller death -------------------------------------------------===//
+
+/// Runs monarch-run on a plan whose ranks sleep in step 0, returns its pid.
+pid_t spawnMonarchRun(const std::string &planPath, std::vector<std::string> env,
+                      std::vector<std::string> args = {}) {
+  std::string input = ::testing::TempDir() + "input4.npy";
+  EXPECT_TRUE(writeNpyFile(input, floats({1, 2, 3, 4})).isOk());
+  std::vector<std::string> argvStrings = {MONARCH_RUN_BIN, planPath, "--inputs",
+                                          input};
+  for (auto &a : args)
+    argvStrings.push_back(a);
+  env.push_back(std::string("MONARCH_WORKER_BIN=") + MONARCH_WORKER_BIN);
+  env.push_back("MONARCH_FAULT_INJECT=sleep:0:0:20000");
+  env.push_back("MONARCH_LOG_LEVEL=error");
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    std::vector<char *> argv, envp;
+    for (auto &a : argvStrings)
+      argv.push_back(a.data());
+    argv.push_back(nullptr);
+    for (auto &e : env)
+      envp.push_back(e.data());
+    envp.push_back(nullptr);
+    ::execve(argv[0], argv.data(), envp.data());
+    ::_exit(127);
+  }
+  return pid;
+}
+
+std::string writePlan(const std::string &name, int ranks) {
+  std::string path = ::testing::TempDir() + name;
+  FILE *f = std::fopen(path.c_str(), "wb");
+  std::string bytes = serialize(allReducePlan(ranks));
+  std::fwrite(bytes.data(), 1, bytes.size(), f);
+  std::fclose(f);
+  return path;
+}
+
+TEST(ExecutorFaults, LocalWorkersDieWithTheController) {
+  std::string plan = writePlan("controller-death-local.mcplan", 2);
+  pid_t run = spawnMonarchRun(plan, {});
+  std::vector<pid_t> workers;
+  auto deadline = Clock::now() + std::chrono::seconds(10);
+  while (workers.size() < 2 && Clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    workers = childrenOf(run);
+  }
+  ASSERT_EQ(workers.size(), 2u);
+  std::this_thread::sleep_for(std::chrono::milliseconds(1000));
+  auto t0 = Clock::now();
+  ::kill(run, SIGKILL);
+  ::waitpid(run, nullptr, 0);
+  EXPECT_TRUE(allGone(workers, std::chrono::milliseconds(5000)));
+  EXPECT_LT(ms(Clock::now() - t0), 5000.0);
+}
+
+int freePort() {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ::bind(fd, reinterpret_cast<sockaddr *>(&addr), sizeof(addr));
+  socklen_t len = sizeof(addr);
+  ::getsockname(fd, reinterpret_cast<sockaddr *>(&addr), &len);
+  ::close(fd);
+  return ntohs(addr.sin_port);
+}
+
+TEST(ExecutorFaults, EnvWorkersLeaveWhenTheControllerDies) {
+  std::string plan = writePlan("controller-death-env.mcplan", 2);
+  std::string controller = "127.0.0.1:" + std::to_string(freePort());
+  std::vector<std::string> common = {"MONARCH_CONTROLLER=" + controller,
+                                     "MONARCH_WORLD_SIZE=2",
+                                     "MONARCH_JOB_TOKEN=env-test-token"};
+  pid_t run = spawnMonarchRun(plan, common, {"--launcher=env"});
+  // Workers started "by another system": this test, without PDEATHSIG.
+  std::vector<pid_t> workers;
+  for (int r = 0; r < 2; ++r) {
+    std::vector<std::string> env = common;
+    env.push_back("MONARCH_RANK=" + std::to_string(r));
+    env.push_back("MONARCH_FAULT_INJECT=sleep:0:0:20000");
+    env.push_back("MONARCH_LOG_LEVEL=error");
+    pid_t pid = ::fork();
+    if (pid == 0) {
+      std::vector<char *> envp;
+      for (auto &e : env)
+        envp.push_back(e.data());
+      envp.push_back(nullptr);
+      char *argv[] = {const_cast<char *>(MONARCH_WORKER_BIN), nullptr};
+      ::execve(argv[0], argv, envp.data());
+      ::_exit(127);
+    }
+    workers.push_back(pid);
+  }
+  // Registered, plan loaded, step 0 in flight.
+  std::this_thread::sleep_for(std::chrono::milliseconds(2000));
+  for (pid_t w : workers)
+    ASSERT_FALSE(processGone(w)) << "worker " << w << " exited early";
+  auto t0 = Clock::now();
+  ::kill(run, SIGKILL);
+  ::waitpid(run, nullptr, 0);
+  for (pid_t w : workers) {
+    int status = 0;
+    // Reap with a bound: poll until 6 s.
+    pid_t got = 0;
+    while (got == 0 && ms(Clock::now() - t0) < 6000) {
+      got = ::waitpid(w, &status, WNOHANG);
+      if (got == 0)
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    if (got == 0) {
+      ::kill(w, SIGKILL);
+      ::waitpid(w, &status, 0);
+      ADD_FAILURE() << "worker " << w << " outlived its controller";
+    }
+  }
+  EXPECT_LT(ms(Clock::now() - t0), 5000.0);
+}
+
+} // namespace

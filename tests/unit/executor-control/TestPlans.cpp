@@ -1,0 +1,264 @@
+//===- TestPlans.cpp - Small ExecutionPlans and process helpers -----------===//
+#include "TestPlans.h"
+
+#include "monarch/Codegen/PlanFile.h"
+
+#include <cstring>
+#include <dirent.h>
+#include <fstream>
+#include <signal.h>
+#include <sstream>
+#include <thread>
+
+namespace cg = monarch::codegen;
+
+namespace monarch::testing {
+namespace {
+
+cg::Buffer buf(int64_t offset) {
+  cg::Buffer b;
+  b.offset = offset;
+  b.dtype = cg::DType::F32;
+  b.shape = {4};
+  return b;
+}
+
+cg::Instruction at(cg::Instruction in, int line) {
+  in.loc.file = "test.py";
+  in.loc.line = line;
+  in.loc.col = 5;
+  return in;
+}
+
+cg::ExecutionPlan base(int ranks) {
+  cg::ExecutionPlan plan;
+  plan.compilerVersion = "test";
+  plan.source = "TestPlans.cpp";
+  cg::ProcMesh mesh;
+  mesh.name = "mesh";
+  mesh.dims = {{"gpus", ranks}};
+  for (int r = 0; r < ranks; ++r)
+    mesh.rootRanks.push_back(r);
+  plan.meshes = {mesh};
+  cg::MeshTopology topo;
+  topo.mesh = "mesh";
+  cg::Host host;
+  host.name = "localhost";
+  for (int r = 0; r < ranks; ++r)
+    host.ranks.push_back(r);
+  topo.hosts = {host};
+  plan.topology = {topo};
+  cg::Communicator world;
+  world.name = "world";
+  world.mesh = "mesh";
+  for (int r = 0; r < ranks; ++r)
+    world.ranks.push_back(r);
+  plan.communicators = {world};
+  return plan;
+}
+
+cg::StepPlan step(const std::string &name) {
+  cg::StepPlan s;
+  s.symbol = name;
+  s.mesh = "mesh";
+  cg::ValueType t;
+  t.shape = {4};
+  s.inputs = {t};
+  s.outputs = {t};
+  return s;
+}
+
+cg::Instruction feed(int64_t index, int64_t offset) {
+  cg::Instruction in;
+  in.kind = cg::InstrKind::FeedBuffer;
+  in.io.index = index;
+  in.io.buffer = buf(offset);
+  return in;
+}
+
+cg::Instruction fetch(int64_t index, int64_t offset) {
+  cg::Instruction in;
+  in.kind = cg::InstrKind::FetchBuffer;
+  in.io.index = index;
+  in.io.buffer = buf(offset);
+  return in;
+}
+
+cg::Instruction waitFor(std::vector<int32_t> events) {
+  cg::Instruction in;
+  in.kind = cg::InstrKind::Wait;
+  in.wait.events = std::move(events);
+  return in;
+}
+
+} // namespace
+
+cg::ExecutionPlan allReducePlan(int ranks) {
+  cg::ExecutionPlan plan = base(ranks);
+  cg::StepPlan s = step("step");
+  for (int r = 0; r < ranks; ++r) {
+    cg::RankProgram p;
+    p.rank = r;
+    p.arenaBytes = 32;
+    cg::Instruction ar;
+    ar.kind = cg::InstrKind::Collective;
+    ar.collective.kind = cg::CollectiveKind::AllReduce;
+    ar.collective.reduction = cg::ReductionKind::Sum;
+    ar.collective.communicator = 0;
+    ar.collective.input = buf(0);
+    ar.collective.output = buf(16);
+    ar.collective.stream = 1;
+    p.instructions = {at(feed(0, 0), 1), at(ar, 2), at(waitFor({1}), 3),
+                      at(fetch(0, 16), 4)};
+    s.programs.push_back(p);
+  }
+  plan.plans = {s};
+  return plan;
+}
+
+cg::ExecutionPlan ringPlan(int ranks) {
+  cg::ExecutionPlan plan = base(ranks);
+  cg::StepPlan s = step("ring");
+  for (int r = 0; r < ranks; ++r) {
+    cg::RankProgram p;
+    p.rank = r;
+    p.arenaBytes = 32;
+    cg::Instruction send, recv;
+    send.kind = cg::InstrKind::Send;
+    send.p2p.buffer = buf(0);
+    send.p2p.peer = (r + 1) % ranks;
+    send.p2p.communicator = 0;
+    send.p2p.stream = 1;
+    send.p2p.group = 0;
+    recv.kind = cg::InstrKind::Recv;
+    recv.p2p.buffer = buf(16);
+    recv.p2p.peer = (r + ranks - 1) % ranks;
+    recv.p2p.communicator = 0;
+    recv.p2p.stream = 1;
+    recv.p2p.group = 0;
+    p.instructions = {at(feed(0, 0), 1), at(send, 2), at(recv, 3),
+                      at(waitFor({1, 2}), 4), at(fetch(0, 16), 5)};
+    s.programs.push_back(p);
+  }
+  plan.plans = {s};
+  return plan;
+}
+
+cg::ExecutionPlan statePlan(int ranks, const std::string &kernelLibrary) {
+  cg::ExecutionPlan plan = base(ranks);
+  cg::Kernel k;
+  k.name = "add4";
+  k.numInputs = 2;
+  k.numOutputs = 1;
+  plan.kernels = {k};
+  cg::KernelLibraryBlob lib;
+  lib.target = cg::PlanTarget::Cpu;
+  lib.code = kernelLibrary;
+  lib.kernels = {{0, "monarch_test_add4"}};
+  plan.libraries = {lib};
+  cg::StepPlan s = step("accumulate");
+  for (int r = 0; r < ranks; ++r) {
+    cg::RankProgram p;
+    p.rank = r;
+    p.arenaBytes = 32;
+    cg::Instruction state;
+    state.kind = cg::InstrKind::StateBuffer;
+    state.stateBuffer.actorMesh = "acc";
+    state.stateBuffer.state = "total";
+    state.stateBuffer.buffer = buf(0);
+    cg::Instruction launch;
+    launch.kind = cg::InstrKind::Launch;
+    launch.launch.kernel = 0;
+    launch.launch.ins = {buf(0), buf(16)};
+    launch.launch.outs = {buf(0)};
+    launch.launch.stream = 0;
+    p.instructions = {at(state, 1), at(feed(0, 16), 2), at(launch, 3),
+                      at(waitFor({2}), 4), at(fetch(0, 0), 5)};
+    s.programs.push_back(p);
+  }
+  plan.plans = {s};
+  return plan;
+}
+
+std::string serialize(const cg::ExecutionPlan &plan) {
+  auto bytes = cg::serializePlan(plan);
+  if (!bytes.isOk())
+    return "invalid plan: " + bytes.status().toString() + "\n";
+  return *bytes;
+}
+
+executor::HostTensor floats(const std::vector<float> &values) {
+  executor::HostTensor t;
+  t.dtype = "float32";
+  t.shape = {static_cast<int64_t>(values.size())};
+  t.data.assign(reinterpret_cast<const char *>(values.data()),
+                values.size() * sizeof(float));
+  return t;
+}
+
+std::vector<float> toFloats(const executor::HostTensor &tensor) {
+  std::vector<float> out(tensor.data.size() / sizeof(float));
+  std::memcpy(out.data(), tensor.data.data(), out.size() * sizeof(float));
+  return out;
+}
+
+bool processGone(pid_t pid) {
+  if (::kill(pid, 0) != 0)
+    return errno == ESRCH;
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  std::getline(stat, line);
+  size_t close = line.rfind(')');
+  return close != std::string::npos && close + 2 < line.size() &&
+         line[close + 2] == 'Z';
+}
+
+bool allGone(const std::vector<pid_t> &pids,
+             std::chrono::milliseconds timeout) {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (true) {
+    bool gone = true;
+    for (pid_t pid : pids)
+      gone = gone && processGone(pid);
+    if (gone)
+      return true;
+    if (std::chrono::steady_clock::now() > deadline)
+      return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+}
+
+std::vector<pid_t> childrenOf(pid_t parent) {
+  std::vector<pid_t> out;
+  DIR *dir = ::opendir("/proc");
+  if (!dir)
+    return out;
+  while (dirent *e = ::readdir(dir)) {
+    pid_t pid = std::atoi(e->d_name);
+    if (pid <= 0)
+      continue;
+    std::ifstream stat(std::string("/proc/") + e->d_name + "/stat");
+    std::string line;
+    std::getline(stat, line);
+    size_t close = line.rfind(')');
+    if (close == std::string::npos)
+      continue;
+    std::istringstream rest(line.substr(close + 2));
+    char state;
+    pid_t ppid;
+    rest >> state >> ppid;
+    if (ppid == parent && state != 'Z')
+      out.push_back(pid);
+  }
+  ::closedir(dir);
+  return out;
+}
+
+std::string readFile(const std::string &path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+} // namespace monarch::testing

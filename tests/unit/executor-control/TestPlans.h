@@ -1,0 +1,52 @@
+//===- TestPlans.h - Small ExecutionPlans and process helpers --*- C++ -*-===//
+//
+// Plans built directly as codegen::ExecutionPlan values (no compiler in the
+// loop), and helpers that check processes are gone.
+//
+//===----------------------------------------------------------------------===//
+#ifndef MONARCH_TESTS_EXECUTORCONTROL_TESTPLANS_H
+#define MONARCH_TESTS_EXECUTORCONTROL_TESTPLANS_H
+
+#include "monarch/Codegen/Plan.h"
+#include "monarch/Executor/Controller.h"
+
+#include <chrono>
+#include <string>
+#include <sys/types.h>
+#include <vector>
+
+namespace monarch::testing {
+
+/// Every rank feeds input 0 (f32[4]), all-reduces it (sum) over @world on
+/// stream 1, waits, and fetches the sum as output 0. Source locations are
+/// "test.py:<instruction + 1>:5".
+codegen::ExecutionPlan allReducePlan(int ranks);
+
+/// A ring on top of allReducePlan's shape: rank r sends its input to r+1
+/// and receives from r-1 (one group), fetched as output 0 by every rank;
+/// rank 0's copy is returned.
+codegen::ExecutionPlan ringPlan(int ranks);
+
+/// Actor state: a state buffer S (f32[4]) per rank; each step launches
+/// `monarch_test_add4(S, input 0) -> S` and fetches S as output 0, so after
+/// k steps S holds the sum of the k inputs. `kernelLibrary` is the bytes of
+/// TestKernels.c compiled as a shared object.
+codegen::ExecutionPlan statePlan(int ranks, const std::string &kernelLibrary);
+
+std::string serialize(const codegen::ExecutionPlan &plan);
+
+executor::HostTensor floats(const std::vector<float> &values);
+std::vector<float> toFloats(const executor::HostTensor &tensor);
+
+/// True when `pid` no longer exists (or is a zombie nobody reaped yet).
+bool processGone(pid_t pid);
+/// Waits up to `timeout` for every pid to be gone.
+bool allGone(const std::vector<pid_t> &pids, std::chrono::milliseconds timeout);
+/// Children of `parent`, from /proc.
+std::vector<pid_t> childrenOf(pid_t parent);
+
+std::string readFile(const std::string &path);
+
+} // namespace monarch::testing
+
+#endif

@@ -1,0 +1,158 @@
+//===- monarch-run.cpp - Run a compiled plan from the shell ---------------===//
+//
+//   monarch-run PLAN.mcplan [--plan NAME] [--inputs a.npy ...]
+//               [--outputs DIR] [--launcher=local|env] [--ranks N]
+//               [--steps K]
+//
+// Starts a controller with N workers (the plan's mesh size by default),
+// loads the plan, runs K steps of one step plan feeding the .npy inputs,
+// and prints the outputs of the last step (or writes DIR/output<i>.npy).
+// Errors (a bad file, a failed rank) are printed and exit non-zero.
+//
+//===----------------------------------------------------------------------===//
+#include "monarch/Codegen/PlanFile.h"
+#include "monarch/Executor/Controller.h"
+#include "monarch/Executor/Npy.h"
+
+#include <CLI/CLI.hpp>
+#include <spdlog/spdlog.h>
+
+#include <cstdio>
+#include <cstring>
+#include <sys/stat.h>
+
+using namespace monarch::executor;
+namespace cg = monarch::codegen;
+
+namespace {
+
+int fail(const std::string &message) {
+  std::fprintf(stderr, "monarch-run: error: %s\n", message.c_str());
+  return 1;
+}
+
+void printTensor(int index, const HostTensor &t) {
+  std::printf("output %d: %s\n", index, t.describe().c_str());
+  size_t n = static_cast<size_t>(t.numElements());
+  size_t shown = std::min<size_t>(n, 64);
+  std::printf("  [");
+  for (size_t i = 0; i < shown; ++i) {
+    if (i)
+      std::printf(", ");
+    if (t.dtype == "float32") {
+      float v;
+      std::memcpy(&v, t.data.data() + 4 * i, 4);
+      std::printf("%g", v);
+    } else if (t.dtype == "float64") {
+      double v;
+      std::memcpy(&v, t.data.data() + 8 * i, 8);
+      std::printf("%g", v);
+    } else if (t.dtype == "int32") {
+      int32_t v;
+      std::memcpy(&v, t.data.data() + 4 * i, 4);
+      std::printf("%d", v);
+    } else if (t.dtype == "int64") {
+      long long v;
+      std::memcpy(&v, t.data.data() + 8 * i, 8);
+      std::printf("%lld", v);
+    } else {
+      std::printf("?");
+    }
+  }
+  std::printf("%s]\n", n > shown ? ", ..." : "");
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  CLI::App app{"Run a compiled monarch plan on a mesh of worker processes"};
+  std::string planPath, planName, outputs, launcher = "local";
+  std::vector<std::string> inputs;
+  int ranks = 0, steps = 1;
+  app.add_option("plan", planPath, "the .mcplan file")->required();
+  app.add_option("--plan", planName, "step plan to run (default: the first)");
+  app.add_option("--inputs", inputs, ".npy files, one per plan input");
+  app.add_option("--outputs", outputs, "write output<i>.npy here");
+  app.add_option("--launcher", launcher, "local or env")
+      ->check(CLI::IsMember({"local", "env"}));
+  app.add_option("--ranks", ranks, "workers (default: the plan's mesh size)")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--steps", steps, "steps to run")->check(CLI::PositiveNumber);
+  CLI11_PARSE(app, argc, argv);
+  if (const char *level = std::getenv("MONARCH_LOG_LEVEL"))
+    spdlog::set_level(spdlog::level::from_str(level));
+
+  auto bytes = cg::readFileBytes(planPath);
+  if (!bytes.isOk())
+    return fail(bytes.status().toString());
+  auto plan = cg::deserializePlan(*bytes);
+  if (!plan.isOk())
+    return fail(planPath + ": " + plan.status().toString());
+  if (plan->plans.empty())
+    return fail(planPath + ": the plan file holds no step plan");
+  const cg::StepPlan *step = &plan->plans[0];
+  if (!planName.empty()) {
+    int32_t index = plan->findPlan(planName);
+    if (index < 0)
+      return fail(planPath + ": no step plan named '" + planName + "'");
+    step = &plan->plans[index];
+  }
+  if (ranks == 0) {
+    // The root mesh of the step plan.
+    std::string mesh = step->mesh;
+    for (int depth = 0; depth < 64; ++depth) {
+      int32_t m = plan->findMesh(mesh);
+      if (m < 0)
+        return fail("unknown mesh @" + mesh);
+      if (!plan->meshes[m].parent) {
+        ranks = static_cast<int>(plan->meshes[m].numRanks());
+        break;
+      }
+      mesh = *plan->meshes[m].parent;
+    }
+  }
+  std::vector<HostTensor> feeds;
+  for (const std::string &path : inputs) {
+    auto tensor = readNpyFile(path);
+    if (!tensor.isOk())
+      return fail(tensor.status().toString());
+    feeds.push_back(std::move(tensor).value());
+  }
+
+  ControllerOptions options = ControllerOptions::fromEnv();
+  options.worldSize = ranks;
+  options.launcherName = launcher;
+  auto controller = Controller::start(options);
+  if (!controller.isOk())
+    return fail(controller.status().toString());
+  auto names = (*controller)->loadPlan(*bytes);
+  if (!names.isOk()) {
+    (void)(*controller)->stop();
+    return fail(names.status().toString());
+  }
+  StatusOr<std::vector<HostTensor>> result = Status(StatusCode::Internal, "");
+  for (int i = 0; i < steps; ++i) {
+    result = (*controller)->runStep(step->symbol, feeds);
+    if (!result.isOk())
+      break;
+  }
+  Status stopped = (*controller)->stop();
+  if (!result.isOk())
+    return fail(result.status().toString());
+  if (!stopped)
+    return fail(stopped.toString());
+  for (size_t i = 0; i < result->size(); ++i) {
+    const HostTensor &t = (*result)[i];
+    if (!outputs.empty()) {
+      ::mkdir(outputs.c_str(), 0755);
+      std::string path = outputs + "/output" + std::to_string(i) + ".npy";
+      if (Status st = writeNpyFile(path, t); !st)
+        return fail(st.toString());
+      std::printf("output %zu: %s -> %s\n", i, t.describe().c_str(),
+                  path.c_str());
+    } else {
+      printTensor(static_cast<int>(i), t);
+    }
+  }
+  return 0;
+}

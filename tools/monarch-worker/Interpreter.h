@@ -1,0 +1,107 @@
+//===- Interpreter.h - Runs one rank's program, step after step -*- C++ -*-===//
+//
+// Follows docs/plan-semantics.md: one issuing thread (the caller of
+// runStep) walks the instructions in order; launch/send/recv/collective are
+// enqueued on their stream, a FIFO served by a thread of its own; grouped
+// communication is posted together; `wait` blocks issue until its events
+// completed; feed/fetch act at issue time. The arena is allocated once per
+// plan, so state buffers keep actor state across steps. Each
+// (communicator, stream) pair gets its own duplicate of the communicator,
+// and send/recv/collective carry tags derived from program order, so the
+// matching rules of the plan hold whatever thread posts first.
+//
+//===----------------------------------------------------------------------===//
+#ifndef MONARCH_WORKER_INTERPRETER_H
+#define MONARCH_WORKER_INTERPRETER_H
+
+#include "RankProgram.h"
+
+#include "monarch/Codegen/KernelRuntime.h"
+#include "monarch/Executor/Status.h"
+#include "monarch/Executor/Store.h"
+
+#include <atomic>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+
+namespace monarch::worker {
+
+/// A failure injected on purpose (tests; MONARCH_FAULT_INJECT), as
+/// "KIND:STEP:INSTRUCTION[:MS]": raise (throw at that instruction), drop
+/// (drop the control connections), sleep (pause MS before it), exit (exit
+/// with code 3).
+struct FaultInjection {
+  enum class Kind { None, Raise, Drop, Sleep, Exit } kind = Kind::None;
+  int64_t step = 0;
+  int instruction = 0;
+  int ms = 0;
+  static executor::StatusOr<FaultInjection> parse(const std::string &text);
+};
+
+struct TraceRecord {
+  std::string name;
+  std::string category;
+  int stream = -1;
+  int64_t startUs = 0;
+  int64_t durationUs = 0;
+};
+
+struct StepFailure {
+  executor::Status status;
+  /// The failing instruction, -1 when not one.
+  int instruction = -1;
+};
+
+class Interpreter {
+public:
+  struct Options {
+    executor::Store *store = nullptr;
+    int worldSize = 1;
+    executor::CommOptions comm;
+    bool trace = false;
+    FaultInjection fault;
+    /// Called for the `drop` fault.
+    std::function<void()> dropConnections;
+    /// Called once with the first failure of a step, before the
+    /// communicators are aborted (the worker reports it to the controller).
+    std::function<void(const StepFailure &, int64_t step,
+                       const Instruction *instr)>
+        onFailure;
+  };
+
+  /// Loads the kernels, allocates the arena, creates the communicators (a
+  /// collective call with every member rank) and starts the stream threads.
+  static executor::StatusOr<std::unique_ptr<Interpreter>>
+  create(RankProgram program, Options options);
+  ~Interpreter();
+
+  /// Runs the program once. `feeds` maps feed index to bytes; fetches are
+  /// appended as (index, bytes). Returns Ok or the first failure.
+  StepFailure runStep(int64_t step,
+                      const std::map<int, const std::string *> &feeds,
+                      std::vector<std::pair<int, std::string>> &fetches,
+                      std::vector<TraceRecord> &trace);
+
+  /// Fails the running step and every later one; aborts the communicators.
+  void abort(const std::string &reason);
+
+  const RankProgram &program() const { return program_; }
+  /// The instruction being issued, -1 when idle (read by heartbeats).
+  int currentInstruction() const { return current_.load(); }
+  int64_t currentStep() const { return currentStep_.load(); }
+
+  struct Impl;
+
+private:
+  Interpreter() = default;
+  RankProgram program_;
+  std::unique_ptr<Impl> impl_;
+  std::atomic<int> current_{-1};
+  std::atomic<int64_t> currentStep_{-1};
+};
+
+} // namespace monarch::worker
+
+#endif // MONARCH_WORKER_INTERPRETER_H

@@ -1,0 +1,323 @@
+//===- PlanLoader.cpp - ExecutionPlan -> this rank's programs -------------===//
+#include "PlanLoader.h"
+
+#include "monarch/Codegen/PlanFile.h"
+
+#include <map>
+#include <set>
+
+using namespace monarch::executor;
+namespace cg = monarch::codegen;
+
+namespace monarch::worker {
+namespace {
+
+struct TypeInfo {
+  DType dtype;
+  const char *numpy;
+};
+
+TypeInfo typeInfo(cg::DType dtype) {
+  switch (dtype) {
+  case cg::DType::F32:
+    return {DType::Float32, "float32"};
+  case cg::DType::F16:
+    return {DType::Float16, "float16"};
+  case cg::DType::BF16:
+    return {DType::BFloat16, "bfloat16"};
+  case cg::DType::F64:
+    return {DType::Float64, "float64"};
+  case cg::DType::I1:
+    return {DType::UInt8, "bool"};
+  case cg::DType::I8:
+    return {DType::Int8, "int8"};
+  case cg::DType::I16:
+    // Not a data-plane type; only host-side feeds and fetches use it.
+    return {DType::UInt8, "int16"};
+  case cg::DType::I32:
+    return {DType::Int32, "int32"};
+  case cg::DType::I64:
+    return {DType::Int64, "int64"};
+  }
+  return {DType::UInt8, "uint8"};
+}
+
+BufferRef buffer(const cg::Buffer &b) {
+  BufferRef ref;
+  ref.offset = b.offset;
+  TypeInfo info = typeInfo(b.dtype);
+  ref.dtype = info.dtype;
+  ref.numpy = info.numpy;
+  ref.elementBytes = cg::dtypeBytes(b.dtype);
+  ref.shape = b.shape;
+  return ref;
+}
+
+ReduceOp reduceOp(std::optional<cg::ReductionKind> kind) {
+  switch (kind.value_or(cg::ReductionKind::Sum)) {
+  case cg::ReductionKind::Sum:
+    return ReduceOp::Sum;
+  case cg::ReductionKind::Prod:
+    return ReduceOp::Prod;
+  case cg::ReductionKind::Max:
+    return ReduceOp::Max;
+  case cg::ReductionKind::Min:
+    return ReduceOp::Min;
+  case cg::ReductionKind::Avg:
+    return ReduceOp::Avg;
+  }
+  return ReduceOp::Sum;
+}
+
+CommOpKind collectiveKind(cg::CollectiveKind kind) {
+  switch (kind) {
+  case cg::CollectiveKind::AllReduce:
+    return CommOpKind::AllReduce;
+  case cg::CollectiveKind::AllGather:
+    return CommOpKind::AllGather;
+  case cg::CollectiveKind::ReduceScatter:
+    return CommOpKind::ReduceScatter;
+  case cg::CollectiveKind::Broadcast:
+    return CommOpKind::Broadcast;
+  case cg::CollectiveKind::AllToAll:
+    return CommOpKind::AllToAll;
+  }
+  return CommOpKind::AllReduce;
+}
+
+/// Maps ranks of any mesh of the plan to ranks of its root mesh.
+class RankMap {
+public:
+  explicit RankMap(const cg::ExecutionPlan &plan) : plan_(plan) {}
+  StatusOr<int> world(const std::string &mesh, int64_t rank) const {
+    int32_t m = plan_.findMesh(mesh);
+    if (m < 0)
+      return Status(StatusCode::InvalidArgument, "unknown mesh @" + mesh);
+    const cg::ProcMesh &pm = plan_.meshes[m];
+    if (pm.rootRanks.empty())
+      return static_cast<int>(rank);
+    if (rank < 0 || rank >= static_cast<int64_t>(pm.rootRanks.size()))
+      return Status(StatusCode::InvalidArgument,
+                    "rank " + std::to_string(rank) + " outside @" + mesh);
+    return static_cast<int>(pm.rootRanks[rank]);
+  }
+  StatusOr<int64_t> rootSize(const std::string &mesh) const {
+    std::string name = mesh;
+    for (int depth = 0; depth < 64; ++depth) {
+      int32_t m = plan_.findMesh(name);
+      if (m < 0)
+        return Status(StatusCode::InvalidArgument, "unknown mesh @" + name);
+      const cg::ProcMesh &pm = plan_.meshes[m];
+      if (!pm.parent)
+        return pm.numRanks();
+      name = *pm.parent;
+    }
+    return Status(StatusCode::InvalidArgument, "mesh parents form a cycle");
+  }
+
+private:
+  const cg::ExecutionPlan &plan_;
+};
+
+std::string describe(const cg::ExecutionPlan &plan, const cg::Instruction &in,
+                     const RankMap &ranks, const std::string &mesh) {
+  auto commName = [&](int32_t c) {
+    return c >= 0 && c < static_cast<int32_t>(plan.communicators.size())
+               ? "@" + plan.communicators[c].name
+               : std::string("@?");
+  };
+  switch (in.kind) {
+  case cg::InstrKind::Launch:
+    return "launch @" +
+           (in.launch.kernel >= 0 &&
+                    in.launch.kernel < static_cast<int32_t>(plan.kernels.size())
+                ? plan.kernels[in.launch.kernel].name
+                : std::string("?"));
+  case cg::InstrKind::Send:
+    return "send to " + std::to_string(in.p2p.peer) + " on " +
+           commName(in.p2p.communicator);
+  case cg::InstrKind::Recv:
+    return "recv from " + std::to_string(in.p2p.peer) + " on " +
+           commName(in.p2p.communicator);
+  case cg::InstrKind::Collective: {
+    std::string text = cg::collectiveKindName(in.collective.kind);
+    if (in.collective.reduction)
+      text +=
+          std::string(" ") + cg::reductionKindName(*in.collective.reduction);
+    return text + " on " + commName(in.collective.communicator);
+  }
+  case cg::InstrKind::Wait:
+    return "wait";
+  case cg::InstrKind::FeedBuffer:
+    return "feed_buffer " + std::to_string(in.io.index);
+  case cg::InstrKind::FetchBuffer:
+    return "fetch_buffer " + std::to_string(in.io.index);
+  case cg::InstrKind::StateBuffer:
+    return "state_buffer " + in.stateBuffer.state;
+  }
+  return "?";
+}
+
+} // namespace
+
+StatusOr<std::vector<RankProgram>>
+loadRankPrograms(const std::string &planBytes, int worldRank, int worldSize) {
+  auto decoded = cg::deserializePlan(planBytes);
+  if (!decoded.isOk())
+    return decoded.status();
+  const cg::ExecutionPlan &plan = *decoded;
+  RankMap ranks(plan);
+
+  // The CPU kernel library and each kernel's exported symbol.
+  const cg::KernelLibraryBlob *library = nullptr;
+  for (const cg::KernelLibraryBlob &lib : plan.libraries)
+    if (lib.target == cg::PlanTarget::Cpu)
+      library = &lib;
+  std::map<int32_t, std::string> symbols;
+  if (library)
+    for (const cg::CompiledKernelRef &k : library->kernels)
+      symbols[k.kernel] = k.symbol;
+
+  std::vector<RankProgram> out;
+  for (const cg::StepPlan &step : plan.plans) {
+    RankProgram program;
+    program.planName = step.symbol;
+    program.rank = worldRank;
+    auto root = ranks.rootSize(step.mesh);
+    if (!root.isOk())
+      return root.status().withContext("plan @" + step.symbol);
+    if (*root != worldSize)
+      return Status(StatusCode::InvalidArgument,
+                    "plan @" + step.symbol + " runs on a mesh of " +
+                        std::to_string(*root) + " ranks, the job has " +
+                        std::to_string(worldSize) + " workers");
+    program.meshSize = worldSize;
+
+    // Streams using each communicator, over every rank's program.
+    std::map<int32_t, std::set<int>> commStreams;
+    const cg::RankProgram *mine = nullptr;
+    for (const cg::RankProgram &rp : step.programs) {
+      auto w = ranks.world(step.mesh, rp.rank);
+      if (!w.isOk())
+        return w.status().withContext("plan @" + step.symbol);
+      if (*w == worldRank)
+        mine = &rp;
+      for (const cg::Instruction &in : rp.instructions) {
+        if (in.kind == cg::InstrKind::Send || in.kind == cg::InstrKind::Recv)
+          commStreams[in.p2p.communicator].insert(
+              static_cast<int>(in.p2p.stream));
+        else if (in.kind == cg::InstrKind::Collective)
+          commStreams[in.collective.communicator].insert(
+              static_cast<int>(in.collective.stream));
+      }
+    }
+    for (size_t c = 0; c < plan.communicators.size(); ++c) {
+      const cg::Communicator &comm = plan.communicators[c];
+      CommunicatorSpec spec;
+      spec.name = comm.name;
+      spec.backend =
+          comm.backend == cg::Backend::Nccl ? Backend::Nccl : Backend::Gloo;
+      // Communicators the plan does not use are not created.
+      if (commStreams.count(static_cast<int32_t>(c)))
+        for (int64_t r : comm.ranks) {
+          auto w = ranks.world(comm.mesh, r);
+          if (!w.isOk())
+            return w.status().withContext("communicator @" + comm.name);
+          spec.ranks.push_back(*w);
+        }
+      for (int s : commStreams[static_cast<int32_t>(c)])
+        spec.streams.push_back(s);
+      program.communicators.push_back(std::move(spec));
+    }
+    if (!mine) {
+      program.hasProgram = false;
+      out.push_back(std::move(program));
+      continue;
+    }
+    program.arenaBytes = mine->arenaBytes;
+    program.numEvents = static_cast<int>(mine->instructions.size());
+    bool launches = false;
+    for (size_t i = 0; i < mine->instructions.size(); ++i) {
+      const cg::Instruction &in = mine->instructions[i];
+      Instruction instr;
+      instr.name = describe(plan, in, ranks, step.mesh);
+      if (!in.loc.file.empty())
+        instr.location = in.loc.str();
+      if (in.isAsync())
+        instr.event = static_cast<int>(i);
+      switch (in.kind) {
+      case cg::InstrKind::Launch: {
+        instr.kind = OpKind::Launch;
+        instr.stream = static_cast<int>(in.launch.stream);
+        auto it = symbols.find(in.launch.kernel);
+        if (it == symbols.end())
+          return Status(StatusCode::InvalidArgument,
+                        "plan @" + step.symbol + ": " + instr.name +
+                            " has no compiled code for the CPU");
+        instr.kernelSymbol = it->second;
+        for (const cg::Buffer &b : in.launch.ins)
+          instr.ins.push_back(buffer(b));
+        for (const cg::Buffer &b : in.launch.outs)
+          instr.outs.push_back(buffer(b));
+        launches = true;
+        break;
+      }
+      case cg::InstrKind::Send:
+      case cg::InstrKind::Recv: {
+        instr.kind =
+            in.kind == cg::InstrKind::Send ? OpKind::Send : OpKind::Recv;
+        instr.buffer = buffer(in.p2p.buffer);
+        instr.stream = static_cast<int>(in.p2p.stream);
+        instr.group = in.p2p.group ? static_cast<int>(*in.p2p.group) : -1;
+        instr.communicator = in.p2p.communicator;
+        auto peer = ranks.world(step.mesh, in.p2p.peer);
+        if (!peer.isOk())
+          return peer.status();
+        instr.peer = *peer;
+        break;
+      }
+      case cg::InstrKind::Collective: {
+        const cg::CollectiveInstr &c = in.collective;
+        instr.kind = OpKind::Collective;
+        instr.collective = collectiveKind(c.kind);
+        instr.reduce = reduceOp(c.reduction);
+        instr.buffer = buffer(c.input);
+        instr.output = buffer(c.output);
+        instr.stream = static_cast<int>(c.stream);
+        instr.group = c.group ? static_cast<int>(*c.group) : -1;
+        instr.communicator = c.communicator;
+        if (c.root) {
+          auto root = ranks.world(step.mesh, *c.root);
+          if (!root.isOk())
+            return root.status();
+          instr.root = *root;
+        }
+        break;
+      }
+      case cg::InstrKind::Wait:
+        instr.kind = OpKind::Wait;
+        for (int32_t e : in.wait.events)
+          instr.waitEvents.push_back(e);
+        break;
+      case cg::InstrKind::FeedBuffer:
+      case cg::InstrKind::FetchBuffer:
+        instr.kind =
+            in.kind == cg::InstrKind::FeedBuffer ? OpKind::Feed : OpKind::Fetch;
+        instr.index = static_cast<int>(in.io.index);
+        instr.buffer = buffer(in.io.buffer);
+        break;
+      case cg::InstrKind::StateBuffer:
+        instr.kind = OpKind::State;
+        instr.buffer = buffer(in.stateBuffer.buffer);
+        break;
+      }
+      program.instructions.push_back(std::move(instr));
+    }
+    if (launches && library)
+      program.kernelLibrary = library->code;
+    out.push_back(std::move(program));
+  }
+  return out;
+}
+
+} // namespace monarch::worker
