@@ -422,6 +422,22 @@ void scenarioDuplicate(Communicator &c) {
   expectOk(wr->wait(kWait), "cross-duplicate recv");
   checkBuffer("cross-duplicate", ra.data(), count, DType::Int32,
               [&](size_t i) { return inputValue(left, i, DType::Int32, 1); });
+  // Explicit collective tags match across duplicates: even ranks reduce on
+  // the original, odd ranks on the duplicate, two collectives at once.
+  Communicator &mine = c.rank() % 2 == 0 ? c : d;
+  Communicator &other = c.rank() % 2 == 0 ? d : c;
+  CommOp first = CommOp::allReduce(a.data(), ra.data(), count, DType::Int32,
+                                   ReduceOp::Sum);
+  first.tag = 7;
+  CommOp second = CommOp::allReduce(b.data(), rb.data(), count, DType::Int32,
+                                    ReduceOp::Sum);
+  second.tag = 8;
+  auto w7 = mine.post({first});
+  auto w8 = other.post({second});
+  expectOk(w7->wait(kWait), "explicit tag 7");
+  expectOk(w8->wait(kWait), "explicit tag 8");
+  checkBuffer("explicit tag 7", ra.data(), count, DType::Int32, sumOf(1));
+  checkBuffer("explicit tag 8", rb.data(), count, DType::Int32, sumOf(2));
 }
 
 } // namespace

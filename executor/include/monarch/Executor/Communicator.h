@@ -9,9 +9,10 @@
 //  * post() enqueues one group of ops and returns a Work handle at once; the
 //    groups of one Communicator object run one after another in posting order
 //    (a FIFO, like one CUDA stream), the ops inside a group run together.
-//  * Matching: a send and a recv match on (sender, receiver, tag), FIFO among
-//    equal tags. The k-th collective posted on an object matches the k-th on
-//    the other members' objects (or the ones carrying the same explicit tag).
+//  * Matching: a send and a recv match on (sender, receiver, tag, size), FIFO
+//    among equal tags. The k-th collective posted on an object matches the
+//    k-th on the other members' objects (or the ones carrying the same
+//    explicit tag); see kAutoTag.
 //  * Every wait has a timeout; every op has a deadline (CommOptions::timeout)
 //    after which it fails with DeadlineExceeded.
 //  * Failures are values: a lost peer fails the op with Unavailable naming the
@@ -62,7 +63,14 @@ enum class CommOpKind {
 const char *commOpKindName(CommOpKind kind);
 
 /// Tag value that lets the communicator choose: 0 for send/recv, the posting
-/// sequence number of the object for collectives.
+/// sequence number of the object for collectives. Explicit tags:
+///  * send/recv match on (sender, receiver, tag, byte count), FIFO among
+///    equal ones, across duplicates;
+///  * collectives match the collective with the same tag on the other
+///    members, on any duplicate (Gloo; NCCL ignores tags and matches in
+///    posting order per object). Collectives in flight at the same time on
+///    one connection group must differ in their tags modulo 2^24.
+/// Executors pass the plan's per-pair / per-communicator sequence numbers.
 inline constexpr uint64_t kAutoTag = ~uint64_t(0);
 /// Explicit tags must be below this (Gloo packs them into its slots).
 inline constexpr uint64_t kMaxTag = uint64_t(1) << 40;
@@ -124,7 +132,7 @@ public:
   bool isCompleted() const { return poll().has_value(); }
   /// Runs `fn` with the status on completion (at once, on this thread, when
   /// already completed; otherwise on the completing thread, which must not be
-  /// blocked by `fn` for long).
+  /// blocked by `fn` for long). `fn` may call into the communicator.
   void onComplete(std::function<void(const Status &)> fn);
 
   /// For implementations: the first call wins, later calls are ignored.
@@ -203,7 +211,8 @@ public:
 
   /// A new communicator over the same members with its own FIFO (worker
   /// thread / CUDA stream) and its own collective sequence; send/recv tags
-  /// are shared with this one, so a send on one matches a recv on the other.
+  /// and explicit collective tags are shared with this one (Gloo), so a send
+  /// on one matches a recv on the other.
   /// Gloo reuses the connections (cheap, local); NCCL splits the comm (a
   /// collective call). Every member calls it in the same order.
   virtual StatusOr<std::unique_ptr<Communicator>>

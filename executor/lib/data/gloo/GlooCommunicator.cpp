@@ -146,9 +146,19 @@ std::shared_ptr<Work> GlooCommunicator::post(std::vector<CommOp> ops) {
     for (const CommOp &op : entry.ops) {
       if (isP2P(op))
         continue;
-      uint64_t seq = op.tag == kAutoTag ? collectiveSeq_++ : op.tag;
-      entry.collectiveTags.push_back((duplicateId_ & 0xff) << 24 |
-                                     collectiveTag(seq, op));
+      uint32_t shape =
+          collectiveTag(op.tag == kAutoTag ? collectiveSeq_ : 0, op);
+      if (op.tag == kAutoTag) {
+        // The k-th collective of this object (and of its peers' matching
+        // objects): the duplicate id keeps objects apart.
+        entry.collectiveTags.push_back((duplicateId_ & 0x7f) << 24 | shape);
+        ++collectiveSeq_;
+      } else {
+        // Explicit tags match across duplicates; the low 24 bits keep
+        // concurrent collectives apart, the top byte checks the shape.
+        entry.collectiveTags.push_back((0x80 | (shape & 0x7f)) << 24 |
+                                       uint32_t(op.tag & 0xffffff));
+      }
     }
     queue_.push_back(std::move(entry));
   }
@@ -172,7 +182,7 @@ GlooCommunicator::duplicate(const std::string &name) {
   if (id > kMaxDuplicateId)
     return Status(StatusCode::InvalidArgument,
                   "gloo communicator '" + name_ +
-                      "': more than 254 duplicates of one connection group");
+                      "': more than 126 duplicates of one connection group");
   return std::unique_ptr<Communicator>(
       std::make_unique<GlooCommunicator>(group_, name, id));
 }

@@ -29,10 +29,11 @@ namespace monarch::executor::gloo_backend {
 
 class GlooCommunicator;
 
-/// Collective tags are (duplicate id << 24 | sequence); this one, of the
-/// never-issued duplicate id 255, belongs to the connection check.
+/// Gloo tags of collectives: (duplicate id << 24 | hash of sequence and
+/// shape) for automatic sequencing, (0x80 | shape hash) << 24 | low 24 bits
+/// of the tag for explicit tags. The connection check runs before any op.
 inline constexpr uint32_t kConnectTag = 0xffffffffu;
-inline constexpr uint32_t kMaxDuplicateId = 254;
+inline constexpr uint32_t kMaxDuplicateId = 126;
 
 class GlooGroup {
 public:
