@@ -729,7 +729,11 @@ TraceBuilder::shard(Value v,
     Value pending{static_cast<int64_t>(I.values.size()) - 1};
     if (target.empty())
       return pending;
-    return I.placeOn(pending, target, loc);
+    // Asked for explicitly: fed and annotated here, in source order.
+    Result<mlir::Value> placed = I.materialize(pending, target, loc);
+    if (!placed)
+      return placed.error();
+    return Value{I.values[pending.id].copies[target]};
   }
   if (!mesh.empty() && mesh != (*r)->mesh) {
     Result<Value> moved = I.placeOn(v, mesh, loc);
