@@ -202,6 +202,9 @@ int main(int argc, char **argv) {
   monarch::registerMonarchDialects(registry);
   MLIRContext context(registry);
   context.loadAllAvailableDialects();
+  // Diagnostics point at the user's source line; the generic form of the
+  // whole operation would only bury it.
+  context.printOpOnDiagnostic(false);
 
   std::string error;
   auto file = openInputFile(flags.input, &error);
