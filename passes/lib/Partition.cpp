@@ -19,12 +19,14 @@
 
 #include "monarch/Transforms/Passes.h"
 
+#include "PartitionPrep.h"
 #include "PassUtils.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
 #include "mlir/Dialect/Shard/Transforms/Passes.h"
 #include "mlir/Dialect/Shard/Transforms/Transforms.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Pass/PassManager.h"
@@ -300,46 +302,102 @@ struct MonarchPartitionPass
       returned.push_back(map.lookup(v));
     func::ReturnOp::create(b, loc, returned);
 
-    OpPassManager propagate(func::FuncOp::getOperationName());
-    shard::ShardingPropagationOptions propagation;
-    propagation.traversal = shard::TraversalOrder::ForwardBackward;
-    propagate.addPass(shard::createShardingPropagation(propagation));
-    if (failed(runPipeline(propagate, tmp)))
-      return failure();
-
-    // Distributions of the global arguments and results, read off the
-    // propagated annotations before partitioning rewrites the types.
+    // Upstream propagation picks the layouts of the segment's inputs from
+    // their users, which keeps shards in place between segments. On the
+    // inputs where upstream partitioning then fails, a second attempt on a
+    // fresh copy fixes every input to the replicated layout it has anyway
+    // (global values), which upstream handles.
     SmallVector<DistAttr> argDists, resDists;
-    for (BlockArgument arg : entry->getArguments()) {
-      auto t = dyn_cast<RankedTensorType>(arg.getType());
-      argDists.push_back(
-          t ? distFromSharding(b, mesh, annotatedSharding(arg), t.getRank())
-            : DistAttr());
-    }
-    auto ret = cast<func::ReturnOp>(entry->getTerminator());
-    for (Value v : ret.getOperands()) {
-      auto t = dyn_cast<RankedTensorType>(v.getType());
-      resDists.push_back(
-          t ? distFromSharding(b, mesh, annotatedSharding(v), t.getRank())
-            : DistAttr());
-    }
+    auto attempt = [&](bool replicateInputs) -> LogicalResult {
+      partition::prepareForPropagation(tmp, replicateInputs);
+      OpPassManager propagate(func::FuncOp::getOperationName());
+      shard::ShardingPropagationOptions propagation;
+      propagation.traversal = shard::TraversalOrder::ForwardBackward;
+      propagate.addPass(shard::createShardingPropagation(propagation));
+      if (failed(runPipeline(propagate, tmp)))
+        return failure();
+      // What propagation could not reach is replicated; propagate again so
+      // that its neighbours agree.
+      if (partition::annotateRemainingAsReplicated(tmp, grid.getSymName()) &&
+          failed(runPipeline(propagate, tmp)))
+        return failure();
+      if (Operation *bad = partition::findUnannotatedOp(tmp)) {
+        InFlightDiagnostic diag = bad->emitOpError(
+            "cannot be partitioned: sharding propagation found no layout for "
+            "its result");
+        diag.attachNote(segment.ops.front()->getLoc())
+            << "in the work on @" << segment.mesh.getValue()
+            << " starting here";
+        return failure();
+      }
 
-    OpPassManager partition(func::FuncOp::getOperationName());
-    partition.addPass(shard::createPartition());
-    partition.addPass(createCanonicalizerPass());
-    if (failed(runPipeline(partition, tmp)))
-      return failure();
+      // Distributions of the global arguments and results, read off the
+      // propagated annotations before partitioning rewrites the types.
+      argDists.clear();
+      resDists.clear();
+      for (BlockArgument arg : tmp.getArguments()) {
+        auto t = dyn_cast<RankedTensorType>(arg.getType());
+        argDists.push_back(
+            t ? distFromSharding(b, mesh, annotatedSharding(arg), t.getRank())
+              : DistAttr());
+      }
+      auto ret = cast<func::ReturnOp>(tmp.getBody().front().getTerminator());
+      for (Value v : ret.getOperands()) {
+        auto t = dyn_cast<RankedTensorType>(v.getType());
+        resDists.push_back(
+            t ? distFromSharding(b, mesh, annotatedSharding(v), t.getRank())
+              : DistAttr());
+      }
+
+      OpPassManager partition(func::FuncOp::getOperationName());
+      partition.addPass(shard::createPartition());
+      partition.addPass(createCanonicalizerPass());
+      {
+        // shard-partition may fail without saying why; never fail silently.
+        bool reported = false;
+        ScopedDiagnosticHandler watch(ctx, [&](Diagnostic &d) {
+          reported |= d.getSeverity() == DiagnosticSeverity::Error;
+          return failure(); // Let it through to the outer handler.
+        });
+        if (failed(runPipeline(partition, tmp))) {
+          if (!reported)
+            segment.ops.front()->emitOpError(
+                "upstream shard-partition failed on the work on @")
+                << segment.mesh.getValue()
+                << " without a diagnostic; simplify its sharding annotations";
+          return failure();
+        }
+      }
+      {
+        RewritePatternSet patterns(ctx);
+        SymbolTableCollection scratchTables;
+        shard::populateAllSliceOpLoweringPatterns(patterns, scratchTables);
+        shard::populateProcessMultiIndexOpLoweringPatterns(patterns,
+                                                           scratchTables);
+        if (failed(applyPatternsGreedily(tmp, std::move(patterns))))
+          return tmp.emitOpError("could not lower shard slicing ops");
+      }
+      if (failed(convertShardOps(tmp, mesh)))
+        return failure();
+      return success();
+    };
+    auto fresh = cast<func::FuncOp>(tmp->clone());
+    LogicalResult first = failure();
     {
-      RewritePatternSet patterns(ctx);
-      SymbolTableCollection scratchTables;
-      shard::populateAllSliceOpLoweringPatterns(patterns, scratchTables);
-      shard::populateProcessMultiIndexOpLoweringPatterns(patterns,
-                                                         scratchTables);
-      if (failed(applyPatternsGreedily(tmp, std::move(patterns))))
-        return tmp.emitOpError("could not lower shard slicing ops");
+      ScopedDiagnosticHandler quiet(ctx,
+                                    [](Diagnostic &) { return success(); });
+      first = attempt(/*replicateInputs=*/false);
     }
-    if (failed(convertShardOps(tmp, mesh)))
-      return failure();
+    if (failed(first)) {
+      tmp.erase();
+      scratch.getBody()->push_back(fresh);
+      tmp = fresh;
+      entry = &tmp.getBody().front();
+      if (failed(attempt(/*replicateInputs=*/true)))
+        return failure();
+    } else {
+      fresh.erase();
+    }
 
     // The per-rank types partitioning chose must be what the recorded
     // distributions give; anything else would be a call the verifier rejects.
@@ -450,6 +508,32 @@ struct MonarchPartitionPass
             b, op->getLoc(), rs.getResult().getType(), rs.getInput(),
             dimNames(b, mesh, rs.getGridAxes()),
             rs.getScatterAxis().getZExtValue(), kind);
+      } else if (auto a2a = dyn_cast<shard::AllToAllOp>(op)) {
+        // Gather along the concatenated axis, then keep this rank's block
+        // of the split axis: n times the bytes of a true all-to-all, but
+        // expressed with the collectives every backend has.
+        auto in = cast<RankedTensorType>(a2a.getInput().getType());
+        auto out = cast<RankedTensorType>(a2a.getResult().getType());
+        int64_t concat = a2a.getConcatAxis().getSExtValue();
+        int64_t split = a2a.getSplitAxis().getSExtValue();
+        ArrayAttr dims = dimNames(b, mesh, a2a.getGridAxes());
+        SmallVector<int64_t> gathered(in.getShape());
+        gathered[concat] = out.getDimSize(concat);
+        Value full = AllGatherOp::create(
+            b, op->getLoc(),
+            RankedTensorType::get(gathered, in.getElementType()),
+            a2a.getInput(), dims, static_cast<uint64_t>(concat));
+        Value index = ProcessIndexOp::create(b, op->getLoc(), dims);
+        Value block = arith::ConstantIndexOp::create(b, op->getLoc(),
+                                                     out.getDimSize(split));
+        Value offset = arith::MulIOp::create(b, op->getLoc(), index, block);
+        SmallVector<OpFoldResult> offsets(out.getRank(), b.getIndexAttr(0)),
+            sizes, strides(out.getRank(), b.getIndexAttr(1));
+        for (int64_t d : out.getShape())
+          sizes.push_back(b.getIndexAttr(d));
+        offsets[split] = offset;
+        replacement = tensor::ExtractSliceOp::create(b, op->getLoc(), out, full,
+                                                     offsets, sizes, strides);
       } else if (auto li = dyn_cast<shard::ProcessLinearIndexOp>(op)) {
         SmallVector<shard::GridAxis> all;
         for (int64_t i = 0, e = mesh.getMeshShape().size(); i < e; ++i)

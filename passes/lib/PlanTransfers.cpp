@@ -242,7 +242,22 @@ struct MonarchPlanTransfersPass
         auto channel = tables().lookupNearestSymbolFrom<ChannelOp>(
             worker, recv.getChannelAttr());
         const MeshRanks *to = resolve(channel, channel.getToAttr());
-        if (to->localRank(rank) >= 0)
+        const MeshRanks *from = resolve(channel, channel.getFromAttr());
+        int64_t j = to->localRank(rank);
+        if (j >= 0 && from->roots[j % from->roots.size()] == rank) {
+          // Overlapping meshes: this rank sends to itself. The value is
+          // already here; a transfer would only copy it (or deadlock).
+          Value sent;
+          for (auto s : worker.getBody().front().getOps<ChannelSendOp>())
+            if (s.getChannelAttr() == recv.getChannelAttr())
+              sent = globalValue(b, s.getValue(), map);
+          if (!sent)
+            return recv.emitOpError("receives from this rank, which sends "
+                                    "nothing on the channel");
+          map.map(recv.getResult(), sent);
+          continue;
+        }
+        if (j >= 0)
           map.map(recv.getResult(),
                   ChannelRecvOp::create(b, recv.getLoc(), recv.getType(),
                                         recv.getChannelAttr()));
@@ -856,8 +871,11 @@ LogicalResult MonarchPlanTransfersPass::lower(RankCode &code, PlanOp plan,
       int64_t i = from->localRank(code.rank);
       SmallVector<int64_t> dests;
       for (int64_t j = 0, n = to->roots.size(); j < n; ++j)
-        if (j % static_cast<int64_t>(from->roots.size()) == i)
+        if (j % static_cast<int64_t>(from->roots.size()) == i &&
+            to->roots[j] != code.rank) // Self: see specialize().
           dests.push_back(to->roots[j]);
+      if (dests.empty())
+        continue;
       BufferAttr buf = st.bufferFor(send.getValue());
       st.sync({buf}, {}, kP2PStream);
       std::optional<int64_t> group = p2pGroup(buf, dests.size());

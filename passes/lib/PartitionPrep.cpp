@@ -1,0 +1,249 @@
+//===- PartitionPrep.cpp - Shaping a segment for upstream partitioning ---===//
+//
+// See PartitionPrep.h. Every rewrite keeps the values computed and changes
+// only where they live (which annotations they carry).
+//
+//===----------------------------------------------------------------------===//
+
+#include "PartitionPrep.h"
+
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Shard/IR/ShardOps.h"
+#include "mlir/Dialect/Shard/Interfaces/ShardingInterface.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+
+using namespace mlir;
+
+namespace monarch::partition {
+namespace {
+
+bool isShardable(Operation *op) {
+  return isa<shard::ShardingInterface>(op) && op->getDialect() &&
+         op->getDialect()->getNamespace() != "shard";
+}
+
+/// The `shard.shard` (not for users) that annotates `v` where it is
+/// defined, if exactly one does.
+shard::ShardOp soleAnnotation(Value v) {
+  shard::ShardOp found;
+  for (Operation *user : v.getUsers())
+    if (auto s = dyn_cast<shard::ShardOp>(user);
+        s && !s.getAnnotateForUsers()) {
+      if (found)
+        return {};
+      found = s;
+    }
+  return found;
+}
+
+bool isReplicated(shard::ShardingOp sharding) {
+  return llvm::all_of(sharding.getSplitAxes().getAxes(),
+                      [](shard::GridAxesAttr a) { return a.empty(); }) &&
+         sharding.getStaticHaloSizes().empty() &&
+         sharding.getStaticShardedDimsOffsets().empty();
+}
+
+bool sameSharding(shard::ShardingOp a, shard::ShardingOp b) {
+  return a.getGrid() == b.getGrid() && a.getSplitAxes() == b.getSplitAxes() &&
+         a.getStaticHaloSizes() == b.getStaticHaloSizes() &&
+         a.getStaticShardedDimsOffsets() == b.getStaticShardedDimsOffsets();
+}
+
+void dropDeadOps(Block &block) {
+  bool changed = true;
+  while (changed) {
+    changed = false;
+    for (Operation &op : llvm::make_early_inc_range(llvm::reverse(block)))
+      if (!op.hasTrait<OpTrait::IsTerminator>() && isOpTriviallyDead(&op)) {
+        op.erase();
+        changed = true;
+      }
+  }
+}
+
+/// `shard.shard %v` written after other ops already used %v: propagation
+/// (forward-backward) would annotate those uses with a shard.shard placed
+/// before %v's definition. Annotating %v where it is defined means the same.
+void hoistLateAnnotations(Block &block) {
+  SmallVector<shard::ShardOp> late;
+  for (auto s : block.getOps<shard::ShardOp>()) {
+    if (s.getAnnotateForUsers() || soleAnnotation(s.getSrc()) != s)
+      continue;
+    auto sharding = s.getSharding().getDefiningOp<shard::ShardingOp>();
+    if (!sharding || sharding->getNumOperands() != 0)
+      continue;
+    bool usedBefore = llvm::any_of(s.getSrc().getUsers(), [&](Operation *u) {
+      Operation *top = block.findAncestorOpInBlock(*u);
+      return top && top != s && top->isBeforeInBlock(s);
+    });
+    if (usedBefore)
+      late.push_back(s);
+  }
+  for (shard::ShardOp s : late) {
+    Value src = s.getSrc();
+    auto sharding = s.getSharding().getDefiningOp<shard::ShardingOp>();
+    if (Operation *def = src.getDefiningOp()) {
+      sharding->moveAfter(def);
+    } else {
+      sharding->moveBefore(&block.front());
+    }
+    s->moveAfter(sharding);
+    src.replaceAllUsesExcept(s.getResult(), s);
+  }
+}
+
+/// A contraction using one value twice (x @ x): upstream partitioning infers
+/// the wrong per-rank shape for the second use. Each repeat gets its own value.
+void separateRepeatedOperands(Block &block) {
+  for (Operation &op : block) {
+    // Elementwise ops handle repeats; contractions (x @ x) do not.
+    auto linalgOp = dyn_cast<linalg::LinalgOp>(&op);
+    if (!isShardable(&op) || !linalgOp || linalgOp.getNumReductionLoops() == 0)
+      continue;
+    OpBuilder b(&op);
+    llvm::SmallDenseSet<Value> seen;
+    for (OpOperand &use : op.getOpOperands()) {
+      Value v = use.get();
+      if (!isa<RankedTensorType>(v.getType()) || seen.insert(v).second)
+        continue;
+      shard::ShardingOp sharding;
+      if (auto def = v.getDefiningOp<shard::ShardOp>())
+        sharding = def.getSharding().getDefiningOp<shard::ShardingOp>();
+      else if (auto s = soleAnnotation(v))
+        sharding = s.getSharding().getDefiningOp<shard::ShardingOp>();
+      if (!sharding)
+        continue;
+      auto copy = shard::ShardOp::create(b, op.getLoc(), v, sharding,
+                                         /*annotate_for_users=*/true);
+      use.set(copy);
+    }
+  }
+}
+
+/// `shard.shard (shard.shard %v to A) to B` with A and B different splits:
+/// upstream resharding between grid axes builds ops from null values. Going
+/// through the replicated layout (gather, then a local slice) is correct for
+/// every pair.
+void replicateBetweenSplits(Block &block) {
+  SmallVector<shard::ShardOp> reshards;
+  for (auto s : block.getOps<shard::ShardOp>()) {
+    auto prev = s.getSrc().getDefiningOp<shard::ShardOp>();
+    if (s.getAnnotateForUsers() || !prev || prev.getAnnotateForUsers())
+      continue;
+    auto a = prev.getSharding().getDefiningOp<shard::ShardingOp>();
+    auto b = s.getSharding().getDefiningOp<shard::ShardingOp>();
+    if (a && b && !isReplicated(a) && !isReplicated(b) && !sameSharding(a, b))
+      reshards.push_back(s);
+  }
+  for (shard::ShardOp s : reshards) {
+    OpBuilder b(s);
+    auto current = s.getSharding().getDefiningOp<shard::ShardingOp>();
+    auto replicated = shard::ShardingOp::create(
+        b, s.getLoc(), current.getGridAttr(), ArrayRef<shard::GridAxesAttr>{});
+    auto mid = shard::ShardOp::create(b, s.getLoc(), s.getSrc(), replicated,
+                                      /*annotate_for_users=*/false);
+    s.getSrcMutable().set(mid);
+  }
+}
+
+bool hasSharding(Value v) {
+  if (v.getDefiningOp<shard::ShardOp>())
+    return true;
+  return llvm::any_of(v.getUsers(),
+                      [](Operation *u) { return isa<shard::ShardOp>(u); });
+}
+
+/// `shard.shard %v to S annotate_for_users` where nothing says how %v
+/// itself is laid out: upstream partitioning then keeps %v in layout S for
+/// its user whatever the user's own layout, and builds ill-typed ops when
+/// they differ. Saying that %v is in layout S (a plain annotation) lets
+/// propagation reshard it for the user instead.
+void annotateSourcesOfForUsers(Block &block) {
+  for (auto s : block.getOps<shard::ShardOp>())
+    if (s.getAnnotateForUsers() &&
+        !s.getSrc().getDefiningOp<shard::ShardOp>() &&
+        !soleAnnotation(s.getSrc()) &&
+        llvm::none_of(s.getSrc().getUsers(), [&](Operation *u) {
+          auto other = dyn_cast<shard::ShardOp>(u);
+          return other && other != s && !other.getAnnotateForUsers();
+        }))
+      s.setAnnotateForUsers(false);
+}
+
+/// The grid the segment's annotations name (a scratch module holds one).
+FlatSymbolRefAttr findGrid(Block &block) {
+  auto module = block.getParentOp()->getParentOfType<ModuleOp>();
+  if (!module)
+    return {};
+  for (auto grid : module.getOps<shard::GridOp>())
+    return FlatSymbolRefAttr::get(grid.getSymNameAttr());
+  return {};
+}
+
+} // namespace
+
+void prepareForPropagation(func::FuncOp fn, bool replicateInputs) {
+  Block &block = fn.getBody().front();
+  dropDeadOps(block);
+  // Segment inputs are global values, so replicated is what they are; the
+  // users that want them split get a local slice. Left to propagation, an
+  // input between differently split users can end up with layouts
+  // shard-partition builds ill-typed ops from. An unused input crashes it
+  // whatever the attempt.
+  OpBuilder b(fn.getContext());
+  b.setInsertionPointToStart(&block);
+  for (BlockArgument arg : block.getArguments()) {
+    auto type = dyn_cast<RankedTensorType>(arg.getType());
+    if (!type || hasSharding(arg) || (!replicateInputs && !arg.use_empty()))
+      continue;
+    auto grid = findGrid(block);
+    if (!grid)
+      break;
+    auto sharding = shard::ShardingOp::create(b, fn.getLoc(), grid,
+                                              ArrayRef<shard::GridAxesAttr>{});
+    auto annotated = shard::ShardOp::create(b, fn.getLoc(), arg, sharding,
+                                            /*annotate_for_users=*/false);
+    arg.replaceAllUsesExcept(annotated, annotated);
+  }
+  annotateSourcesOfForUsers(block);
+  hoistLateAnnotations(block);
+  replicateBetweenSplits(block);
+  separateRepeatedOperands(block);
+}
+
+bool annotateRemainingAsReplicated(func::FuncOp fn, StringRef grid) {
+  Block &block = fn.getBody().front();
+  OpBuilder b(fn.getContext());
+  bool changed = false;
+  auto replicate = [&](Value v, Location loc) {
+    auto sharding = shard::ShardingOp::create(
+        b, loc, FlatSymbolRefAttr::get(b.getContext(), grid),
+        ArrayRef<shard::GridAxesAttr>{});
+    auto annotated = shard::ShardOp::create(b, loc, v, sharding,
+                                            /*annotate_for_users=*/false);
+    v.replaceAllUsesExcept(annotated, annotated);
+    changed = true;
+  };
+  // Unannotated `outs` operands (tensor.empty) are left alone:
+  // shard-partition sizes them from their tied results.
+  for (Operation &op : llvm::make_early_inc_range(block)) {
+    if (!isShardable(&op))
+      continue;
+    b.setInsertionPointAfter(&op);
+    for (Value r : op.getResults())
+      if (isa<RankedTensorType>(r.getType()) && !hasSharding(r))
+        replicate(r, op.getLoc());
+  }
+  return changed;
+}
+
+Operation *findUnannotatedOp(func::FuncOp fn) {
+  for (Operation &op : fn.getBody().front())
+    if (isShardable(&op))
+      for (Value r : op.getResults())
+        if (isa<RankedTensorType>(r.getType()) && !hasSharding(r))
+          return &op;
+  return nullptr;
+}
+
+} // namespace monarch::partition
