@@ -477,13 +477,13 @@ prepareInvoke(TraceBuilder::Impl &I, const std::string &actorMesh,
       return I.error(loc, what + ": " + error);
     if (ArrayRef<int64_t>(*shape) != local.getShape() ||
         global.getElementType() != local.getElementType()) {
-      std::string l, g;
-      llvm::raw_string_ostream ls(l), gs(g);
+      std::string l, g, p;
+      llvm::raw_string_ostream ls(l), gs(g), ps(p);
       ls << local;
       gs << global;
-      return I.error(loc, what + ": got " + g +
-                              " but the endpoint was traced "
-                              "for per-rank " +
+      ps << RankedTensorType::get(*shape, global.getElementType());
+      return I.error(loc, what + ": got " + g + " (per rank " + p +
+                              ") but the endpoint was traced for per-rank " +
                               l);
     }
     operands.push_back(placed);

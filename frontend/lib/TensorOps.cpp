@@ -95,26 +95,40 @@ mlir::Value filled(OpBuilder &b, Location loc, ArrayRef<int64_t> shape,
       .getResult(0);
 }
 
-/// Collapses the dimensions of `v` not in `keep` (all of extent 1).
+/// Drops the dimensions of `v` not in `keep` (all of extent 1) with a
+/// reduction over them (`-0.0 + x == x`): unlike `tensor.collapse_shape`,
+/// `linalg.reduce` has the sharding interface the partitioner needs.
 mlir::Value dropUnitDims(OpBuilder &b, Location loc, mlir::Value v,
                          ArrayRef<bool> keep) {
   auto type = llvm::cast<RankedTensorType>(v.getType());
-  SmallVector<ReassociationIndices> groups;
-  SmallVector<int64_t> pending;
-  SmallVector<int64_t> shape;
+  Type elem = type.getElementType();
+  SmallVector<int64_t> shape, dims;
   for (int64_t d = 0; d < type.getRank(); ++d) {
-    pending.push_back(d);
-    if (keep[d]) {
-      groups.push_back(ReassociationIndices(pending.begin(), pending.end()));
+    if (keep[d])
       shape.push_back(type.getDimSize(d));
-      pending.clear();
-    }
+    else
+      dims.push_back(d);
   }
-  if (!pending.empty() && !groups.empty())
-    groups.back().append(pending.begin(), pending.end());
-  auto result = RankedTensorType::get(shape, type.getElementType());
-  return tensor::CollapseShapeOp::create(b, loc, result, v, groups);
+  mlir::Value acc = filled(b, loc, shape, elem, isFloat(elem) ? -0.0 : 0.0);
+  auto op = linalg::ReduceOp::create(
+      b, loc, ValueRange{v}, ValueRange{acc}, dims,
+      [&](OpBuilder &nb, Location l, ValueRange args) {
+        mlir::Value r;
+        if (isFloat(elem))
+          r = arith::AddFOp::create(nb, l, args[0], args[1]);
+        else if (elem.isInteger(1))
+          r = arith::OrIOp::create(nb, l, args[0], args[1]);
+        else
+          r = arith::AddIOp::create(nb, l, args[0], args[1]);
+        linalg::YieldOp::create(nb, l, r);
+      });
+  return op.getResult(0);
 }
+
+/// Inserts unit dimensions: `v` becomes `outShape`, whose dimensions not in
+/// `keep` have extent 1 (a copy through `linalg.generic`, which shards).
+mlir::Value insertUnitDims(OpBuilder &b, Location loc, mlir::Value v,
+                           ArrayRef<int64_t> outShape, ArrayRef<bool> keep);
 
 /// Generic op over an iteration space of `outShape`; `maps` are the input
 /// indexing maps (the output uses the identity).
@@ -135,6 +149,18 @@ mlir::Value generic(OpBuilder &b, Location loc, ValueRange inputs,
         linalg::YieldOp::create(nb, l, r);
       });
   return op.getResult(0);
+}
+
+mlir::Value insertUnitDims(OpBuilder &b, Location loc, mlir::Value v,
+                           ArrayRef<int64_t> outShape, ArrayRef<bool> keep) {
+  SmallVector<AffineExpr> exprs;
+  for (size_t d = 0; d < outShape.size(); ++d)
+    if (keep[d])
+      exprs.push_back(b.getAffineDimExpr(d));
+  AffineMap map = AffineMap::get(outShape.size(), 0, exprs, b.getContext());
+  Type elem = llvm::cast<RankedTensorType>(v.getType()).getElementType();
+  return generic(b, loc, ValueRange{v}, {map}, outShape, elem,
+                 [](OpBuilder &, Location, ValueRange e) { return e[0]; });
 }
 
 } // namespace
@@ -673,21 +699,13 @@ Result<Value> TraceBuilder::reduce(ReduceOp kind, Value x,
   mlir::Value out = buildReduce(I.b, l, *in, *norm, kind);
   if (keepDims) {
     SmallVector<int64_t> kept;
-    SmallVector<ReassociationIndices> groups;
-    ReassociationIndices pending;
+    SmallVector<bool> keep;
     for (int64_t d = 0; d < rank; ++d) {
       bool reduced = llvm::is_contained(*norm, d);
       kept.push_back(reduced ? 1 : shape[d]);
-      pending.push_back(d);
-      if (!reduced) {
-        groups.push_back(pending);
-        pending.clear();
-      }
+      keep.push_back(!reduced);
     }
-    if (!pending.empty() && !groups.empty())
-      groups.back().append(pending.begin(), pending.end());
-    auto type = RankedTensorType::get(kept, elem);
-    out = tensor::ExpandShapeOp::create(I.b, l, type, out, groups);
+    out = insertUnitDims(I.b, l, out, kept, keep);
   }
   return I.add(out, *mesh, Dist{}, false);
 }
@@ -778,6 +796,28 @@ Result<Value> TraceBuilder::reshape(Value x, std::vector<int64_t> shape,
     return in.error();
   Location l = I.loc(loc);
   Type elem = elemOf(I.values[x.id]);
+  // Adding or removing unit dimensions only: ops that shard.
+  auto squeezed = [](const std::vector<int64_t> &s) {
+    std::vector<int64_t> out;
+    for (int64_t d : s)
+      if (d != 1)
+        out.push_back(d);
+    return out;
+  };
+  if (squeezed(from) == squeezed(shape)) {
+    SmallVector<bool> keepFrom;
+    for (int64_t d : from)
+      keepFrom.push_back(d != 1);
+    mlir::Value v = *in;
+    if (llvm::is_contained(keepFrom, false))
+      v = dropUnitDims(I.b, l, v, keepFrom);
+    SmallVector<bool> keepTo;
+    for (int64_t d : shape)
+      keepTo.push_back(d != 1);
+    if (llvm::is_contained(keepTo, false))
+      v = insertUnitDims(I.b, l, v, shape, keepTo);
+    return I.add(v, *mesh, Dist{}, false);
+  }
   auto reassoc = [](size_t rank) {
     SmallVector<ReassociationIndices> groups;
     if (rank == 0)

@@ -1,0 +1,310 @@
+"""The public API of DESIGN.md section 3, traced (not run: no executor yet).
+
+Shapes and dtypes of traced ops are checked against numpy on real arrays of
+the same shapes (an independent reference for broadcasting, reductions,
+matmul, reshape and transpose).
+"""
+import pathlib
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import monarch_compile as mc
+
+ROOT = pathlib.Path(__file__).resolve().parents[3]
+
+
+def f32(*shape):
+    return np.zeros(shape, np.float32)
+
+
+def test_mesh_dims_and_slices():
+    mesh = mc.mesh(hosts=1, gpus=4)
+    assert mesh.dims == {"hosts": 1, "gpus": 4}
+    sub = mesh.slice(gpus=slice(0, 2))
+    assert sub.dims == {"hosts": 1, "gpus": 2}
+    assert sub.parent is mesh
+    assert mesh.slice(gpus=3).dims == {"hosts": 1, "gpus": 1}
+    assert mesh.size == 4
+    with mc.mesh(gpus=2) as m:
+        assert m.dims == {"gpus": 2}
+    mesh.stop()
+    mesh.stop()  # idempotent
+
+
+def test_design_step_every_stage():
+    mesh = mc.mesh(hosts=1, gpus=4)
+
+    @mc.compile(mesh=mesh)
+    def step(x, w):
+        x = mc.shard(x, gpus=0)
+        y = mc.relu(x @ w)
+        return mc.replicate(y.sum(axis=0))
+
+    x, w = f32(8, 4), f32(4, 4)
+    traced = step.ir("traced", x, w)
+    assert "func.func @step(%arg0: tensor<8x4xf32>, %arg1: tensor<4x4xf32>) -> tensor<4xf32>" in traced
+    assert "monarch.proc_mesh @mesh(hosts = 1, gpus = 4)" in traced
+    assert "split_axes = [[1]]" in traced
+    assert "linalg.matmul" in traced and "linalg.reduce" in traced
+    assert "monarch.fetch" in traced
+    partitioned = step.ir("partitioned")
+    assert 'all_reduce %' in partitioned and 'over ["gpus"] sum : tensor<4xf32>' in partitioned
+    assert "tensor<2x4xf32>" in partitioned  # each rank's rows
+    assert "monarch.control_msg" in step.ir("split")
+    planned = step.ir("planned")
+    assert planned.count("monarch.rank_program rank") == 4
+    with pytest.raises(ValueError, match="unknown stage 'plan'"):
+        step.ir("plan")
+
+    summary = step.plan_summary()
+    assert [r["rank"] for r in summary.ranks] == [0, 1, 2, 3]
+    assert all(r["arena_bytes"] > 0 for r in summary.ranks)
+    assert summary.collectives[0]["kind"] == "all_reduce"
+    assert "all_reduce" in str(summary)
+    assert set(summary.peak_memory.values()) and summary.bytes_moved == {}
+
+
+def test_calling_needs_the_executor():
+    mesh = mc.mesh(gpus=2)
+
+    @mc.compile(mesh=mesh)
+    def double(x):
+        return x * 2.0
+
+    with pytest.raises(NotImplementedError, match="'plan' stage") as err:
+        double(f32(4))
+    assert isinstance(err.value, mc.ExecutorUnavailableError)
+    assert "double.ir(stage)" in str(err.value)
+    # The call traced the function: ir() without arguments shows it.
+    assert "func.func @double(%arg0: tensor<4xf32>)" in double.ir("traced")
+
+
+def test_ir_before_any_trace():
+    @mc.compile
+    def f(x):
+        return x
+
+    with pytest.raises(mc.MonarchError, match="has not been traced yet"):
+        f.ir("traced")
+
+
+def test_debug_info_locations_point_at_user_lines():
+    mesh = mc.mesh(gpus=2)
+
+    @mc.compile(mesh=mesh)
+    def f(x):
+        return mc.exp(x)
+
+    line = f.__wrapped__.__code__.co_firstlineno + 2
+    text = f.ir("traced", f32(2, 2), debug_info=True)
+    assert f'math.exp' in text
+    assert f'loc("{__file__}":{line}:16)' in text  # the mc.exp(x) call
+    assert "monarch_compile/" not in text  # never the library's own lines
+    assert "loc(" not in f.ir("traced")
+
+
+@pytest.mark.parametrize("a,b", [((8, 4), (4,)), ((8, 1), (1, 4)), ((3, 1, 5), (4, 1)),
+                                 ((2, 3), ()), ((5,), (5,))])
+def test_broadcasting_matches_numpy(a, b):
+    mesh = mc.mesh(gpus=1)
+    expected = (np.zeros(a, np.float32) + np.zeros(b, np.float32)).shape
+    seen = {}
+
+    @mc.compile(mesh=mesh)
+    def f(x, y):
+        for op in (x + y, x - y, x * y, x / y, mc.maximum(x, y), y * x):
+            seen.setdefault("shapes", []).append(op.shape)
+        return (x + y) * 2.0
+
+    f.ir("planned", f32(*a), f32(*b))
+    assert set(seen["shapes"]) == {expected}
+
+
+def test_tensor_ops_shapes_and_dtypes_match_numpy():
+    mesh = mc.mesh(gpus=2)
+    xs = np.zeros((4, 6), np.float32)
+    ws = np.zeros((6, 8), np.float32)
+    got = {}
+
+    @mc.compile(mesh=mesh)
+    def f(x, w):
+        h = x @ w
+        got["matmul"] = h.shape
+        got["sum0"] = h.sum(axis=0).shape
+        got["mean1k"] = h.mean(axis=1, keepdims=True).shape
+        got["maxall"] = h.max().shape
+        got["min01"] = mc.min(h, axis=(0, 1)).shape
+        got["reshape"] = h.reshape(2, -1).shape
+        got["T"] = h.T.shape
+        got["transpose"] = mc.transpose(h.reshape(2, 2, 8), (2, 0, 1)).shape
+        got["softmax"] = mc.softmax(h, axis=-1).shape
+        got["cmp"] = (h > 0.5).dtype
+        got["where"] = mc.where(h > 0, h, 0.0).shape
+        got["f16"] = h.astype(mc.float16).dtype
+        got["bf16"] = mc.astype(h, "bfloat16").dtype
+        got["i32"] = h.astype(np.int32).dtype
+        u = mc.gelu(mc.tanh(mc.exp(mc.sigmoid(mc.log(mc.sqrt(mc.abs(-h)))))))
+        got["unary"] = u.shape
+        got["pow"] = (u ** 2.0).shape
+        return u
+
+    f.ir("traced", xs, ws)
+    h = xs @ ws
+    assert got["matmul"] == h.shape
+    assert got["sum0"] == h.sum(axis=0).shape
+    assert got["mean1k"] == h.mean(axis=1, keepdims=True).shape
+    assert got["maxall"] == h.max(keepdims=False).shape == ()
+    assert got["min01"] == h.min(axis=(0, 1)).shape
+    assert got["reshape"] == h.reshape(2, -1).shape
+    assert got["T"] == h.T.shape
+    assert got["transpose"] == np.transpose(h.reshape(2, 2, 8), (2, 0, 1)).shape
+    assert got["softmax"] == h.shape
+    assert got["cmp"] == "bool"
+    assert got["where"] == h.shape
+    assert (got["f16"], got["bf16"], got["i32"]) == ("float16", "bfloat16", "int32")
+    assert got["unary"] == got["pow"] == h.shape
+    text = f.ir("traced")
+    for op in ("math.exp", "math.tanh", "math.log", "math.sqrt", "math.absf"):
+        assert op in text, op
+
+
+def test_inputs_array_like_and_dlpack():
+    mesh = mc.mesh(gpus=2)
+
+    @mc.compile(mesh=mesh)
+    def f(x):
+        return x + 1.0
+
+    class ArrayLike:
+        def __array__(self, dtype=None, copy=None):
+            return np.zeros((2, 3), np.float32)
+
+    class DLPackOnly:
+        def __init__(self):
+            self.a = np.zeros((5,), np.float16)
+
+        def __dlpack__(self, **kwargs):
+            return self.a.__dlpack__(**kwargs)
+
+        def __dlpack_device__(self):
+            return self.a.__dlpack_device__()
+
+    assert "tensor<2x3xf32>" in f.ir("traced", ArrayLike())
+    assert "tensor<5xf16>" in f.ir("traced", DLPackOnly())
+
+
+def test_actor_pipeline_of_the_design():
+    mesh = mc.mesh(hosts=1, gpus=4)
+
+    class Stage(mc.Actor):
+        def __init__(self, w):
+            self.w = mc.param(w)
+
+        @mc.endpoint
+        def forward(self, x):
+            return mc.relu(x @ self.w)
+
+        @mc.endpoint
+        def update(self, g, lr):
+            g = mc.all_reduce(g, "gpus")
+            self.w = self.w - lr * g
+
+    s0 = mesh.slice(gpus=slice(0, 2)).spawn("s0", Stage, np.ones((4, 4), np.float32))
+    s1 = mesh.slice(gpus=slice(2, 4)).spawn("s1", Stage, np.ones((4, 4), np.float32))
+    assert isinstance(s0.w, mc.Param) and s0.w.shape == (4, 4)
+    assert s0.mesh.dims == {"hosts": 1, "gpus": 2}
+
+    @mc.compile
+    def pipeline(x):
+        return s1.forward.call(s0.forward.call(x))
+
+    @mc.compile
+    def train(x, g):
+        s0.update.broadcast(g, 0.1)
+        return s0.forward.call(x)
+
+    traced = pipeline.ir("traced", f32(8, 4))
+    assert traced.count("monarch.actor_class @Stage") == 1  # shared by both stages
+    assert "monarch.actor_mesh @s0 = @Stage on" in traced
+    assert "monarch.actor_mesh @s1 = @Stage on" in traced
+    assert "monarch.transfer" in traced
+    assert "monarch.send" in pipeline.ir("planned")
+    t = train.ir("traced", f32(8, 4), f32(4, 4))
+    assert 'all_reduce %arg0 over ["gpus"] sum' in t
+    assert "state_set @w" in t
+    assert "monarch.broadcast @s0::@update" in t
+    train.ir("planned")
+    with pytest.raises(NotImplementedError):
+        s0.forward.call(f32(8, 4))  # eager call: needs the executor
+
+
+def test_endpoint_out_and_sharded_arguments():
+    mesh = mc.mesh(gpus=4)
+
+    class Rows(mc.Actor):
+        def __init__(self, w):
+            self.w = mc.param(w, gpus=1)  # column shard per rank
+
+        @mc.endpoint(out={"gpus": 1})
+        def cols(self, x):
+            return x @ self.w
+
+        @mc.endpoint(out="sum")
+        def partial(self, x):
+            return x.sum(axis=0)
+
+        @mc.endpoint(out=(None, {"gpus": 0}))
+        def both(self, x):
+            return mc.all_gather(x, "gpus", axis=0), x
+
+    r = mesh.spawn("r", Rows, np.zeros((4, 8), np.float32))
+
+    @mc.compile(mesh=mesh)
+    def f(x):
+        y = r.cols.call(x)
+        xs = mc.shard(x, gpus=0)
+        p = r.partial.call(xs)
+        g, same = r.both.call(xs)
+        assert (y.shape, p.shape, g.shape, same.shape) == ((8, 8), (4,), (8, 4), (8, 4))
+        return y, p, g, same
+
+    text = f.ir("traced", f32(8, 4))
+    assert "monarch.state @w : tensor<4x2xf32>" in text
+    assert 'monarch.endpoint @cols(%arg0: tensor<8x4xf32>) -> (tensor<8x2xf32> {monarch.dist = #monarch.dist<[[], ["gpus"]]>})' in text
+    assert '-> (tensor<4xf32> {monarch.dist = #monarch.dist<[[]] partial sum>})' in text
+    assert 'tensor<2x4xf32> {monarch.dist = #monarch.dist<[["gpus"], []]>}' in text
+    assert "all_gather %arg0 over [\"gpus\"] axis 0 : tensor<2x4xf32> -> tensor<8x4xf32>" in text
+
+
+def test_same_endpoint_traced_per_argument_shape():
+    mesh = mc.mesh(gpus=2)
+
+    class A(mc.Actor):
+        @mc.endpoint
+        def neg(self, x):
+            return -x
+
+    a = mesh.spawn("a", A)
+
+    @mc.compile
+    def f(x, y):
+        return a.neg.call(x), a.neg.call(y), a.neg.call(x)
+
+    text = f.ir("traced", f32(4), f32(2, 2))
+    assert "monarch.endpoint @neg(%arg0: tensor<4xf32>)" in text
+    assert "monarch.endpoint @neg_1(%arg0: tensor<2x2xf32>)" in text
+    assert text.count("monarch.endpoint") == 2
+
+
+@pytest.mark.parametrize("script", ["data_parallel.py", "tensor_parallel.py", "pipeline.py"])
+def test_design_programs_print_every_stage(script):
+    out = subprocess.run([sys.executable, str(ROOT / "examples" / "python" / script)],
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    for stage in mc.STAGES:
+        assert f"stage {stage}" in out.stdout or f"stage: {stage}" in out.stdout
+    assert "monarch.plan @" in out.stdout
+    assert "not run:" in out.stdout  # until the executor exists

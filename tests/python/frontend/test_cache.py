@@ -1,0 +1,64 @@
+"""Specialisation: one trace per (shapes, dtypes, static arguments) key."""
+import numpy as np
+
+import monarch_compile as mc
+
+
+def test_trace_once_per_key():
+    mesh = mc.mesh(gpus=2)
+    bodies = []
+
+    @mc.compile(mesh=mesh)
+    def f(x, scale):
+        bodies.append(x.shape)  # runs only when tracing
+        return x * scale
+
+    a = np.zeros((4, 4), np.float32)
+    f.ir("traced", a, 2.0)
+    f.ir("traced", np.ones((4, 4), np.float32), 2.0)  # same key: cached
+    assert f.trace_count == 1 and len(bodies) == 1
+    f.ir("traced", np.zeros((8, 4), np.float32), 2.0)  # new shape: retrace
+    assert f.trace_count == 2 and bodies[-1] == (8, 4)
+    f.ir("traced", a.astype(np.float16), 2.0)  # new dtype: retrace
+    assert f.trace_count == 3
+    text = f.ir("traced", a, 3.0)  # new static argument: retrace
+    assert f.trace_count == 4
+    assert "3.000000e+00" in text
+    f.ir("partitioned", a, 2.0)  # back to the first key: cached
+    assert f.trace_count == 4 and len(bodies) == 4
+    assert len(f.specializations) == 4
+    # ir() without arguments is the last specialisation used.
+    assert "tensor<4x4xf32>" in f.ir("traced") and "2.000000e+00" in f.ir("traced")
+
+
+def test_calls_share_the_cache_with_ir():
+    mesh = mc.mesh(gpus=2)
+
+    @mc.compile(mesh=mesh)
+    def f(x):
+        return mc.relu(x)
+
+    x = np.zeros((2, 2), np.float32)
+    try:
+        f(x)
+    except NotImplementedError:
+        pass
+    f.ir("planned", x)
+    try:
+        f(x)
+    except NotImplementedError:
+        pass
+    assert f.trace_count == 1
+
+
+def test_each_specialisation_is_its_own_module():
+    mesh = mc.mesh(gpus=2)
+
+    @mc.compile(mesh=mesh)
+    def f(x):
+        return x + 1.0
+
+    small = f.ir("traced", np.zeros((2,), np.float32))
+    big = f.ir("traced", np.zeros((6,), np.float32))
+    assert "tensor<2xf32>" in small and "tensor<6xf32>" not in small
+    assert "tensor<6xf32>" in big and "tensor<2xf32>" not in big

@@ -1,0 +1,248 @@
+//===- TraceBuilderTest.cpp - Meshes, tensor ops, lowering ------*- C++ -*-===//
+//
+// The controller side of the C++ TraceBuilder: meshes and slices, automatic
+// feeds and fetches, sharding annotations, tensor ops with their shape and
+// dtype checks (errors are values and leave the module usable), locations,
+// and lowering through the stage pipelines.
+//
+//===----------------------------------------------------------------------===//
+
+#include "monarch/Frontend/TraceBuilder.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+using namespace monarch::frontend;
+
+namespace {
+
+ArgType f32(std::vector<int64_t> shape) { return {std::move(shape)}; }
+
+bool contains(const std::string &text, const std::string &piece) {
+  return text.find(piece) != std::string::npos;
+}
+
+/// A builder with a 1x4 mesh and a function over `args` on it.
+class TraceBuilderTest : public testing::Test {
+protected:
+  std::vector<Value> begin(std::vector<ArgType> args,
+                           std::string mesh = "mesh") {
+    EXPECT_TRUE(tb.declareMesh("mesh", {{"hosts", 1}, {"gpus", 4}}).ok());
+    auto r = tb.beginFunction("f", args, mesh);
+    EXPECT_TRUE(r.ok()) << (r ? "" : r.error().str());
+    return r ? *r : std::vector<Value>{};
+  }
+
+  /// The error message of a failed result (or a marker when it succeeded).
+  template <typename T> std::string err(const Result<T> &r) {
+    return r ? std::string("<no error>") : r.error().message;
+  }
+  std::string err(const Status &s) {
+    return s ? std::string("<no error>") : s.error().message;
+  }
+
+  TraceBuilder tb;
+};
+
+TEST_F(TraceBuilderTest, MeshesAndSlices) {
+  ASSERT_TRUE(tb.declareMesh("mesh", {{"hosts", 2}, {"gpus", 4}}).ok());
+  ASSERT_TRUE(tb.declareSlice("half", "mesh", {{"gpus", 0, 2}}).ok());
+  auto dims = tb.meshDims("half");
+  ASSERT_TRUE(dims.ok());
+  ASSERT_EQ(dims->size(), 2u);
+  EXPECT_EQ((*dims)[0].name, "hosts");
+  EXPECT_EQ((*dims)[0].size, 2);
+  EXPECT_EQ((*dims)[1].size, 2);
+  EXPECT_TRUE(tb.hasMesh("half"));
+  EXPECT_FALSE(tb.hasMesh("nope"));
+  EXPECT_TRUE(contains(
+      tb.str(), "monarch.mesh_slice @half of @mesh(hosts = 0 to 2, gpus = 0 "
+                "to 2)"));
+  EXPECT_TRUE(tb.verify().ok());
+
+  EXPECT_TRUE(
+      contains(err(tb.declareMesh("mesh", {{"gpus", 2}})), "already declared"));
+  EXPECT_TRUE(contains(err(tb.declareMesh("m2", {{"gpus", 0}})), "size 0"));
+  EXPECT_TRUE(contains(err(tb.declareMesh("m3", {{"a", 1}, {"a", 2}})),
+                       "appears twice"));
+  EXPECT_TRUE(contains(err(tb.declareSlice("s", "mesh", {{"gpu", 0, 1}})),
+                       "has no dimension 'gpu' (its dimensions: hosts, gpus)"));
+  EXPECT_TRUE(contains(err(tb.declareSlice("s", "mesh", {{"gpus", 3, 9}})),
+                       "out of range"));
+  EXPECT_TRUE(contains(err(tb.declareSlice("s", "zzz", {})), "unknown mesh"));
+  EXPECT_TRUE(tb.verify().ok());
+}
+
+TEST_F(TraceBuilderTest, DataParallelStepLowersToEveryStage) {
+  auto args = begin({f32({8, 4}), f32({4, 4})});
+  auto x = tb.shard(args[0], {{"gpus", 0}});
+  ASSERT_TRUE(x.ok()) << x.error().str();
+  EXPECT_EQ(tb.info(*x).mesh, "mesh");
+  ASSERT_EQ(tb.info(*x).dist.split.size(), 2u);
+  EXPECT_EQ(tb.info(*x).dist.split[0], std::vector<std::string>{"gpus"});
+  auto y = tb.matmul(*x, args[1]);
+  ASSERT_TRUE(y.ok()) << y.error().str();
+  EXPECT_EQ(tb.info(*y).shape, (std::vector<int64_t>{8, 4}));
+  auto r = tb.unary(UnaryOp::Relu, *y);
+  auto s = tb.reduce(ReduceOp::Sum, *r, {0});
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ(tb.info(*s).shape, (std::vector<int64_t>{4}));
+  auto rep = tb.replicate(*s);
+  ASSERT_TRUE(rep.ok());
+  ASSERT_TRUE(tb.endFunction({*rep}).ok());
+
+  std::string traced = tb.str();
+  EXPECT_TRUE(contains(traced, "monarch.feed %arg0 to @mesh"));
+  EXPECT_TRUE(contains(traced, "split_axes = [[1]]"));
+  EXPECT_TRUE(contains(traced, "linalg.matmul"));
+  EXPECT_TRUE(contains(traced, "monarch.fetch"));
+  for (const char *stage : {"traced", "partitioned", "split", "planned"}) {
+    LowerOptions o;
+    o.stage = stage;
+    auto text = tb.lower(o);
+    ASSERT_TRUE(text.ok()) << stage << ": " << text.error().str();
+  }
+  LowerOptions o;
+  o.stage = "partitioned";
+  EXPECT_TRUE(contains(*tb.lower(o), "all_reduce"));
+  o.stage = "bogus";
+  EXPECT_TRUE(contains(err(tb.lower(o)), "unknown stage 'bogus'"));
+
+  auto summary = tb.planSummary();
+  ASSERT_TRUE(summary.ok()) << summary.error().str();
+  EXPECT_EQ(summary->ranks.size(), 4u);
+  ASSERT_EQ(summary->collectives.size(), 1u);
+  EXPECT_EQ(summary->collectives[0].kind, "all_reduce");
+  EXPECT_EQ(summary->collectives[0].count, 4);
+  // Each rank all-reduces its 4 floats.
+  EXPECT_EQ(summary->collectives[0].bytes, 4 * 16);
+  for (const auto &rank : summary->ranks)
+    EXPECT_GT(rank.arenaBytes, 0);
+}
+
+TEST_F(TraceBuilderTest, LocationsAreTheCallersLines) {
+  auto args = begin({f32({4, 4})});
+  int line = __LINE__ + 1;
+  auto y = tb.unary(UnaryOp::Exp, args[0]);
+  ASSERT_TRUE(y.ok());
+  auto explicitLoc = tb.unary(UnaryOp::Tanh, *y, SourceLoc{"user.py", 7, 3});
+  ASSERT_TRUE(explicitLoc.ok());
+  ASSERT_TRUE(tb.endFunction({*explicitLoc}).ok());
+  std::string text = tb.str(/*debugInfo=*/true);
+  EXPECT_TRUE(contains(text, "TraceBuilderTest.cpp\":" + std::to_string(line)))
+      << text;
+  EXPECT_TRUE(contains(text, "math.tanh"));
+  EXPECT_TRUE(contains(text, "loc(\"user.py\":7:3)")) << text;
+  EXPECT_FALSE(contains(tb.str(false), "loc("));
+}
+
+TEST_F(TraceBuilderTest, ShapeErrorsAreValues) {
+  auto args = begin({f32({4, 8}), f32({7, 3}), f32({8, 4})});
+  auto bad = tb.matmul(args[0], args[1], SourceLoc{"step.py", 12, 9});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.error().message,
+            "matmul shape mismatch: (4,8) @ (7,3): 8 != 7");
+  EXPECT_EQ(
+      bad.error().str(),
+      "step.py:12:9: error: matmul shape mismatch: (4,8) @ (7,3): 8 != 7");
+  EXPECT_TRUE(contains(err(tb.binary(BinaryOp::Add, args[0], args[1])),
+                       "cannot broadcast shapes (4,8) and (7,3)"));
+  EXPECT_TRUE(
+      contains(err(tb.reshape(args[0], {5, 7})), "cannot reshape a tensor"));
+  EXPECT_TRUE(
+      contains(err(tb.transpose(args[0], {0, 0})), "is not a permutation"));
+  EXPECT_TRUE(contains(err(tb.reduce(ReduceOp::Sum, args[0], {2})),
+                       "axis 2 is out of range"));
+  // After the errors, tracing goes on and the module verifies.
+  auto ok = tb.matmul(args[0], args[2]);
+  ASSERT_TRUE(ok.ok());
+  ASSERT_TRUE(tb.endFunction({*ok}).ok());
+  EXPECT_TRUE(tb.verify().ok());
+}
+
+TEST_F(TraceBuilderTest, ShardingErrors) {
+  auto args = begin({f32({6, 8})});
+  EXPECT_EQ(err(tb.shard(args[0], {{"gpus", 0}})),
+            "cannot split dimension 0 of size 6 of tensor (6,8) over mesh "
+            "dimension 'gpus' of size 4: 6 is not divisible by 4");
+  EXPECT_EQ(err(tb.shard(args[0], {{"gpu", 1}})),
+            "mesh 'mesh' has no dimension 'gpu' (its dimensions: hosts, gpus)");
+  EXPECT_TRUE(contains(err(tb.shard(args[0], {{"gpus", 2}})),
+                       "tensor dimension 2 is out of range"));
+  auto ok = tb.shard(args[0], {{"gpus", 1}});
+  ASSERT_TRUE(ok.ok());
+  EXPECT_TRUE(tb.endFunction({*ok}).ok());
+}
+
+TEST_F(TraceBuilderTest, ControllerValuesNeedAMesh) {
+  auto args = begin({f32({4})}, /*mesh=*/"");
+  EXPECT_TRUE(
+      contains(err(tb.unary(UnaryOp::Neg, args[0])), "needs a mesh to run on"));
+  // Sharding a controller value records the sharding for its feed.
+  auto s = tb.shard(args[0], {{"gpus", 0}}, "mesh");
+  ASSERT_TRUE(s.ok()) << s.error().str();
+  EXPECT_EQ(tb.info(*s).mesh, "mesh");
+  auto n = tb.unary(UnaryOp::Neg, *s);
+  ASSERT_TRUE(n.ok());
+  ASSERT_TRUE(tb.endFunction({*n}).ok());
+}
+
+TEST_F(TraceBuilderTest, BroadcastingReductionsAndCasts) {
+  auto args = begin({f32({8, 1}), f32({4}), f32({8, 4})});
+  auto sum = tb.binary(BinaryOp::Add, args[0], args[1]);
+  ASSERT_TRUE(sum.ok()) << sum.error().str();
+  EXPECT_EQ(tb.info(*sum).shape, (std::vector<int64_t>{8, 4}));
+  auto two = tb.constant(2.0, DType::F32);
+  ASSERT_TRUE(two.ok());
+  EXPECT_TRUE(tb.info(*two).scalar);
+  auto scaled = tb.binary(BinaryOp::Mul, *two, *sum);
+  ASSERT_TRUE(scaled.ok());
+  auto mean = tb.reduce(ReduceOp::Mean, *scaled, {-1}, /*keepDims=*/true);
+  ASSERT_TRUE(mean.ok()) << mean.error().str();
+  EXPECT_EQ(tb.info(*mean).shape, (std::vector<int64_t>{8, 1}));
+  auto all = tb.reduce(ReduceOp::Max, args[2], {});
+  ASSERT_TRUE(all.ok());
+  EXPECT_EQ(tb.info(*all).shape, std::vector<int64_t>{});
+  auto soft = tb.softmax(args[2], 1);
+  ASSERT_TRUE(soft.ok());
+  EXPECT_EQ(tb.info(*soft).shape, (std::vector<int64_t>{8, 4}));
+  auto half = tb.cast(*soft, DType::BF16);
+  ASSERT_TRUE(half.ok());
+  EXPECT_EQ(tb.info(*half).dtype, DType::BF16);
+  auto ints = tb.cast(args[2], DType::I32);
+  ASSERT_TRUE(ints.ok());
+  EXPECT_TRUE(contains(err(tb.unary(UnaryOp::Exp, *ints)), "unsupported op"));
+  EXPECT_TRUE(contains(err(tb.binary(BinaryOp::Add, *ints, args[2])),
+                       "dtype mismatch"));
+  auto cmp = tb.compare(CompareOp::Gt, args[2], *two);
+  ASSERT_TRUE(cmp.ok());
+  EXPECT_EQ(tb.info(*cmp).dtype, DType::I1);
+  auto sel = tb.select(*cmp, args[2], *two);
+  ASSERT_TRUE(sel.ok()) << sel.error().str();
+  auto flat = tb.reshape(*sel, {-1});
+  ASSERT_TRUE(flat.ok());
+  EXPECT_EQ(tb.info(*flat).shape, std::vector<int64_t>{32});
+  auto t = tb.transpose(*half);
+  ASSERT_TRUE(t.ok());
+  EXPECT_EQ(tb.info(*t).shape, (std::vector<int64_t>{4, 8}));
+  ASSERT_TRUE(tb.endFunction({*mean, *all, *t, *flat}).ok());
+  EXPECT_TRUE(tb.verify().ok());
+  std::string text = tb.str();
+  EXPECT_TRUE(contains(text, "tensor.collapse_shape"));
+  EXPECT_TRUE(contains(text, "linalg.transpose"));
+  EXPECT_TRUE(contains(text, "arith.truncf"));
+}
+
+TEST_F(TraceBuilderTest, DeadTensorWorkIsDropped) {
+  auto args = begin({f32({4})});
+  auto dead = tb.unary(UnaryOp::Exp, args[0]);
+  ASSERT_TRUE(dead.ok());
+  ASSERT_TRUE(tb.endFunction({args[0]}).ok());
+  EXPECT_FALSE(contains(tb.str(), "math.exp"));
+  LowerOptions o;
+  o.stage = "planned";
+  EXPECT_TRUE(tb.lower(o).ok());
+}
+
+} // namespace
