@@ -668,6 +668,17 @@ Result<Value> TraceBuilder::fetch(Value v, SourceLoc loc) {
   return I.add(op.getResult(), "", Dist{}, false);
 }
 
+Result<Value> TraceBuilder::place(Value v, const std::string &mesh,
+                                  SourceLoc loc) {
+  Impl &I = *pimpl;
+  Result<ValueRecord *> r = I.get(v, loc);
+  if (!r)
+    return r.error();
+  if (I.currentScope()->kind != Scope::Function)
+    return I.error(loc, "values are placed on meshes in compiled functions");
+  return I.placeOn(v, mesh, loc);
+}
+
 Result<Value> TraceBuilder::transfer(Value v, const std::string &mesh,
                                      SourceLoc loc) {
   Impl &I = *pimpl;

@@ -198,11 +198,21 @@ class BoundEndpoint:
 
     def call(self, *args):
         """Runs the endpoint on every rank; returns its (global) results."""
-        return _invoke(self.actor, self.endpoint, args, False, user_loc())
+        try:
+            return _invoke(self.actor, self.endpoint, args, False, user_loc())
+        except errors.TraceError as err:
+            if _trace.current() is None:
+                raise err.with_traceback(None) from None
+            raise
 
     def broadcast(self, *args):
         """Runs the endpoint on every rank, discarding results."""
-        _invoke(self.actor, self.endpoint, args, True, user_loc())
+        try:
+            _invoke(self.actor, self.endpoint, args, True, user_loc())
+        except errors.TraceError as err:
+            if _trace.current() is None:
+                raise err.with_traceback(None) from None
+            raise
 
     def __call__(self, *args):
         if _tracing(self.actor) is not None:
@@ -355,6 +365,10 @@ def _invoke(actor, ep, args, broadcast, loc):
             raise errors.UnsupportedError(
                 f"unsupported argument of type {type(a).__name__} for "
                 f"{cls}.{ep.name}: pass traced tensors or Python numbers", *loc)
+        if not trace.builder.info(vid)[2]:
+            # Fed or moved to the actor's mesh here: a sharding that does not
+            # fit is reported at the user's mc.shard.
+            vid = trace.call("place", vid, mesh_sym, loc, loc=loc)
         shape, dtype, scalar, _mesh, (split, _partial) = trace.builder.info(vid)
         ids.append(vid)
         if scalar:

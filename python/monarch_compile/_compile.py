@@ -201,8 +201,8 @@ class Compiled:
         if stage not in _runtime.STAGES:
             raise ValueError(f"unknown stage {stage!r}; stages: "
                              f"{', '.join(_runtime.STAGES)}")
-        spec = self._spec_for(args)
         try:
+            spec = self._spec_for(args, user_loc())
             return spec.trace.call("lower", stage, bool(debug_info), backend)
         except errors.TraceError as err:
             raise err.with_traceback(None) from None
@@ -210,15 +210,15 @@ class Compiled:
     def plan_summary(self, *args, backend="gloo"):
         """Ranks, ops, bytes moved per link and peak memory per rank of the
         planned program (for `args`, or the last specialisation)."""
-        spec = self._spec_for(args)
         try:
+            spec = self._spec_for(args, user_loc())
             return PlanSummary(spec.trace.call("plan_summary", backend))
         except errors.TraceError as err:
             raise err.with_traceback(None) from None
 
-    def _spec_for(self, args):
+    def _spec_for(self, args, loc):
         if args:
-            return self.trace(*args)
+            return self._specialize(args, loc)[0]
         if self._last is None:
             raise errors.MonarchError(
                 f"{self.__name__} has not been traced yet: call it, or pass "

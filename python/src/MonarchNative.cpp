@@ -227,6 +227,11 @@ NB_MODULE(_monarch_native, m) {
            [](TraceBuilder &t, int64_t v, const Loc &loc) {
              return check(t.replicate(Value{v}, toLoc(loc))).id;
            })
+      .def("place",
+           [](TraceBuilder &t, int64_t v, const std::string &mesh,
+              const Loc &loc) {
+             return check(t.place(Value{v}, mesh, toLoc(loc))).id;
+           })
       .def("transfer",
            [](TraceBuilder &t, int64_t v, const std::string &mesh,
               const Loc &loc) {

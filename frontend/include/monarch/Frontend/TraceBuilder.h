@@ -231,6 +231,10 @@ public:
   Result<Value> feed(Value v, const std::string &mesh,
                      SourceLoc loc = SourceLoc::current());
   Result<Value> fetch(Value v, SourceLoc loc = SourceLoc::current());
+  /// `v` on `mesh`: fed from the controller or transferred from another mesh
+  /// as needed (the same value when it is there already).
+  Result<Value> place(Value v, const std::string &mesh,
+                      SourceLoc loc = SourceLoc::current());
   Result<Value> transfer(Value v, const std::string &mesh,
                          SourceLoc loc = SourceLoc::current());
   /// Splits tensor dimension `split[i].second` over mesh dimension
