@@ -7,6 +7,8 @@ the trace. `fn.ir(stage)` runs the stage pipelines of the compiler on it.
 Running needs the executor, reached through `_runtime.run_compiled`.
 """
 import functools
+import inspect
+import os
 
 import numpy as np
 
@@ -138,12 +140,31 @@ class Compiled:
             inputs.append(arr)
         return tuple(key), inputs
 
-    def _specialize(self, args, loc):
+    def _bind(self, args, kwargs, loc):
+        """Positional arguments with keywords and defaults filled in."""
+        try:
+            sig = inspect.signature(self.fn)
+        except (TypeError, ValueError):
+            return tuple(args)
+        try:
+            bound = sig.bind(*args, **kwargs)
+        except TypeError as err:
+            raise errors.TraceError(f"{self.__name__}(): {err}", *loc) from None
+        bound.apply_defaults()
+        if bound.kwargs:
+            raise errors.UnsupportedError(
+                f"unsupported: keyword-only parameters of {self.__name__} "
+                f"({', '.join(bound.kwargs)})", *loc)
+        return bound.args
+
+    def _specialize(self, args, loc, kwargs=None):
+        args = self._bind(args, kwargs or {}, loc)
         key, inputs = self._key(args, loc)
         spec = self._cache.get(key)
         if spec is None:
             spec = self._trace(key, args)
             self._cache[key] = spec
+            _dump(self, spec)
         self._last = spec
         return spec, inputs
 
@@ -180,18 +201,18 @@ class Compiled:
         return Specialization(trace, key, structure, len(argtypes))
 
     # Public API -----------------------------------------------------------
-    def __call__(self, *args):
+    def __call__(self, *args, **kwargs):
         loc = user_loc()
         try:
-            spec, inputs = self._specialize(args, loc)
+            spec, inputs = self._specialize(args, loc, kwargs)
         except errors.TraceError as err:
             raise err.with_traceback(None) from None
         return _runtime.run_compiled(self, spec, inputs)
 
-    def trace(self, *args):
+    def trace(self, *args, **kwargs):
         """Traces (or finds the cached trace) for `args`; the Specialization."""
         try:
-            return self._specialize(args, user_loc())[0]
+            return self._specialize(args, user_loc(), kwargs)[0]
         except errors.TraceError as err:
             raise err.with_traceback(None) from None
 
@@ -228,6 +249,26 @@ class Compiled:
     @property
     def specializations(self):
         return list(self._cache.values())
+
+
+def _dump(compiled, spec):
+    """With MONARCH_DUMP_DIR set, writes every stage of a new specialisation
+    there as `<fn>.<n>.<stage>.mlir` (with locations)."""
+    folder = os.environ.get("MONARCH_DUMP_DIR")
+    if not folder:
+        return
+    os.makedirs(folder, exist_ok=True)
+    n = len(compiled._cache) - 1
+    for stage in _runtime.STAGES:
+        path = os.path.join(folder, f"{compiled.__name__}.{n}.{stage}.mlir")
+        try:
+            text = spec.trace.call("lower", stage, True, "gloo")
+        except errors.TraceError as err:
+            with open(path + ".error.txt", "w") as f:
+                f.write(str(err) + "\n")
+            return
+        with open(path, "w") as f:
+            f.write(text)
 
 
 def compile(fn=None, *, mesh=None):

@@ -299,7 +299,8 @@ def test_same_endpoint_traced_per_argument_shape():
     assert text.count("monarch.endpoint") == 2
 
 
-@pytest.mark.parametrize("script", ["data_parallel.py", "tensor_parallel.py", "pipeline.py"])
+@pytest.mark.parametrize("script", ["data_parallel.py", "tensor_parallel.py", "pipeline.py",
+                                    "train_mlp.py"])
 def test_design_programs_print_every_stage(script):
     out = subprocess.run([sys.executable, str(ROOT / "examples" / "python" / script)],
                          capture_output=True, text=True, timeout=300)

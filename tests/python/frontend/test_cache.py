@@ -62,3 +62,35 @@ def test_each_specialisation_is_its_own_module():
     big = f.ir("traced", np.zeros((6,), np.float32))
     assert "tensor<2xf32>" in small and "tensor<6xf32>" not in small
     assert "tensor<6xf32>" in big and "tensor<2xf32>" not in big
+
+
+def test_keyword_and_default_arguments_are_part_of_the_key():
+    mesh = mc.mesh(gpus=2)
+
+    @mc.compile(mesh=mesh)
+    def f(x, scale=2.0):
+        return x * scale
+
+    a = np.zeros((2,), np.float32)
+    f.trace(a)
+    f.trace(a, scale=2.0)  # the default: same key
+    f.trace(x=a)
+    assert f.trace_count == 1
+    f.trace(a, scale=4.0)
+    assert f.trace_count == 2
+    assert "4.000000e+00" in f.ir("traced")
+
+
+def test_dump_dir_gets_every_stage(tmp_path, monkeypatch):
+    monkeypatch.setenv("MONARCH_DUMP_DIR", str(tmp_path))
+    mesh = mc.mesh(gpus=2)
+
+    @mc.compile(mesh=mesh)
+    def g(x):
+        return mc.relu(x)
+
+    g.trace(np.zeros((4,), np.float32))
+    names = sorted(p.name for p in tmp_path.iterdir())
+    assert names == sorted(f"g.0.{s}.mlir" for s in mc.STAGES)
+    assert 'loc("' in (tmp_path / "g.0.traced.mlir").read_text()
+    assert "monarch.plan" in (tmp_path / "g.0.planned.mlir").read_text()
