@@ -59,6 +59,15 @@ class Specialization:
         """Mesh symbol -> Mesh object."""
         return dict(self.trace.meshes)
 
+    def state_values(self):
+        """{(actor mesh, state name): initial global value (numpy)} of the
+        actors this specialisation uses (what the executor loads)."""
+        out = {}
+        for name, actor in self.trace.actors.items():
+            for state, p in actor.__dict__.get("_mc_params", {}).items():
+                out[(name, state)] = p.value
+        return out
+
 
 class PlanSummary:
     """Ranks, ops, bytes moved per link and peak memory per rank."""

@@ -232,6 +232,11 @@ def test_actor_pipeline_of_the_design():
     assert "monarch.actor_mesh @s1 = @Stage on" in traced
     assert "monarch.transfer" in traced
     assert "monarch.send" in pipeline.ir("planned")
+    spec = train.trace(f32(8, 4), f32(4, 4))
+    values = spec.state_values()
+    assert set(values) == {("s0", "w")}
+    assert np.array_equal(values[("s0", "w")], np.ones((4, 4), np.float32))
+    assert set(spec.meshes) == {"mesh", "mesh_gpus0_2"}
     t = train.ir("traced", f32(8, 4), f32(4, 4))
     assert 'all_reduce %arg0 over ["gpus"] sum' in t
     assert "state_set @w" in t
@@ -309,3 +314,28 @@ def test_design_programs_print_every_stage(script):
         assert f"stage {stage}" in out.stdout or f"stage: {stage}" in out.stdout
     assert "monarch.plan @" in out.stdout
     assert "not run:" in out.stdout  # until the executor exists
+
+
+def test_two_dimensional_mesh_and_slice_as_default_mesh():
+    mesh = mc.mesh(hosts=2, gpus=2)
+
+    @mc.compile(mesh=mesh)
+    def f(x, w):
+        x = mc.shard(x, hosts=0, gpus=1)
+        return mc.replicate(mc.relu(x @ w).sum(axis=0))
+
+    @mc.compile(mesh=mesh)
+    def both(x):
+        return mc.replicate(mc.shard(x, hosts=0, gpus=0) + 1.0)
+
+    @mc.compile(mesh=mesh.slice(hosts=1))
+    def g(x):
+        return mc.replicate(mc.shard(x, gpus=0) * 2.0)
+
+    assert "split_axes = [[0], [1]]" in f.ir("traced", f32(8, 4), f32(4, 4))
+    assert "split_axes = [[0, 1]]" in both.ir("traced", f32(8, 4))
+    text = g.ir("traced", f32(8, 4))
+    assert "monarch.mesh_slice @mesh_hosts1_2 of @mesh(hosts = 1 to 2, gpus = 0 to 2)" in text
+    assert "monarch.feed %arg0 to @mesh_hosts1_2" in text
+    for fn in (f, both, g):
+        assert fn.ir("planned").count("monarch.rank_program") in (2, 4)
