@@ -252,6 +252,14 @@ TraceBuilder::shard(Value v,
     if (!used.insert(meshDim).second)
       return I.error(loc, "mesh dimension '" + meshDim + "' is used twice");
     dist.split[d].push_back(meshDim);
+    // Upstream shard-partition crashes on a dimension split over two grid
+    // axes (docs/frontend.md); refuse it rather than crash the compiler.
+    if (dist.split[d].size() > 1)
+      return I.error(
+          loc, "unsupported: splitting tensor dimension " + std::to_string(d) +
+                   " over several mesh "
+                   "dimensions (" +
+                   joinNames(dist.split[d]) + "); split it over one of them");
   }
   std::string target = !(*r)->mesh.empty() ? (*r)->mesh
                        : !mesh.empty()     ? mesh
