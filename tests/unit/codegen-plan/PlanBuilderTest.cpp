@@ -109,7 +109,23 @@ TEST_P(PlanBuilderTest, PlanMirrorsThePlannedModule) {
   }
   EXPECT_GT(collectives, 0u);
   EXPECT_EQ(withLocation, total) << "every instruction has a file location";
-  EXPECT_TRUE(plan->libraries.empty() || kernelCompilerAvailable());
+  // With the kernel compiler built in, every launched kernel has code.
+  if (kernelCompilerAvailable()) {
+    ASSERT_EQ(plan->libraries.size(), 1u);
+    const KernelLibraryBlob &lib = plan->libraries[0];
+    EXPECT_EQ(lib.target, PlanTarget::Cpu);
+    EXPECT_EQ(lib.code.substr(0, 4), "\x7f"
+                                     "ELF");
+    std::vector<bool> covered(plan->kernels.size(), false);
+    for (const CompiledKernelRef &k : lib.kernels) {
+      EXPECT_FALSE(k.symbol.empty());
+      covered[k.kernel] = true;
+    }
+    EXPECT_EQ(std::count(covered.begin(), covered.end(), true),
+              static_cast<long>(plan->kernels.size()));
+  } else {
+    EXPECT_TRUE(plan->libraries.empty());
+  }
 
   // The file format keeps it all.
   StatusOr<std::string> bytes = serializePlan(*plan);
