@@ -13,7 +13,7 @@
 #include "monarch/Codegen/KernelCompiler.h"
 #include "monarch/Codegen/KernelInspect.h"
 #include "monarch/Codegen/KernelRuntime.h"
-#include "monarch/Transforms/Registration.h"
+#include "monarch/IR/MonarchDialect.h"
 
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/SymbolTable.h"
@@ -68,7 +68,7 @@ int main(int argc, char **argv) {
   cl::ParseCommandLineOptions(argc, argv, "monarch kernel compiler driver\n");
 
   DialectRegistry registry;
-  monarch::registerMonarchDialects(registry);
+  registry.insert<monarch::MonarchDialect>();
   registerAllDialects(registry);
   MLIRContext ctx(registry);
   ctx.loadAllAvailableDialects();

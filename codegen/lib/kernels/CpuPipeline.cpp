@@ -166,6 +166,14 @@ LogicalResult scheduleCpuKernel(ModuleOp scratch,
   if (failed(applyMatmulSchedules(scratch, options)))
     return failure();
   IRRewriter rewriter(scratch.getContext());
+  // On tensors a full copy is its input (the unpack of a packed matmul
+  // result ends in one); folding it lets bufferization write the result in
+  // place instead of copying it.
+  scratch.walk([&](linalg::CopyOp copy) {
+    if (copy.hasPureTensorSemantics() &&
+        copy.getInputs()[0].getType() == copy.getResult(0).getType())
+      rewriter.replaceOp(copy, copy.getInputs()[0]);
+  });
   SmallVector<linalg::LinalgOp> ops;
   scratch.walk([&](linalg::LinalgOp op) { ops.push_back(op); });
   for (linalg::LinalgOp op : ops)
@@ -232,7 +240,8 @@ LogicalResult lowerCpuKernelToLLVM(ModuleOp scratch) {
       "lower-affine,convert-scf-to-cf,expand-strided-metadata,lower-affine,"
       "convert-vector-to-llvm{vector-contract-lowering=outerproduct "
       "reassociate-fp-reductions=true},"
-      "finalize-memref-to-llvm,convert-math-to-llvm,convert-arith-to-llvm,"
+      "finalize-memref-to-llvm{use-generic-functions=true},convert-math-to-"
+      "llvm,convert-arith-to-llvm,"
       "convert-index-to-llvm,convert-cf-to-llvm,"
       "convert-func-to-llvm{use-bare-ptr-memref-call-conv=true},"
       "convert-ub-to-llvm,reconcile-unrealized-casts,canonicalize,cse");

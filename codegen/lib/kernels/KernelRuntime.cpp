@@ -15,6 +15,7 @@
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <unistd.h>
+#include <vector>
 
 using monarch::executor::Status;
 using monarch::executor::StatusCode;
@@ -85,6 +86,92 @@ void *openFromTempFile(std::string_view binary, std::string &error) {
   return handle;
 }
 
+/// Per-thread cache of the kernels' heap temporaries (packed matmul panels,
+/// intermediate tensors). A kernel frees what it allocates before it
+/// returns, on the same thread, so the next call finds its blocks here
+/// instead of paying fresh mmap page faults. Blocks carry their capacity in
+/// a 64-byte header; the cache keeps at most kMaxCachedBytes per thread and
+/// frees everything when the thread exits.
+class ScratchCache {
+public:
+  static constexpr size_t kHeader = 64;
+  static constexpr size_t kMaxCachedBytes = size_t(1) << 30;
+  static constexpr size_t kMaxBlocks = 64;
+
+  ~ScratchCache() {
+    for (void *block : blocks)
+      std::free(block);
+  }
+
+  void *allocate(size_t size) {
+    // Reuse the smallest cached block that fits without wasting more than
+    // half of it.
+    size_t best = blocks.size();
+    for (size_t i = 0; i < blocks.size(); ++i) {
+      size_t cap = capacity(blocks[i]);
+      if (cap >= size && cap / 2 <= size &&
+          (best == blocks.size() || cap < capacity(blocks[best])))
+        best = i;
+    }
+    void *block;
+    if (best != blocks.size()) {
+      block = blocks[best];
+      cachedBytes -= capacity(block);
+      blocks.erase(blocks.begin() + best);
+    } else {
+      block = std::malloc(size + kHeader);
+      if (!block)
+        return nullptr;
+      std::memcpy(block, &size, sizeof(size));
+    }
+    return static_cast<char *>(block) + kHeader;
+  }
+
+  void release(void *ptr) {
+    if (!ptr)
+      return;
+    void *block = static_cast<char *>(ptr) - kHeader;
+    blocks.push_back(block);
+    cachedBytes += capacity(block);
+    while (cachedBytes > kMaxCachedBytes || blocks.size() > kMaxBlocks) {
+      cachedBytes -= capacity(blocks.front());
+      std::free(blocks.front());
+      blocks.erase(blocks.begin());
+    }
+  }
+
+private:
+  static size_t capacity(void *block) {
+    size_t cap;
+    std::memcpy(&cap, block, sizeof(cap));
+    return cap;
+  }
+  std::vector<void *> blocks;
+  size_t cachedBytes = 0;
+};
+
+ScratchCache &scratchCache() {
+  thread_local ScratchCache cache;
+  return cache;
+}
+
+void *kernelAlloc(int64_t size) {
+  return scratchCache().allocate(size < 0 ? 0 : static_cast<size_t>(size));
+}
+
+void kernelFree(void *ptr) { scratchCache().release(ptr); }
+
+/// Points a loaded library's allocation hooks (see NativeEmitter.cpp) at the
+/// scratch cache; libraries without temporaries have no hooks.
+void installAllocatorHooks(void *handle) {
+  if (auto **allocFn =
+          reinterpret_cast<void **>(::dlsym(handle, "monarch_kernel_alloc_fn")))
+    *allocFn = reinterpret_cast<void *>(&kernelAlloc);
+  if (auto **freeFn =
+          reinterpret_cast<void **>(::dlsym(handle, "monarch_kernel_free_fn")))
+    *freeFn = reinterpret_cast<void *>(&kernelFree);
+}
+
 } // namespace
 
 StatusOr<std::unique_ptr<LoadedKernelLibrary>>
@@ -104,6 +191,7 @@ LoadedKernelLibrary::load(std::string_view binary, std::string name) {
   if (!handle)
     return Status(StatusCode::InvalidArgument,
                   "loading " + name + ": " + error);
+  installAllocatorHooks(handle);
   return std::unique_ptr<LoadedKernelLibrary>(
       new LoadedKernelLibrary(handle, std::move(name)));
 }

@@ -1,26 +1,192 @@
 //===- MatmulSchedule.cpp - Transform-dialect schedules for matmul -*- C++
 //-*-===//
 //
-// Placeholder: matmuls take the generic tile-and-vectorize path.
+// The CPU matmul schedule (see ../shared/notes/cpu-codegen.md for what was
+// measured with it on AVX2, docs/kernels.md for AVX-512), as one transform
+// script per matmul:
+//  1. pack N into panels of `nr` columns (`structured.pack` then
+//     `pack_transpose` so B becomes [N/nr][K][nr]: each panel is contiguous
+//     over k); packing removes the power-of-two strides that thrash the
+//     cache at 1024. With `packA`, M is packed by `mr` too (A becomes
+//     [M/mr][K][mr], C is computed as [M/mr][N/nr][mr][nr] and unpacked);
+//     otherwise the C "pack" is a reshape of row-major C;
+//  2. lower the pack/unpack ops (they do not bufferize) to pad/expand/
+//     transpose and collapse/extract;
+//  3. cache tile (one panel x kc of k), register tile of mr rows, k by 1;
+//  4. vectorize the register tile, fold the broadcasts into vector.contract
+//     (reduction_to_contract before and after splitting the transfers'
+//     permutation maps), hoist the accumulator out of the k loop on tensors;
+//     the contraction is lowered as outer products (vector.fma) with the
+//     rest of the vector dialect.
+// mr x nr is chosen so that the accumulators fit the vector registers
+// (AVX2: 6 x 16 = 12 ymm of 16; AVX-512: 8 x 32 = 16 zmm of 32). mr and kc
+// are taken among divisors of M and K so that no remainder loop is needed;
+// a matmul whose N is not a multiple of 16 keeps the generic path.
 //
 //===----------------------------------------------------------------------===//
 #include "MatmulSchedule.h"
 
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Transform/IR/TransformOps.h"
+#include "mlir/Dialect/Transform/Interfaces/TransformInterfaces.h"
+#include "mlir/Dialect/Transform/Transforms/TransformInterpreterUtils.h"
+#include "mlir/Parser/Parser.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/TargetParser/Host.h"
+
+#include <cstdlib>
+
 using namespace mlir;
 
 namespace monarch::codegen::detail {
+namespace {
+
+constexpr llvm::StringLiteral kTagAttr = "monarch.matmul_schedule";
+
+/// The largest divisor of `n` that is <= `limit`.
+int64_t largestDivisorAtMost(int64_t n, int64_t limit) {
+  for (int64_t d = std::min(n, limit); d > 1; --d)
+    if (n % d == 0)
+      return d;
+  return 1;
+}
+
+bool hostHasAvx512() {
+  for (const auto &feature : llvm::sys::getHostCPUFeatures())
+    if (feature.first() == "avx512f")
+      return feature.second;
+  return false;
+}
+
+} // namespace
 
 MatmulTiles chooseMatmulTiles(const KernelCompileOptions &options) {
-  return MatmulTiles();
+  MatmulTiles tiles;
+  if (options.cpu == "host" && hostHasAvx512()) {
+    // 16 zmm accumulators of 32; A packed too and deeper cache tiles:
+    // measured 0.94 / 0.85 of OpenBLAS at 512^3 / 1024^3 (docs/kernels.md).
+    tiles.mr = 8;
+    tiles.nr = 32;
+    tiles.kc = 256;
+    tiles.packA = true;
+  }
+  if (const char *env = std::getenv("MONARCH_MATMUL_TILES")) {
+    llvm::SmallVector<llvm::StringRef> parts;
+    llvm::StringRef(env).split(parts, ',');
+    int64_t values[3];
+    if (parts.size() == 4)
+      tiles.packA = parts.pop_back_val() != "0";
+    if (parts.size() == 3 && !parts[0].getAsInteger(10, values[0]) &&
+        !parts[1].getAsInteger(10, values[1]) &&
+        !parts[2].getAsInteger(10, values[2]) && values[0] > 0 &&
+        values[1] > 0 && values[2] > 0) {
+      tiles.mr = values[0];
+      tiles.nr = values[1];
+      tiles.kc = values[2];
+    }
+  }
+  return tiles;
 }
 
 std::string buildMatmulSchedule(int64_t m, int64_t n, int64_t k,
                                 llvm::StringRef tag, const MatmulTiles &tiles) {
-  return "";
+  int64_t mr = largestDivisorAtMost(m, tiles.mr);
+  int64_t kc = largestDivisorAtMost(k, tiles.kc);
+  int64_t nr = tiles.nr;
+  bool packA = tiles.packA && mr > 1;
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  os << R"(module attributes {transform.with_named_sequence} {
+  transform.named_sequence @__transform_main(%root: !transform.any_op {transform.readonly}) {
+    %mm = transform.structured.match ops{["linalg.matmul"]} attributes {)"
+     << kTagAttr << " = \"" << tag
+     << R"("} in %root : (!transform.any_op) -> !transform.any_op
+    %func = transform.get_parent_op %mm {op_name = "func.func"} : (!transform.any_op) -> !transform.any_op
+    %packed = transform.structured.pack %mm packed_sizes = [)"
+     << (packA ? mr : 0) << ", " << nr
+     << R"(, 0] : (!transform.any_op) -> !transform.op<"linalg.generic">
+    %pack_b = transform.get_producer_of_operand %packed[1] : (!transform.op<"linalg.generic">) -> !transform.op<"linalg.pack">
+    %packed_t, %pack_b_t, %none = transform.structured.pack_transpose %pack_b with_compute_op(%packed) outer_perm = [1, 0]
+        : (!transform.op<"linalg.pack">, !transform.op<"linalg.generic">) -> (!transform.op<"linalg.generic">, !transform.op<"linalg.pack">, !transform.any_op)
+    %packs = transform.structured.match ops{["linalg.pack"]} in %func : (!transform.any_op) -> !transform.op<"linalg.pack">
+    transform.foreach %packs : !transform.op<"linalg.pack"> {
+    ^bb0(%p: !transform.op<"linalg.pack">):
+      %pad, %expand, %transpose = transform.structured.lower_pack %p : (!transform.op<"linalg.pack">) -> (!transform.op<"tensor.pad">, !transform.op<"tensor.expand_shape">, !transform.op<"linalg.transpose">)
+    }
+    %unpacks = transform.structured.match ops{["linalg.unpack"]} in %func : (!transform.any_op) -> !transform.op<"linalg.unpack">
+    transform.foreach %unpacks : !transform.op<"linalg.unpack"> {
+    ^bb0(%u: !transform.op<"linalg.unpack">):
+      %e, %t, %c, %x = transform.structured.lower_unpack %u : (!transform.op<"linalg.unpack">) -> (!transform.op<"tensor.empty">, !transform.op<"linalg.transpose">, !transform.op<"tensor.collapse_shape">, !transform.op<"tensor.extract_slice">)
+    }
+    %cache, %l_n, %l_k = transform.structured.tile_using_for %packed_t tile_sizes [0, 1, )"
+     << kc << (packA ? ", 0, 0]" : ", 0]")
+     << R"( : (!transform.op<"linalg.generic">) -> (!transform.any_op, !transform.any_op, !transform.any_op)
+    %rows, %l_m = transform.structured.tile_using_for %cache tile_sizes [)"
+     << (packA ? "1, 0, 0, 0, 0" : std::to_string(mr) + ", 0, 0, 0")
+     << R"(] : (!transform.any_op) -> (!transform.any_op, !transform.any_op)
+    %tile, %l_kk = transform.structured.tile_using_for %rows tile_sizes [)"
+     << (packA ? "0, 0, 1, 0, 0" : "0, 0, 1, 0")
+     << R"(] : (!transform.any_op) -> (!transform.any_op, !transform.op<"scf.for">)
+    transform.structured.vectorize %tile {create_named_contraction} : !transform.any_op
+    transform.apply_patterns to %func {
+      transform.apply_patterns.vector.reduction_to_contract
+      transform.apply_patterns.vector.transfer_permutation_patterns
+    } : !transform.any_op
+    transform.apply_patterns to %func {
+      transform.apply_patterns.vector.reduction_to_contract
+      transform.apply_patterns.canonicalization
+    } : !transform.any_op
+    transform.apply_patterns to %func {
+      transform.apply_patterns.vector.cast_away_vector_leading_one_dim
+      transform.apply_patterns.canonicalization
+      transform.apply_patterns.tensor.fold_tensor_subset_ops_into_vector_transfers
+    } : !transform.any_op
+    transform.loop.hoist_loop_invariant_subsets %l_kk : !transform.op<"scf.for">
+    transform.yield
+  }
+}
+)";
+  return s;
 }
 
 LogicalResult applyMatmulSchedules(ModuleOp scratch,
                                    const KernelCompileOptions &options) {
+  MatmulTiles tiles = chooseMatmulTiles(options);
+  SmallVector<linalg::MatmulOp> matmuls;
+  scratch.walk([&](linalg::MatmulOp op) { matmuls.push_back(op); });
+  MLIRContext *ctx = scratch.getContext();
+  unsigned index = 0;
+  for (linalg::MatmulOp mm : matmuls) {
+    auto a = dyn_cast<RankedTensorType>(mm.getDpsInputs()[0].getType());
+    auto b = dyn_cast<RankedTensorType>(mm.getDpsInputs()[1].getType());
+    if (!a || !b || !a.hasStaticShape() || !b.hasStaticShape() ||
+        !a.getElementType().isF32() || !b.getElementType().isF32() ||
+        !mm.hasPureTensorSemantics() ||
+        !linalg::MatmulOp::isDefaultIndexingMaps(mm.getIndexingMaps()))
+      continue;
+    int64_t m = a.getDimSize(0), k = a.getDimSize(1), n = b.getDimSize(1);
+    MatmulTiles chosen = tiles;
+    if (n % chosen.nr != 0)
+      chosen.nr = 16;
+    if (n % chosen.nr != 0 || k < 4 || m < 2)
+      continue; // the generic tile-and-vectorize path handles it
+    std::string tag = "mm" + std::to_string(index++);
+    mm->setAttr(kTagAttr, StringAttr::get(ctx, tag));
+    std::string script = buildMatmulSchedule(m, n, k, tag, chosen);
+    OwningOpRef<ModuleOp> transformModule =
+        parseSourceString<ModuleOp>(script, ctx);
+    if (!transformModule)
+      return mm.emitOpError("internal error: the matmul schedule does not "
+                            "parse");
+    Operation *entry = transform::detail::findTransformEntryPoint(
+        scratch, *transformModule, "__transform_main");
+    if (!entry)
+      return mm.emitOpError("internal error: no schedule entry point");
+    if (failed(transform::applyTransformNamedSequence(
+            scratch, entry, *transformModule,
+            transform::TransformOptions().enableExpensiveChecks(false))))
+      return failure();
+  }
   return success();
 }
 

@@ -24,13 +24,14 @@ inline constexpr int64_t kVectorTile = 16;
 
 /// Register and cache tile of the packed matmul schedule.
 struct MatmulTiles {
-  int64_t mr = 6;   // rows of the register tile
-  int64_t nr = 16;  // columns of the register tile = packed panel width
-  int64_t kc = 128; // depth of the cache tile
+  int64_t mr = 6;     // rows of the register tile
+  int64_t nr = 16;    // columns of the register tile = packed panel width
+  int64_t kc = 128;   // depth of the cache tile
+  bool packA = false; // pack A into [M/mr][K][mr] panels too
 };
 
 /// The tiles used for this host (options.cpu); MONARCH_MATMUL_TILES="mr,nr,kc"
-/// overrides them for experiments.
+/// overrides them for experiments (a fourth field 0 turns A packing off).
 MatmulTiles chooseMatmulTiles(const KernelCompileOptions &options);
 
 /// The transform script for one matmul of shape MxNxK, matched by the unit

@@ -8,7 +8,7 @@
 //===----------------------------------------------------------------------===//
 #include "KernelTestUtils.h"
 
-#include "monarch/Transforms/Registration.h"
+#include "monarch/IR/MonarchDialect.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -238,7 +238,7 @@ numpyReference(const std::string &caseName,
 
 KernelTest::KernelTest() {
   mlir::DialectRegistry registry;
-  monarch::registerMonarchDialects(registry);
+  registry.insert<monarch::MonarchDialect>();
   mlir::registerAllDialects(registry);
   ctx.appendDialectRegistry(registry);
   ctx.loadAllAvailableDialects();
