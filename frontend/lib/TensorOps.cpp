@@ -317,6 +317,14 @@ Result<Value> TraceBuilder::reshape(Value x, std::vector<int64_t> shape,
       v = insertUnitDims(I.b, l, v, shape, keepTo);
     return I.add(v, *mesh, Dist{}, false);
   }
+  // Controller code is partitioned by upstream passes, which cannot shard
+  // tensor.collapse_shape / expand_shape: say so at the user's line.
+  if (!mesh->empty())
+    return I.error(loc, "unsupported: reshape of " + shapeStr(from) + " into " +
+                            shapeStr(shape) +
+                            " in a compiled function (only adding or "
+                            "removing size-1 dimensions is supported there); "
+                            "reshape inside an actor endpoint instead");
   auto reassoc = [](size_t rank) {
     SmallVector<ReassociationIndices> groups;
     if (rank == 0)

@@ -137,9 +137,9 @@ def test_tensor_ops_shapes_and_dtypes_match_numpy():
         got["mean1k"] = h.mean(axis=1, keepdims=True).shape
         got["maxall"] = h.max().shape
         got["min01"] = mc.min(h, axis=(0, 1)).shape
-        got["reshape"] = h.reshape(2, -1).shape
+        got["reshape"] = h.reshape(4, 1, 8).shape
         got["T"] = h.T.shape
-        got["transpose"] = mc.transpose(h.reshape(2, 2, 8), (2, 0, 1)).shape
+        got["transpose"] = mc.transpose(h.reshape(4, 1, 8), (2, 0, 1)).shape
         got["softmax"] = mc.softmax(h, axis=-1).shape
         got["cmp"] = (h > 0.5).dtype
         got["where"] = mc.where(h > 0, h, 0.0).shape
@@ -151,16 +151,16 @@ def test_tensor_ops_shapes_and_dtypes_match_numpy():
         got["pow"] = (u ** 2.0).shape
         return u
 
-    f.ir("traced", xs, ws)
+    f.ir("planned", xs, ws)
     h = xs @ ws
     assert got["matmul"] == h.shape
     assert got["sum0"] == h.sum(axis=0).shape
     assert got["mean1k"] == h.mean(axis=1, keepdims=True).shape
     assert got["maxall"] == h.max(keepdims=False).shape == ()
     assert got["min01"] == h.min(axis=(0, 1)).shape
-    assert got["reshape"] == h.reshape(2, -1).shape
+    assert got["reshape"] == h.reshape(4, 1, 8).shape
     assert got["T"] == h.T.shape
-    assert got["transpose"] == np.transpose(h.reshape(2, 2, 8), (2, 0, 1)).shape
+    assert got["transpose"] == np.transpose(h.reshape(4, 1, 8), (2, 0, 1)).shape
     assert got["softmax"] == h.shape
     assert got["cmp"] == "bool"
     assert got["where"] == h.shape
@@ -342,3 +342,27 @@ def test_two_dimensional_mesh_and_slice_as_default_mesh():
     assert "monarch.feed %arg0 to @mesh_hosts1_2" in text
     for fn in (f, g):
         assert fn.ir("planned").count("monarch.rank_program") in (2, 4)
+
+
+def test_general_reshape_inside_endpoints():
+    mesh = mc.mesh(gpus=2)
+    shapes = []
+
+    class R(mc.Actor):
+        @mc.endpoint
+        def flip(self, x):
+            y = x.reshape(2, -1)
+            shapes.append(y.shape)
+            return y.reshape(-1)
+
+    r = mesh.spawn("r", R)
+
+    @mc.compile
+    def f(x):
+        return r.flip.call(x)
+
+    text = f.ir("traced", f32(4, 3))
+    assert shapes == [np.zeros((4, 3)).reshape(2, -1).shape]
+    assert "tensor.collapse_shape" in text and "tensor.expand_shape" in text
+    assert "func.func @f(%arg0: tensor<4x3xf32>" in text and "-> tensor<12xf32>" in text
+    assert "monarch.plan" in f.ir("planned")

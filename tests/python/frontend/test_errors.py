@@ -286,3 +286,13 @@ def test_error_in_endpoint_leaves_module_clean():
         f.ir("traced", f32(2, 3))
     text = f.ir("planned", f32(3, 3))
     assert "monarch.plan" in text and f.trace_count == 2
+
+
+def test_general_reshape_in_a_compiled_function():
+    @mc.compile(mesh=mesh)
+    def f(x):
+        return x.reshape(4, 16)  # ERR:reshape
+
+    with pytest.raises(mc.UnsupportedError) as e:
+        f.ir("traced", f32(8, 8))
+    assert "reshape of (8,8) into (4,16)" in check(e, "reshape")

@@ -139,6 +139,12 @@ TEST_F(ActorTest, StateUpdatesAndScalars) {
   ASSERT_TRUE(in.ok());
   auto g = tb.allReduce((*in)[0], {"gpus"}, ReduceKind::Avg);
   ASSERT_TRUE(g.ok());
+  // Per-rank code may reshape freely (it is not partitioned).
+  auto flat = tb.reshape(*g, {2, 8});
+  ASSERT_TRUE(flat.ok()) << flat.error().str();
+  auto back = tb.reshape(*flat, {4, 4});
+  ASSERT_TRUE(back.ok());
+  g = back;
   auto w = tb.stateGet("w");
   auto step = tb.binary(BinaryOp::Mul, (*in)[1], *g);
   ASSERT_TRUE(step.ok()) << step.error().str();
@@ -160,6 +166,8 @@ TEST_F(ActorTest, StateUpdatesAndScalars) {
   EXPECT_TRUE(contains(err(tb.allReduce((*args)[0], {"gpus"})),
                        "explicit collective of per-rank code"));
   ASSERT_TRUE(tb.endFunction({}).ok());
+  EXPECT_TRUE(contains(tb.str(), "tensor.collapse_shape"));
+  EXPECT_TRUE(contains(tb.str(), "tensor.expand_shape"));
   LowerOptions o;
   o.stage = "planned";
   auto planned = tb.lower(o);
