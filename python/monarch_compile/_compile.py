@@ -3,7 +3,8 @@
 A compiled function is traced on its first call (or by `fn.ir(stage,
 *example_args)`) into a traced MLIR module, one per distinct key of argument
 shapes, dtypes and static (non-array) arguments; calls with a known key reuse
-the trace. `fn.ir(stage)` runs the stage pipelines of the compiler on it.
+the trace. Python numbers are static (baked in as constants); numpy scalars
+(`np.float32(0.1)`) are runtime scalar arguments. `fn.ir(stage)` runs the stage pipelines of the compiler on it.
 Running needs the executor, reached through `_runtime.run_compiled`.
 """
 import functools
@@ -127,6 +128,12 @@ class Compiled:
                 raise errors.UnsupportedError(
                     f"unsupported: calling compiled function {self.__name__} "
                     "from traced code", *loc)
+            if isinstance(a, np.generic) and dtype_name(a.dtype) in DTYPES:
+                # A numpy scalar is a runtime scalar argument (like a
+                # learning rate that changes every step): no retrace.
+                key.append(("scalar", (), dtype_name(a.dtype)))
+                inputs.append(a)
+                continue
             arr = _as_array(a)
             if arr is None:
                 try:
@@ -183,12 +190,13 @@ class Compiled:
         floc = def_loc(self.fn)
         with trace:
             mesh_sym = trace.mesh_symbol(self.mesh, floc) if self.mesh else ""
-            argtypes = [([*k[1]], k[2], False) for k in key if k[0] == "array"]
+            argtypes = [([*k[1]], k[2], k[0] == "scalar") for k in key
+                        if k[0] in ("array", "scalar")]
             ids = trace.call("begin_function", trace.name, argtypes, mesh_sym,
                              floc, loc=floc)
             it = iter(ids)
-            traced_args = [Tensor(trace, next(it)) if k[0] == "array" else a
-                           for k, a in zip(key, args)]
+            traced_args = [Tensor(trace, next(it)) if k[0] in ("array", "scalar")
+                           else a for k, a in zip(key, args)]
             result = self.fn(*traced_args)
             rloc = return_loc(self.fn)
             if result is None:

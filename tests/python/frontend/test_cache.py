@@ -94,3 +94,29 @@ def test_dump_dir_gets_every_stage(tmp_path, monkeypatch):
     assert names == sorted(f"g.0.{s}.mlir" for s in mc.STAGES)
     assert 'loc("' in (tmp_path / "g.0.traced.mlir").read_text()
     assert "monarch.plan" in (tmp_path / "g.0.planned.mlir").read_text()
+
+
+def test_numpy_scalars_are_runtime_arguments():
+    mesh = mc.mesh(gpus=2)
+
+    class A(mc.Actor):
+        def __init__(self):
+            self.w = mc.param(np.zeros((4,), np.float32))
+
+        @mc.endpoint
+        def step(self, lr):
+            self.w = self.w - lr
+
+    a = mesh.spawn("a", A)
+
+    @mc.compile
+    def f(lr):
+        a.step.broadcast(lr)
+
+    f.trace(np.float32(0.1))
+    f.trace(np.float32(0.2))  # same key: no retrace, no constant
+    assert f.trace_count == 1
+    text = f.ir("traced")
+    assert "func.func @f(%arg0: f32)" in text
+    assert "monarch.broadcast @a::@step(%arg0) : f32" in text
+    assert "args(%arg0 : f32)" in f.ir("split")  # rides on the control message
