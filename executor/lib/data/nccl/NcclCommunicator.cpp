@@ -6,8 +6,10 @@
 // wait is bounded even when a peer is gone. Communicators are created
 // non-blocking for the same reason: the unique id travels through the Store,
 // and a rank that never arrives turns into DeadlineExceeded, not a hang.
-// abort() calls ncclCommAbort. Buffers are device pointers. Send/recv tags
-// are not used: NCCL matches point-to-point ops in posting order.
+// abort() calls ncclCommAbort. Buffers are device pointers, and post() does
+// not order against the caller's CUDA streams: their data must be ready when
+// the group starts (a completed Work means the communicator's stream is done
+// with them). Tags are not used: NCCL matches ops in posting order.
 //
 // Without MONARCH_HAVE_CUDA every creation fails with Unavailable.
 //
@@ -127,6 +129,8 @@ public:
   }
 
   ~NcclCommunicator() override {
+    // A posting blocked in NCCL holds mutex_; let it give up first.
+    abortRequested_ = true;
     {
       std::lock_guard<std::mutex> lock(mutex_);
       stopping_ = true;
@@ -167,6 +171,8 @@ public:
   }
 
   void abort(const std::string &reason) override {
+    // Stops a posting that is waiting for NCCL (under mutex_) first.
+    abortRequested_ = true;
     {
       std::lock_guard<std::mutex> lock(mutex_);
       abortLocked("aborted on rank " + std::to_string(rank_) + ": " + reason);
@@ -299,10 +305,16 @@ private:
       if (st && res != ncclSuccess && res != ncclInProgress)
         st = ncclStatus(res, "ncclGroupEnd");
       if (st && res == ncclInProgress &&
-          (res = settle(comm_, deadline, &aborted_)) != ncclSuccess)
-        st = res == ncclInProgress ? Status(StatusCode::DeadlineExceeded,
-                                            "nccl: posting timed out")
-                                   : ncclStatus(res, "ncclGroupEnd");
+          (res = settle(comm_, deadline, &abortRequested_)) != ncclSuccess)
+        st = abortRequested_
+                 ? Status(StatusCode::Aborted, "nccl communicator '" + name_ +
+                                                   "': aborted while posting")
+             : res == ncclInProgress
+                 ? Status(StatusCode::DeadlineExceeded,
+                          "nccl communicator '" + name_ +
+                              "': posting not completed within " +
+                              std::to_string(timeout_.count()) + " ms")
+                 : ncclStatus(res, "ncclGroupEnd");
       if (st) {
         cudaError_t err = cudaEventRecord(event_, stream_);
         if (err != cudaSuccess)
@@ -363,7 +375,7 @@ private:
         busy_ = false;
         // A failed or timed-out group leaves NCCL in an unknown state: break
         // the communicator so that the peers fail fast too.
-        if (!st && st.code() != StatusCode::InvalidArgument)
+        if (!st && st.code() != StatusCode::InvalidArgument && !abortRequested_)
           abortLocked(st.message());
       }
       completeFailed();
@@ -389,6 +401,7 @@ private:
   bool busy_ = false;
   bool stopping_ = false;
   std::atomic<bool> aborted_{false};
+  std::atomic<bool> abortRequested_{false};
   std::string reason_;
   std::thread worker_;
 };
