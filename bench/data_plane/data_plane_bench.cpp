@@ -118,17 +118,59 @@ double median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
+double gCreateMs = 0, gDuplicateUs = 0, gPingPongUs = 0;
+
 /// Both ranks run this; rank 0 returns the timings.
 std::vector<Row> run(int rank, const std::string &dir) {
   auto store = createFileStore(dir);
   check(store.status(), "file store");
   CommOptions options;
   options.timeout = std::chrono::milliseconds(30000);
+  auto t0 = Clock::now();
   auto comm =
       createCommunicator(Backend::Gloo, **store, rank, 2, {}, "bench", options);
   if (!comm)
     check(comm.status(), "createCommunicator");
+  auto t1 = Clock::now();
   Communicator &c = **comm;
+  // Duplicates (one per plan stream) share the connections.
+  std::vector<std::unique_ptr<Communicator>> dups;
+  for (int i = 0; i < 8; ++i) {
+    auto d = c.duplicate("bench/dup" + std::to_string(i));
+    if (!d)
+      check(d.status(), "duplicate");
+    dups.push_back(std::move(*d));
+  }
+  auto t2 = Clock::now();
+  // Small-message round trip through the worker threads: a 4 KB ping-pong.
+  std::vector<char> small(4096);
+  std::vector<double> rtt;
+  for (int i = 0; i < 201; ++i) {
+    auto s0 = Clock::now();
+    if (rank == 0) {
+      check(c.send(small.data(), small.size(), DType::UInt8, 1)
+                ->wait(options.timeout),
+            "ping");
+      check(c.recv(small.data(), small.size(), DType::UInt8, 1)
+                ->wait(options.timeout),
+            "pong");
+    } else {
+      check(c.recv(small.data(), small.size(), DType::UInt8, 0)
+                ->wait(options.timeout),
+            "ping");
+      check(c.send(small.data(), small.size(), DType::UInt8, 0)
+                ->wait(options.timeout),
+            "pong");
+    }
+    if (i > 0)
+      rtt.push_back(std::chrono::duration<double>(Clock::now() - s0).count());
+  }
+  if (rank == 0) {
+    gCreateMs = std::chrono::duration<double, std::milli>(t1 - t0).count();
+    gDuplicateUs =
+        std::chrono::duration<double, std::micro>(t2 - t1).count() / 8;
+    gPingPongUs = median(rtt) * 1e6;
+  }
   int fd = connectFloor(**store, rank);
   // Plain Gloo, for comparison: its own file store, device and context.
   std::filesystem::create_directories(dir + "/plain");
@@ -232,6 +274,9 @@ int main() {
                 r.bytes >> 20, tcp, sr, sr / tcp, ar, ar / tcp, pg, pg / tcp,
                 ar / pg);
   }
+  std::printf("createCommunicator (2 ranks, file store): %.1f ms; "
+              "duplicate(): %.0f us; 4 KB send/recv round trip p50: %.0f us\n",
+              gCreateMs, gDuplicateUs, gPingPongUs);
   std::printf("all_reduce busbw = algbw at 2 ranks (2(n-1)/n = 1); design "
               "section 6 expects ~1.5-2 GB/s for 1M floats (4 MB)\n");
   return 0;
