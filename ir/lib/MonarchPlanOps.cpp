@@ -1,0 +1,324 @@
+//===- MonarchPlanOps.cpp - Planned-stage monarch ops -----*- C++ -*-===//
+//
+// Builders and verifiers of the planned stage: communicators, plans, rank
+// programs and their instructions (docs/plan-semantics.md).
+//
+//===----------------------------------------------------------------------===//
+
+#include "OpVerifyUtils.h"
+
+#include "monarch/IR/MonarchDialect.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/OpImplementation.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/SmallSet.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/StringSet.h"
+
+using namespace mlir;
+using namespace monarch;
+using namespace monarch::detail;
+
+//===----------------------------------------------------------------------===//
+// CommunicatorOp, PlanOp, RankProgramOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult CommunicatorOp::verify() {
+  if (getRanks().empty())
+    return emitOpError("must contain at least one rank");
+  llvm::SmallSet<int64_t, 8> seen;
+  for (int64_t r : getRanks()) {
+    if (r < 0)
+      return emitOpError("rank ") << r << " is negative";
+    if (!seen.insert(r).second)
+      return emitOpError("rank ") << r << " appears twice";
+  }
+  return success();
+}
+
+LogicalResult CommunicatorOp::verifySymbolUses(SymbolTableCollection &tables) {
+  MeshOpInterface mesh = resolveMesh(*this, getMeshAttr(), tables);
+  if (!mesh)
+    return failure();
+  int64_t n = mesh.getNumRanks();
+  for (int64_t r : getRanks())
+    if (r >= n)
+      return emitOpError("rank ") << r << " is outside mesh " << getMeshAttr()
+                                  << " of " << n << " ranks";
+  return success();
+}
+
+int64_t CommunicatorOp::getCommRank(int64_t rank) {
+  for (auto [i, r] : llvm::enumerate(getRanks()))
+    if (r == rank)
+      return i;
+  return -1;
+}
+
+void PlanOp::build(OpBuilder &builder, OperationState &state, StringRef name,
+                   StringRef mesh, FunctionType signature) {
+  build(builder, state, name, mesh);
+  if (signature)
+    state.addAttribute(getSignatureAttrName(state.name),
+                       TypeAttr::get(signature));
+}
+
+void PlanOp::build(OpBuilder &builder, OperationState &state, StringRef name,
+                   StringRef mesh) {
+  state.addAttribute(mlir::SymbolTable::getSymbolAttrName(),
+                     builder.getStringAttr(name));
+  state.addAttribute(getMeshAttrName(state.name),
+                     FlatSymbolRefAttr::get(builder.getContext(), mesh));
+  state.addRegion()->emplaceBlock();
+}
+
+LogicalResult PlanOp::verify() {
+  llvm::SmallSet<int64_t, 8> ranks;
+  for (Operation &op : getBody().front()) {
+    auto program = dyn_cast<RankProgramOp>(op);
+    if (!program)
+      return op.emitOpError("is not allowed in a monarch.plan; only "
+                            "monarch.rank_program is");
+    if (!ranks.insert(program.getRank()).second)
+      return program.emitOpError("rank ")
+             << program.getRank() << " has more than one program in plan @"
+             << getSymName();
+  }
+  return success();
+}
+
+LogicalResult PlanOp::verifySymbolUses(SymbolTableCollection &tables) {
+  MeshOpInterface mesh = resolveMesh(*this, getMeshAttr(), tables);
+  if (!mesh)
+    return failure();
+  int64_t n = mesh.getNumRanks();
+  for (auto program : getBody().getOps<RankProgramOp>())
+    if (static_cast<int64_t>(program.getRank()) >= n)
+      return program.emitOpError("rank ")
+             << program.getRank() << " is outside mesh " << getMeshAttr()
+             << " of " << n << " ranks";
+  return success();
+}
+
+void RankProgramOp::build(OpBuilder &builder, OperationState &state,
+                          int64_t rank, int64_t arena) {
+  state.addAttribute(getRankAttrName(state.name),
+                     builder.getI64IntegerAttr(rank));
+  state.addAttribute(getArenaAttrName(state.name),
+                     builder.getI64IntegerAttr(arena));
+  state.addRegion()->emplaceBlock();
+}
+
+LogicalResult RankProgramOp::verify() {
+  int64_t arena = getArena();
+  auto check = [&](Operation *op, BufferAttr buf) -> LogicalResult {
+    // Written to avoid overflow: offset and size are each below 2^62.
+    if (buf.getSizeInBytes() > arena ||
+        buf.getOffset() > arena - buf.getSizeInBytes())
+      return op->emitOpError("buffer ")
+             << buf << " (offset " << buf.getOffset() << ", "
+             << buf.getSizeInBytes() << " bytes) lies outside the arena of "
+             << arena << " bytes of rank " << getRank();
+    return success();
+  };
+  for (Operation &op : getBody().front()) {
+    if (!isa<LaunchOp, SendOp, RecvOp, CollectiveOp, WaitOp, FeedBufferOp,
+             FetchBufferOp, StateBufferOp>(op))
+      return op.emitOpError("is not a plan instruction and cannot appear in "
+                            "a monarch.rank_program");
+    for (NamedAttribute attr : op.getAttrs()) {
+      if (auto buf = dyn_cast<BufferAttr>(attr.getValue())) {
+        if (failed(check(&op, buf)))
+          return failure();
+      } else if (auto list = dyn_cast<ArrayAttr>(attr.getValue())) {
+        for (Attribute a : list)
+          if (auto b = dyn_cast<BufferAttr>(a))
+            if (failed(check(&op, b)))
+              return failure();
+      }
+    }
+  }
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Plan instructions
+//===----------------------------------------------------------------------===//
+
+static int64_t ownRank(Operation *op) {
+  return op->getParentOfType<RankProgramOp>().getRank();
+}
+
+/// Resolves `comm` and checks that this rank is a member.
+static CommunicatorOp resolveComm(Operation *op, FlatSymbolRefAttr ref,
+                                  SymbolTableCollection &tables) {
+  auto comm = tables.lookupNearestSymbolFrom<CommunicatorOp>(op, ref);
+  if (!comm) {
+    unresolved(op, ref.getAttr(), "monarch.communicator");
+    return {};
+  }
+  auto plan = op->getParentOfType<PlanOp>();
+  if (comm.getMesh() != plan.getMesh()) {
+    op->emitOpError("communicator ")
+        << ref << " is on " << comm.getMeshAttr() << " but plan @"
+        << plan.getSymName() << " is on " << plan.getMeshAttr()
+        << "; a plan's communicators list ranks of the plan's mesh";
+    return {};
+  }
+  int64_t rank = ownRank(op);
+  if (comm.getCommRank(rank) < 0) {
+    op->emitOpError("rank ")
+        << rank << " is not a member of communicator " << ref;
+    return {};
+  }
+  return comm;
+}
+
+LogicalResult LaunchOp::verifySymbolUses(SymbolTableCollection &tables) {
+  auto kernel = tables.lookupNearestSymbolFrom<FunctionOpInterface>(
+      *this, getKernelAttr());
+  if (!kernel)
+    return unresolved(*this, getKernelAttr().getAttr(), "kernel function");
+  SmallVector<Attribute> buffers(getIns().begin(), getIns().end());
+  buffers.append(getOuts().begin(), getOuts().end());
+  ArrayRef<Type> params = kernel.getArgumentTypes();
+  if (params.size() != buffers.size())
+    return emitOpError("passes ")
+           << buffers.size() << " buffers but kernel " << getKernelAttr()
+           << " takes " << params.size() << " arguments";
+  for (auto [i, attr, param] : llvm::enumerate(buffers, params)) {
+    RankedTensorType type = cast<BufferAttr>(attr).getType();
+    auto shaped = dyn_cast<ShapedType>(param);
+    if (!shaped || !isa<RankedTensorType, MemRefType>(shaped) ||
+        shaped.getShape() != type.getShape() ||
+        shaped.getElementType() != type.getElementType())
+      return emitOpError("buffer #")
+             << i << " of type " << type << " does not match kernel argument "
+             << "of type " << param;
+  }
+  return success();
+}
+
+template <typename OpT>
+static LogicalResult verifyP2P(OpT op, SymbolTableCollection &tables) {
+  CommunicatorOp comm = resolveComm(op, op.getCommAttr(), tables);
+  if (!comm)
+    return failure();
+  if (comm.getCommRank(static_cast<int64_t>(op.getPeer())) < 0)
+    return op.emitOpError("peer rank ")
+           << op.getPeer() << " is not a member of communicator "
+           << op.getCommAttr();
+  return success();
+}
+
+LogicalResult SendOp::verifySymbolUses(SymbolTableCollection &tables) {
+  return verifyP2P(*this, tables);
+}
+
+LogicalResult RecvOp::verifySymbolUses(SymbolTableCollection &tables) {
+  return verifyP2P(*this, tables);
+}
+
+LogicalResult CollectiveOp::verify() {
+  CollectiveKind kind = getKind();
+  bool reduces = kind == CollectiveKind::AllReduce ||
+                 kind == CollectiveKind::ReduceScatter;
+  if (reduces && !getReduction())
+    return emitOpError() << stringifyCollectiveKind(kind)
+                         << " needs a reduction kind";
+  if (!reduces && getReduction())
+    return emitOpError() << stringifyCollectiveKind(kind)
+                         << " takes no reduction kind";
+  if ((kind == CollectiveKind::Broadcast) != getRoot().has_value())
+    return emitOpError() << (getRoot() ? "only broadcast takes a root"
+                                       : "broadcast needs a root");
+  if (getInput().getType().getElementType() !=
+      getOutput().getType().getElementType())
+    return emitOpError("element types differ: ")
+           << getInput().getType().getElementType() << " vs "
+           << getOutput().getType().getElementType();
+  return success();
+}
+
+LogicalResult CollectiveOp::verifySymbolUses(SymbolTableCollection &tables) {
+  CommunicatorOp comm = resolveComm(*this, getCommAttr(), tables);
+  if (!comm)
+    return failure();
+  int64_t n = comm.getRanks().size();
+  RankedTensorType in = getInput().getType(), out = getOutput().getType();
+  auto dim0 = [](RankedTensorType t) {
+    return t.getRank() ? t.getDimSize(0) : 1;
+  };
+  auto sameTail = [&] {
+    return in.getRank() >= 1 && in.getRank() == out.getRank() &&
+           in.getShape().drop_front() == out.getShape().drop_front();
+  };
+  switch (getKind()) {
+  case CollectiveKind::AllReduce:
+  case CollectiveKind::Broadcast:
+    if (in.getShape() != out.getShape())
+      return emitOpError("input ")
+             << in << " and output " << out << " must have the same shape";
+    if (getRoot() && static_cast<int64_t>(*getRoot()) >= n)
+      return emitOpError("root ") << *getRoot() << " is outside communicator "
+                                  << getCommAttr() << " of " << n << " ranks";
+    return success();
+  case CollectiveKind::AllGather:
+    if (!sameTail() || dim0(out) != dim0(in) * n)
+      return emitOpError("all_gather over ")
+             << n << " ranks maps " << in << " to " << out
+             << "; expected dimension 0 to grow by " << n;
+    return success();
+  case CollectiveKind::ReduceScatter:
+    if (!sameTail() || dim0(in) != dim0(out) * n)
+      return emitOpError("reduce_scatter over ")
+             << n << " ranks maps " << in << " to " << out
+             << "; expected dimension 0 to shrink by " << n;
+    return success();
+  case CollectiveKind::AllToAll:
+    if (in.getRank() < 1 || in.getShape() != out.getShape() ||
+        dim0(in) % n != 0)
+      return emitOpError("all_to_all over ")
+             << n << " ranks needs equal shapes with dimension 0 divisible by "
+             << n << ", got " << in << " and " << out;
+    return success();
+  }
+  return success();
+}
+
+LogicalResult WaitOp::verify() {
+  if (getEvents().empty())
+    return emitOpError("must wait for at least one event");
+  return success();
+}
+
+LogicalResult StateBufferOp::verifySymbolUses(SymbolTableCollection &tables) {
+  SymbolRefAttr ref = getState();
+  if (ref.getNestedReferences().size() != 1)
+    return emitOpError("state ")
+           << ref << " must have the form @actor_mesh::@state";
+  auto actorMesh = tables.lookupNearestSymbolFrom<ActorMeshOp>(
+      *this, FlatSymbolRefAttr::get(ref.getRootReference()));
+  if (!actorMesh)
+    return unresolved(*this, ref.getRootReference(), "monarch.actor_mesh");
+  auto actorClass = tables.lookupNearestSymbolFrom<ActorClassOp>(
+      actorMesh, actorMesh.getActorClassAttr());
+  auto state =
+      actorClass
+          ? tables.lookupSymbolIn<StateOp>(actorClass, ref.getLeafReference())
+          : StateOp();
+  if (!state)
+    return emitOpError("actor mesh @")
+           << actorMesh.getSymName() << " has no state @"
+           << ref.getLeafReference().getValue();
+  // Scalar state lives in a rank-0 tensor buffer of its type.
+  Type stateType = state.getType();
+  if (stateType.isIntOrFloat())
+    stateType = RankedTensorType::get({}, stateType);
+  if (stateType != getBuffer().getType())
+    return emitOpError("buffer type ")
+           << getBuffer().getType() << " does not match state type "
+           << state.getType();
+  return success();
+}
