@@ -180,17 +180,14 @@ TEST(CreateCommunicator, RejectsBadArguments) {
   EXPECT_EQ(code(0, 1, {}, ""), StatusCode::InvalidArgument);
 }
 
-TEST(CreateCommunicator, BadAddressOrInterfaceIsAnError) {
+TEST(CreateCommunicator, MissingInterfaceIsAnError) {
+  // (An unresolvable hostname fails too, but only after the resolver's own
+  // timeouts, which depend on the machine's DNS set-up.)
   auto store = createInProcessStore();
   CommOptions options;
   options.timeout = 1000ms;
-  options.hostname = "no-such-host.invalid";
-  auto c = createCommunicator(Backend::Gloo, *store, 0, 1, {}, "h", options);
-  ASSERT_FALSE(c);
-  EXPECT_EQ(c.status().code(), StatusCode::Unavailable);
-  options.hostname = "127.0.0.1";
   options.interface = "nosuchnic0";
-  c = createCommunicator(Backend::Gloo, *store, 0, 1, {}, "i", options);
+  auto c = createCommunicator(Backend::Gloo, *store, 0, 1, {}, "i", options);
   ASSERT_FALSE(c);
   EXPECT_EQ(c.status().code(), StatusCode::Unavailable);
   EXPECT_NE(c.status().message().find("gloo communicator 'i'"),

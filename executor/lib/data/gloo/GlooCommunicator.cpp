@@ -27,6 +27,8 @@ namespace {
 
 /// Gloo's own slot prefixes are 1..8 in the top byte; ours for send/recv.
 constexpr uint64_t kP2PSlotPrefix = uint64_t(0x80) << 56;
+/// Our ring reduce-scatter: the collective's tag and the step below it.
+constexpr uint64_t kRingSlotPrefix = uint64_t(0x81) << 56;
 
 /// The slot of a send or recv: the tag and the byte count mixed into the low
 /// 56 bits. Gloo terminates the process when a message is longer than the
@@ -225,6 +227,38 @@ void GlooCommunicator::run() {
   }
 }
 
+void GlooCommunicator::ringReduceScatter(const CommOp &op, uint32_t tag) {
+  // Gloo has no reduce-scatter with options. A ring: at step s this rank
+  // sends its running sum of block (r - s - 1) to the right, receives the
+  // left neighbour's running sum of block (r - s - 2) and adds its own input
+  // block; after n - 1 steps it holds the full reduction of block r. Each
+  // rank sends and receives (n - 1) blocks, like an optimal reduce-scatter.
+  const auto &ctx = group_->context();
+  int n = size(), r = rank();
+  size_t bytes = op.count * dtypeSize(op.dtype);
+  const char *in = static_cast<const char *>(op.input);
+  scratch_.resize(2 * bytes);
+  char *acc = scratch_.data(), *incoming = scratch_.data() + bytes;
+  auto block = [&](int i) { return in + size_t((i % n + n) % n) * bytes; };
+  std::memcpy(acc, block(r - 1), bytes);
+  auto deadline = std::chrono::steady_clock::now() + group_->timeout();
+  auto sendBuf = ctx->createUnboundBuffer(acc, bytes);
+  auto recvBuf = ctx->createUnboundBuffer(incoming, bytes);
+  for (int s = 0; s < n - 1; ++s) {
+    uint64_t slot = kRingSlotPrefix | uint64_t(tag) << 16 | uint64_t(s);
+    sendBuf->send((r + 1) % n, slot);
+    recvBuf->recv((r + n - 1) % n, slot);
+    auto left = std::max(std::chrono::milliseconds(1),
+                         std::chrono::duration_cast<std::chrono::milliseconds>(
+                             deadline - std::chrono::steady_clock::now()));
+    if (!recvBuf->waitRecv(left) || !sendBuf->waitSend(left))
+      throw std::runtime_error("reduce_scatter wait aborted");
+    bool last = s == n - 2;
+    data::reduceElements(last ? op.output : acc, incoming, block(r - s - 2),
+                         op.count, op.dtype, op.reduce);
+  }
+}
+
 Status GlooCommunicator::runCollective(const CommOp &op, uint32_t tag) {
   const auto &ctx = group_->context();
   auto timeout = group_->timeout();
@@ -243,20 +277,14 @@ Status GlooCommunicator::runCollective(const CommOp &op, uint32_t tag) {
     if (op.reduce == ReduceOp::Avg)
       data::finishAverage(op.output, op.count, op.dtype, n);
     return Status::ok();
-  case CommOpKind::ReduceScatter: {
-    // Gloo has no reduce-scatter with options: reduce the whole input into
-    // scratch and keep this rank's block.
-    std::vector<char> scratch(bytes * n);
+  case CommOpKind::ReduceScatter:
     if (n == 1)
-      std::memcpy(scratch.data(), op.input, bytes);
+      std::memmove(op.output, op.input, bytes);
     else
-      glooAllReduce(ctx, op.input, scratch.data(), op.count * n, op.dtype,
-                    op.reduce, tag, timeout);
-    std::memcpy(op.output, scratch.data() + bytes * rank(), bytes);
+      ringReduceScatter(op, tag);
     if (op.reduce == ReduceOp::Avg)
       data::finishAverage(op.output, op.count, op.dtype, n);
     return Status::ok();
-  }
   case CommOpKind::AllGather: {
     if (n == 1) {
       std::memmove(op.output, op.input, bytes);

@@ -54,11 +54,13 @@ private:
   void run();
   Status runEntry(Entry &entry);
   Status runCollective(const CommOp &op, uint32_t tag);
+  void ringReduceScatter(const CommOp &op, uint32_t tag);
 
   std::shared_ptr<GlooGroup> group_;
   std::string name_;
   uint32_t duplicateId_;
   uint32_t collectiveSeq_ = 0; // guarded by mutex_
+  std::vector<char> scratch_;  // the worker thread's, reused across ops
 
   std::mutex mutex_;
   std::condition_variable cv_;
