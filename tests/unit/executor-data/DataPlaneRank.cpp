@@ -575,6 +575,8 @@ int main(int argc, char **argv) {
       printStatus(
           c.allReduce(buf.data(), buf.data(), 10, DType::Float32)->wait(kWait),
           again);
+      // Stay alive: the peer must notice the abort, not this process's exit.
+      std::this_thread::sleep_for(std::chrono::milliseconds(1500));
     } else {
       auto posted = Clock::now();
       printStatus(w->wait(kWait), posted);

@@ -176,7 +176,8 @@ TEST_F(GlooFault, AbortUnblocksWaitersHereAndAtThePeer) {
   EXPECT_EQ(peer[0].code, "Unavailable") << peer[0].message;
   EXPECT_NE(peer[0].message.find("connection to rank 0"), std::string::npos)
       << peer[0].message;
-  EXPECT_LT(peer[0].elapsedMs, 2000);
+  // Rank 0 lives on for 1.5 s after aborting: the peer saw the abort itself.
+  EXPECT_LT(peer[0].elapsedMs, 1000);
 }
 
 } // namespace

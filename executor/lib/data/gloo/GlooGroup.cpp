@@ -117,9 +117,25 @@ private:
 struct SocketInfo {
   int fd;
   bool listening;
-  std::string inode; // "socket:[123]", to tell a reused fd number apart
-  std::string local; // Gloo's spelling of the local address
+  std::string inode;  // "socket:[123]", to tell a reused fd number apart
+  std::string local;  // Gloo's spelling of the local address
+  std::string remote; // and of the peer's (empty when not connected)
 };
+
+/// "socket:[inode]" of `fd`, or "" when it is not open.
+std::string fdTarget(int fd) {
+  char link[64] = {0};
+  std::string path = "/proc/self/fd/" + std::to_string(fd);
+  ssize_t n = ::readlink(path.c_str(), link, sizeof(link) - 1);
+  return n > 0 ? std::string(link, n) : std::string();
+}
+
+std::string glooSpelling(const sockaddr_storage &ss, socklen_t len) {
+  // Gloo's own spelling, whatever it does with byte order.
+  return ::gloo::transport::tcp::Address(
+             reinterpret_cast<const sockaddr *>(&ss), len)
+      .str();
+}
 
 /// This process's TCP sockets.
 std::vector<SocketInfo> tcpSockets() {
@@ -141,17 +157,47 @@ std::vector<SocketInfo> tcpSockets() {
     socklen_t optlen = sizeof(listening);
     if (::getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &optlen) != 0)
       continue;
-    char link[64] = {0};
-    std::string path = "/proc/self/fd/" + std::to_string(fd);
-    ssize_t n = ::readlink(path.c_str(), link, sizeof(link) - 1);
-    // Gloo's own spelling, whatever it does with byte order.
-    out.push_back({fd, listening != 0,
-                   n > 0 ? std::string(link, n) : std::string(),
-                   ::gloo::transport::tcp::Address(
-                       reinterpret_cast<const sockaddr *>(&ss), len)
-                       .str()});
+    sockaddr_storage peer;
+    socklen_t peerLen = sizeof(peer);
+    std::string remote;
+    if (::getpeername(fd, reinterpret_cast<sockaddr *>(&peer), &peerLen) == 0)
+      remote = glooSpelling(peer, peerLen);
+    out.push_back(
+        {fd, listening != 0, fdTarget(fd), glooSpelling(ss, len), remote});
   }
   ::closedir(dir);
+  return out;
+}
+
+/// The pair addresses the peers advertised (read by Gloo's rendezvous under
+/// their rank numbers), with the rank of each.
+std::vector<std::pair<std::string, int>>
+adapterPairAddressOwners(const StoreAdapter &adapter, const GlooGroup &group) {
+  std::vector<std::pair<std::string, int>> out;
+  int peers = group.size() - 1;
+  for (const auto &[k, blob] : adapter.values()) {
+    if (k.empty() || !std::all_of(k.begin(), k.end(), ::isdigit) ||
+        peers <= 0 || blob.size() % peers != 0)
+      continue;
+    int r = std::stoi(k);
+    size_t chunk = blob.size() / peers;
+    for (int i = 0; i < peers; ++i) {
+      try {
+        std::vector<char> bytes(blob.begin() + i * chunk,
+                                blob.begin() + (i + 1) * chunk);
+        out.emplace_back(::gloo::transport::tcp::Address(bytes).str(), r);
+      } catch (const std::exception &) {
+      }
+    }
+  }
+  return out;
+}
+
+std::set<std::string> adapterPairAddresses(const StoreAdapter &adapter,
+                                           const GlooGroup &group) {
+  std::set<std::string> out;
+  for (const auto &[addr, r] : adapterPairAddressOwners(adapter, group))
+    out.insert(addr);
   return out;
 }
 
@@ -224,14 +270,21 @@ GlooGroup::connect(Store &store, int worldRank, const std::vector<int> &ranks,
       opts.setTimeout(options.timeout);
       ::gloo::alltoall(opts);
     }
+    // Ours are the new sockets from or to a pair address of this group:
+    // others (a control connection opened meanwhile) are left alone.
+    std::set<std::string> pairAddresses = adapterPairAddresses(adapter, *group);
+    for (int i = 0; i < group->size(); ++i)
+      if (i != group->rank_)
+        pairAddresses.insert(ctx->getPair(i)->address().str());
     for (const SocketInfo &after : tcpSockets()) {
       bool old = std::any_of(before.begin(), before.end(), [&](auto &b) {
         return b.fd == after.fd && b.inode == after.inode;
       });
-      if (after.listening)
+      if (after.listening) {
         group->localAddresses_.push_back(after.local);
-      else if (!old) {
-        group->sockets_.push_back(after.fd);
+      } else if (!old && (pairAddresses.count(after.local) ||
+                          pairAddresses.count(after.remote))) {
+        group->sockets_.emplace_back(after.fd, after.inode);
         group->localAddresses_.push_back(after.local);
       }
     }
@@ -272,22 +325,8 @@ GlooGroup::connect(Store &store, int worldRank, const std::vector<int> &ranks,
   }
   // Gloo also names a peer by the listening address it advertised for the
   // pair (unused when this side was the one listening).
-  int peers = group->size() - 1;
-  for (const auto &[k, blob] : adapter.values()) {
-    if (k.empty() || !std::all_of(k.begin(), k.end(), ::isdigit) ||
-        peers <= 0 || blob.size() % peers != 0)
-      continue;
-    int r = std::stoi(k);
-    size_t chunk = blob.size() / peers;
-    for (int i = 0; i < peers; ++i) {
-      try {
-        std::vector<char> bytes(blob.begin() + i * chunk,
-                                blob.begin() + (i + 1) * chunk);
-        owners[::gloo::transport::tcp::Address(bytes).str()].insert(r);
-      } catch (const std::exception &) {
-      }
-    }
-  }
+  for (const auto &[addr, r] : adapterPairAddressOwners(adapter, *group))
+    owners[addr].insert(r);
   for (const auto &[addr, who] : owners)
     if (who.size() == 1)
       group->peerAddresses_.emplace_back(addr, *who.begin());
@@ -310,8 +349,11 @@ void GlooGroup::breakWith(const Status &status) {
     // Shutting the sockets down (rather than closing the pairs) lets Gloo's
     // event loop see the end of each stream: it fails this rank's blocked
     // waits at once, and the peers see the connection drop.
-    for (int fd : sockets_)
-      ::shutdown(fd, SHUT_RDWR);
+    // Gloo may have closed a failed pair's socket already and the number
+    // been reused since: only shut down what is still the same socket.
+    for (const auto &[fd, inode] : sockets_)
+      if (fdTarget(fd) == inode)
+        ::shutdown(fd, SHUT_RDWR);
     for (GlooCommunicator *comm : attached_)
       comm->takePending(brokenStatus_, pending);
   }

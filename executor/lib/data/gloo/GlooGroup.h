@@ -81,8 +81,9 @@ private:
   CommOptions options_;
   /// "[127.0.0.1]:40001"-style socket addresses of each peer's pairs.
   std::vector<std::pair<std::string, int>> peerAddresses_;
-  /// This group's pair sockets and their local addresses.
-  std::vector<int> sockets_;
+  /// This group's pair sockets (fd, "socket:[inode]") and their local
+  /// addresses.
+  std::vector<std::pair<int, std::string>> sockets_;
   std::vector<std::string> localAddresses_;
 
   std::atomic<bool> broken_{false};
