@@ -1,10 +1,11 @@
 //===- FakeCommunicator.cpp - In-process Communicator for tests -*- C++ -*-===//
 //
 // One mutex and condition variable per world. Sends copy into a mailbox keyed
-// by (sender, receiver, tag); collectives deposit their input under (object
+// by (sender, receiver, tag); collectives deposit their input under their
+// explicit tag (shared by duplicates, as in Gloo), or else under (object
 // index, sequence), the k-th object a rank created matching the k-th of the
-// others, and the last member to arrive computes every member's output
-// with the same host reductions Gloo uses.
+// others; the last member to arrive computes every member's output with the
+// same host reductions Gloo uses.
 //
 //===----------------------------------------------------------------------===//
 
@@ -22,6 +23,8 @@
 namespace monarch::executor {
 namespace fake {
 
+constexpr uint32_t kExplicit = ~uint32_t(0);
+
 struct Collective {
   int arrived = 0;
   bool done = false;
@@ -36,7 +39,9 @@ struct WorldState {
   std::condition_variable cv;
   std::map<std::tuple<int, int, uint64_t>, std::deque<std::vector<char>>>
       mailbox;
-  std::map<std::pair<uint32_t, uint32_t>, Collective> collectives;
+  /// (object index, sequence) for automatic sequencing, (kExplicit, tag)
+  /// for explicit tags, which match across duplicates as in Gloo.
+  std::map<std::pair<uint32_t, uint64_t>, Collective> collectives;
   std::vector<bool> killed;
   std::vector<int> posted;
   std::string abortReason;              // non-empty once some member aborted
@@ -232,8 +237,10 @@ private:
     for (const CommOp &op : ops) {
       if (op.kind == CommOpKind::Send || op.kind == CommOpKind::Recv)
         continue;
-      uint32_t seq = op.tag == kAutoTag ? seq_++ : uint32_t(op.tag);
-      Collective &c = w.collectives[{object_, seq}];
+      std::pair<uint32_t, uint64_t> key =
+          op.tag == kAutoTag ? std::make_pair(object_, uint64_t(seq_++))
+                             : std::make_pair(kExplicit, op.tag);
+      Collective &c = w.collectives[key];
       c.inputs.resize(w.size);
       const char *in = static_cast<const char *>(op.input);
       if (op.kind != CommOpKind::Broadcast || op.peer == rank_)
@@ -248,7 +255,7 @@ private:
         return st;
       std::memcpy(op.output, c.outputs[rank_].data(), c.outputs[rank_].size());
       if (--c.arrived == 0)
-        w.collectives.erase({object_, seq});
+        w.collectives.erase(key);
     }
     for (const CommOp &op : ops) {
       if (op.kind != CommOpKind::Recv)

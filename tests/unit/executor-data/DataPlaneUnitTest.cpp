@@ -339,6 +339,21 @@ TEST(FakeCommunicator, CollectivesAndSendRecv) {
   EXPECT_EQ(world.postedGroups(0), 5);
 }
 
+TEST(FakeCommunicator, ExplicitTagsMatchAcrossDuplicates) {
+  FakeCommWorld world(2);
+  onFakeRanks(world, [](int r, Communicator &c) {
+    auto dup = c.duplicate("dup");
+    ASSERT_TRUE(dup);
+    // Rank 0 reduces on the original, rank 1 on the duplicate.
+    Communicator &mine = r == 0 ? c : **dup;
+    int32_t v = r + 1;
+    CommOp op = CommOp::allReduce(&v, &v, 1, DType::Int32, ReduceOp::Sum);
+    op.tag = 5;
+    EXPECT_TRUE(mine.post({op})->wait(5s));
+    EXPECT_EQ(v, 3);
+  });
+}
+
 TEST(FakeCommunicator, KilledRankFailsPeersNamingIt) {
   FakeCommWorld world(3, 5000ms);
   world.kill(2);
