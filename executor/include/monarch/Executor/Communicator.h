@@ -76,8 +76,9 @@ inline constexpr uint64_t kAutoTag = ~uint64_t(0);
 inline constexpr uint64_t kMaxTag = uint64_t(1) << 40;
 
 /// One operation. Pointers are host memory for Gloo and device memory for
-/// NCCL; they must stay valid until the op's Work completes. Ranks (`peer`)
-/// are ranks of the communicator (0..size-1), not of the mesh.
+/// NCCL; they must stay valid until the op's Work completes, and after an
+/// abort (which completes Work at once) until the communicator is destroyed.
+/// Ranks (`peer`) are ranks of the communicator (0..size-1), not of the mesh.
 struct CommOp {
   CommOpKind kind = CommOpKind::AllReduce;
   /// Send buffer / collective input (ignored by recv; broadcast reads it on
