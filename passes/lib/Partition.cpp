@@ -19,6 +19,7 @@
 
 #include "monarch/Transforms/Passes.h"
 
+#include "LocalCanonicalizer.h"
 #include "PartitionPrep.h"
 #include "PassUtils.h"
 
@@ -126,8 +127,24 @@ struct MonarchPartitionPass
     : monarch::impl::MonarchPartitionBase<MonarchPartitionPass> {
   using Base::Base;
 
+  // Built once per run and reused for every segment: constructing and
+  // initializing pass pipelines per segment dominated compile time.
+  OpPassManager propagatePM{func::FuncOp::getOperationName()};
+  OpPassManager partitionPM{func::FuncOp::getOperationName()};
+  LocalCanonicalizer canonicalizer;
+  /// Endpoints made this run, canonicalized together at the end.
+  SmallVector<Operation *> endpoints;
+
   void runOnOperation() override {
     ModuleOp module = getOperation();
+    canonicalizer.clear();
+    endpoints.clear();
+    if (propagatePM.size() == 0) {
+      shard::ShardingPropagationOptions propagation;
+      propagation.traversal = shard::TraversalOrder::ForwardBackward;
+      propagatePM.addPass(shard::createShardingPropagation(propagation));
+      partitionPM.addPass(shard::createPartition());
+    }
     SymbolTableCollection tables;
     SmallVector<func::FuncOp> programs;
     for (auto fn : module.getOps<func::FuncOp>())
@@ -136,6 +153,9 @@ struct MonarchPartitionPass
     for (func::FuncOp fn : programs)
       if (failed(partitionProgram(fn, tables)))
         return signalPassFailure();
+    // Grid extents are constants now: fold the slicing arithmetic.
+    if (failed(canonicalizer.run(endpoints)))
+      return signalPassFailure();
   }
 
   /// Which mesh each value lives on, and the segments of `fn`.
@@ -310,16 +330,12 @@ struct MonarchPartitionPass
     SmallVector<DistAttr> argDists, resDists;
     auto attempt = [&](bool replicateInputs) -> LogicalResult {
       partition::prepareForPropagation(tmp, replicateInputs);
-      OpPassManager propagate(func::FuncOp::getOperationName());
-      shard::ShardingPropagationOptions propagation;
-      propagation.traversal = shard::TraversalOrder::ForwardBackward;
-      propagate.addPass(shard::createShardingPropagation(propagation));
-      if (failed(runPipeline(propagate, tmp)))
+      if (failed(runPipeline(propagatePM, tmp)))
         return failure();
       // What propagation could not reach is replicated; propagate again so
       // that its neighbours agree.
       if (partition::annotateRemainingAsReplicated(tmp, grid.getSymName()) &&
-          failed(runPipeline(propagate, tmp)))
+          failed(runPipeline(propagatePM, tmp)))
         return failure();
       if (Operation *bad = partition::findUnannotatedOp(tmp)) {
         InFlightDiagnostic diag = bad->emitOpError(
@@ -349,9 +365,6 @@ struct MonarchPartitionPass
               : DistAttr());
       }
 
-      OpPassManager partition(func::FuncOp::getOperationName());
-      partition.addPass(shard::createPartition());
-      partition.addPass(createCanonicalizerPass());
       {
         // shard-partition may fail without saying why; never fail silently.
         bool reported = false;
@@ -359,7 +372,7 @@ struct MonarchPartitionPass
           reported |= d.getSeverity() == DiagnosticSeverity::Error;
           return failure(); // Let it through to the outer handler.
         });
-        if (failed(runPipeline(partition, tmp))) {
+        if (failed(runPipeline(partitionPM, tmp))) {
           if (!reported)
             segment.ops.front()->emitOpError(
                 "upstream shard-partition failed on the work on @")
@@ -451,11 +464,7 @@ struct MonarchPartitionPass
     ReturnOp::create(b, term->getLoc(), term->getOperands());
     term->erase();
     tmp.erase();
-    // Grid extents are constants now: fold the slicing arithmetic.
-    OpPassManager fold(EndpointOp::getOperationName());
-    fold.addPass(createCanonicalizerPass());
-    if (failed(runPipeline(fold, endpoint)))
-      return failure();
+    endpoints.push_back(endpoint);
     b.setInsertionPoint(fn);
     ActorMeshOp::create(b, loc, base, actorClass.getSymName(),
                         segment.mesh.getValue());

@@ -25,6 +25,7 @@
 
 #include "monarch/Transforms/Passes.h"
 
+#include "LocalCanonicalizer.h"
 #include "PassUtils.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -120,11 +121,14 @@ struct MonarchPlanTransfersPass
       if (failed(planWorker(worker)))
         return signalPassFailure();
     // Rank coordinates are constants now: fold them out of the kernels.
-    OpPassManager cleanup(func::FuncOp::getOperationName());
-    cleanup.addPass(createCanonicalizerPass());
-    cleanup.addPass(createCSEPass());
+    LocalCanonicalizer canonicalizer;
+    SmallVector<Operation *> roots(kernels.begin(), kernels.end());
+    if (failed(canonicalizer.run(roots)))
+      return signalPassFailure();
+    OpPassManager cse(func::FuncOp::getOperationName());
+    cse.addPass(createCSEPass());
     for (func::FuncOp kernel : kernels)
-      if (failed(runPipeline(cleanup, kernel)))
+      if (failed(runPipeline(cse, kernel)))
         return signalPassFailure();
   }
 
