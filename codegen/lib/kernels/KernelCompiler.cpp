@@ -84,7 +84,18 @@ LogicalResult verifyKernelSignature(func::FuncOp kernel, unsigned &numInputs,
   if (numOutputs == 0)
     return kernel.emitError("kernel '")
            << kernel.getSymName() << "' has no memref output argument";
-  return success();
+  // A kernel is compiled alone: it may not reference other symbols.
+  WalkResult walk = kernel.walk([&](Operation *op) {
+    for (NamedAttribute attr : op->getAttrs())
+      if (isa<SymbolRefAttr>(attr.getValue())) {
+        op->emitError("kernel '")
+            << kernel.getSymName() << "' references symbol " << attr.getValue()
+            << "; kernels must be self-contained";
+        return WalkResult::interrupt();
+      }
+    return WalkResult::advance();
+  });
+  return failure(walk.wasInterrupted());
 }
 
 /// A kernel alone in a module, canonicalized, with its content hash.
@@ -152,11 +163,12 @@ LogicalResult lowerScratchKernel(
     return true;
   };
   bool cuda = options.target == KernelTarget::Cuda;
-  if (failed(detail::prepareKernel(module)))
+  bool reference = options.referenceLowering && !cuda;
+  if (!reference && failed(detail::prepareKernel(module)))
     return fail("tensor preparation");
   if (stopsAt(KernelStage::Prepared))
     return success();
-  if (!cuda) {
+  if (!cuda && !reference) {
     if (failed(detail::scheduleCpuKernel(module, options)))
       return fail("tiling and vectorization");
     if (stopsAt(KernelStage::Scheduled))

@@ -35,6 +35,9 @@ struct KernelCompileOptions {
   unsigned optLevel = 3;
   /// CUDA: the SM architecture the PTX is generated for.
   std::string cudaArch = "sm_90";
+  /// CPU: skip fusion, schedules and vectorization (upstream scalar loops);
+  /// an independent lowering the tests compare the optimized kernels with.
+  bool referenceLowering = false;
 };
 
 /// One kernel of a compiled library.
