@@ -189,6 +189,14 @@ struct BufferSpec {
   3: list<i64> shape,
 }
 
+/// Actor state a rank's program declares (`state_buffer @actor::@state`).
+struct StateSpec {
+  /// "@actor::@state".
+  1: string key,
+  2: string dtype,
+  3: list<i64> shape,
+}
+
 /// What a worker reports after loading a plan: the controller learns from it
 /// which feeds each rank reads and which fetches it writes, so the controller
 /// never parses plans itself.
@@ -200,6 +208,7 @@ struct PlanInfo {
   4: i32 numInstructions,
   5: list<BufferSpec> feeds,
   6: list<BufferSpec> fetches,
+  7: list<StateSpec> states,
 }
 
 struct PingReply {
@@ -219,6 +228,12 @@ service WorkerService {
       throws (1: ControlError error),
   /// The fetch buffers of the last completed step of `plan`, by index.
   list<Fetch> fetch(1: string token, 2: string plan, 3: list<i32> indices)
+      throws (1: ControlError error),
+  /// Overwrites actor state `key` ("@actor::@state"), shared by every plan
+  /// of this worker (initial parameters; later, checkpoint restore).
+  void setState(1: string token, 2: string key, 3: Tensor value)
+      throws (1: ControlError error),
+  Tensor getState(1: string token, 2: string key)
       throws (1: ControlError error),
   /// Aborts every communicator and fails the running step (fail fast).
   void abort(1: string token, 2: string reason)

@@ -1,13 +1,15 @@
 //===- monarch-run.cpp - Run a compiled plan from the shell ---------------===//
 //
-//   monarch-run PLAN.mcplan [--plan NAME] [--inputs a.npy ...]
-//               [--outputs DIR] [--launcher=local|env] [--ranks N]
-//               [--steps K]
+//   monarch-run PLAN.mcplan [--program NAME | --plan NAME]
+//               [--inputs a.npy ...] [--outputs DIR]
+//               [--launcher=local|env] [--ranks N] [--steps K]
 //
-// Starts a controller with N workers (the plan's mesh size by default),
-// loads the plan, runs K steps of one step plan feeding the .npy inputs,
-// and prints the outputs of the last step (or writes DIR/output<i>.npy).
-// Errors (a bad file, a failed rank) are printed and exit non-zero.
+// Starts a controller with N workers (the plan's root mesh size by
+// default), loads the plan and runs, K times, a compiled function (a
+// controller program: the first one unless --program names another) on the
+// .npy inputs, or with --plan one step plan directly. Prints the results of
+// the last run (or writes DIR/output<i>.npy). Errors (a bad file, a failed
+// rank) are printed and exit non-zero.
 //
 //===----------------------------------------------------------------------===//
 #include "monarch/Codegen/PlanFile.h"
@@ -66,11 +68,15 @@ void printTensor(int index, const HostTensor &t) {
 
 int main(int argc, char **argv) {
   CLI::App app{"Run a compiled monarch plan on a mesh of worker processes"};
-  std::string planPath, planName, outputs, launcher = "local";
+  std::string planPath, planName, programName, outputs, launcher = "local";
   std::vector<std::string> inputs;
   int ranks = 0, steps = 1;
   app.add_option("plan", planPath, "the .mcplan file")->required();
-  app.add_option("--plan", planName, "step plan to run (default: the first)");
+  auto *programOpt = app.add_option(
+      "--program", programName,
+      "compiled function (controller program) to call (default: the first)");
+  app.add_option("--plan", planName, "run this step plan directly")
+      ->excludes(programOpt);
   app.add_option("--inputs", inputs, ".npy files, one per plan input");
   app.add_option("--outputs", outputs, "write output<i>.npy here");
   app.add_option("--launcher", launcher, "local or env")
@@ -91,6 +97,27 @@ int main(int argc, char **argv) {
   if (plan->plans.empty())
     return fail(planPath + ": the plan file holds no step plan");
   const cg::StepPlan *step = &plan->plans[0];
+  const cg::ControllerProgram *program = nullptr;
+  if (planName.empty() && !plan->controllers.empty()) {
+    program = &plan->controllers[0];
+    if (!programName.empty()) {
+      program = nullptr;
+      for (const cg::ControllerProgram &c : plan->controllers)
+        if (c.name == programName)
+          program = &c;
+      if (!program)
+        return fail(planPath + ": no compiled function named '" + programName +
+                    "'");
+    }
+    if (!program->steps.empty())
+      for (const cg::ControlStep &s : program->steps)
+        if (s.kind == cg::ControlStepKind::ControlMsg && !s.plans.empty()) {
+          step = &plan->plans[s.plans[0]];
+          break;
+        }
+  } else if (!programName.empty()) {
+    return fail(planPath + ": the plan file holds no compiled function");
+  }
   if (!planName.empty()) {
     int32_t index = plan->findPlan(planName);
     if (index < 0)
@@ -132,7 +159,8 @@ int main(int argc, char **argv) {
   }
   StatusOr<std::vector<HostTensor>> result = Status(StatusCode::Internal, "");
   for (int i = 0; i < steps; ++i) {
-    result = (*controller)->runStep(step->symbol, feeds);
+    result = program ? (*controller)->call(program->name, feeds)
+                     : (*controller)->runStep(step->symbol, feeds);
     if (!result.isOk())
       break;
   }

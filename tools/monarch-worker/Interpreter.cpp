@@ -83,6 +83,57 @@ StatusOr<FaultInjection> FaultInjection::parse(const std::string &text) {
   return fault;
 }
 
+ActorStates::~ActorStates() {
+  for (auto &[key, state] : states_)
+    std::free(state.first);
+}
+
+StatusOr<char *> ActorStates::get(const std::string &key, int64_t bytes) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = states_.find(key);
+  if (it != states_.end()) {
+    if (it->second.second != bytes)
+      return Status(StatusCode::InvalidArgument,
+                    "actor state " + key + " is " +
+                        std::to_string(it->second.second) +
+                        " bytes in one plan and " + std::to_string(bytes) +
+                        " in another");
+    return it->second.first;
+  }
+  size_t size =
+      static_cast<size_t>((std::max<int64_t>(bytes, 1) + 63) / 64 * 64);
+  char *storage = static_cast<char *>(std::aligned_alloc(64, size));
+  if (!storage)
+    return Status(StatusCode::Internal, "cannot allocate actor state " + key);
+  std::memset(storage, 0, size);
+  states_[key] = {storage, bytes};
+  return storage;
+}
+
+Status ActorStates::write(const std::string &key, const std::string &bytes) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = states_.find(key);
+  if (it == states_.end())
+    return Status(StatusCode::NotFound,
+                  "no loaded plan declares actor state " + key);
+  if (static_cast<int64_t>(bytes.size()) != it->second.second)
+    return Status(StatusCode::InvalidArgument,
+                  "actor state " + key + " holds " +
+                      std::to_string(it->second.second) + " bytes, got " +
+                      std::to_string(bytes.size()));
+  std::memcpy(it->second.first, bytes.data(), bytes.size());
+  return Status::ok();
+}
+
+StatusOr<std::string> ActorStates::read(const std::string &key) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = states_.find(key);
+  if (it == states_.end())
+    return Status(StatusCode::NotFound,
+                  "no loaded plan declares actor state " + key);
+  return std::string(it->second.first, static_cast<size_t>(it->second.second));
+}
+
 struct Interpreter::Impl {
   Options options;
   const RankProgram *program = nullptr;
@@ -90,6 +141,21 @@ struct Interpreter::Impl {
   std::vector<codegen::KernelFunction> kernelFns;
   std::vector<std::vector<void *>> kernelArgs;
   char *arena = nullptr;
+  std::shared_ptr<ActorStates> states;
+  /// Arena ranges that are actor state, and where that state lives.
+  struct StateRegion {
+    int64_t offset, bytes;
+    char *storage;
+  };
+  std::vector<StateRegion> stateRegions;
+
+  /// Where a buffer's bytes are: in actor state, or in the arena.
+  char *ptr(const BufferRef &b) const {
+    for (const StateRegion &r : stateRegions)
+      if (b.offset >= r.offset && b.offset + b.bytes() <= r.offset + r.bytes)
+        return r.storage + (b.offset - r.offset);
+    return arena + b.offset;
+  }
 
   std::vector<std::unique_ptr<Communicator>> comms;
   std::vector<std::unique_ptr<Communicator>> duplicates;
@@ -196,7 +262,7 @@ struct Interpreter::Impl {
       return -1;
     };
     uint64_t tag = static_cast<uint64_t>(step) * tagStride[i] + tagIndex[i];
-    void *in = arena + instr.buffer.offset;
+    void *in = ptr(instr.buffer);
     size_t count = static_cast<size_t>(instr.buffer.numElements());
     switch (instr.kind) {
     case OpKind::Send:
@@ -208,7 +274,7 @@ struct Interpreter::Impl {
     default:
       break;
     }
-    void *out = arena + instr.output.offset;
+    void *out = ptr(instr.output);
     int size = static_cast<int>(spec.ranks.size());
     CommOp op;
     switch (instr.collective) {
@@ -373,6 +439,43 @@ StatusOr<std::unique_ptr<Interpreter>> Interpreter::create(RankProgram program,
                                             " bytes");
   std::memset(s.arena, 0, static_cast<size_t>(p.arenaBytes));
 
+  // Actor state lives outside the arena, shared with the worker's other
+  // plans. A buffer must lie inside a state region or outside all of them.
+  s.states =
+      s.options.states ? s.options.states : std::make_shared<ActorStates>();
+  for (const Instruction &instr : p.instructions) {
+    if (instr.kind != OpKind::State)
+      continue;
+    auto storage = s.states->get(instr.stateKey, instr.buffer.bytes());
+    if (!storage.isOk())
+      return storage.status();
+    s.stateRegions.push_back(
+        {instr.buffer.offset, instr.buffer.bytes(), *storage});
+  }
+  for (size_t i = 0; i < n; ++i) {
+    const Instruction &instr = p.instructions[i];
+    std::vector<const BufferRef *> all = {&instr.buffer, &instr.output};
+    if (instr.kind == OpKind::Wait || instr.kind == OpKind::Launch)
+      all.clear();
+    if (instr.kind != OpKind::Collective && !all.empty())
+      all.pop_back();
+    for (const BufferRef &b : instr.ins)
+      all.push_back(&b);
+    for (const BufferRef &b : instr.outs)
+      all.push_back(&b);
+    for (const BufferRef *b : all)
+      for (const Impl::StateRegion &r : s.stateRegions) {
+        bool inside = b->offset >= r.offset &&
+                      b->offset + b->bytes() <= r.offset + r.bytes;
+        bool disjoint = b->offset + b->bytes() <= r.offset ||
+                        b->offset >= r.offset + r.bytes;
+        if (!inside && !disjoint)
+          return Status(StatusCode::InvalidArgument,
+                        "instruction " + std::to_string(i) + " '" + instr.name +
+                            "' has a buffer straddling an actor state buffer");
+      }
+  }
+
   // Kernels.
   s.kernelFns.assign(n, nullptr);
   s.kernelArgs.resize(n);
@@ -394,9 +497,9 @@ StatusOr<std::unique_ptr<Interpreter>> Interpreter::create(RankProgram program,
         return fn.status().withContext("instruction " + std::to_string(i));
       s.kernelFns[i] = *fn;
       for (const BufferRef &b : instr.ins)
-        s.kernelArgs[i].push_back(s.arena + b.offset);
+        s.kernelArgs[i].push_back(s.ptr(b));
       for (const BufferRef &b : instr.outs)
-        s.kernelArgs[i].push_back(s.arena + b.offset);
+        s.kernelArgs[i].push_back(s.ptr(b));
     }
   }
 
@@ -544,14 +647,14 @@ Interpreter::runStep(int64_t step,
               "feed " + std::to_string(instr.index) + " has " +
               std::to_string(it->second->size()) + " bytes, the buffer " +
               std::to_string(instr.buffer.bytes()));
-        std::memcpy(s.arena + instr.buffer.offset, it->second->data(),
+        std::memcpy(s.ptr(instr.buffer), it->second->data(),
                     it->second->size());
         break;
       }
       case OpKind::Fetch:
         fetches.emplace_back(
             instr.index,
-            std::string(s.arena + instr.buffer.offset,
+            std::string(s.ptr(instr.buffer),
                         static_cast<size_t>(instr.buffer.bytes())));
         break;
       case OpKind::State:

@@ -40,6 +40,25 @@ struct FaultInjection {
   static executor::StatusOr<FaultInjection> parse(const std::string &text);
 };
 
+/// Actor state of one worker, shared by every plan it loads: a state
+/// buffer (`state_buffer @actor::@state`) of any plan lives here rather than
+/// in that plan's arena, so a plan that updates parameters and a plan that
+/// reads them see the same bytes, from step to step.
+class ActorStates {
+public:
+  ~ActorStates();
+  /// The storage of `key`, zero-filled when first asked for; InvalidArgument
+  /// when a plan declares it with another size.
+  executor::StatusOr<char *> get(const std::string &key, int64_t bytes);
+  /// Overwrites / reads existing state; NotFound for an unknown key.
+  executor::Status write(const std::string &key, const std::string &bytes);
+  executor::StatusOr<std::string> read(const std::string &key);
+
+private:
+  std::mutex mutex_;
+  std::map<std::string, std::pair<char *, int64_t>> states_;
+};
+
 struct TraceRecord {
   std::string name;
   std::string category;
@@ -58,6 +77,8 @@ class Interpreter {
 public:
   struct Options {
     executor::Store *store = nullptr;
+    /// Where state buffers live; a private one when null.
+    std::shared_ptr<ActorStates> states;
     int worldSize = 1;
     executor::CommOptions comm;
     bool trace = false;

@@ -153,7 +153,8 @@ std::string describe(const cg::ExecutionPlan &plan, const cg::Instruction &in,
   case cg::InstrKind::FetchBuffer:
     return "fetch_buffer " + std::to_string(in.io.index);
   case cg::InstrKind::StateBuffer:
-    return "state_buffer " + in.stateBuffer.state;
+    return "state_buffer @" + in.stateBuffer.actorMesh + "::@" +
+           in.stateBuffer.state;
   }
   return "?";
 }
@@ -309,6 +310,8 @@ loadRankPrograms(const std::string &planBytes, int worldRank, int worldSize) {
       case cg::InstrKind::StateBuffer:
         instr.kind = OpKind::State;
         instr.buffer = buffer(in.stateBuffer.buffer);
+        instr.stateKey =
+            "@" + in.stateBuffer.actorMesh + "::@" + in.stateBuffer.state;
         break;
       }
       program.instructions.push_back(std::move(instr));

@@ -57,6 +57,8 @@ struct Instruction {
   BufferRef buffer;
   /// Collective output.
   BufferRef output;
+  /// State: "@actor::@state".
+  std::string stateKey;
   /// Launch.
   std::string kernelSymbol;
   std::vector<BufferRef> ins, outs;

@@ -115,6 +115,9 @@ public:
   std::shared_ptr<LoadedPlan> running;
 
   std::unique_ptr<ControlStore> store;
+  std::shared_ptr<ActorStates> states = std::make_shared<ActorStates>();
+  std::map<std::string, std::pair<std::string, std::vector<int64_t>>>
+      stateTypes;
 
   void requestExit(int code, const std::string &why);
   void abortAll(const std::string &reason);
@@ -165,6 +168,16 @@ public:
       info.arenaBytes = program.arenaBytes;
       info.numInstructions = static_cast<int32_t>(program.instructions.size());
       for (const Instruction &in : program.instructions) {
+        if (in.kind == OpKind::State) {
+          control::StateSpec spec;
+          spec.key = in.stateKey;
+          spec.dtype = in.buffer.numpy;
+          spec.shape = in.buffer.shape;
+          info.states.push_back(spec);
+          std::lock_guard<std::mutex> lock(w_.plansMutex);
+          w_.stateTypes[in.stateKey] = {in.buffer.numpy, in.buffer.shape};
+          continue;
+        }
         if (in.kind != OpKind::Feed && in.kind != OpKind::Fetch)
           continue;
         control::BufferSpec spec;
@@ -175,6 +188,7 @@ public:
       }
       Interpreter::Options options;
       options.store = w_.store.get();
+      options.states = w_.states;
       options.worldSize = w_.worldSize;
       options.trace = w_.config.trace;
       options.fault = w_.fault;
@@ -304,6 +318,27 @@ public:
                            "plan '" + planName + "' has no fetch " +
                                std::to_string(index) + " from its last step"));
     }
+  }
+
+  void setState(const std::string &token, const std::string &key,
+                const control::Tensor &value) override {
+    requireToken(w_.token, token, "setState");
+    Status st = w_.states->write(key, value.data);
+    if (!st)
+      throwStatus(st);
+  }
+
+  void getState(control::Tensor &reply, const std::string &token,
+                const std::string &key) override {
+    requireToken(w_.token, token, "getState");
+    auto bytes = w_.states->read(key);
+    if (!bytes.isOk())
+      throwStatus(bytes.status());
+    std::lock_guard<std::mutex> lock(w_.plansMutex);
+    auto &[dtype, shape] = w_.stateTypes[key];
+    reply.dtype = dtype;
+    reply.shape = shape;
+    reply.data = std::move(bytes).value();
   }
 
   void abort(const std::string &token, const std::string &reason) override {
@@ -483,6 +518,15 @@ Status Worker::init() {
   request.hostname = hostname;
   Clock::time_point deadline = Clock::now() + std::chrono::seconds(10);
   Status status;
+  // Forward from before the controller hears of us: it may send requests
+  // (and we may log about them) as soon as registerWorker returns there.
+  sink->forwarding = true;
+  auto unforward = [&] {
+    sink->forwarding = false;
+    for (const control::LogRecord &record : sink->drain())
+      std::fprintf(stderr, "[monarch-worker rank %d] %s\n", rank,
+                   record.message.c_str());
+  };
   while (true) {
     auto conn = ControllerConnection::connect(controllerHost, controllerPort,
                                               limits, 1000, 5000);
@@ -495,18 +539,21 @@ Status Worker::init() {
         heartbeatConn_ = std::move(conn).value();
         break;
       }
-      if (status.code() != StatusCode::Unavailable)
+      if (status.code() != StatusCode::Unavailable) {
+        unforward();
         return status;
+      }
     } else {
       status = conn.status();
     }
-    if (Clock::now() > deadline)
+    if (Clock::now() > deadline) {
+      unforward();
       return status;
+    }
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
   if (!config.logLevel.empty())
     logger->set_level(spdlog::level::from_str(config.logLevel));
-  sink->forwarding = true;
   heartbeat_ = std::thread([this] { heartbeatLoop(); });
   return Status::ok();
 }

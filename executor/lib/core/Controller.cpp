@@ -9,9 +9,11 @@
 #include "ControllerImpl.h"
 
 #include "Control_constants.h"
+#include "monarch/Codegen/PlanFile.h"
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <climits>
 #include <cstdlib>
 #include <unistd.h>
@@ -466,7 +468,7 @@ Status callAll(Controller::Impl &s, const std::vector<int> &ranks,
 StatusOr<std::vector<std::string>>
 Controller::loadPlan(const std::string &planBytes) {
   Impl &s = *impl_;
-  std::lock_guard<std::mutex> call(s.callMutex);
+  std::lock_guard<std::recursive_mutex> call(s.callMutex);
   if (Status h = health(); !h)
     return h;
   if (static_cast<int64_t>(planBytes.size()) + 4096 > s.limits.maxMessageBytes)
@@ -475,6 +477,12 @@ Controller::loadPlan(const std::string &planBytes) {
                       " bytes, above the control message limit of " +
                       std::to_string(s.limits.maxMessageBytes) +
                       " (MONARCH_MAX_MESSAGE_BYTES)");
+  // Rejected here first, so a bad file never reaches the workers.
+  auto decoded = codegen::deserializePlan(planBytes);
+  if (!decoded.isOk())
+    return decoded.status();
+  auto file = std::make_shared<const codegen::ExecutionPlan>(
+      std::move(decoded).value());
   int n = s.options.worldSize;
   std::vector<int> all(n);
   for (int r = 0; r < n; ++r)
@@ -534,6 +542,12 @@ Controller::loadPlan(const std::string &planBytes) {
         if (sig.fetches.insert({fetch.index, {fetch.dtype, fetch.shape}})
                 .second)
           sig.fetchRank[fetch.index] = r;
+      for (const control::StateSpec &state : info.states) {
+        sig.states[state.key] = {state.dtype, state.shape};
+        auto &holders = sig.stateRanks[state.key];
+        if (holders.empty() || holders.back() != r)
+          holders.push_back(r);
+      }
     }
     for (auto &[index, _] : sig.feeds)
       if (index < 0 || index >= static_cast<int>(sig.feeds.size()))
@@ -548,29 +562,122 @@ Controller::loadPlan(const std::string &planBytes) {
   std::lock_guard<std::mutex> lock(s.mutex);
   std::vector<std::string> names;
   for (PlanSignature &sig : sigs) {
+    for (auto &[key, type] : sig.states)
+      s.states[key] = type;
+    for (auto &[key, holders] : sig.stateRanks) {
+      auto &all = s.stateRanks[key];
+      for (int r : holders)
+        if (std::find(all.begin(), all.end(), r) == all.end())
+          all.push_back(r);
+      std::sort(all.begin(), all.end());
+    }
     names.push_back(sig.name);
     s.nextStep.emplace(sig.name, 0);
     s.plans[sig.name] = std::move(sig);
   }
+  for (const codegen::StepPlan &step : file->plans)
+    s.planInputs[step.symbol] = step.inputs.size();
+  for (const codegen::ControllerProgram &program : file->controllers)
+    s.programs[program.name] = {file, &program};
   return names;
+}
+
+Status Controller::setActorState(const std::string &key,
+                                 const HostTensor &value, int rank) {
+  Impl &s = *impl_;
+  std::lock_guard<std::recursive_mutex> call(s.callMutex);
+  if (Status h = health(); !h)
+    return h;
+  std::vector<int> ranks;
+  {
+    std::lock_guard<std::mutex> lock(s.mutex);
+    auto it = s.states.find(key);
+    if (it == s.states.end())
+      return Status(StatusCode::NotFound,
+                    "no loaded plan declares actor state " + key);
+    if (value.dtype != it->second.first || value.shape != it->second.second)
+      return Status(StatusCode::InvalidArgument,
+                    "actor state " + key + " is " +
+                        shapeText(it->second.first, it->second.second) +
+                        ", got " + value.describe());
+    for (int r : s.stateRanks[key])
+      if (rank < 0 || r == rank)
+        ranks.push_back(r);
+  }
+  if (ranks.empty())
+    return Status(StatusCode::NotFound, "rank " + std::to_string(rank) +
+                                            " holds no actor state " + key);
+  auto gather = std::make_shared<Gather<int>>(s.options.worldSize);
+  control::Tensor tensor;
+  tensor.dtype = value.dtype;
+  tensor.shape = value.shape;
+  tensor.data = value.data;
+  std::string token = s.token;
+  Status status = callAll<int>(
+      s, ranks, gather, "setState", {"", -1}, s.options.startTimeout,
+      [token, key, tensor](int, WorkerConnection &conn, int &) {
+        conn.client().setState(token, key, tensor);
+      },
+      [](const Status &st) {
+        return st.code() != StatusCode::InvalidArgument &&
+               st.code() != StatusCode::NotFound;
+      });
+  if (!status)
+    return status;
+  for (int r : ranks)
+    if (!gather->statuses[r])
+      return gather->statuses[r];
+  return Status::ok();
+}
+
+StatusOr<HostTensor> Controller::getActorState(const std::string &key,
+                                               int rank) {
+  Impl &s = *impl_;
+  std::lock_guard<std::recursive_mutex> call(s.callMutex);
+  if (Status h = health(); !h)
+    return h;
+  if (rank < 0 || rank >= s.options.worldSize)
+    return Status(StatusCode::InvalidArgument,
+                  "rank " + std::to_string(rank) + " is not in the job");
+  auto gather = std::make_shared<Gather<control::Tensor>>(s.options.worldSize);
+  std::string token = s.token;
+  Status status = callAll<control::Tensor>(
+      s, {rank}, gather, "getState", {"", -1}, s.options.startTimeout,
+      [token, key](int, WorkerConnection &conn, control::Tensor &reply) {
+        conn.client().getState(reply, token, key);
+      },
+      [](const Status &st) {
+        return st.code() != StatusCode::InvalidArgument &&
+               st.code() != StatusCode::NotFound;
+      });
+  if (!status)
+    return status;
+  if (!gather->statuses[rank])
+    return gather->statuses[rank];
+  return fromWire(std::move(gather->replies[rank]));
 }
 
 StatusOr<std::vector<HostTensor>>
 Controller::runStep(const std::string &plan,
                     const std::vector<HostTensor> &inputs) {
   Impl &s = *impl_;
-  std::lock_guard<std::mutex> call(s.callMutex);
+  std::lock_guard<std::recursive_mutex> call(s.callMutex);
   if (Status h = health(); !h)
     return h;
   const PlanSignature *sig = signature(plan);
   if (!sig)
     return Status(StatusCode::NotFound,
                   "no plan named '" + plan + "' is loaded");
-  if (inputs.size() != sig->feeds.size())
+  size_t expected = sig->feeds.size();
+  {
+    std::lock_guard<std::mutex> lock(s.mutex);
+    if (auto it = s.planInputs.find(plan); it != s.planInputs.end())
+      expected = std::max(expected, it->second);
+  }
+  if (inputs.size() != expected)
     return Status(StatusCode::InvalidArgument,
-                  "plan '" + plan + "' takes " +
-                      std::to_string(sig->feeds.size()) + " inputs, got " +
-                      std::to_string(inputs.size()));
+                  "plan '" + plan + "' takes " + std::to_string(expected) +
+                      " inputs, got " + std::to_string(inputs.size()));
   for (auto &[index, type] : sig->feeds) {
     const HostTensor &in = inputs[index];
     if (in.dtype != type.first || in.shape != type.second)

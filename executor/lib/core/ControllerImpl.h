@@ -10,6 +10,7 @@
 #ifndef MONARCH_EXECUTOR_CORE_CONTROLLERIMPL_H
 #define MONARCH_EXECUTOR_CORE_CONTROLLERIMPL_H
 
+#include "monarch/Codegen/Plan.h"
 #include "monarch/Executor/Controller.h"
 #include "monarch/Executor/Store.h"
 
@@ -83,9 +84,20 @@ struct Controller::Impl {
 
   std::vector<std::unique_ptr<Dispatcher>> dispatchers;
   std::map<std::string, PlanSignature> plans;
+  /// Controller programs by name, with the plan file they came from.
+  struct LoadedProgram {
+    std::shared_ptr<const codegen::ExecutionPlan> file;
+    const codegen::ControllerProgram *program = nullptr;
+  };
+  std::map<std::string, LoadedProgram> programs;
+  /// Actor state over every loaded plan: type and holders.
+  std::map<std::string, std::pair<std::string, std::vector<int64_t>>> states;
+  std::map<std::string, std::vector<int>> stateRanks;
+  /// Declared inputs of each step plan (for runStep's argument count).
+  std::map<std::string, size_t> planInputs;
   std::map<std::string, int64_t> nextStep;
   /// Serializes loadPlan/runStep: one step at a time per job.
-  std::mutex callMutex;
+  std::recursive_mutex callMutex;
   TraceWriter trace;
 
   // Supervisor.cpp

@@ -76,12 +76,11 @@ public:
       std::lock_guard<std::mutex> lock(mutex_);
       if (!thread_.joinable())
         return;
+      // Workers were asked to exit (shutdown, heartbeat replies) and flush
+      // their logs first; whoever is left at the deadline is killed.
       if (!stopping_) {
         stopping_ = true;
         graceDeadline_ = std::chrono::steady_clock::now() + grace;
-        for (size_t r = 0; r < pids_.size(); ++r)
-          if (alive_[r])
-            ::kill(pids_[r], SIGTERM);
       }
     }
     std::lock_guard<std::mutex> join(joinMutex_);

@@ -105,6 +105,7 @@ TEST(ExecutorControl, ActorStatePersistsAcrossSteps) {
   ASSERT_TRUE(c);
   auto names = c->loadPlan(serialize(statePlan(2, readFile(TEST_KERNELS))));
   ASSERT_TRUE(names.isOk()) << names.status().toString();
+  EXPECT_EQ(*names, (std::vector<std::string>{"accumulate", "peek"}));
   std::vector<float> total(4, 0.0f);
   for (int s = 1; s <= 3; ++s) {
     std::vector<float> x = {1.0f * s, 2.0f, -0.5f * s, 10.0f};
@@ -113,6 +114,10 @@ TEST(ExecutorControl, ActorStatePersistsAcrossSteps) {
     auto out = c->runStep("accumulate", {floats(x)});
     ASSERT_TRUE(out.isOk()) << out.status().toString();
     EXPECT_EQ(toFloats((*out)[0]), total) << "after step " << s;
+    // Another plan sees the same actor state.
+    auto peek = c->runStep("peek", {});
+    ASSERT_TRUE(peek.isOk()) << peek.status().toString();
+    EXPECT_EQ(toFloats((*peek)[0]), total) << "peek after step " << s;
   }
   EXPECT_TRUE(c->stop().isOk());
 }
@@ -133,6 +138,85 @@ TEST(ExecutorControl, BadInputsAreRejectedWithoutFailingTheJob) {
   EXPECT_EQ(garbage.status().code(), StatusCode::InvalidArgument);
   EXPECT_TRUE(c->health().isOk()) << c->health().toString();
   EXPECT_TRUE(c->runStep("step", {floats({1, 1, 1, 1})}).isOk());
+  EXPECT_TRUE(c->stop().isOk());
+}
+
+TEST(ExecutorControl, ControllerProgramsFeedRunAndFetch) {
+  auto c = startOrDie(options(2));
+  ASSERT_TRUE(c);
+  ASSERT_TRUE(c->loadPlan(serialize(programPlan(2))).isOk());
+  EXPECT_EQ(c->programs(), (std::vector<std::string>{"main", "twice_const"}));
+  auto out = c->call("main", {floats({1, -2, 3, 0.5f})});
+  ASSERT_TRUE(out.isOk()) << out.status().toString();
+  ASSERT_EQ(out->size(), 1u);
+  EXPECT_EQ(toFloats((*out)[0]), (std::vector<float>{2, -4, 6, 1}));
+  auto twice = c->call("twice_const", {});
+  ASSERT_TRUE(twice.isOk()) << twice.status().toString();
+  ASSERT_EQ(twice->size(), 2u);
+  for (const HostTensor &t : *twice)
+    EXPECT_EQ(toFloats(t), (std::vector<float>{5, 5, 5, 5}));
+  auto wrong = c->call("main", {});
+  EXPECT_EQ(wrong.status().code(), StatusCode::InvalidArgument);
+  EXPECT_EQ(c->call("nope", {}).status().code(), StatusCode::NotFound);
+  EXPECT_TRUE(c->stop().isOk());
+}
+
+TEST(ExecutorControl, TraceHasEveryRanksOps) {
+  std::string path = ::testing::TempDir() + "monarch-trace.json";
+  std::remove(path.c_str());
+  ControllerOptions o = options(2);
+  o.tracePath = path;
+  auto c = startOrDie(o);
+  ASSERT_TRUE(c);
+  ASSERT_TRUE(c->loadPlan(serialize(allReducePlan(2))).isOk());
+  ASSERT_TRUE(
+      c->loadPlan(serialize(statePlan(2, readFile(TEST_KERNELS)))).isOk());
+  for (int s = 0; s < 2; ++s) {
+    ASSERT_TRUE(c->runStep("step", {floats({1, 2, 3, 4})}).isOk());
+    ASSERT_TRUE(c->runStep("accumulate", {floats({1, 2, 3, 4})}).isOk());
+  }
+  ASSERT_TRUE(c->stop().isOk());
+  std::string trace = readFile(path);
+  // Valid JSON (checked by Python's parser), one process per rank.
+  std::string check = std::string(MONARCH_PYTHON) +
+                      " -c \"import json,sys; "
+                      "t=json.load(open(sys.argv[1]))['traceEvents']; "
+                      "x=[e for e in t if e['ph']=='X']; "
+                      "assert {e['pid'] for e in x} == {0, 1, 2}, x; "
+                      "assert {e['cat'] for e in x} >= {'step', 'collective', "
+                      "'kernel', 'host'}, x\" " +
+                      path;
+  EXPECT_EQ(std::system(check.c_str()), 0) << trace;
+  EXPECT_NE(trace.find("\"name\":\"rank 1\""), std::string::npos);
+  EXPECT_NE(trace.find("\"name\":\"all_reduce sum on @world\""),
+            std::string::npos);
+  EXPECT_NE(trace.find("\"name\":\"launch @add4\""), std::string::npos);
+  EXPECT_NE(trace.find("\"name\":\"accumulate step 1\""), std::string::npos);
+}
+
+TEST(ExecutorControl, MessagesAboveTheLimitAreRefused) {
+  ::setenv("MONARCH_MAX_MESSAGE_BYTES", "65536", 1);
+  auto c = startOrDie(options(2));
+  ::unsetenv("MONARCH_MAX_MESSAGE_BYTES");
+  ASSERT_TRUE(c);
+  ASSERT_TRUE(c->loadPlan(serialize(allReducePlan(2, 32768))).isOk());
+  std::vector<float> big(32768, 1.0f);
+  auto out = c->runStep("step", {floats(big)});
+  ASSERT_FALSE(out.isOk());
+  EXPECT_EQ(out.status().code(), StatusCode::InvalidArgument);
+  EXPECT_NE(out.status().message().find("MONARCH_MAX_MESSAGE_BYTES"),
+            std::string::npos)
+      << out.status().message();
+  // A raw frame just above the limit is dropped by the worker.
+  auto [host, port] = c->workerAddress(0);
+  auto conn = WorkerConnection::connect(host, port, WireLimits(), 1000, 2000);
+  ASSERT_TRUE(conn.isOk());
+  std::vector<monarch::executor::control::PlanInfo> infos;
+  Status st = callThrift("loadPlan", [&] {
+    (*conn)->client().loadPlan(infos, c->jobToken(), std::string(70000, 'x'));
+  });
+  EXPECT_EQ(st.code(), StatusCode::Unavailable) << st.toString();
+  EXPECT_TRUE(c->health().isOk());
   EXPECT_TRUE(c->stop().isOk());
 }
 
@@ -294,7 +378,14 @@ TEST(ExecutorFaults, WrongTokenIsRejected) {
 }
 
 TEST(ExecutorFaults, MalformedFrameIsRejectedAndTheWorkerSurvives) {
-  auto c = startOrDie(options(2));
+  std::vector<std::string> logs;
+  std::mutex logMutex;
+  ControllerOptions o = options(2);
+  o.logSink = [&](int rank, int, const std::string &line) {
+    std::lock_guard<std::mutex> lock(logMutex);
+    logs.push_back("[rank " + std::to_string(rank) + "] " + line);
+  };
+  auto c = startOrDie(o);
   ASSERT_TRUE(c);
   auto [host, port] = c->workerAddress(1);
   int fd = ::socket(AF_INET, SOCK_STREAM, 0);
@@ -318,6 +409,12 @@ TEST(ExecutorFaults, MalformedFrameIsRejectedAndTheWorkerSurvives) {
   ASSERT_TRUE(out.isOk()) << out.status().toString();
   EXPECT_EQ(toFloats((*out)[0]), (std::vector<float>{2, 4, 6, 8}));
   EXPECT_TRUE(c->stop().isOk());
+  std::lock_guard<std::mutex> lock(logMutex);
+  bool logged = false;
+  for (const std::string &line : logs)
+    logged |= line.find("[rank 1]") == 0 &&
+              line.find("oversized frame") != std::string::npos;
+  EXPECT_TRUE(logged) << "no forwarded log of the rejected frame";
 }
 
 //===--- Controller death -------------------------------------------------===//

@@ -15,11 +15,11 @@ namespace cg = monarch::codegen;
 namespace monarch::testing {
 namespace {
 
-cg::Buffer buf(int64_t offset) {
+cg::Buffer buf(int64_t offset, int64_t elements = 4) {
   cg::Buffer b;
   b.offset = offset;
   b.dtype = cg::DType::F32;
-  b.shape = {4};
+  b.shape = {elements};
   return b;
 }
 
@@ -57,30 +57,30 @@ cg::ExecutionPlan base(int ranks) {
   return plan;
 }
 
-cg::StepPlan step(const std::string &name) {
+cg::StepPlan step(const std::string &name, int64_t elements = 4) {
   cg::StepPlan s;
   s.symbol = name;
   s.mesh = "mesh";
   cg::ValueType t;
-  t.shape = {4};
+  t.shape = {elements};
   s.inputs = {t};
   s.outputs = {t};
   return s;
 }
 
-cg::Instruction feed(int64_t index, int64_t offset) {
+cg::Instruction feed(int64_t index, int64_t offset, int64_t elements = 4) {
   cg::Instruction in;
   in.kind = cg::InstrKind::FeedBuffer;
   in.io.index = index;
-  in.io.buffer = buf(offset);
+  in.io.buffer = buf(offset, elements);
   return in;
 }
 
-cg::Instruction fetch(int64_t index, int64_t offset) {
+cg::Instruction fetch(int64_t index, int64_t offset, int64_t elements = 4) {
   cg::Instruction in;
   in.kind = cg::InstrKind::FetchBuffer;
   in.io.index = index;
-  in.io.buffer = buf(offset);
+  in.io.buffer = buf(offset, elements);
   return in;
 }
 
@@ -93,23 +93,24 @@ cg::Instruction waitFor(std::vector<int32_t> events) {
 
 } // namespace
 
-cg::ExecutionPlan allReducePlan(int ranks) {
+cg::ExecutionPlan allReducePlan(int ranks, int64_t elements) {
   cg::ExecutionPlan plan = base(ranks);
-  cg::StepPlan s = step("step");
+  cg::StepPlan s = step("step", elements);
+  int64_t bytes = elements * 4;
   for (int r = 0; r < ranks; ++r) {
     cg::RankProgram p;
     p.rank = r;
-    p.arenaBytes = 32;
+    p.arenaBytes = 2 * bytes;
     cg::Instruction ar;
     ar.kind = cg::InstrKind::Collective;
     ar.collective.kind = cg::CollectiveKind::AllReduce;
     ar.collective.reduction = cg::ReductionKind::Sum;
     ar.collective.communicator = 0;
-    ar.collective.input = buf(0);
-    ar.collective.output = buf(16);
+    ar.collective.input = buf(0, elements);
+    ar.collective.output = buf(bytes, elements);
     ar.collective.stream = 1;
-    p.instructions = {at(feed(0, 0), 1), at(ar, 2), at(waitFor({1}), 3),
-                      at(fetch(0, 16), 4)};
+    p.instructions = {at(feed(0, 0, elements), 1), at(ar, 2),
+                      at(waitFor({1}), 3), at(fetch(0, bytes, elements), 4)};
     s.programs.push_back(p);
   }
   plan.plans = {s};
@@ -176,7 +177,67 @@ cg::ExecutionPlan statePlan(int ranks, const std::string &kernelLibrary) {
                       at(waitFor({2}), 4), at(fetch(0, 0), 5)};
     s.programs.push_back(p);
   }
-  plan.plans = {s};
+  // A second plan reading the same actor state from another arena offset.
+  cg::StepPlan peek = step("peek");
+  peek.inputs.clear();
+  for (int r = 0; r < ranks; ++r) {
+    cg::RankProgram p;
+    p.rank = r;
+    p.arenaBytes = 64;
+    cg::Instruction state;
+    state.kind = cg::InstrKind::StateBuffer;
+    state.stateBuffer.actorMesh = "acc";
+    state.stateBuffer.state = "total";
+    state.stateBuffer.buffer = buf(32);
+    p.instructions = {at(state, 7), at(fetch(0, 32), 8)};
+    peek.programs.push_back(p);
+  }
+  plan.plans = {s, peek};
+  return plan;
+}
+
+cg::ExecutionPlan programPlan(int ranks) {
+  cg::ExecutionPlan plan = allReducePlan(ranks);
+  cg::ValueType t;
+  t.shape = {4};
+  auto stepOf = [&](cg::ControlStepKind kind) {
+    cg::ControlStep step;
+    step.kind = kind;
+    step.mesh = "mesh";
+    step.type = t;
+    return step;
+  };
+  cg::ControllerProgram main;
+  main.name = "main";
+  main.inputs = {t};
+  main.outputs = {t};
+  cg::ControlStep feedStep = stepOf(cg::ControlStepKind::FeedInput);
+  feedStep.value.kind = cg::ValueKind::Argument;
+  cg::ControlStep msg = stepOf(cg::ControlStepKind::ControlMsg);
+  msg.plans = {0};
+  cg::ControlStep await = stepOf(cg::ControlStepKind::Await);
+  await.tokens = {1};
+  cg::ControlStep fetchStep = stepOf(cg::ControlStepKind::FetchOutput);
+  main.steps = {feedStep, msg, await, fetchStep};
+  cg::ValueRef result;
+  result.kind = cg::ValueKind::Fetched;
+  result.index = 3;
+  main.results = {result};
+
+  cg::ControllerProgram twice;
+  twice.name = "twice_const";
+  twice.outputs = {t, t};
+  cg::ControlStep feedConst = stepOf(cg::ControlStepKind::FeedInput);
+  feedConst.value.kind = cg::ValueKind::Constant;
+  feedConst.value.constant = 2.5;
+  cg::ControlStep await2 = await;
+  await2.tokens = {3};
+  twice.steps = {feedConst, msg, fetchStep, msg, await2, fetchStep};
+  cg::ValueRef first = result, second = result;
+  first.index = 2;
+  second.index = 5;
+  twice.results = {first, second};
+  plan.controllers = {main, twice};
   return plan;
 }
 

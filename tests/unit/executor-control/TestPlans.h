@@ -17,10 +17,10 @@
 
 namespace monarch::testing {
 
-/// Every rank feeds input 0 (f32[4]), all-reduces it (sum) over @world on
-/// stream 1, waits, and fetches the sum as output 0. Source locations are
-/// "test.py:<instruction + 1>:5".
-codegen::ExecutionPlan allReducePlan(int ranks);
+/// Every rank feeds input 0 (f32[elements]), all-reduces it (sum) over
+/// @world on stream 1, waits, and fetches the sum as output 0. Source
+/// locations are "test.py:<instruction + 1>:5".
+codegen::ExecutionPlan allReducePlan(int ranks, int64_t elements = 4);
 
 /// A ring on top of allReducePlan's shape: rank r sends its input to r+1
 /// and receives from r-1 (one group), fetched as output 0 by every rank;
@@ -29,9 +29,16 @@ codegen::ExecutionPlan ringPlan(int ranks);
 
 /// Actor state: a state buffer S (f32[4]) per rank; each step launches
 /// `monarch_test_add4(S, input 0) -> S` and fetches S as output 0, so after
-/// k steps S holds the sum of the k inputs. `kernelLibrary` is the bytes of
-/// TestKernels.c compiled as a shared object.
+/// k steps S holds the sum of the k inputs. A second plan, `peek`, declares
+/// the same actor state at another arena offset and fetches it.
+/// `kernelLibrary` is the bytes of TestKernels.c compiled as a shared object.
 codegen::ExecutionPlan statePlan(int ranks, const std::string &kernelLibrary);
+
+/// allReducePlan plus two controller programs: `main(x)` feeds x, runs the
+/// step and returns its output; `twice_const()` feeds the constant 2.5 as
+/// the whole input, runs the step twice (two control messages) and returns
+/// both outputs.
+codegen::ExecutionPlan programPlan(int ranks);
 
 std::string serialize(const codegen::ExecutionPlan &plan);
 

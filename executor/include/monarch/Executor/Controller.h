@@ -89,6 +89,10 @@ struct PlanSignature {
   std::map<int, std::pair<std::string, std::vector<int64_t>>> feeds;
   /// Fetch index -> dtype and shape (outputs[i] of runStep).
   std::map<int, std::pair<std::string, std::vector<int64_t>>> fetches;
+  /// Actor state the plan declares ("@actor::@state") and the ranks holding
+  /// it.
+  std::map<std::string, std::pair<std::string, std::vector<int64_t>>> states;
+  std::map<std::string, std::vector<int>> stateRanks;
   /// Ranks reading each feed / the rank whose copy of each fetch is returned.
   std::map<int, std::vector<int>> feedRanks;
   std::map<int, int> fetchRank;
@@ -113,6 +117,23 @@ public:
   /// element i. One control message per worker, sent concurrently.
   StatusOr<std::vector<HostTensor>>
   runStep(const std::string &plan, const std::vector<HostTensor> &inputs);
+
+  /// Runs the controller program `program` (a compiled function, from the
+  /// last loaded .mcplan that has it) on `args`: its feeds, control
+  /// messages (one runStep per plan they name) and fetches, in order.
+  /// Returns the program's results.
+  StatusOr<std::vector<HostTensor>> call(const std::string &program,
+                                         const std::vector<HostTensor> &args);
+  /// Names of the controller programs loaded so far.
+  std::vector<std::string> programs() const;
+
+  /// Sets actor state `key` ("@actor::@state", as in the plan) to `value` on
+  /// `rank`, or on every rank holding it when rank is -1 (a replicated
+  /// parameter). State lives on the workers, shared by all their plans.
+  Status setActorState(const std::string &key, const HostTensor &value,
+                       int rank = -1);
+  /// Reads actor state `key` from `rank`.
+  StatusOr<HostTensor> getActorState(const std::string &key, int rank);
 
   /// Stops every worker (asking first, then killing), writes the trace.
   /// Idempotent; returns the job's failure, if it had one.

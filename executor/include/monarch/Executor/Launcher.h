@@ -71,9 +71,9 @@ public:
   /// pid of the process running `rank`, 0 when unknown (not owned).
   virtual pid_t pid(int rank) const = 0;
 
-  /// Ends every owned worker still running: SIGTERM, then SIGKILL after
-  /// `grace`, then reaps them all. Never returns with an owned child alive.
-  /// Idempotent.
+  /// Ends every owned worker: waits up to `grace` for them to exit (they
+  /// were asked to), SIGKILLs the rest, and reaps them all. Never returns
+  /// with an owned child alive. Idempotent.
   virtual void terminate(std::chrono::milliseconds grace) = 0;
 
   /// For a future restart policy: starts one rank again with the same spec.

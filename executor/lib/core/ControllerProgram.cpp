@@ -1,0 +1,243 @@
+//===- ControllerProgram.cpp - Runs a compiled function's controller program
+//-===//
+//
+// A ControllerProgram (ExecutionPlan.thrift) is what an @mc.compile function
+// does on the controller: feed values into plan inputs, send control
+// messages that run plans, receive fetched outputs, and return some of them.
+// Values are the program's arguments, what earlier steps fetched, or scalar
+// constants. A control message naming several plans runs them in order, one
+// runStep (one message per worker) each.
+//
+//===----------------------------------------------------------------------===//
+#include "ControllerImpl.h"
+
+#include <cstring>
+
+namespace monarch::executor {
+namespace {
+
+namespace cg = codegen;
+
+const char *numpyName(cg::DType dtype) {
+  switch (dtype) {
+  case cg::DType::F32:
+    return "float32";
+  case cg::DType::F16:
+    return "float16";
+  case cg::DType::BF16:
+    return "bfloat16";
+  case cg::DType::F64:
+    return "float64";
+  case cg::DType::I1:
+    return "bool";
+  case cg::DType::I8:
+    return "int8";
+  case cg::DType::I16:
+    return "int16";
+  case cg::DType::I32:
+    return "int32";
+  case cg::DType::I64:
+    return "int64";
+  }
+  return "?";
+}
+
+template <typename T> std::string bytesOf(T value) {
+  std::string out(sizeof(T), '\0');
+  std::memcpy(out.data(), &value, sizeof(T));
+  return out;
+}
+
+/// A scalar constant as a 0-d tensor of `type`.
+StatusOr<HostTensor> constant(double value, const cg::ValueType &type) {
+  HostTensor t;
+  t.dtype = numpyName(type.dtype);
+  t.shape = type.isTensor ? type.shape : std::vector<int64_t>{};
+  std::string one;
+  switch (type.dtype) {
+  case cg::DType::F32:
+    one = bytesOf(static_cast<float>(value));
+    break;
+  case cg::DType::F64:
+    one = bytesOf(value);
+    break;
+  case cg::DType::I1:
+    one = bytesOf(static_cast<uint8_t>(value != 0));
+    break;
+  case cg::DType::I8:
+    one = bytesOf(static_cast<int8_t>(value));
+    break;
+  case cg::DType::I16:
+    one = bytesOf(static_cast<int16_t>(value));
+    break;
+  case cg::DType::I32:
+    one = bytesOf(static_cast<int32_t>(value));
+    break;
+  case cg::DType::I64:
+    one = bytesOf(static_cast<int64_t>(value));
+    break;
+  default:
+    return Status(StatusCode::Unimplemented,
+                  std::string("constants of type ") + numpyName(type.dtype));
+  }
+  for (int64_t i = 0; i < t.numElements(); ++i)
+    t.data += one;
+  return t;
+}
+
+} // namespace
+
+std::vector<std::string> Controller::programs() const {
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  std::vector<std::string> names;
+  for (auto &[name, _] : impl_->programs)
+    names.push_back(name);
+  return names;
+}
+
+StatusOr<std::vector<HostTensor>>
+Controller::call(const std::string &name, const std::vector<HostTensor> &args) {
+  Impl &s = *impl_;
+  std::lock_guard<std::recursive_mutex> callLock(s.callMutex);
+  Impl::LoadedProgram loaded;
+  {
+    std::lock_guard<std::mutex> lock(s.mutex);
+    auto it = s.programs.find(name);
+    if (it == s.programs.end())
+      return Status(StatusCode::NotFound,
+                    "no controller program named '" + name + "' is loaded");
+    loaded = it->second;
+  }
+  const cg::ExecutionPlan &file = *loaded.file;
+  const cg::ControllerProgram &program = *loaded.program;
+  if (args.size() != program.inputs.size())
+    return Status(StatusCode::InvalidArgument,
+                  "'" + name + "' takes " +
+                      std::to_string(program.inputs.size()) +
+                      " arguments, got " + std::to_string(args.size()));
+  for (size_t i = 0; i < args.size(); ++i) {
+    const cg::ValueType &type = program.inputs[i];
+    std::vector<int64_t> shape =
+        type.isTensor ? type.shape : std::vector<int64_t>{};
+    if (args[i].dtype != numpyName(type.dtype) || args[i].shape != shape) {
+      HostTensor want;
+      want.dtype = numpyName(type.dtype);
+      want.shape = shape;
+      return Status(StatusCode::InvalidArgument,
+                    "argument " + std::to_string(i) + " of '" + name +
+                        "' must be " + want.describe() + ", got " +
+                        args[i].describe());
+    }
+  }
+
+  std::map<int, HostTensor> fetched; // by step index
+  auto resolve = [&](const cg::ValueRef &ref,
+                     const cg::ValueType &type) -> StatusOr<HostTensor> {
+    switch (ref.kind) {
+    case cg::ValueKind::Argument:
+      if (ref.index < 0 || ref.index >= static_cast<int>(args.size()))
+        return Status(StatusCode::InvalidArgument, "argument out of range");
+      return args[ref.index];
+    case cg::ValueKind::Fetched: {
+      auto it = fetched.find(ref.index);
+      if (it == fetched.end())
+        return Status(StatusCode::InvalidArgument,
+                      "step " + std::to_string(ref.index) +
+                          " fetched nothing (yet)");
+      return it->second;
+    }
+    case cg::ValueKind::Constant:
+      return constant(ref.constant, type);
+    }
+    return Status(StatusCode::InvalidArgument, "unknown value kind");
+  };
+
+  std::map<int, std::map<int, HostTensor>> feeds; // plan -> input -> value
+  std::map<int, std::vector<HostTensor>> outputs; // plan -> last outputs
+  auto planAt = [&](int32_t p) -> const cg::StepPlan * {
+    return p >= 0 && p < static_cast<int32_t>(file.plans.size())
+               ? &file.plans[p]
+               : nullptr;
+  };
+  std::vector<std::vector<int32_t>> pending; // control messages not sent
+  auto flush = [&]() -> Status {
+    for (const std::vector<int32_t> &plans : pending)
+      for (int32_t p : plans) {
+        const cg::StepPlan *plan = planAt(p);
+        std::vector<HostTensor> inputs(plan->inputs.size());
+        for (size_t i = 0; i < inputs.size(); ++i) {
+          auto it = feeds[p].find(static_cast<int>(i));
+          if (it == feeds[p].end())
+            return Status(StatusCode::InvalidArgument,
+                          "'" + name + "': input " + std::to_string(i) +
+                              " of plan '" + plan->symbol + "' was never fed");
+          inputs[i] = it->second;
+        }
+        auto result = runStep(plan->symbol, inputs);
+        if (!result.isOk())
+          return result.status();
+        outputs[p] = std::move(result).value();
+      }
+    pending.clear();
+    return Status::ok();
+  };
+  for (size_t k = 0; k < program.steps.size(); ++k) {
+    const cg::ControlStep &step = program.steps[k];
+    switch (step.kind) {
+    case cg::ControlStepKind::FeedInput: {
+      auto value = resolve(step.value, step.type);
+      if (!value.isOk())
+        return value.status().withContext("'" + name + "' step " +
+                                          std::to_string(k));
+      feeds[step.plan][step.index] = std::move(value).value();
+      break;
+    }
+    case cg::ControlStepKind::ControlMsg: {
+      for (const cg::ScalarArg &scalar : step.scalars) {
+        auto value = resolve(scalar.value, scalar.type);
+        if (!value.isOk())
+          return value.status();
+        feeds[scalar.plan][scalar.input] = std::move(value).value();
+      }
+      // Sent when something needs it, so feeds that follow the message in
+      // program order still reach it.
+      for (int32_t p : step.plans)
+        if (!planAt(p))
+          return Status(StatusCode::InvalidArgument, "plan index out of range");
+      pending.push_back(step.plans);
+      break;
+    }
+    case cg::ControlStepKind::FetchOutput: {
+      if (Status st = flush(); !st)
+        return st;
+      auto it = outputs.find(step.plan);
+      if (it == outputs.end() || step.index < 0 ||
+          step.index >= static_cast<int>(it->second.size()))
+        return Status(StatusCode::InvalidArgument,
+                      "'" + name + "' step " + std::to_string(k) +
+                          " fetches an output of a plan that did not run");
+      fetched[static_cast<int>(k)] = it->second[step.index];
+      break;
+    }
+    case cg::ControlStepKind::Await:
+      // runStep returns once the step completed on every rank.
+      if (Status st = flush(); !st)
+        return st;
+      break;
+    }
+  }
+  if (Status st = flush(); !st)
+    return st;
+  std::vector<HostTensor> results;
+  for (size_t i = 0; i < program.results.size(); ++i) {
+    cg::ValueType type =
+        i < program.outputs.size() ? program.outputs[i] : cg::ValueType{};
+    auto value = resolve(program.results[i], type);
+    if (!value.isOk())
+      return value.status().withContext("result " + std::to_string(i));
+    results.push_back(std::move(value).value());
+  }
+  return results;
+}
+
+} // namespace monarch::executor
