@@ -133,6 +133,39 @@ TEST(CompiledExamples, PipelineOfActorsMatchesTheReference) {
   EXPECT_TRUE(c->stop().isOk());
 }
 
+TEST(CompiledExamples, TensorParallelMlpMatchesTheReference) {
+  std::string plan = compileExample("tensor_parallel");
+  ASSERT_FALSE(plan.empty()) << "monarch-compile failed";
+  auto c = start(4);
+  ASSERT_TRUE(c);
+  ASSERT_TRUE(c->loadPlan(plan).isOk());
+  std::mt19937 rng(5);
+  Matrix w1 = random(16 * 64, rng, 0.5f), w2 = random(64 * 8, rng, 0.5f);
+  Matrix x = random(8 * 16, rng, 1.0f);
+  // setup() scatters column shards of w1 and row shards of w2 as actor state.
+  auto setup = c->call("setup", {tensor(w1, {16, 64}), tensor(w2, {64, 8})});
+  ASSERT_TRUE(setup.isOk()) << setup.status().toString();
+  auto out = c->call("mlp", {tensor(x, {8, 16})});
+  ASSERT_TRUE(out.isOk()) << out.status().toString();
+  ASSERT_EQ(out->size(), 3u);
+  Matrix h = matmul(x, w1, 8, 16, 64);
+  for (float &v : h)
+    v = std::max(v, 0.0f);
+  Matrix y = matmul(h, w2, 8, 64, 8);
+  expectNear(toFloats((*out)[0]), y, 1e-4f, "forward (all_reduce)");
+  expectNear(toFloats((*out)[1]), h, 1e-5f, "hidden (all_gather)");
+  expectNear(toFloats((*out)[2]), y, 1e-4f, "forward_partial (partial sum)");
+  // Rank 2 holds columns 32..47 of w1.
+  auto shard = c->getActorState("@tp::@w1", 2);
+  ASSERT_TRUE(shard.isOk()) << shard.status().toString();
+  Matrix want(16 * 16);
+  for (int i = 0; i < 16; ++i)
+    for (int j = 0; j < 16; ++j)
+      want[i * 16 + j] = w1[i * 64 + 32 + j];
+  expectNear(toFloats(*shard), want, 0.0f, "w1 shard of rank 2");
+  EXPECT_TRUE(c->stop().isOk());
+}
+
 TEST(CompiledExamples, DataParallelTrainingLossFallsLikeTheReference) {
   std::string plan = compileExample("data_parallel");
   ASSERT_FALSE(plan.empty()) << "monarch-compile failed";
