@@ -71,6 +71,7 @@ int main(int argc, char **argv) {
   registry.insert<monarch::MonarchDialect>();
   registerAllDialects(registry);
   MLIRContext ctx(registry);
+  ctx.printOpOnDiagnostic(false);
   ctx.loadAllAvailableDialects();
 
   std::string error;
