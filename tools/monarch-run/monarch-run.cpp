@@ -3,13 +3,15 @@
 //   monarch-run PLAN.mcplan [--program NAME | --plan NAME]
 //               [--inputs a.npy ...] [--outputs DIR]
 //               [--launcher=local|env] [--ranks N] [--steps K]
+//               [--state @actor::@state=FILE.npy ...]
 //
 // Starts a controller with N workers (the plan's root mesh size by
 // default), loads the plan and runs, K times, a compiled function (a
 // controller program: the first one unless --program names another) on the
-// .npy inputs, or with --plan one step plan directly. Prints the results of
-// the last run (or writes DIR/output<i>.npy). Errors (a bad file, a failed
-// rank) are printed and exit non-zero.
+// .npy inputs, or with --plan one step plan directly. --state sets actor
+// state (parameters) on every rank holding it before the first run. Prints the
+// results of the last run (or writes DIR/output<i>.npy). Errors (a bad file, a
+// failed rank) are printed and exit non-zero.
 //
 //===----------------------------------------------------------------------===//
 #include "monarch/Codegen/PlanFile.h"
@@ -69,7 +71,7 @@ void printTensor(int index, const HostTensor &t) {
 int main(int argc, char **argv) {
   CLI::App app{"Run a compiled monarch plan on a mesh of worker processes"};
   std::string planPath, planName, programName, outputs, launcher = "local";
-  std::vector<std::string> inputs;
+  std::vector<std::string> inputs, states;
   int ranks = 0, steps = 1;
   app.add_option("plan", planPath, "the .mcplan file")->required();
   auto *programOpt = app.add_option(
@@ -84,6 +86,8 @@ int main(int argc, char **argv) {
   app.add_option("--ranks", ranks, "workers (default: the plan's mesh size)")
       ->check(CLI::PositiveNumber);
   app.add_option("--steps", steps, "steps to run")->check(CLI::PositiveNumber);
+  app.add_option("--state", states,
+                 "@actor::@state=FILE.npy: initial actor state (repeatable)");
   CLI11_PARSE(app, argc, argv);
   if (const char *level = std::getenv("MONARCH_LOG_LEVEL"))
     spdlog::set_level(spdlog::level::from_str(level));
@@ -156,6 +160,21 @@ int main(int argc, char **argv) {
   if (!names.isOk()) {
     (void)(*controller)->stop();
     return fail(names.status().toString());
+  }
+  for (const std::string &spec : states) {
+    size_t eq = spec.find('=');
+    if (eq == std::string::npos) {
+      (void)(*controller)->stop();
+      return fail("--state '" + spec + "': expected @actor::@state=FILE.npy");
+    }
+    auto value = readNpyFile(spec.substr(eq + 1));
+    Status set = value.isOk()
+                     ? (*controller)->setActorState(spec.substr(0, eq), *value)
+                     : value.status();
+    if (!set) {
+      (void)(*controller)->stop();
+      return fail("--state '" + spec + "': " + set.toString());
+    }
   }
   StatusOr<std::vector<HostTensor>> result = Status(StatusCode::Internal, "");
   for (int i = 0; i < steps; ++i) {
