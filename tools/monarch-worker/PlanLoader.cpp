@@ -218,6 +218,13 @@ loadRankPrograms(const std::string &planBytes, int worldRank, int worldSize) {
       spec.name = comm.name;
       spec.backend =
           comm.backend == cg::Backend::Nccl ? Backend::Nccl : Backend::Gloo;
+      // Arenas are host memory: NCCL would be handed host pointers.
+      if (spec.backend == Backend::Nccl &&
+          commStreams.count(static_cast<int32_t>(c)))
+        return Status(StatusCode::Unimplemented,
+                      "plan @" + step.symbol + ": communicator @" + comm.name +
+                          " uses nccl, but monarch-worker runs host (Gloo) "
+                          "plans only: device arenas are not built yet");
       // Communicators the plan does not use are not created.
       if (commStreams.count(static_cast<int32_t>(c)))
         for (int64_t r : comm.ranks) {

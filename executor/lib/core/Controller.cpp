@@ -497,7 +497,8 @@ Controller::loadPlan(const std::string &planBytes) {
       },
       // A plan every rank rejects is the caller's error, not the job's.
       [](const Status &st) {
-        return st.code() != StatusCode::InvalidArgument;
+        return st.code() != StatusCode::InvalidArgument &&
+               st.code() != StatusCode::Unimplemented;
       });
   if (!status)
     return status;
