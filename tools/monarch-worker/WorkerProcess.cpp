@@ -120,6 +120,20 @@ public:
       stateTypes;
 
   void requestExit(int code, const std::string &why);
+  /// Handlers wait here: the controller may call us as soon as it has
+  /// registered us, before our registerWorker call returned its config.
+  void waitConfigured() {
+    std::unique_lock<std::mutex> lock(configMutex_);
+    configCv_.wait_for(lock, std::chrono::seconds(10),
+                       [&] { return configured_; });
+  }
+  void setConfigured() {
+    {
+      std::lock_guard<std::mutex> lock(configMutex_);
+      configured_ = true;
+    }
+    configCv_.notify_all();
+  }
   void abortAll(const std::string &reason);
   void report(const std::string &plan, int64_t step, const StepFailure &f,
               const Instruction *instr);
@@ -134,6 +148,9 @@ private:
   std::unique_ptr<ControllerConnection> heartbeatConn_;
   std::mutex reportMutex_;
   std::unique_ptr<ControllerConnection> reportConn_;
+  std::mutex configMutex_;
+  std::condition_variable configCv_;
+  bool configured_ = false;
   std::mutex exitMutex_;
   std::condition_variable exitCv_;
   bool exitRequested_ = false;
@@ -151,6 +168,7 @@ public:
   void loadPlan(std::vector<control::PlanInfo> &reply, const std::string &token,
                 const std::string &bytes) override {
     requireToken(w_.token, token, "loadPlan");
+    w_.waitConfigured();
     auto programs = loadRankPrograms(bytes, w_.rank, w_.worldSize);
     if (!programs.isOk())
       throwStatus(programs.status());
@@ -226,6 +244,7 @@ public:
   void runStep(control::RunStepReply &reply,
                const control::RunStepRequest &request) override {
     requireToken(w_.token, request.token, "runStep");
+    w_.waitConfigured();
     std::shared_ptr<LoadedPlan> plan;
     {
       std::lock_guard<std::mutex> lock(w_.plansMutex);
@@ -554,6 +573,7 @@ Status Worker::init() {
   }
   if (!config.logLevel.empty())
     logger->set_level(spdlog::level::from_str(config.logLevel));
+  setConfigured();
   heartbeat_ = std::thread([this] { heartbeatLoop(); });
   return Status::ok();
 }
