@@ -388,6 +388,47 @@ template <typename Reply> struct Gather {
   int pending;
 };
 
+/// Turns a failed call on rank `r` into the job's terms: a dropped
+/// connection names the rank and where it was, a worker's error names its
+/// op and source location; job failures are reported to the supervisor.
+Status classifyLocked(Controller::Impl &s, int r, Status status,
+                      const control::ControlError &serviceError,
+                      bool transportFailed,
+                      const std::pair<std::string, int64_t> &context,
+                      const std::function<bool(const Status &)> &isJobFailure) {
+  if (transportFailed)
+    // A crash also drops the connection: wait for the launcher's word.
+    status = Status(StatusCode::Unavailable,
+                    "lost connection to " + s.describeRankLocked(r) + " " +
+                        s.whereLocked(r) + ": " + status.message());
+  else
+    status = s.rankFailureLocked(r, context.first, context.second,
+                                 serviceError.instruction, serviceError.op,
+                                 serviceError.location, toStatus(serviceError));
+  if (isJobFailure(status))
+    s.reportFailureLocked(status, status.code() != StatusCode::Aborted &&
+                                      status.code() != StatusCode::Unavailable);
+  return status;
+}
+
+/// After every rank answered: an error that fails the job may still be
+/// waiting for its root cause (a crash seen by a peer first). Returns the
+/// job's failure if there is one.
+Status settleLocked(Controller::Impl &s, std::unique_lock<std::mutex> &lock,
+                    const std::vector<Status> &statuses,
+                    const std::function<bool(const Status &)> &isJobFailure) {
+  if (!s.failed) {
+    bool jobFailure = false;
+    for (const Status &st : statuses)
+      jobFailure |= !st.isOk() && isJobFailure(st);
+    if (jobFailure)
+      s.cv.wait_for(
+          lock, s.options.rootCauseGrace * 2 + std::chrono::milliseconds(500),
+          [&] { return s.failed; });
+  }
+  return s.failed ? s.failure : Status::ok();
+}
+
 /// Runs `call(rank, conn, reply)` on every rank in `ranks` concurrently and
 /// waits until all finished or the job failed. Returns the failure, or Ok
 /// with per-rank statuses in the gather.
@@ -408,49 +449,29 @@ Status callAll(Controller::Impl &s, const std::vector<int> &ranks,
       std::lock_guard<std::mutex> lock(s.mutex);
       conn = s.ranks[r].conn.get();
     }
-    s.dispatchers[r]->post([&s, r, conn, gather, what, call, isJobFailure,
-                            context] {
-      control::ControlError serviceError;
-      bool transportFailed = false;
-      Status status = callThrift(
-          what, [&] { call(r, *conn, gather->replies[r]); }, &serviceError,
-          &transportFailed);
-      std::lock_guard<std::mutex> lock(s.mutex);
-      if (!status) {
-        if (transportFailed)
-          // A crash also drops the connection: wait for the launcher's word.
-          status = Status(StatusCode::Unavailable,
-                          "lost connection to " + s.describeRankLocked(r) +
-                              " " + s.whereLocked(r) + ": " + status.message());
-        else
-          status = s.rankFailureLocked(
-              r, context.first, context.second, serviceError.instruction,
-              serviceError.op, serviceError.location, toStatus(serviceError));
-        if (isJobFailure(status))
-          s.reportFailureLocked(status,
-                                status.code() != StatusCode::Aborted &&
-                                    status.code() != StatusCode::Unavailable);
-      }
-      gather->statuses[r] = status;
-      if (--gather->pending == 0)
-        s.cv.notify_all();
-    });
+    s.dispatchers[r]->post(
+        [&s, r, conn, gather, what, call, isJobFailure, context] {
+          control::ControlError serviceError;
+          bool transportFailed = false;
+          Status status = callThrift(
+              what, [&] { call(r, *conn, gather->replies[r]); }, &serviceError,
+              &transportFailed);
+          std::lock_guard<std::mutex> lock(s.mutex);
+          if (!status)
+            status = classifyLocked(s, r, status, serviceError, transportFailed,
+                                    context, isJobFailure);
+          gather->statuses[r] = status;
+          if (--gather->pending == 0)
+            s.cv.notify_all();
+        });
   }
   std::unique_lock<std::mutex> lock(s.mutex);
   bool done = s.cv.wait_for(lock, timeout,
                             [&] { return s.failed || gather->pending == 0; });
-  if (!s.failed && done) {
-    // A rank's error that fails the job may still be waiting for its root
-    // cause (a crash seen by a peer first): report the job's failure.
-    bool jobFailure = false;
-    for (int r : ranks)
-      jobFailure |=
-          !gather->statuses[r].isOk() && isJobFailure(gather->statuses[r]);
-    if (jobFailure)
-      s.cv.wait_for(
-          lock, s.options.rootCauseGrace * 2 + std::chrono::milliseconds(500),
-          [&] { return s.failed; });
-  }
+  if (done)
+    if (Status failure = settleLocked(s, lock, gather->statuses, isJobFailure);
+        !failure)
+      return failure;
   if (s.failed)
     return s.failure;
   if (!done) {
@@ -729,15 +750,47 @@ Controller::runStep(const std::string &plan,
       std::move(requests));
   auto gather = std::make_shared<Gather<control::RunStepReply>>(n);
   int64_t startUs = TraceWriter::nowUs();
-  Status status = callAll<control::RunStepReply>(
-      s, all, gather, "runStep", {plan, step},
-      std::chrono::milliseconds(INT_MAX),
-      [shared](int r, WorkerConnection &conn, control::RunStepReply &reply) {
-        conn.client().runStep(reply, (*shared)[r]);
-      },
-      [](const Status &) { return true; });
-  if (!status)
-    return status;
+  // One message per worker, every one sent before any reply is read: the
+  // workers run the step concurrently and no thread hand-off is paid. A
+  // failure elsewhere unblocks a pending read (the supervisor shuts the
+  // dispatch sockets down first thing).
+  auto always = [](const Status &) { return true; };
+  std::vector<WorkerConnection *> conns(n);
+  {
+    std::lock_guard<std::mutex> lock(s.mutex);
+    for (int r = 0; r < n; ++r)
+      conns[r] = s.ranks[r].conn.get();
+  }
+  std::vector<bool> sent(n, false);
+  for (int phase = 0; phase < 2; ++phase)
+    for (int r = 0; r < n; ++r) {
+      if (phase == 1 && !sent[r])
+        continue;
+      control::ControlError serviceError;
+      bool transportFailed = false;
+      Status st = callThrift(
+          "runStep",
+          [&] {
+            if (phase == 0)
+              conns[r]->client().send_runStep((*shared)[r]);
+            else
+              conns[r]->client().recv_runStep(gather->replies[r]);
+          },
+          &serviceError, &transportFailed);
+      if (phase == 0)
+        sent[r] = st.isOk();
+      if (!st) {
+        std::lock_guard<std::mutex> lock(s.mutex);
+        gather->statuses[r] = classifyLocked(
+            s, r, st, serviceError, transportFailed, {plan, step}, always);
+      }
+    }
+  {
+    std::unique_lock<std::mutex> lock(s.mutex);
+    if (Status failure = settleLocked(s, lock, gather->statuses, always);
+        !failure)
+      return failure;
+  }
   for (int r = 0; r < n; ++r)
     if (!gather->statuses[r])
       return gather->statuses[r];

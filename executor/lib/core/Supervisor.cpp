@@ -89,6 +89,14 @@ void Controller::Impl::finalizeLocked(Status status) {
 }
 
 void Controller::Impl::runTeardown(std::string reason) {
+  // First unblock the caller: it may be reading a reply on a dispatch
+  // connection from a rank that will never answer.
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    for (RankState &rank : ranks)
+      if (rank.conn)
+        rank.conn->shutdownSocket();
+  }
   // Abort every rank's communicators so ranks blocked on the failed one
   // return; each on its own connection (the dispatch ones may be blocked).
   std::vector<std::pair<std::string, int>> targets;
@@ -115,13 +123,6 @@ void Controller::Impl::runTeardown(std::string reason) {
   }
   for (auto &t : aborters)
     t.join();
-  // Unblock calls still waiting on a dispatch connection.
-  {
-    std::lock_guard<std::mutex> lock(mutex);
-    for (RankState &rank : ranks)
-      if (rank.conn)
-        rank.conn->shutdownSocket();
-  }
   // Workers exit by themselves on their next heartbeat; kill the rest.
   if (launcher)
     launcher->terminate(std::chrono::milliseconds(1000));
