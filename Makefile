@@ -19,6 +19,9 @@ test: build
 bench: build
 	@scripts/run-benchmarks.sh
 
+bench-peers: build  # vs Ray Compiled Graphs and Monarch: needs PyPI, ~15 min, not in `make test`
+	@bench/peers/run.sh
+
 format:
 	@git ls-files '*.cpp' '*.h' | xargs clang-format-22 -i
 
