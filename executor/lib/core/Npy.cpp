@@ -115,7 +115,10 @@ StatusOr<HostTensor> parseNpy(const std::string &bytes,
       return bad(what, "malformed dimension '" + dim + "'");
     tensor.shape.push_back(v);
   }
-  size_t dataBytes = static_cast<size_t>(tensor.numElements()) * itemBytes;
+  uint64_t dataBytes = itemBytes;
+  for (int64_t d : tensor.shape)
+    if (__builtin_mul_overflow(dataBytes, static_cast<uint64_t>(d), &dataBytes))
+      return bad(what, "shape " + shape.substr(0, close + 1) + " overflows");
   size_t dataStart = offset + headerLen;
   if (bytes.size() - dataStart != dataBytes)
     return bad(what, "expected " + std::to_string(dataBytes) +
