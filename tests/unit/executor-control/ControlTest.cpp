@@ -492,6 +492,61 @@ int freePort() {
   return ntohs(addr.sin_port);
 }
 
+/// Starts monarch-worker for `rank` the way another system would (no
+/// PDEATHSIG, not our launcher's child).
+pid_t spawnEnvWorker(int rank, std::vector<std::string> env) {
+  env.push_back("MONARCH_RANK=" + std::to_string(rank));
+  env.push_back("MONARCH_LOG_LEVEL=error");
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    std::vector<char *> envp;
+    for (auto &e : env)
+      envp.push_back(e.data());
+    envp.push_back(nullptr);
+    char *argv[] = {const_cast<char *>(MONARCH_WORKER_BIN), nullptr};
+    ::execve(argv[0], argv, envp.data());
+    ::_exit(127);
+  }
+  return pid;
+}
+
+TEST(ExecutorControl, EnvLauncherWorkersJoinRunAndLeave) {
+  int port = freePort();
+  ControllerOptions o = options(2);
+  o.launcherName = "env";
+  o.port = port;
+  o.jobToken = "env-join-token";
+  std::vector<std::string> env = {
+      "MONARCH_CONTROLLER=127.0.0.1:" + std::to_string(port),
+      "MONARCH_WORLD_SIZE=2", "MONARCH_JOB_TOKEN=env-join-token"};
+  // Workers may start before the controller listens: they retry.
+  std::vector<pid_t> workers = {spawnEnvWorker(0, env), spawnEnvWorker(1, env)};
+  auto c = startOrDie(o);
+  ASSERT_TRUE(c);
+  ASSERT_TRUE(c->loadPlan(serialize(allReducePlan(2))).isOk());
+  auto out = c->runStep("step", {floats({1, 2, 3, 4})});
+  ASSERT_TRUE(out.isOk()) << out.status().toString();
+  EXPECT_EQ(toFloats((*out)[0]), (std::vector<float>{2, 4, 6, 8}));
+  EXPECT_TRUE(c->stop().isOk());
+  auto t0 = Clock::now();
+  for (pid_t w : workers) {
+    int status = 0;
+    pid_t got = 0;
+    while (got == 0 && ms(Clock::now() - t0) < 3000) {
+      got = ::waitpid(w, &status, WNOHANG);
+      if (got == 0)
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    if (got == 0) {
+      ::kill(w, SIGKILL);
+      ::waitpid(w, &status, 0);
+      ADD_FAILURE() << "env worker " << w << " did not leave after stop()";
+    } else {
+      EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    }
+  }
+}
+
 TEST(ExecutorFaults, EnvWorkersLeaveWhenTheControllerDies) {
   std::string plan = writePlan("controller-death-env.mcplan", 2);
   std::string controller = "127.0.0.1:" + std::to_string(freePort());
