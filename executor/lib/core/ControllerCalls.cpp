@@ -1,0 +1,478 @@
+//===- ControllerCalls.cpp - Load plans, run steps, actor state ---------===//
+//
+// The calls that reach every rank. A step is one WorkerService.runStep per
+// worker, all written before any reply is read; other calls go through the
+// per-rank dispatcher threads. Either way the caller returns as soon as the
+// job fails (Supervisor.cpp), without waiting for the other ranks.
+//
+//===----------------------------------------------------------------------===//
+#include "ControllerImpl.h"
+
+#include "monarch/Codegen/PlanFile.h"
+
+#include <algorithm>
+#include <climits>
+
+namespace monarch::executor {
+//===--- Calls on every rank ----------------------------------------------===//
+
+namespace {
+
+HostTensor fromWire(control::Tensor tensor) {
+  HostTensor out;
+  out.dtype = std::move(tensor.dtype);
+  out.shape = std::move(tensor.shape);
+  out.data = std::move(tensor.data);
+  return out;
+}
+
+std::string shapeText(const std::string &dtype,
+                      const std::vector<int64_t> &shape) {
+  HostTensor t;
+  t.dtype = dtype;
+  t.shape = shape;
+  return t.describe();
+}
+
+/// Results of one call on every rank, shared with the dispatchers (which
+/// may finish after the caller returned on a failure).
+template <typename Reply> struct Gather {
+  explicit Gather(int n) : replies(n), statuses(n), pending(n) {}
+  std::vector<Reply> replies;
+  std::vector<Status> statuses;
+  int pending;
+};
+
+/// Turns a failed call on rank `r` into the job's terms: a dropped
+/// connection names the rank and where it was, a worker's error names its
+/// op and source location; job failures are reported to the supervisor.
+Status classifyLocked(Controller::Impl &s, int r, Status status,
+                      const control::ControlError &serviceError,
+                      bool transportFailed,
+                      const std::pair<std::string, int64_t> &context,
+                      const std::function<bool(const Status &)> &isJobFailure) {
+  if (transportFailed)
+    // A crash also drops the connection: wait for the launcher's word.
+    status = Status(StatusCode::Unavailable,
+                    "lost connection to " + s.describeRankLocked(r) + " " +
+                        s.whereLocked(r) + ": " + status.message());
+  else
+    status = s.rankFailureLocked(r, context.first, context.second,
+                                 serviceError.instruction, serviceError.op,
+                                 serviceError.location, toStatus(serviceError));
+  if (isJobFailure(status))
+    s.reportFailureLocked(status, status.code() != StatusCode::Aborted &&
+                                      status.code() != StatusCode::Unavailable);
+  return status;
+}
+
+/// After every rank answered: an error that fails the job may still be
+/// waiting for its root cause (a crash seen by a peer first). Returns the
+/// job's failure if there is one.
+Status settleLocked(Controller::Impl &s, std::unique_lock<std::mutex> &lock,
+                    const std::vector<Status> &statuses,
+                    const std::function<bool(const Status &)> &isJobFailure) {
+  if (!s.failed) {
+    bool jobFailure = false;
+    for (const Status &st : statuses)
+      jobFailure |= !st.isOk() && isJobFailure(st);
+    if (jobFailure)
+      s.cv.wait_for(
+          lock, s.options.rootCauseGrace * 2 + std::chrono::milliseconds(500),
+          [&] { return s.failed; });
+  }
+  return s.failed ? s.failure : Status::ok();
+}
+
+/// Runs `call(rank, conn, reply)` on every rank in `ranks` concurrently and
+/// waits until all finished or the job failed. Returns the failure, or Ok
+/// with per-rank statuses in the gather.
+template <typename Reply>
+Status callAll(Controller::Impl &s, const std::vector<int> &ranks,
+               std::shared_ptr<Gather<Reply>> gather, const std::string &what,
+               std::pair<std::string, int64_t> context,
+               std::chrono::milliseconds timeout,
+               std::function<void(int, WorkerConnection &, Reply &)> call,
+               std::function<bool(const Status &)> isJobFailure) {
+  {
+    std::lock_guard<std::mutex> lock(s.mutex);
+    gather->pending = static_cast<int>(ranks.size());
+  }
+  for (int r : ranks) {
+    WorkerConnection *conn;
+    {
+      std::lock_guard<std::mutex> lock(s.mutex);
+      conn = s.ranks[r].conn.get();
+    }
+    s.dispatchers[r]->post(
+        [&s, r, conn, gather, what, call, isJobFailure, context] {
+          control::ControlError serviceError;
+          bool transportFailed = false;
+          Status status = callThrift(
+              what, [&] { call(r, *conn, gather->replies[r]); }, &serviceError,
+              &transportFailed);
+          std::lock_guard<std::mutex> lock(s.mutex);
+          if (!status)
+            status = classifyLocked(s, r, status, serviceError, transportFailed,
+                                    context, isJobFailure);
+          gather->statuses[r] = status;
+          if (--gather->pending == 0)
+            s.cv.notify_all();
+        });
+  }
+  std::unique_lock<std::mutex> lock(s.mutex);
+  bool done = s.cv.wait_for(lock, timeout,
+                            [&] { return s.failed || gather->pending == 0; });
+  if (done)
+    if (Status failure = settleLocked(s, lock, gather->statuses, isJobFailure);
+        !failure)
+      return failure;
+  if (s.failed)
+    return s.failure;
+  if (!done) {
+    Status status(StatusCode::DeadlineExceeded,
+                  what + " did not finish within " +
+                      std::to_string(timeout.count()) + " ms");
+    s.reportFailureLocked(status, true);
+    return status;
+  }
+  return Status::ok();
+}
+
+} // namespace
+
+StatusOr<std::vector<std::string>>
+Controller::loadPlan(const std::string &planBytes) {
+  Impl &s = *impl_;
+  std::lock_guard<std::recursive_mutex> call(s.callMutex);
+  if (Status h = health(); !h)
+    return h;
+  if (static_cast<int64_t>(planBytes.size()) + 4096 > s.limits.maxMessageBytes)
+    return Status(StatusCode::InvalidArgument,
+                  "the plan is " + std::to_string(planBytes.size()) +
+                      " bytes, above the control message limit of " +
+                      std::to_string(s.limits.maxMessageBytes) +
+                      " (MONARCH_MAX_MESSAGE_BYTES)");
+  // Rejected here first, so a bad file never reaches the workers.
+  auto decoded = codegen::deserializePlan(planBytes);
+  if (!decoded.isOk())
+    return decoded.status();
+  auto file = std::make_shared<const codegen::ExecutionPlan>(
+      std::move(decoded).value());
+  int n = s.options.worldSize;
+  std::vector<int> all(n);
+  for (int r = 0; r < n; ++r)
+    all[r] = r;
+  auto gather = std::make_shared<Gather<std::vector<control::PlanInfo>>>(n);
+  std::string token = s.token;
+  Status status = callAll<std::vector<control::PlanInfo>>(
+      s, all, gather, "loadPlan", {"", -1}, s.options.startTimeout,
+      [planBytes, token](int, WorkerConnection &conn,
+                         std::vector<control::PlanInfo> &reply) {
+        conn.client().loadPlan(reply, token, planBytes);
+      },
+      // A plan every rank rejects is the caller's error, not the job's.
+      [](const Status &st) {
+        return st.code() != StatusCode::InvalidArgument &&
+               st.code() != StatusCode::Unimplemented;
+      });
+  if (!status)
+    return status;
+  for (int r = 0; r < n; ++r)
+    if (!gather->statuses[r])
+      return gather->statuses[r];
+
+  std::vector<PlanSignature> sigs;
+  for (size_t p = 0; p < gather->replies[0].size(); ++p) {
+    PlanSignature sig;
+    sig.name = gather->replies[0][p].name;
+    for (int r = 0; r < n; ++r) {
+      if (gather->replies[r].size() != gather->replies[0].size())
+        return Status(StatusCode::Internal,
+                      "ranks loaded different numbers of plans");
+      const control::PlanInfo &info = gather->replies[r][p];
+      if (info.name != sig.name)
+        return Status(StatusCode::InvalidArgument,
+                      "ranks disagree on the plan's name ('" + sig.name +
+                          "' and '" + info.name + "')");
+      if (info.meshSize != n)
+        return Status(StatusCode::InvalidArgument,
+                      "plan '" + sig.name + "' runs on a mesh of " +
+                          std::to_string(info.meshSize) +
+                          " ranks, the job has " + std::to_string(n) +
+                          " workers");
+      for (const control::BufferSpec &feed : info.feeds) {
+        auto [it, inserted] =
+            sig.feeds.insert({feed.index, {feed.dtype, feed.shape}});
+        if (!inserted && it->second != std::make_pair(feed.dtype, feed.shape))
+          return Status(
+              StatusCode::InvalidArgument,
+              "plan '" + sig.name + "': feed " + std::to_string(feed.index) +
+                  " is " + shapeText(it->second.first, it->second.second) +
+                  " on one rank and " + shapeText(feed.dtype, feed.shape) +
+                  " on rank " + std::to_string(r));
+        auto &readers = sig.feedRanks[feed.index];
+        if (readers.empty() || readers.back() != r)
+          readers.push_back(r);
+      }
+      for (const control::BufferSpec &fetch : info.fetches)
+        if (sig.fetches.insert({fetch.index, {fetch.dtype, fetch.shape}})
+                .second)
+          sig.fetchRank[fetch.index] = r;
+      for (const control::StateSpec &state : info.states) {
+        sig.states[state.key] = {state.dtype, state.shape};
+        auto &holders = sig.stateRanks[state.key];
+        if (holders.empty() || holders.back() != r)
+          holders.push_back(r);
+      }
+    }
+    for (auto &[index, _] : sig.feeds)
+      if (index < 0 || index >= static_cast<int>(sig.feeds.size()))
+        return Status(StatusCode::InvalidArgument,
+                      "plan '" + sig.name + "': feed indices are not 0..N-1");
+    for (auto &[index, _] : sig.fetches)
+      if (index < 0 || index >= static_cast<int>(sig.fetches.size()))
+        return Status(StatusCode::InvalidArgument,
+                      "plan '" + sig.name + "': fetch indices are not 0..N-1");
+    sigs.push_back(std::move(sig));
+  }
+  std::lock_guard<std::mutex> lock(s.mutex);
+  std::vector<std::string> names;
+  for (PlanSignature &sig : sigs) {
+    for (auto &[key, type] : sig.states)
+      s.states[key] = type;
+    for (auto &[key, holders] : sig.stateRanks) {
+      auto &all = s.stateRanks[key];
+      for (int r : holders)
+        if (std::find(all.begin(), all.end(), r) == all.end())
+          all.push_back(r);
+      std::sort(all.begin(), all.end());
+    }
+    names.push_back(sig.name);
+    s.nextStep.emplace(sig.name, 0);
+    s.plans[sig.name] = std::move(sig);
+  }
+  for (const codegen::StepPlan &step : file->plans)
+    s.planInputs[step.symbol] = step.inputs.size();
+  for (const codegen::ControllerProgram &program : file->controllers)
+    s.programs[program.name] = {file, &program};
+  return names;
+}
+
+Status Controller::setActorState(const std::string &key,
+                                 const HostTensor &value, int rank) {
+  Impl &s = *impl_;
+  std::lock_guard<std::recursive_mutex> call(s.callMutex);
+  if (Status h = health(); !h)
+    return h;
+  std::vector<int> ranks;
+  {
+    std::lock_guard<std::mutex> lock(s.mutex);
+    auto it = s.states.find(key);
+    if (it == s.states.end())
+      return Status(StatusCode::NotFound,
+                    "no loaded plan declares actor state " + key);
+    if (value.dtype != it->second.first || value.shape != it->second.second)
+      return Status(StatusCode::InvalidArgument,
+                    "actor state " + key + " is " +
+                        shapeText(it->second.first, it->second.second) +
+                        ", got " + value.describe());
+    for (int r : s.stateRanks[key])
+      if (rank < 0 || r == rank)
+        ranks.push_back(r);
+  }
+  if (ranks.empty())
+    return Status(StatusCode::NotFound, "rank " + std::to_string(rank) +
+                                            " holds no actor state " + key);
+  auto gather = std::make_shared<Gather<int>>(s.options.worldSize);
+  control::Tensor tensor;
+  tensor.dtype = value.dtype;
+  tensor.shape = value.shape;
+  tensor.data = value.data;
+  std::string token = s.token;
+  Status status = callAll<int>(
+      s, ranks, gather, "setState", {"", -1}, s.options.startTimeout,
+      [token, key, tensor](int, WorkerConnection &conn, int &) {
+        conn.client().setState(token, key, tensor);
+      },
+      [](const Status &st) {
+        return st.code() != StatusCode::InvalidArgument &&
+               st.code() != StatusCode::NotFound;
+      });
+  if (!status)
+    return status;
+  for (int r : ranks)
+    if (!gather->statuses[r])
+      return gather->statuses[r];
+  return Status::ok();
+}
+
+StatusOr<HostTensor> Controller::getActorState(const std::string &key,
+                                               int rank) {
+  Impl &s = *impl_;
+  std::lock_guard<std::recursive_mutex> call(s.callMutex);
+  if (Status h = health(); !h)
+    return h;
+  if (rank < 0 || rank >= s.options.worldSize)
+    return Status(StatusCode::InvalidArgument,
+                  "rank " + std::to_string(rank) + " is not in the job");
+  auto gather = std::make_shared<Gather<control::Tensor>>(s.options.worldSize);
+  std::string token = s.token;
+  Status status = callAll<control::Tensor>(
+      s, {rank}, gather, "getState", {"", -1}, s.options.startTimeout,
+      [token, key](int, WorkerConnection &conn, control::Tensor &reply) {
+        conn.client().getState(reply, token, key);
+      },
+      [](const Status &st) {
+        return st.code() != StatusCode::InvalidArgument &&
+               st.code() != StatusCode::NotFound;
+      });
+  if (!status)
+    return status;
+  if (!gather->statuses[rank])
+    return gather->statuses[rank];
+  return fromWire(std::move(gather->replies[rank]));
+}
+
+StatusOr<std::vector<HostTensor>>
+Controller::runStep(const std::string &plan,
+                    const std::vector<HostTensor> &inputs) {
+  Impl &s = *impl_;
+  std::lock_guard<std::recursive_mutex> call(s.callMutex);
+  if (Status h = health(); !h)
+    return h;
+  const PlanSignature *sig = signature(plan);
+  if (!sig)
+    return Status(StatusCode::NotFound,
+                  "no plan named '" + plan + "' is loaded");
+  size_t expected = sig->feeds.size();
+  {
+    std::lock_guard<std::mutex> lock(s.mutex);
+    if (auto it = s.planInputs.find(plan); it != s.planInputs.end())
+      expected = std::max(expected, it->second);
+  }
+  if (inputs.size() != expected)
+    return Status(StatusCode::InvalidArgument,
+                  "plan '" + plan + "' takes " + std::to_string(expected) +
+                      " inputs, got " + std::to_string(inputs.size()));
+  for (auto &[index, type] : sig->feeds) {
+    const HostTensor &in = inputs[index];
+    if (in.dtype != type.first || in.shape != type.second)
+      return Status(StatusCode::InvalidArgument,
+                    "input " + std::to_string(index) + " of plan '" + plan +
+                        "' must be " + shapeText(type.first, type.second) +
+                        ", got " + in.describe());
+    // No size helper for every dtype here: the worker checks bytes exactly.
+    if (in.data.empty() && in.numElements() != 0)
+      return Status(StatusCode::InvalidArgument,
+                    "input " + std::to_string(index) + " has no data");
+  }
+  int n = s.options.worldSize;
+  std::vector<control::RunStepRequest> requests(n);
+  int64_t step;
+  {
+    std::lock_guard<std::mutex> lock(s.mutex);
+    step = s.nextStep[plan]++;
+  }
+  std::vector<int64_t> bytes(n, 0);
+  for (int r = 0; r < n; ++r) {
+    requests[r].token = s.token;
+    requests[r].plan = plan;
+    requests[r].step = step;
+  }
+  for (auto &[index, ranks] : sig->feedRanks)
+    for (int r : ranks) {
+      control::Feed feed;
+      feed.index = index;
+      feed.tensor.dtype = inputs[index].dtype;
+      feed.tensor.shape = inputs[index].shape;
+      feed.tensor.data = inputs[index].data;
+      bytes[r] += static_cast<int64_t>(feed.tensor.data.size());
+      requests[r].feeds.push_back(std::move(feed));
+    }
+  for (int r = 0; r < n; ++r)
+    if (bytes[r] + 65536 > s.limits.maxMessageBytes)
+      return Status(StatusCode::InvalidArgument,
+                    "the inputs rank " + std::to_string(r) + " reads are " +
+                        std::to_string(bytes[r]) +
+                        " bytes, above the control message limit of " +
+                        std::to_string(s.limits.maxMessageBytes) +
+                        " (MONARCH_MAX_MESSAGE_BYTES)");
+  std::vector<int> all(n);
+  for (int r = 0; r < n; ++r)
+    all[r] = r;
+  auto shared = std::make_shared<std::vector<control::RunStepRequest>>(
+      std::move(requests));
+  auto gather = std::make_shared<Gather<control::RunStepReply>>(n);
+  int64_t startUs = TraceWriter::nowUs();
+  // One message per worker, every one sent before any reply is read: the
+  // workers run the step concurrently and no thread hand-off is paid. A
+  // failure elsewhere unblocks a pending read (the supervisor shuts the
+  // dispatch sockets down first thing).
+  auto always = [](const Status &) { return true; };
+  std::vector<WorkerConnection *> conns(n);
+  {
+    std::lock_guard<std::mutex> lock(s.mutex);
+    for (int r = 0; r < n; ++r)
+      conns[r] = s.ranks[r].conn.get();
+  }
+  std::vector<bool> sent(n, false);
+  for (int phase = 0; phase < 2; ++phase)
+    for (int r = 0; r < n; ++r) {
+      if (phase == 1 && !sent[r])
+        continue;
+      control::ControlError serviceError;
+      bool transportFailed = false;
+      Status st = callThrift(
+          "runStep",
+          [&] {
+            if (phase == 0)
+              conns[r]->client().send_runStep((*shared)[r]);
+            else
+              conns[r]->client().recv_runStep(gather->replies[r]);
+          },
+          &serviceError, &transportFailed);
+      if (phase == 0)
+        sent[r] = st.isOk();
+      if (!st) {
+        std::lock_guard<std::mutex> lock(s.mutex);
+        gather->statuses[r] = classifyLocked(
+            s, r, st, serviceError, transportFailed, {plan, step}, always);
+      }
+    }
+  {
+    std::unique_lock<std::mutex> lock(s.mutex);
+    if (Status failure = settleLocked(s, lock, gather->statuses, always);
+        !failure)
+      return failure;
+  }
+  for (int r = 0; r < n; ++r)
+    if (!gather->statuses[r])
+      return gather->statuses[r];
+  int64_t endUs = TraceWriter::nowUs();
+
+  std::vector<HostTensor> outputs(sig->fetches.size());
+  for (auto &[index, rank] : sig->fetchRank) {
+    bool found = false;
+    for (control::Fetch &fetch : gather->replies[rank].fetches)
+      if (fetch.index == index) {
+        outputs[index] = fromWire(std::move(fetch.tensor));
+        found = true;
+        break;
+      }
+    if (!found)
+      return Status(StatusCode::Internal,
+                    "rank " + std::to_string(rank) + " did not return fetch " +
+                        std::to_string(index) + " of plan '" + plan + "'");
+  }
+  if (!s.options.tracePath.empty()) {
+    s.trace.add({-1, -1, plan + " step " + std::to_string(step), "step",
+                 startUs, endUs - startUs});
+    for (int r = 0; r < n; ++r)
+      for (const control::TraceEvent &e : gather->replies[r].trace)
+        s.trace.add({r, e.stream, e.name, e.category, e.startUs, e.durationUs});
+  }
+  return outputs;
+}
+
+} // namespace monarch::executor
