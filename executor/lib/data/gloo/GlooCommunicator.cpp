@@ -185,8 +185,13 @@ GlooCommunicator::duplicate(const std::string &name) {
     return Status(StatusCode::InvalidArgument,
                   "gloo communicator '" + name_ +
                       "': more than 126 duplicates of one connection group");
-  return std::unique_ptr<Communicator>(
-      std::make_unique<GlooCommunicator>(group_, name, id));
+  try {
+    return std::unique_ptr<Communicator>(
+        std::make_unique<GlooCommunicator>(group_, name, id));
+  } catch (const std::exception &e) {
+    return Status(StatusCode::Internal,
+                  "gloo communicator '" + name + "': " + e.what());
+  }
 }
 
 void GlooCommunicator::takePending(
@@ -446,12 +451,18 @@ StatusOr<std::unique_ptr<Communicator>>
 createGlooCommunicator(Store &store, int worldRank,
                        const std::vector<int> &ranks, const std::string &name,
                        const CommOptions &options) {
-  StatusOr<std::shared_ptr<GlooGroup>> group =
-      GlooGroup::connect(store, worldRank, ranks, name, options);
-  if (!group)
-    return group.status();
-  return std::unique_ptr<Communicator>(
-      std::make_unique<GlooCommunicator>(std::move(*group), name, 0));
+  try {
+    StatusOr<std::shared_ptr<GlooGroup>> group =
+        GlooGroup::connect(store, worldRank, ranks, name, options);
+    if (!group)
+      return group.status();
+    return std::unique_ptr<Communicator>(
+        std::make_unique<GlooCommunicator>(std::move(*group), name, 0));
+  } catch (const std::exception &e) {
+    // Gloo's and the standard library's (a thread that cannot start).
+    return Status(StatusCode::Internal,
+                  "gloo communicator '" + name + "': " + e.what());
+  }
 }
 
 } // namespace monarch::executor::gloo_backend
