@@ -334,6 +334,35 @@ StatusOr<HostTensor> Controller::getActorState(const std::string &key,
   return fromWire(std::move(gather->replies[rank]));
 }
 
+StatusOr<Controller::Checkpoint> Controller::checkpointActorState() {
+  Impl &s = *impl_;
+  std::lock_guard<std::recursive_mutex> call(s.callMutex);
+  std::map<std::string, std::vector<int>> holders;
+  {
+    std::lock_guard<std::mutex> lock(s.mutex);
+    holders = s.stateRanks;
+  }
+  Checkpoint checkpoint;
+  for (auto &[key, ranks] : holders)
+    for (int r : ranks) {
+      auto value = getActorState(key, r);
+      if (!value.isOk())
+        return value.status().withContext("checkpoint of " + key + " on rank " +
+                                          std::to_string(r));
+      checkpoint.states[{key, r}] = std::move(value).value();
+    }
+  return checkpoint;
+}
+
+Status Controller::restoreActorState(const Checkpoint &checkpoint) {
+  std::lock_guard<std::recursive_mutex> call(impl_->callMutex);
+  for (auto &[where, value] : checkpoint.states)
+    if (Status st = setActorState(where.first, value, where.second); !st)
+      return st.withContext("restoring " + where.first + " on rank " +
+                            std::to_string(where.second));
+  return Status::ok();
+}
+
 StatusOr<std::vector<HostTensor>>
 Controller::runStep(const std::string &plan,
                     const std::vector<HostTensor> &inputs) {

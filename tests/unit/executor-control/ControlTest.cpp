@@ -122,6 +122,26 @@ TEST(ExecutorControl, ActorStatePersistsAcrossSteps) {
   EXPECT_TRUE(c->stop().isOk());
 }
 
+TEST(ExecutorControl, CheckpointRestoresActorState) {
+  auto c = startOrDie(options(2));
+  ASSERT_TRUE(c);
+  ASSERT_TRUE(
+      c->loadPlan(serialize(statePlan(2, readFile(TEST_KERNELS)))).isOk());
+  ASSERT_TRUE(c->runStep("accumulate", {floats({1, 2, 3, 4})}).isOk());
+  auto checkpoint = c->checkpointActorState();
+  ASSERT_TRUE(checkpoint.isOk()) << checkpoint.status().toString();
+  EXPECT_EQ(checkpoint->states.size(), 2u); // @acc::@total on ranks 0 and 1
+  ASSERT_TRUE(c->runStep("accumulate", {floats({10, 10, 10, 10})}).isOk());
+  ASSERT_TRUE(c->restoreActorState(*checkpoint).isOk());
+  auto out = c->runStep("accumulate", {floats({1, 1, 1, 1})});
+  ASSERT_TRUE(out.isOk()) << out.status().toString();
+  EXPECT_EQ(toFloats((*out)[0]), (std::vector<float>{2, 3, 4, 5}));
+  // A value of the wrong shape is refused without harming the job.
+  EXPECT_EQ(c->setActorState("@acc::@total", floats({1, 2})).code(),
+            StatusCode::InvalidArgument);
+  EXPECT_TRUE(c->stop().isOk());
+}
+
 TEST(ExecutorControl, BadInputsAreRejectedWithoutFailingTheJob) {
   auto c = startOrDie(options(2));
   ASSERT_TRUE(c);

@@ -135,6 +135,16 @@ public:
   /// Reads actor state `key` from `rank`.
   StatusOr<HostTensor> getActorState(const std::string &key, int rank);
 
+  /// Every actor state of every rank holding it, read between steps: what a
+  /// restart policy would restore (docs/executor.md, recovery).
+  struct Checkpoint {
+    /// (key, rank) -> value.
+    std::map<std::pair<std::string, int>, HostTensor> states;
+  };
+  StatusOr<Checkpoint> checkpointActorState();
+  /// Writes a checkpoint back (the same plans must be loaded).
+  Status restoreActorState(const Checkpoint &checkpoint);
+
   /// Stops every worker (asking first, then killing), writes the trace.
   /// Idempotent; returns the job's failure, if it had one.
   Status stop();
