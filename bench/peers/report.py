@@ -7,9 +7,12 @@ collects them per system over the repetitions into a `Results`.
 """
 import statistics
 
-SYSTEMS = ("ours", "ray", "monarch")
-SYSTEM_TITLES = {"ours": "monarch_compile (ours)", "ray": "Ray Compiled Graphs",
-                 "monarch": "Monarch"}
+SYSTEMS = ("ours", "ours_cli", "ray", "monarch")
+SYSTEM_TITLES = {"ours": "ours (Python API)", "ours_cli": "ours (monarch-run CLI)",
+                 "ray": "Ray Compiled Graphs", "monarch": "Monarch"}
+SHORT_TITLES = {"ours": "ours", "ours_cli": "ours CLI", "ray": "Ray CG",
+                "monarch": "Monarch"}
+OURS = ("ours", "ours_cli")
 PEERS = ("ray", "monarch")
 
 WORKLOAD_TITLES = {
@@ -88,7 +91,7 @@ def error_label(system, message):
     """Short label of a failure for the table cell."""
     if message is None:
         return "no result"
-    if system == "ours" and UNREACHABLE_EXECUTOR in message:
+    if system in OURS and UNREACHABLE_EXECUTOR in message:
         prefix = "not runnable"
     elif message.startswith("not installed"):
         return _clip(message, 70)
@@ -113,29 +116,28 @@ def cell(results, system, workload):
     return f"{fmt_num(med)} ({fmt_num(lo)}-{fmt_num(hi)}, n={n}{extra})"
 
 
-def ratio_cell(results, workload, peer):
+def ratio_cell(results, workload, peer, mine="ours"):
     unit = results.units.get(workload)
-    ours = stats(results.samples("ours", workload))
+    ours = stats(results.samples(mine, workload))
     other = stats(results.samples(peer, workload))
     r = ratio(ours[0] if ours else None, other[0] if other else None, unit)
     return "-" if r is None else f"{r:.2f}x"
 
 
 def table(results, workloads, systems=SYSTEMS):
-    """Markdown table: workload x system (median (min-max, n)), then our
-    ratio to each peer (>1: ours is better)."""
-    peers = [p for p in systems if p != "ours"]
+    """Markdown table: workload x system (median (min-max, n)), then the
+    ratio of each of our variants to each peer (>1: ours is better)."""
+    peers = [p for p in systems if p not in OURS]
+    pairs = [(m, p) for m in systems if m in OURS for p in peers]
     head = ["workload", "unit"] + [SYSTEM_TITLES[s] for s in systems]
-    if "ours" in systems:
-        head += [f"ours vs {SYSTEM_TITLES[p]}" for p in peers]
+    head += [f"{SHORT_TITLES[m]} vs {SHORT_TITLES[p]}" for m, p in pairs]
     lines = ["| " + " | ".join(head) + " |",
              "|" + "|".join(["---"] * 2 + ["---:"] * (len(head) - 2)) + "|"]
     for w in workloads:
         unit = results.units.get(w, _default_unit(w))
         row = [WORKLOAD_TITLES.get(w, w), unit]
         row += [cell(results, s, w) for s in systems]
-        if "ours" in systems:
-            row += [ratio_cell(results, w, p) for p in peers]
+        row += [ratio_cell(results, w, p, m) for m, p in pairs]
         lines.append("| " + " | ".join(row) + " |")
     return "\n".join(lines)
 

@@ -8,6 +8,9 @@ step is one call of it, which returns numpy arrays.
 
     python sys_ours.py [--workloads echo,chain4,...] [--cold]
 """
+import pathlib
+import subprocess
+
 import numpy as np
 
 import common as C
@@ -61,6 +64,20 @@ def _on_one(mesh, i):
     return mesh.slice(procs=slice(i, i + 1))
 
 
+class Prog:
+    """One workload: a compiled function, its arguments, the check of its
+    result against numpy, and the mesh to stop."""
+
+    def __init__(self, fn, args, check, mesh):
+        self.fn, self.args, self.check, self.mesh = fn, args, check, mesh
+        fn.trace(*args)
+        fn.ir("planned")          # compiles (raises here if it cannot)
+
+    def python(self):
+        """(step, check, close) for common.run_warm: a step is one call."""
+        return (lambda: self.fn(*self.args)), self.check, self.mesh.stop
+
+
 def setup_echo():
     mesh = mc.mesh(procs=1)
     a = mesh.spawn("echo", Echo)
@@ -70,8 +87,7 @@ def setup_echo():
         return a.echo.call(x)
 
     x = C.echo_input()
-    echo_step.ir("planned", x)
-    return (lambda: echo_step(x)), (lambda r: C.check_close("echo", r, C.ref_echo(x))), mesh.stop
+    return Prog(echo_step, [x], lambda r: C.check_close("echo", r, C.ref_echo(x)), mesh)
 
 
 def setup_chain4():
@@ -85,8 +101,7 @@ def setup_chain4():
         return x
 
     x = C.echo_input()
-    chain.ir("planned", x)
-    return (lambda: chain(x)), (lambda r: C.check_close("chain4", r, C.ref_chain(x))), mesh.stop
+    return Prog(chain, [x], lambda r: C.check_close("chain4", r, C.ref_chain(x)), mesh)
 
 
 def setup_scatter4():
@@ -101,8 +116,7 @@ def setup_scatter4():
         return sink.g.call(*[w.f.call(y) for w in workers])
 
     x = C.echo_input()
-    scatter.ir("planned", x)
-    return (lambda: scatter(x)), (lambda r: C.check_close("scatter4", r, C.ref_scatter(x))), mesh.stop
+    return Prog(scatter, [x], lambda r: C.check_close("scatter4", r, C.ref_scatter(x)), mesh)
 
 
 def setup_pipeline():
@@ -116,11 +130,9 @@ def setup_pipeline():
         return tuple(s1.forward.call(s0.forward.call(x)) for x in xs)
 
     xs = C.pipeline_inputs()
-    pipeline.ir("planned", *xs)
     want = C.ref_pipeline(xs, w0, w1)
-    return ((lambda: pipeline(*xs)),
-            (lambda r: C.check_close("pipeline", list(r), want, rtol=1e-3, atol=1e-3)),
-            mesh.stop)
+    return Prog(pipeline, xs,
+                lambda r: C.check_close("pipeline", list(r), want, rtol=1e-3, atol=1e-3), mesh)
 
 
 def setup_xfer(name):
@@ -133,15 +145,91 @@ def setup_xfer(name):
     def xfer():
         return c.consume.call(p.produce.call())
 
-    xfer.trace()
-    xfer.ir("planned")
     want = C.ref_xfer_sum(nbytes)
-    return (xfer, (lambda r: C.check_close(name, r, want, rtol=1e-5)), mesh.stop)
+    return Prog(xfer, [], lambda r: C.check_close(name, r, want, rtol=1e-5), mesh)
 
 
-SETUPS = {"echo": setup_echo, "chain4": setup_chain4,
+PROGS = {"echo": setup_echo, "chain4": setup_chain4,
           "scatter4": setup_scatter4, "pipeline": setup_pipeline}
-SETUPS.update({n: (lambda n=n: setup_xfer(n)) for n in C.XFER_SIZES})
+PROGS.update({n: (lambda n=n: setup_xfer(n)) for n in C.XFER_SIZES})
+SETUPS = {w: (lambda w=w: PROGS[w]().python()) for w in PROGS}
+
+
+# Through the CLI: the same traced programs compiled by monarch-compile and
+# run by monarch-run (C++ controller; no Python per step) -------------------
+CLI_STEPS = {"echo": 2000, "chain4": 1000, "scatter4": 1000, "pipeline": 100,
+             "xfer_1MB": 200, "xfer_16MB": 40, "xfer_64MB": 10}
+CLI_PAIRS = 3
+
+
+def cli_tools():
+    """monarch-compile and monarch-run of the build whose extension we use."""
+    import sys
+    native = sys.modules["_monarch_native"]
+    bindir = pathlib.Path(native.__file__).resolve().parents[1] / "bin"
+    return bindir / "monarch-compile", bindir / "monarch-run"
+
+
+def _timed(cmd):
+    t = time.perf_counter()
+    subprocess.run(cmd, check=True, capture_output=True, timeout=600)
+    return time.perf_counter() - t
+
+
+def cli_workload(w, tmp):
+    """Per-step seconds of `w` through monarch-run: the wall time of K=1+N
+    steps minus that of K=1 (medians of CLI_PAIRS runs each), over N."""
+    import statistics
+    compiler, runner = cli_tools()
+    prog = PROGS[w]()
+    try:
+        spec = prog.fn.trace(*prog.args)
+        mlir, plan, out = tmp / f"{w}.mlir", tmp / f"{w}.mcplan", tmp / f"{w}.out"
+        mlir.write_text(prog.fn.ir("traced"))
+        r = subprocess.run([str(compiler), str(mlir), "-o", str(plan)],
+                           capture_output=True, text=True, timeout=600)
+        if r.returncode:
+            raise RuntimeError(f"monarch-compile failed: {r.stderr.strip()[-300:]}")
+        cmd = [str(runner), str(plan), "--program", prog.fn.__name__]
+        if prog.args:
+            cmd.append("--inputs")
+            for i, a in enumerate(prog.args):
+                np.save(tmp / f"{w}.in{i}.npy", np.asarray(a))
+                cmd.append(str(tmp / f"{w}.in{i}.npy"))
+        for (actor, state), value in spec.state_values().items():
+            path = tmp / f"{w}.{actor}.{state}.npy"
+            np.save(path, value)
+            cmd += ["--state", f"@{actor}::@{state}={path}"]
+        r = subprocess.run(cmd + ["--outputs", str(out)], capture_output=True,
+                           text=True, timeout=600)
+        if r.returncode:
+            raise RuntimeError(f"monarch-run failed: {r.stderr.strip()[-300:]}")
+        outs = [np.load(p) for p in sorted(out.glob("output*.npy"),
+                                           key=lambda p: int(p.stem[6:]))]
+        prog.check(outs if len(outs) > 1 else outs[0])
+        n = CLI_STEPS[w]
+        small, big = [], []
+        for _ in range(CLI_PAIRS):
+            small.append(_timed(cmd + ["--steps", "1"]))
+            big.append(_timed(cmd + ["--steps", str(1 + n)]))
+        per_step = (statistics.median(big) - statistics.median(small)) / n
+        if per_step <= 0:
+            raise RuntimeError("the step time is below the noise of process start")
+        return per_step
+    finally:
+        prog.mesh.stop()
+
+
+def run_cli(workloads):
+    import tempfile
+    with tempfile.TemporaryDirectory(prefix="bench-peers-cli-") as d:
+        for w in workloads:
+            try:
+                rec = C.summarize(w, [cli_workload(w, pathlib.Path(d))])
+                rec["steps"] = CLI_STEPS[w]
+                C.emit(rec)
+            except Exception as err:
+                C.emit_error(w, err)
 
 
 def cold():
@@ -161,8 +249,23 @@ def cold():
 
 
 def main():
-    args = C.parse_args()
-    C.emit({"system": "ours", "version": _version()})
+    import sys
+    via_cli = "--via-cli" in sys.argv
+    args = C.parse_args([a for a in sys.argv[1:] if a != "--via-cli"])
+    version = _version()
+    if via_cli:
+        try:
+            version += f", tools in {cli_tools()[0].parent}"
+        except (KeyError, IndexError):
+            pass
+    C.emit({"system": "ours", "version": version})
+    if via_cli:
+        if args.cold:
+            C.emit_error("cold", RuntimeError(
+                "not applicable: the CLI row has no program whose first line starts the clock"))
+        else:
+            run_cli(args.workloads)
+        return
     if args.cold:
         try:
             C.emit({"workload": "cold", "value": cold(), "unit": "s", "steps": 1})
@@ -173,8 +276,6 @@ def main():
 
 
 def _version():
-    import subprocess
-    import pathlib
     root = pathlib.Path(mc.__file__).resolve().parents[2]
     try:
         rev = subprocess.run(["git", "-C", str(root), "rev-parse", "--short", "HEAD"],

@@ -42,6 +42,7 @@ def _results():
         res.add("ray", {"workload": "echo", "value": v, "unit": "us"})
     for v in (50.0, 40.0, 60.0):
         res.add("ours", {"workload": "echo", "value": v, "unit": "us"})
+    res.add("ours_cli", {"workload": "echo", "value": 25.0, "unit": "us"})
     for v in (1.0, 2.0):
         res.add("ray", {"workload": "xfer_1MB", "value": v, "unit": "GB/s"})
     res.add("ours", {"workload": "xfer_1MB", "value": 3.0, "unit": "GB/s"})
@@ -65,24 +66,29 @@ def test_table_cells_ratios_and_failure_rows():
     res = _results()
     table = R.table(res, ["echo", "chain4", "xfer_1MB"])
     head = table.splitlines()[0]
-    assert "ours vs Ray Compiled Graphs" in head and "ours vs Monarch" in head
+    assert "ours vs Ray CG" in head and "ours vs Monarch" in head
+    assert "ours CLI vs Ray CG" in head
 
     echo = _row(table, R.WORKLOAD_TITLES["echo"])
+    # workload, unit, ours, ours CLI, Ray, Monarch, then ours/CLI x Ray/Monarch
     assert echo[1] == "us"
     assert echo[2] == "50.0 (40.0-60.0, n=3)"
-    assert echo[3] == "100 (90.0-120, n=3)"
-    assert echo[4].startswith("not installed: pip install torchmonarch")
-    assert echo[5] == "2.00x"          # 100 / 50
-    assert echo[6] == "-"              # Monarch has no value
+    assert echo[3] == "25.0 (25.0-25.0, n=1)"
+    assert echo[4] == "100 (90.0-120, n=3)"
+    assert echo[5].startswith("not installed: pip install torchmonarch")
+    assert echo[6] == "2.00x"          # 100 / 50
+    assert echo[7] == "-"              # Monarch has no value
+    assert echo[8] == "4.00x"          # 100 / 25
 
     chain = _row(table, R.WORKLOAD_TITLES["chain4"])
     assert chain[2].startswith("not runnable: ExecutorUnavailableError: cannot run chain()")
-    assert chain[5] == "-"
+    assert chain[3] == "no result"
+    assert chain[6] == "-"
 
     xfer = _row(table, R.WORKLOAD_TITLES["xfer_1MB"])
     assert xfer[1] == "GB/s"
     assert xfer[2] == "3.00 (3.00-3.00, n=1, 1 failed)"
-    assert xfer[5] == "2.00x"          # 3.0 / median(1, 2) = 3 / 1.5
+    assert xfer[6] == "2.00x"          # 3.0 / median(1, 2) = 3 / 1.5
 
 
 def test_failure_labels_and_section():
@@ -94,7 +100,7 @@ def test_failure_labels_and_section():
     # Pipes would break the markdown table.
     assert "|" not in R.error_label("ray", "a | b")
     text = R.failures(_results())
-    assert "monarch_compile (ours), chain4 (1x): ExecutorUnavailableError" in text
+    assert "ours (Python API), chain4 (1x): ExecutorUnavailableError" in text
     assert "Monarch, echo (1x): not installed" in text
 
 
@@ -200,7 +206,7 @@ def test_hung_driver_and_its_children_are_killed(tmp_path, monkeypatch):
         time.sleep(600)
     """))
     monkeypatch.setattr(H, "HERE", tmp_path)
-    monkeypatch.setitem(H.DRIVERS, "fake", "sys_fake.py")
+    monkeypatch.setitem(H.DRIVERS, "fake", ["sys_fake.py"])
     t = time.time()
     recs, failure, _ = H.run_driver(sys.executable, "fake", [], 3, dict(os.environ))
     assert time.time() - t < 30
@@ -216,7 +222,7 @@ def test_hung_driver_and_its_children_are_killed(tmp_path, monkeypatch):
 def test_driver_crash_is_a_failure_not_an_exception(tmp_path, monkeypatch):
     (tmp_path / "sys_crash.py").write_text("import sys\nprint('boom', file=sys.stderr)\nsys.exit(3)\n")
     monkeypatch.setattr(H, "HERE", tmp_path)
-    monkeypatch.setitem(H.DRIVERS, "crash", "sys_crash.py")
+    monkeypatch.setitem(H.DRIVERS, "crash", ["sys_crash.py"])
     recs, failure, _ = H.run_driver(sys.executable, "crash", [], 30, dict(os.environ))
     assert recs == [] and failure == "driver exited with 3: boom"
     recs, failure, _ = H.run_driver("/nonexistent/python", "crash", [], 30, dict(os.environ))
@@ -231,6 +237,30 @@ def test_generated_section_has_machine_versions_and_table():
     text = H.generated_section(res, info, meta)
     assert text.startswith(H.BEGIN) and text.endswith(H.END)
     assert "2 cores, Test CPU, 1.0 GiB memory" in text
-    assert "monarch_compile (ours): monarch_compile @ abc" in text
+    assert "ours (Python API): monarch_compile @ abc" in text
     assert "Ray Compiled Graphs: unknown" in text
     assert "| 1. echo, 1 KB | us | 50.0 (40.0-60.0, n=3) |" in text
+
+
+def test_find_build_skips_directories_without_a_working_extension(tmp_path):
+    empty = tmp_path / "build-empty"
+    (empty / "python").mkdir(parents=True)
+    broken = tmp_path / "build-broken"
+    (broken / "python").mkdir(parents=True)
+    (broken / "python" / "_monarch_native.so").write_text("not an ELF file")
+    env = dict(os.environ)
+    # A python that cannot import anything stands for a half-rebuilt tree.
+    found, why = H.find_build([str(empty), str(broken)], "/bin/false", env)
+    assert found is None and why.startswith(str(broken))
+    found, why = H.find_build([str(empty)], sys.executable, env)
+    assert found is None and "no build directory" in why
+    # The real interpreter fails on the corrupt extension the same way.
+    found, why = H.find_build([str(broken)], sys.executable, env)
+    assert found is None and why.startswith(str(broken)) and "Error" in why
+
+
+def test_build_candidates_order_and_dedup():
+    env = {"MONARCH_BUILD_DIR": "/x/b1"}
+    c = H.build_candidates("/x/b1", env)
+    assert c[0] == "/x/b1" and c.count("/x/b1") == 1
+    assert str(H.ROOT / "build") in c
