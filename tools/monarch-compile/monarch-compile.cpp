@@ -36,6 +36,8 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
+#include <fstream>
 #include <iostream>
 #include <string>
 
@@ -104,16 +106,16 @@ std::string optionsKey(const Flags &flags, const KernelCompileOptions &k) {
   return key;
 }
 
-/// True when the first bytes of the file are a plan's magic (or a prefix).
+/// True when the file starts with (a prefix of) the plan magic bytes. Reads
+/// only the first bytes: the input may be a large MLIR file.
 bool looksLikePlanFile(const std::string &path) {
   if (path == "-")
     return false;
-  StatusOr<std::string> bytes = readFileBytes(path);
-  if (!bytes || bytes->empty())
-    return false;
-  return bytes->compare(0, std::min<size_t>(bytes->size(), 4),
-                        std::string(kPlanMagic, 4), 0,
-                        std::min<size_t>(bytes->size(), 4)) == 0;
+  std::ifstream in(path, std::ios::binary);
+  char head[sizeof(kPlanMagic)] = {};
+  in.read(head, sizeof(head));
+  std::streamsize n = in.gcount();
+  return n > 0 && std::memcmp(head, kPlanMagic, static_cast<size_t>(n)) == 0;
 }
 
 } // namespace
