@@ -1,0 +1,157 @@
+//===- Worker.h - The monarch-worker process's state -----------*- C++ -*-===//
+//
+// Shared by WorkerProcess.cpp (registration, heartbeats, exit) and
+// WorkerHandler.cpp (the WorkerService the controller calls).
+//
+//===----------------------------------------------------------------------===//
+#ifndef MONARCH_WORKER_WORKER_H
+#define MONARCH_WORKER_WORKER_H
+
+#include "Interpreter.h"
+
+#include "ControlStore.h"
+#include "ThriftGlue.h"
+
+#include <spdlog/sinks/base_sink.h>
+#include <spdlog/spdlog.h>
+
+#include <condition_variable>
+#include <deque>
+#include <map>
+#include <thread>
+
+namespace monarch::worker {
+
+using executor::ControllerConnection;
+using executor::ControlServer;
+using executor::ControlStore;
+using executor::Status;
+using executor::StatusCode;
+using executor::WireLimits;
+namespace control = executor::control;
+
+inline int64_t nowUs() {
+  return std::chrono::duration_cast<std::chrono::microseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+inline std::string envOr(const char *name, const std::string &fallback) {
+  const char *v = std::getenv(name);
+  return v && *v ? std::string(v) : fallback;
+}
+
+class ForwardingSink final : public spdlog::sinks::base_sink<std::mutex> {
+public:
+  explicit ForwardingSink(int rank) : rank_(rank) {}
+  std::atomic<bool> forwarding{false};
+
+  std::vector<control::LogRecord> drain() {
+    std::lock_guard<std::mutex> lock(queueMutex_);
+    std::vector<control::LogRecord> out(queue_.begin(), queue_.end());
+    queue_.clear();
+    return out;
+  }
+
+protected:
+  void sink_it_(const spdlog::details::log_msg &msg) override {
+    std::string text(msg.payload.data(), msg.payload.size());
+    if (!forwarding) {
+      std::fprintf(stderr, "[monarch-worker rank %d] %s: %s\n", rank_,
+                   spdlog::level::to_string_view(msg.level).data(),
+                   text.c_str());
+      return;
+    }
+    control::LogRecord record;
+    record.level = static_cast<int32_t>(msg.level);
+    record.message = std::move(text);
+    record.timeUs = nowUs();
+    std::lock_guard<std::mutex> lock(queueMutex_);
+    if (queue_.size() >= 10000)
+      queue_.pop_front();
+    queue_.push_back(std::move(record));
+  }
+  void flush_() override {}
+
+private:
+  int rank_;
+  std::mutex queueMutex_;
+  std::deque<control::LogRecord> queue_;
+};
+
+struct LoadedPlan {
+  std::unique_ptr<Interpreter> interpreter;
+  std::vector<std::pair<int, std::string>> lastFetches;
+};
+
+class Worker {
+public:
+  Status init();
+  int run();
+
+  // Shared with the handler.
+  std::string token;
+  int rank = 0;
+  int worldSize = 1;
+  WireLimits limits;
+  std::string controllerHost;
+  int controllerPort = 0;
+  control::WorkerConfig config;
+  FaultInjection fault;
+  std::shared_ptr<ForwardingSink> sink;
+
+  std::mutex plansMutex;
+  std::map<std::string, std::shared_ptr<LoadedPlan>> plans;
+  std::mutex progressMutex;
+  std::string runningPlan;
+  std::shared_ptr<LoadedPlan> running;
+
+  std::unique_ptr<ControlStore> store;
+  std::shared_ptr<ActorStates> states = std::make_shared<ActorStates>();
+  std::map<std::string, std::pair<std::string, std::vector<int64_t>>>
+      stateTypes;
+
+  void requestExit(int code, const std::string &why);
+  /// Handlers wait here: the controller may call us as soon as it has
+  /// registered us, before our registerWorker call returned its config.
+  void waitConfigured() {
+    std::unique_lock<std::mutex> lock(configMutex_);
+    configCv_.wait_for(lock, std::chrono::seconds(10),
+                       [&] { return configured_; });
+  }
+  void setConfigured() {
+    {
+      std::lock_guard<std::mutex> lock(configMutex_);
+      configured_ = true;
+    }
+    configCv_.notify_all();
+  }
+  void abortAll(const std::string &reason);
+  void report(const std::string &plan, int64_t step, const StepFailure &f,
+              const Instruction *instr);
+  void dropConnections();
+  control::Progress progress();
+
+private:
+  void heartbeatLoop();
+  std::unique_ptr<ControlServer> server_;
+  std::thread heartbeat_;
+  std::mutex heartbeatMutex_;
+  std::unique_ptr<ControllerConnection> heartbeatConn_;
+  std::mutex reportMutex_;
+  std::unique_ptr<ControllerConnection> reportConn_;
+  std::mutex configMutex_;
+  std::condition_variable configCv_;
+  bool configured_ = false;
+  std::mutex exitMutex_;
+  std::condition_variable exitCv_;
+  bool exitRequested_ = false;
+  int exitCode_ = 0;
+};
+
+/// The WorkerService handler of `worker`.
+std::shared_ptr<control::WorkerServiceIf> makeWorkerHandler(Worker &worker);
+
+} // namespace monarch::worker
+
+#endif // MONARCH_WORKER_WORKER_H

@@ -1,0 +1,253 @@
+//===- WorkerHandler.cpp - The WorkerService of a monarch-worker ----------===//
+//
+// loadPlan (decode, create interpreters: kernels, communicators, arenas),
+// runStep (one step of one plan; its first failure is reported to the
+// controller before the communicators abort), fetch, set/getState, abort,
+// ping and shutdown. Every request's token is checked first.
+//
+//===----------------------------------------------------------------------===//
+#include "Worker.h"
+
+#include "PlanLoader.h"
+
+using namespace monarch::executor;
+
+namespace monarch::worker {
+namespace {
+
+[[noreturn]] void throwStatus(const Status &status) {
+  throw toControlError(status);
+}
+
+class WorkerHandler final : public control::WorkerServiceIf {
+public:
+  explicit WorkerHandler(Worker &w) : w_(w) {}
+
+  void loadPlan(std::vector<control::PlanInfo> &reply, const std::string &token,
+                const std::string &bytes) override {
+    requireToken(w_.token, token, "loadPlan");
+    w_.waitConfigured();
+    auto programs = loadRankPrograms(bytes, w_.rank, w_.worldSize);
+    if (!programs.isOk())
+      throwStatus(programs.status());
+    {
+      std::lock_guard<std::mutex> lock(w_.plansMutex);
+      for (const RankProgram &p : *programs)
+        if (w_.plans.count(p.planName))
+          throwStatus(Status(StatusCode::InvalidArgument,
+                             "plan '" + p.planName + "' is already loaded"));
+    }
+    for (RankProgram &program : *programs) {
+      control::PlanInfo info;
+      info.name = program.planName;
+      info.meshSize = program.meshSize;
+      info.arenaBytes = program.arenaBytes;
+      info.numInstructions = static_cast<int32_t>(program.instructions.size());
+      for (const Instruction &in : program.instructions) {
+        if (in.kind == OpKind::State) {
+          control::StateSpec spec;
+          spec.key = in.stateKey;
+          spec.dtype = in.buffer.numpy;
+          spec.shape = in.buffer.shape;
+          info.states.push_back(spec);
+          std::lock_guard<std::mutex> lock(w_.plansMutex);
+          w_.stateTypes[in.stateKey] = {in.buffer.numpy, in.buffer.shape};
+          continue;
+        }
+        if (in.kind != OpKind::Feed && in.kind != OpKind::Fetch)
+          continue;
+        control::BufferSpec spec;
+        spec.index = in.index;
+        spec.dtype = in.buffer.numpy;
+        spec.shape = in.buffer.shape;
+        (in.kind == OpKind::Feed ? info.feeds : info.fetches).push_back(spec);
+      }
+      Interpreter::Options options;
+      options.store = w_.store.get();
+      options.states = w_.states;
+      options.worldSize = w_.worldSize;
+      options.trace = w_.config.trace;
+      options.fault = w_.fault;
+      if (const char *ms = std::getenv("MONARCH_COMM_TIMEOUT_MS"))
+        options.comm.timeout = std::chrono::milliseconds(std::atol(ms));
+      options.comm.hostname = envOr("MONARCH_WORKER_HOST", "127.0.0.1");
+      std::string name = program.planName;
+      options.dropConnections = [this] { w_.dropConnections(); };
+      // The first failure of a step is reported before the communicators
+      // abort, so the controller hears the cause before its consequences.
+      options.onFailure = [this, name](const StepFailure &f, int64_t step,
+                                       const Instruction *instr) {
+        spdlog::error("step {} of plan '{}' failed at instruction {}: {}", step,
+                      name, f.instruction, f.status.toString());
+        w_.report(name, step, f, instr);
+      };
+      auto interp = Interpreter::create(std::move(program), std::move(options));
+      if (!interp.isOk()) {
+        Status st = interp.status().withContext("loading plan '" + name + "'");
+        spdlog::error("{}", st.toString());
+        throwStatus(st);
+      }
+      auto loaded = std::make_shared<LoadedPlan>();
+      loaded->interpreter = std::move(interp).value();
+      {
+        std::lock_guard<std::mutex> lock(w_.plansMutex);
+        w_.plans[name] = loaded;
+      }
+      spdlog::debug("loaded plan '{}': {} instructions, arena {} bytes", name,
+                    info.numInstructions, info.arenaBytes);
+      reply.push_back(std::move(info));
+    }
+  }
+
+  void runStep(control::RunStepReply &reply,
+               const control::RunStepRequest &request) override {
+    requireToken(w_.token, request.token, "runStep");
+    w_.waitConfigured();
+    std::shared_ptr<LoadedPlan> plan;
+    {
+      std::lock_guard<std::mutex> lock(w_.plansMutex);
+      auto it = w_.plans.find(request.plan);
+      if (it == w_.plans.end())
+        throwStatus(Status(StatusCode::NotFound,
+                           "no plan named '" + request.plan + "' is loaded"));
+      plan = it->second;
+    }
+    std::map<int, const std::string *> feeds;
+    for (const control::Feed &feed : request.feeds)
+      feeds[feed.index] = &feed.tensor.data;
+    {
+      std::lock_guard<std::mutex> lock(w_.progressMutex);
+      w_.runningPlan = request.plan;
+      w_.running = plan;
+    }
+    std::vector<std::pair<int, std::string>> fetches;
+    std::vector<TraceRecord> trace;
+    int64_t start = nowUs();
+    StepFailure failure =
+        plan->interpreter->runStep(request.step, feeds, fetches, trace);
+    {
+      std::lock_guard<std::mutex> lock(w_.progressMutex);
+      w_.running.reset();
+    }
+    if (!failure.status) {
+      const RankProgram &p = plan->interpreter->program();
+      const Instruction *instr =
+          failure.instruction >= 0 &&
+                  failure.instruction < static_cast<int>(p.instructions.size())
+              ? &p.instructions[failure.instruction]
+              : nullptr;
+      control::ControlError error = toControlError(failure.status);
+      error.rank = w_.rank;
+      error.instruction = failure.instruction;
+      if (instr) {
+        error.op = instr->name;
+        error.location = instr->location;
+      }
+      throw error;
+    }
+    reply.elapsedUs = nowUs() - start;
+    const RankProgram &p = plan->interpreter->program();
+    for (auto &[index, bytes] : fetches) {
+      control::Fetch fetch;
+      fetch.index = index;
+      for (const Instruction &in : p.instructions)
+        if (in.kind == OpKind::Fetch && in.index == index) {
+          fetch.tensor.dtype = in.buffer.numpy;
+          fetch.tensor.shape = in.buffer.shape;
+          break;
+        }
+      fetch.tensor.data = bytes;
+      reply.fetches.push_back(std::move(fetch));
+    }
+    plan->lastFetches = std::move(fetches);
+    for (TraceRecord &t : trace) {
+      control::TraceEvent e;
+      e.name = std::move(t.name);
+      e.category = std::move(t.category);
+      e.stream = t.stream;
+      e.startUs = t.startUs;
+      e.durationUs = t.durationUs;
+      reply.trace.push_back(std::move(e));
+    }
+  }
+
+  void fetch(std::vector<control::Fetch> &reply, const std::string &token,
+             const std::string &planName,
+             const std::vector<int32_t> &indices) override {
+    requireToken(w_.token, token, "fetch");
+    std::lock_guard<std::mutex> lock(w_.plansMutex);
+    auto it = w_.plans.find(planName);
+    if (it == w_.plans.end())
+      throwStatus(Status(StatusCode::NotFound,
+                         "no plan named '" + planName + "' is loaded"));
+    for (int32_t index : indices) {
+      bool found = false;
+      for (auto &[i, bytes] : it->second->lastFetches)
+        if (i == index) {
+          control::Fetch f;
+          f.index = i;
+          f.tensor.data = bytes;
+          reply.push_back(std::move(f));
+          found = true;
+        }
+      if (!found)
+        throwStatus(Status(StatusCode::NotFound,
+                           "plan '" + planName + "' has no fetch " +
+                               std::to_string(index) + " from its last step"));
+    }
+  }
+
+  void setState(const std::string &token, const std::string &key,
+                const control::Tensor &value) override {
+    requireToken(w_.token, token, "setState");
+    Status st = w_.states->write(key, value.data);
+    if (!st)
+      throwStatus(st);
+  }
+
+  void getState(control::Tensor &reply, const std::string &token,
+                const std::string &key) override {
+    requireToken(w_.token, token, "getState");
+    auto bytes = w_.states->read(key);
+    if (!bytes.isOk())
+      throwStatus(bytes.status());
+    std::lock_guard<std::mutex> lock(w_.plansMutex);
+    auto &[dtype, shape] = w_.stateTypes[key];
+    reply.dtype = dtype;
+    reply.shape = shape;
+    reply.data = std::move(bytes).value();
+  }
+
+  void abort(const std::string &token, const std::string &reason) override {
+    requireToken(w_.token, token, "abort");
+    spdlog::warn("aborting: {}", reason);
+    w_.abortAll(reason);
+  }
+
+  void ping(control::PingReply &reply, const std::string &token) override {
+    requireToken(w_.token, token, "ping");
+    reply.rank = w_.rank;
+    reply.pid = ::getpid();
+    reply.progress = w_.progress();
+  }
+
+  void shutdown(const std::string &token) override {
+    if (!tokenMatches(w_.token, token)) {
+      spdlog::warn("rejected shutdown from {}: wrong job token",
+                   ControlServer::currentPeer());
+      return;
+    }
+    w_.requestExit(0, "the controller asked the worker to stop");
+  }
+
+private:
+  Worker &w_;
+};
+
+} // namespace
+
+std::shared_ptr<control::WorkerServiceIf> makeWorkerHandler(Worker &worker) {
+  return std::make_shared<WorkerHandler>(worker);
+}
+
+} // namespace monarch::worker
