@@ -84,6 +84,9 @@ TraceBuilder::planSummary(const std::string &backend) const {
       rank.plan = name;
       rank.rank = static_cast<int64_t>(program.getRank());
       rank.arenaBytes = static_cast<int64_t>(program.getArena());
+      rank.peakBytes = rank.arenaBytes;
+      if (auto peak = program->getAttrOfType<IntegerAttr>("monarch.peak_bytes"))
+        rank.peakBytes = peak.getInt();
       for (Operation &op : program.getBody().front()) {
         ++rank.ops;
         if (isa<LaunchOp>(op)) {

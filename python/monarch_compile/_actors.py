@@ -71,7 +71,8 @@ class _EndpointTrace:
         return Tensor(self.trace, self.values[name])
 
     def set(self, name, value, loc):
-        vid = as_value(self.trace, value, self.actor.__getattr__(name), loc)
+        like = value if isinstance(value, Tensor) else self.get(name, loc)
+        vid = as_value(self.trace, value, like, loc)
         self.trace.call("state_set", name, vid, loc, loc=loc)
         self.values[name] = vid
 

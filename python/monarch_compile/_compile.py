@@ -80,8 +80,8 @@ class PlanSummary:
 
     @property
     def peak_memory(self):
-        """{(plan, rank): arena bytes}."""
-        return {(r["plan"], r["rank"]): r["arena_bytes"] for r in self.ranks}
+        """{(plan, rank): peak live bytes of the rank's schedule}."""
+        return {(r["plan"], r["rank"]): r["peak_bytes"] for r in self.ranks}
 
     @property
     def bytes_moved(self):
@@ -89,11 +89,12 @@ class PlanSummary:
         return {(l["plan"], l["from"], l["to"]): l["bytes"] for l in self.links}
 
     def __str__(self):
-        out = ["rank  plan                              ops  kernels  sends  recvs  colls  peak bytes"]
+        out = ["rank  plan                              ops  kernels  sends  recvs  colls  peak bytes  arena bytes"]
         for r in self.ranks:
             out.append(f"{r['rank']:>4}  {r['plan']:<32} {r['ops']:>4}  "
                        f"{r['kernels']:>7}  {r['sends']:>5}  {r['recvs']:>5}  "
-                       f"{r['collectives']:>5}  {r['arena_bytes']:>10}")
+                       f"{r['collectives']:>5}  {r['peak_bytes']:>10}  "
+                       f"{r['arena_bytes']:>11}")
         if self.links:
             out.append("point-to-point links (bytes per step):")
             for l in self.links:

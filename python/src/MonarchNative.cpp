@@ -415,6 +415,7 @@ NB_MODULE(_monarch_native, m) {
           d["recvs"] = r.recvs;
           d["collectives"] = r.collectives;
           d["arena_bytes"] = r.arenaBytes;
+          d["peak_bytes"] = r.peakBytes;
           ranks.append(d);
         }
         for (const auto &l : s.links) {

@@ -61,7 +61,7 @@ def test_design_step_every_stage():
 
     summary = step.plan_summary()
     assert [r["rank"] for r in summary.ranks] == [0, 1, 2, 3]
-    assert all(r["arena_bytes"] > 0 for r in summary.ranks)
+    assert all(0 < r["peak_bytes"] <= r["arena_bytes"] for r in summary.ranks)
     assert summary.collectives[0]["kind"] == "all_reduce"
     assert "all_reduce" in str(summary)
     assert set(summary.peak_memory.values()) and summary.bytes_moved == {}

@@ -117,8 +117,10 @@ TEST_F(TraceBuilderTest, DataParallelStepLowersToEveryStage) {
   EXPECT_EQ(summary->collectives[0].count, 4);
   // Each rank all-reduces its 4 floats.
   EXPECT_EQ(summary->collectives[0].bytes, 4 * 16);
-  for (const auto &rank : summary->ranks)
-    EXPECT_GT(rank.arenaBytes, 0);
+  for (const auto &rank : summary->ranks) {
+    EXPECT_GT(rank.peakBytes, 0);
+    EXPECT_LE(rank.peakBytes, rank.arenaBytes);
+  }
 }
 
 TEST_F(TraceBuilderTest, LocationsAreTheCallersLines) {

@@ -159,6 +159,9 @@ struct PlanSummary {
     int64_t recvs = 0;
     int64_t collectives = 0;
     int64_t arenaBytes = 0;
+    /// Peak live bytes from the schedule (`monarch.peak_bytes`), else the
+    /// arena size.
+    int64_t peakBytes = 0;
   };
   struct Link {
     std::string plan;
