@@ -120,6 +120,15 @@ class Compiled:
         self._last = None
         self.trace_count = 0
         functools.update_wrapper(self, fn)
+        try:
+            self._signature = inspect.signature(fn)
+        except (TypeError, ValueError):
+            self._signature = None
+        # Calls passing exactly the plain positional parameters skip binding.
+        params = self._signature.parameters.values() if self._signature else ()
+        plain = all(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+                    for p in params)
+        self._plain_arity = len(params) if plain else -1
 
     # Specialisation -----------------------------------------------------
     def _key(self, args, loc):
@@ -159,9 +168,10 @@ class Compiled:
 
     def _bind(self, args, kwargs, loc):
         """Positional arguments with keywords and defaults filled in."""
-        try:
-            sig = inspect.signature(self.fn)
-        except (TypeError, ValueError):
+        if not kwargs and len(args) == self._plain_arity:
+            return tuple(args)
+        sig = self._signature
+        if sig is None:
             return tuple(args)
         try:
             bound = sig.bind(*args, **kwargs)

@@ -4,6 +4,7 @@ Every op records the position of the innermost frame outside this package
 (the user's line, not the library's), with the column of the expression
 being evaluated (Python 3.11 code positions).
 """
+import itertools
 import os
 import re
 import sys
@@ -23,14 +24,12 @@ def _frame_loc(frame):
     line, col = frame.f_lineno, 1
     positions = getattr(code, "co_positions", None)
     if positions is not None and frame.f_lasti >= 0:
-        try:
-            pos = list(positions())[frame.f_lasti // 2]
+        pos = next(itertools.islice(positions(), frame.f_lasti // 2, None), None)
+        if pos is not None:
             if pos[0] is not None:
                 line = pos[0]
             if pos[2] is not None:
                 col = pos[2] + 1
-        except (IndexError, ValueError):
-            pass
     return (code.co_filename, int(line or 0), int(col))
 
 
