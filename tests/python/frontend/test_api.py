@@ -366,3 +366,31 @@ def test_general_reshape_inside_endpoints():
     assert "tensor.collapse_shape" in text and "tensor.expand_shape" in text
     assert "func.func @f(%arg0: tensor<4x3xf32>" in text and "-> tensor<12xf32>" in text
     assert "monarch.plan" in f.ir("planned")
+
+
+def test_planned_for_the_nccl_backend_and_inline_sibling_endpoints():
+    mesh = mc.mesh(gpus=2)
+
+    class A(mc.Actor):
+        @mc.endpoint
+        def double(self, x):
+            return x * 2.0
+
+        @mc.endpoint
+        def quad(self, x):
+            y = self.double(self.double(x))  # per-rank code, inlined
+            return mc.all_reduce(y, "gpus", "avg")
+
+    a = mesh.spawn("a", A)
+
+    @mc.compile
+    def f(x):
+        return a.quad.call(x)
+
+    traced = f.ir("traced", f32(4))
+    assert "monarch.endpoint @quad" in traced and "@double" not in traced
+    assert traced.count("arith.mulf") == 2
+    assert "backend nccl" in f.ir("planned", backend="nccl")
+    assert "backend gloo" in f.ir("planned")
+    with pytest.raises(mc.TraceError, match="unknown backend 'mpi'"):
+        f.ir("planned", backend="mpi")
