@@ -126,8 +126,13 @@ LogicalResult tileAndVectorize(RewriterBase &rewriter, linalg::LinalgOp op) {
 void loadKernelDialects(MLIRContext &ctx) {
   // The pipelines are textual; the passes they name are registered once per
   // process (registration is global and not thread-safe).
+  // A host tool may have registered them already (monarch-opt does), and
+  // registering a pass pipeline twice is a fatal error.
   static std::once_flag passesRegistered;
-  std::call_once(passesRegistered, [] { registerAllPasses(); });
+  std::call_once(passesRegistered, [] {
+    if (!PassPipelineInfo::lookup("buffer-deallocation-pipeline"))
+      registerAllPasses();
+  });
   DialectRegistry registry;
   registerAllDialects(registry);
   registerAllExtensions(registry);
@@ -215,8 +220,8 @@ LogicalResult bufferizeKernel(ModuleOp scratch) {
 }
 
 LogicalResult lowerCpuKernelToLLVM(ModuleOp scratch) {
-  // Copies and any op the vectorizer declined become loops; vectorize the
-  // copies' inner loops is left to LLVM.
+  // Copies inserted by bufferization and any op the vectorizer declined
+  // become scalar loops; LLVM's loop vectorizer takes it from there.
   if (failed(runPipeline(
           scratch, "func.func(convert-linalg-to-loops,canonicalize),"
                    "fold-memref-alias-ops,"

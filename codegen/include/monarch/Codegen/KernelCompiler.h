@@ -54,7 +54,9 @@ struct CompiledKernel {
   double compileSeconds = 0;
 };
 
-/// What a worker loads: an ELF shared object for the CPU, PTX text for CUDA.
+/// What a worker loads: an ELF shared object for the CPU, PTX text for CUDA
+/// (one PTX module per kernel, each preceded by its launch manifest in PTX
+/// comments; see docs/kernels.md).
 struct KernelLibrary {
   KernelTarget target = KernelTarget::Cpu;
   std::string binary;
@@ -66,6 +68,8 @@ struct KernelLibrary {
 
 /// Compiles `kernels` (functions of `module`) into one library. Errors are
 /// emitted as diagnostics at the offending kernel. `module` is not modified.
+/// Loads the dialects and registers the passes it needs into the module's
+/// context; do not call it concurrently on one context.
 mlir::FailureOr<KernelLibrary>
 compileKernels(mlir::ModuleOp module,
                llvm::ArrayRef<mlir::func::FuncOp> kernels,
