@@ -93,7 +93,7 @@ def error_label(system, message):
         return "no result"
     if system in OURS and UNREACHABLE_EXECUTOR in message:
         prefix = "not runnable"
-    elif message.startswith("not installed"):
+    elif message.startswith(("not installed", "n/a")):
         return _clip(message, 70)
     else:
         prefix = "failed"
@@ -154,5 +154,7 @@ def failures(results, systems=SYSTEMS):
     for s in systems:
         for w, errs in results.errors.get(s, {}).items():
             for e in dict.fromkeys(errs):
+                if e.startswith("n/a"):
+                    continue
                 out.append(f"- {SYSTEM_TITLES[s]}, {w} ({errs.count(e)}x): {e}")
     return "\n".join(out)

@@ -158,15 +158,21 @@ SETUPS = {w: (lambda w=w: PROGS[w]().python()) for w in PROGS}
 # Through the CLI: the same traced programs compiled by monarch-compile and
 # run by monarch-run (C++ controller; no Python per step) -------------------
 CLI_STEPS = {"echo": 2000, "chain4": 1000, "scatter4": 1000, "pipeline": 100,
-             "xfer_1MB": 200, "xfer_16MB": 40, "xfer_64MB": 10}
+             "xfer_1MB": 400, "xfer_16MB": 60, "xfer_64MB": 20}
 CLI_PAIRS = 3
 
 
 def cli_tools():
-    """monarch-compile and monarch-run of the build whose extension we use."""
+    """monarch-compile and monarch-run of the build whose extension we use
+    (or of $MONARCH_BENCH_CLI_BIN)."""
+    import os
     import sys
-    native = sys.modules["_monarch_native"]
-    bindir = pathlib.Path(native.__file__).resolve().parents[1] / "bin"
+    bindir = os.environ.get("MONARCH_BENCH_CLI_BIN")
+    if bindir:
+        bindir = pathlib.Path(bindir)
+    else:
+        native = sys.modules["_monarch_native"]
+        bindir = pathlib.Path(native.__file__).resolve().parents[1] / "bin"
     return bindir / "monarch-compile", bindir / "monarch-run"
 
 
@@ -255,7 +261,8 @@ def main():
     version = _version()
     if via_cli:
         try:
-            version += f", tools in {cli_tools()[0].parent}"
+            comp, run = cli_tools()
+            version += f", {comp.resolve()}, {run.resolve()}"
         except (KeyError, IndexError):
             pass
     C.emit({"system": "ours", "version": version})

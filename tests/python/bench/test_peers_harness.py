@@ -95,11 +95,15 @@ def test_failure_labels_and_section():
     assert R.error_label("ray", "RayChannelTimeoutError: hang").startswith("failed: ")
     assert R.error_label("ours", "TraceError: bad").startswith("failed: ")
     assert R.error_label("ours", None) == "no result"
+    assert R.error_label("ours_cli", H.CLI_COLD) == H.CLI_COLD
     long = "x" * 500
     assert len(R.error_label("ray", long)) < 100
     # Pipes would break the markdown table.
     assert "|" not in R.error_label("ray", "a | b")
-    text = R.failures(_results())
+    res = _results()
+    res.add("ours_cli", {"workload": "cold", "error": H.CLI_COLD})
+    text = R.failures(res)
+    assert "n/a" not in text
     assert "ours (Python API), chain4 (1x): ExecutorUnavailableError" in text
     assert "Monarch, echo (1x): not installed" in text
 
@@ -120,7 +124,7 @@ def test_collect_marks_missing_workloads():
     res = R.Results()
     recs = [{"system": "ray", "version": "ray 9"},
             {"workload": "echo", "value": 10.0, "unit": "us"}]
-    H.collect(res, "ray", ["echo", "chain4"], recs, "timed out after 5 s")
+    assert H.collect(res, "ray", ["echo", "chain4"], recs, "timed out after 5 s") == ["chain4"]
     assert res.samples("ray", "echo") == [10.0]
     assert res.first_error("ray", "chain4") == "timed out after 5 s"
     assert res.versions["ray"] == "ray 9"
