@@ -17,3 +17,5 @@ config.substitutions.append(("%monarch_src_root", config.monarch_src_root))
 config.substitutions.append(("%examples", os.path.join(config.monarch_src_root, "examples")))
 config.substitutions.append(("%python", sys.executable))
 config.substitutions.append(("%monarch_obj_root", config.monarch_obj_root))
+# Compiled plans are cached inside the test tree, never in the user's home.
+config.environment["MONARCH_CACHE_DIR"] = os.path.join(config.test_exec_root, "monarch-cache")

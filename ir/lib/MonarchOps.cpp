@@ -24,6 +24,8 @@
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringSet.h"
 
+#include <cmath>
+
 using namespace mlir;
 using namespace monarch;
 using namespace monarch::detail;
@@ -366,6 +368,69 @@ int64_t MeshSliceOp::getParentRank(ArrayRef<int64_t> parentShape,
   for (auto [idx, extent] : llvm::zip(index, parentShape))
     parentRank = parentRank * extent + idx;
   return parentRank;
+}
+
+//===----------------------------------------------------------------------===//
+// TopologyOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult TopologyOp::verify() {
+  if (failed(verifyDimNames(*this, getHosts())))
+    return failure();
+  auto check = [&](StringRef which, double gbps,
+                   double latency) -> LogicalResult {
+    if (!(gbps > 0) || !std::isfinite(gbps))
+      return emitOpError() << which << " bandwidth must be a positive number "
+                           << "of GB/s, got " << gbps;
+    if (!(latency >= 0) || !std::isfinite(latency))
+      return emitOpError() << which << " latency must be a non-negative "
+                           << "number of microseconds, got " << latency;
+    return success();
+  };
+  if (failed(check("intra", getIntraGbps().convertToDouble(),
+                   getIntraLatencyUs().convertToDouble())) ||
+      failed(check("inter", getInterGbps().convertToDouble(),
+                   getInterLatencyUs().convertToDouble())))
+    return failure();
+  return success();
+}
+
+LogicalResult TopologyOp::verifySymbolUses(SymbolTableCollection &tables) {
+  auto mesh = tables.lookupNearestSymbolFrom<ProcMeshOp>(*this, getMeshAttr());
+  if (!mesh)
+    return unresolved(*this, getMeshAttr().getAttr(), "monarch.proc_mesh");
+  SmallVector<StringRef> dims = mesh.getDimNames();
+  for (Attribute a : getHosts()) {
+    StringRef name = cast<StringAttr>(a).getValue();
+    if (!llvm::is_contained(dims, name))
+      return emitOpError("mesh ")
+             << getMeshAttr() << " has no dimension \"" << name << "\"";
+  }
+  for (Operation &other : (*this)->getBlock()->getOperations()) {
+    auto topo = dyn_cast<TopologyOp>(other);
+    if (topo && topo != *this && topo.getMeshAttr() == getMeshAttr() &&
+        topo->isBeforeInBlock(*this))
+      return emitOpError("mesh ") << getMeshAttr() << " already has a topology";
+  }
+  return success();
+}
+
+int64_t TopologyOp::hostOf(ArrayRef<StringRef> dims, ArrayRef<int64_t> shape,
+                           int64_t rank) {
+  // Row-major coordinates of `rank`, then the index among hosts.
+  SmallVector<int64_t> coords(shape.size());
+  for (int64_t d = static_cast<int64_t>(shape.size()) - 1; d >= 0; --d) {
+    coords[d] = rank % shape[d];
+    rank /= shape[d];
+  }
+  int64_t host = 0;
+  for (Attribute a : getHosts()) {
+    int64_t d = llvm::find(dims, cast<StringAttr>(a).getValue()) - dims.begin();
+    if (d >= static_cast<int64_t>(dims.size()))
+      continue;
+    host = host * shape[d] + coords[d];
+  }
+  return host;
 }
 
 //===----------------------------------------------------------------------===//

@@ -704,6 +704,21 @@ LogicalResult MonarchPlanTransfersPass::lower(RankCode &code, PlanOp plan,
   b.setInsertionPointToStart(&program.getBody().front());
   StreamState st(b, loc);
   auto world = FlatSymbolRefAttr::get(plan.getMeshAttr().getAttr());
+  // Links of the transfers, when the mesh describes its hosts.
+  TopologyOp topology;
+  for (auto t : getOperation().getOps<TopologyOp>())
+    if (t.getMeshAttr() == world)
+      topology = t;
+  auto linkBetween = [&](ArrayRef<int64_t> ranks) -> LinkKindAttr {
+    if (!topology || ranks.empty())
+      return {};
+    int64_t host = topology.hostOf(procMesh.dims, procMesh.shape, ranks[0]);
+    bool sameHost = llvm::all_of(ranks, [&](int64_t r) {
+      return topology.hostOf(procMesh.dims, procMesh.shape, r) == host;
+    });
+    return LinkKindAttr::get(ctx, sameHost ? topology.getIntra()
+                                           : topology.getInter());
+  };
   std::string planName = plan.getSymName().str();
 
   // Inputs and persistent state.
@@ -890,7 +905,8 @@ LogicalResult MonarchPlanTransfersPass::lower(RankCode &code, PlanOp plan,
             b, send.getLoc(), EventType::get(ctx), buf, b.getI64IntegerAttr(d),
             FlatSymbolRefAttr::get(comm.getSymNameAttr()),
             b.getI64IntegerAttr(kP2PStream),
-            group ? b.getI64IntegerAttr(*group) : IntegerAttr());
+            group ? b.getI64IntegerAttr(*group) : IntegerAttr(),
+            linkBetween({code.rank, d}));
         st.record(e, {buf}, {}, kP2PStream);
         ++numSends;
       }
@@ -913,7 +929,8 @@ LogicalResult MonarchPlanTransfersPass::lower(RankCode &code, PlanOp plan,
           b, recv.getLoc(), EventType::get(ctx), buf, b.getI64IntegerAttr(src),
           FlatSymbolRefAttr::get(comm.getSymNameAttr()),
           b.getI64IntegerAttr(kP2PStream),
-          group ? b.getI64IntegerAttr(*group) : IntegerAttr());
+          group ? b.getI64IntegerAttr(*group) : IntegerAttr(),
+          linkBetween({src, code.rank}));
       st.record(e, {}, {buf}, kP2PStream);
       closeP2PGroup();
       continue;
@@ -952,7 +969,8 @@ LogicalResult MonarchPlanTransfersPass::lower(RankCode &code, PlanOp plan,
     Value e = CollectiveOp::create(
         b, op.getLoc(), EventType::get(ctx), CollectiveKindAttr::get(ctx, kind),
         reduction, in, out, FlatSymbolRefAttr::get(comm.getSymNameAttr()), root,
-        b.getI64IntegerAttr(kCollectiveStream), IntegerAttr());
+        b.getI64IntegerAttr(kCollectiveStream), IntegerAttr(),
+        linkBetween(group));
     st.record(e, {in}, {out}, kCollectiveStream);
     ++numCollectives;
   }

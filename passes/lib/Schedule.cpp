@@ -46,8 +46,10 @@ using namespace monarch;
 //  * send, recv: 20 us + bytes / 2 GB/s;
 //  * collective: 20 us + max(input, output) bytes / 2 GB/s * 2(n-1)/n on a
 //    communicator of n ranks (the bytes a ring moves per rank);
-//  * a group (one stream entry) pays the 20 us latency once plus the sum of
-//    its members' bandwidth terms;
+//  * when the mesh has a monarch.topology, a transfer labelled with a link
+//    takes that link's latency and bandwidth instead of 20 us and 2 GB/s;
+//  * a group (one stream entry) pays the latency of its first member once
+//    plus the sum of its members' bandwidth terms;
 //  * feed_buffer, fetch_buffer, state_buffer and wait take no time; a wait
 //    ends when the events it waits for have completed.
 // Partners are assumed ready: a transfer takes its cost from the moment it
@@ -78,6 +80,8 @@ struct Instr {
   int streamPos = -1;
   /// Cost alone; for communication only the bandwidth term.
   double cost = 0;
+  /// Communication: the latency its stream entry pays once.
+  double latency = 0;
   llvm::SmallVector<Access, 4> accesses;
   /// First wait (original order) after which this op is known complete: it
   /// waits for this op's event (via == self) or for a later entry `via` of
@@ -160,8 +164,13 @@ private:
   void write(int instr, const Access &access);
   std::map<int64_t, Segment>::iterator split(int64_t at);
 
+  /// Bytes per microsecond and latency of a transfer over `link`: the
+  /// mesh's monarch.topology when it has one, else the defaults above.
+  std::pair<double, double> linkCost(std::optional<LinkKind> link);
+
   RankProgramOp program;
   SymbolTableCollection &symbols;
+  TopologyOp topology;
 
   std::vector<Instr> instrs;
   std::vector<Unit> units;
@@ -202,8 +211,26 @@ int RankScheduler::bufferId(BufferAttr attr) {
   return it->second;
 }
 
+std::pair<double, double>
+RankScheduler::linkCost(std::optional<LinkKind> link) {
+  if (!topology || !link)
+    return {kLinkBytesPerUs, kLatencyUs};
+  bool intra = *link == topology.getIntra();
+  double gbps = (intra ? topology.getIntraGbps() : topology.getInterGbps())
+                    .convertToDouble();
+  double latency =
+      (intra ? topology.getIntraLatencyUs() : topology.getInterLatencyUs())
+          .convertToDouble();
+  return {gbps * 1e9 / 1e6, latency};
+}
+
 LogicalResult RankScheduler::collect() {
   Block &block = program.getBody().front();
+  if (auto plan = program->getParentOfType<PlanOp>())
+    if (auto module = plan->getParentOfType<ModuleOp>())
+      for (auto t : module.getOps<TopologyOp>())
+        if (t.getMeshAttr() == plan.getMeshAttr())
+          topology = t;
   for (Operation &op : block) {
     Instr in;
     in.op = &op;
@@ -236,13 +263,17 @@ LogicalResult RankScheduler::collect() {
             .Case([&](SendOp send) {
               commStream(send.getStream(), send.getGroup());
               use(send.getBuffer(), /*write=*/false);
-              in.cost = send.getBuffer().getSizeInBytes() / kLinkBytesPerUs;
+              auto [rate, latency] = linkCost(send.getLink());
+              in.cost = send.getBuffer().getSizeInBytes() / rate;
+              in.latency = latency;
               return true;
             })
             .Case([&](RecvOp recv) {
               commStream(recv.getStream(), recv.getGroup());
               use(recv.getBuffer(), /*write=*/true);
-              in.cost = recv.getBuffer().getSizeInBytes() / kLinkBytesPerUs;
+              auto [rate, latency] = linkCost(recv.getLink());
+              in.cost = recv.getBuffer().getSizeInBytes() / rate;
+              in.latency = latency;
               return true;
             })
             .Case([&](CollectiveOp coll) {
@@ -255,7 +286,9 @@ LogicalResult RankScheduler::collect() {
                 n = std::max<size_t>(1, comm.getRanks().size());
               int64_t bytes = std::max(coll.getInput().getSizeInBytes(),
                                        coll.getOutput().getSizeInBytes());
-              in.cost = bytes / kLinkBytesPerUs * 2 * (n - 1) / n;
+              auto [rate, latency] = linkCost(coll.getLink());
+              in.cost = bytes / rate * 2 * (n - 1) / n;
+              in.latency = latency;
               return true;
             })
             .Case([&](WaitOp) {
@@ -318,7 +351,7 @@ LogicalResult RankScheduler::collect() {
     } else {
       Unit unit{i, i, in.comm, in.cost};
       if (in.comm)
-        unit.cost += kLatencyUs;
+        unit.cost += in.latency;
       units.push_back(unit);
     }
     in.unit = units.size() - 1;

@@ -23,6 +23,11 @@ class WholeModuleTest : public MonarchIRTest {
 protected:
   void buildMeshesAndActors() {
     buildPipelineMeshes();
+    // Hosts of @mesh: one per "hosts" coordinate.
+    TopologyOp::create(b, loc, "mesh", strs({"hosts"}), LinkKind::Nvlink,
+                       llvm::APFloat(450.0), llvm::APFloat(2.0),
+                       LinkKind::Network, llvm::APFloat(25.0),
+                       llvm::APFloat(10.0));
     OpBuilder::InsertionGuard guard(b);
     auto cls = ActorClassOp::create(b, loc, "Stage");
     b.setInsertionPointToStart(&cls.getBody().front());
@@ -164,7 +169,7 @@ protected:
         FeedBufferOp::create(b, loc, uint64_t{0}, x);
       if (rank == 2) {
         auto recv = RecvOp::create(b, loc, x, uint64_t{1}, "pp", uint64_t{1},
-                                   b.getI64IntegerAttr(0));
+                                   b.getI64IntegerAttr(0), LinkKindAttr());
         WaitOp::create(b, loc, ValueRange{recv});
       }
       auto launch =
@@ -172,11 +177,12 @@ protected:
       WaitOp::create(b, loc, ValueRange{launch});
       if (rank == 1)
         events.push_back(SendOp::create(b, loc, y, uint64_t{2}, "pp",
-                                        uint64_t{1}, b.getI64IntegerAttr(0)));
+                                        uint64_t{1}, b.getI64IntegerAttr(0),
+                                        LinkKindAttr()));
       events.push_back(CollectiveOp::create(
           b, loc, CollectiveKind::AllReduce,
           ReductionKindAttr::get(&ctx, ReductionKind::Avg), w, w, "world",
-          IntegerAttr(), uint64_t{1}, IntegerAttr()));
+          IntegerAttr(), uint64_t{1}, IntegerAttr(), LinkKindAttr()));
       WaitOp::create(b, loc, events);
       if (rank == 3)
         FetchBufferOp::create(b, loc, uint64_t{0}, y);
@@ -219,7 +225,7 @@ TEST_F(WholeModuleTest, UsesEveryRegisteredMonarchOp) {
         << name.getStringRef().str() << " is not built by this test";
   }
   EXPECT_EQ(registered, used.size());
-  EXPECT_EQ(registered, 37u);
+  EXPECT_EQ(registered, 38u);
 }
 
 TEST_F(WholeModuleTest, InterfacesAndSymbolsOfTheWholeModule) {

@@ -67,7 +67,8 @@ protected:
 
   SendOp send(BufferAttr buffer, uint64_t peer, StringRef comm,
               IntegerAttr group = {}) {
-    return SendOp::create(b, loc, buffer, peer, comm, /*stream=*/1, group);
+    return SendOp::create(b, loc, buffer, peer, comm, /*stream=*/1, group,
+                          LinkKindAttr());
   }
 
   CollectiveOp collective(CollectiveKind kind,
@@ -80,7 +81,7 @@ protected:
         reduction ? ReductionKindAttr::get(&ctx, *reduction)
                   : ReductionKindAttr(),
         in, out, comm, root ? b.getI64IntegerAttr(*root) : IntegerAttr(),
-        /*stream=*/1, /*group=*/IntegerAttr());
+        /*stream=*/1, /*group=*/IntegerAttr(), LinkKindAttr());
   }
 
   CommunicatorOp world, pp;
@@ -134,15 +135,16 @@ TEST_F(PlanTest, RankProgramsWithEveryInstruction) {
 
   // Rank 2: receive from rank 1, reduce-scatter, broadcast, all-to-all.
   RankProgramOp rank2 = program(2, 256);
-  auto recvOp = RecvOp::create(b, loc, buf(0, {2, 4}), uint64_t{1}, "pp",
-                               uint64_t{1}, b.getI64IntegerAttr(0));
+  auto recvOp =
+      RecvOp::create(b, loc, buf(0, {2, 4}), uint64_t{1}, "pp", uint64_t{1},
+                     b.getI64IntegerAttr(0), LinkKindAttr());
   auto reduceScatter =
       collective(CollectiveKind::ReduceScatter, ReductionKind::Avg,
                  buf(32, {8, 4}), buf(160, {2, 4}));
   auto bcast = CollectiveOp::create(
       b, loc, CollectiveKind::Broadcast, ReductionKindAttr(), buf(0, {2, 4}),
       buf(0, {2, 4}), "world", b.getI64IntegerAttr(1), uint64_t{0},
-      b.getI64IntegerAttr(3));
+      b.getI64IntegerAttr(3), LinkKindAttr());
   auto allToAll = collective(CollectiveKind::AllToAll, std::nullopt,
                              buf(192, {4, 4}), buf(192, {4, 4}));
   WaitOp::create(b, loc, ValueRange{recvOp, reduceScatter, bcast, allToAll});
@@ -324,7 +326,7 @@ TEST_F(PlanTest, PointToPointPeersMustBeInTheCommunicator) {
   expectRejected(send(buf(0, {2, 4}), 3, "pp"),
                  "peer rank 3 is not a member of communicator @pp");
   expectRejected(RecvOp::create(b, loc, buf(0, {2, 4}), uint64_t{0}, "pp",
-                                uint64_t{1}, IntegerAttr()),
+                                uint64_t{1}, IntegerAttr(), LinkKindAttr()),
                  "peer rank 0 is not a member of communicator @pp");
   expectRejected(send(buf(0, {2, 4}), 2, "nocomm"),
                  {"nocomm", "does not name a monarch.communicator"});
@@ -356,13 +358,13 @@ TEST_F(PlanTest, CollectiveAttributesMustMatchTheKind) {
   expectRejected(collective(CollectiveKind::AllReduce, ReductionKind::Sum,
                             buf(0, {4}), buf(0, {4}), /*root=*/0),
                  "only broadcast takes a root");
-  expectRejected(CollectiveOp::create(
-                     b, loc, CollectiveKind::AllReduce,
-                     ReductionKindAttr::get(&ctx, ReductionKind::Sum),
-                     buf(0, {4}),
-                     BufferAttr::get(&ctx, 0, tensor({4}, b.getI32Type())),
-                     "world", IntegerAttr(), uint64_t{0}, IntegerAttr()),
-                 "element types differ: 'f32' vs 'i32'");
+  expectRejected(
+      CollectiveOp::create(
+          b, loc, CollectiveKind::AllReduce,
+          ReductionKindAttr::get(&ctx, ReductionKind::Sum), buf(0, {4}),
+          BufferAttr::get(&ctx, 0, tensor({4}, b.getI32Type())), "world",
+          IntegerAttr(), uint64_t{0}, IntegerAttr(), LinkKindAttr()),
+      "element types differ: 'f32' vs 'i32'");
 }
 
 TEST_F(PlanTest, CollectiveShapesFollowTheCommunicatorSize) {
@@ -479,7 +481,7 @@ TEST_F(PlanTest, InvalidInstructionOperands) {
   // Streams, peers and indices are non-negative.
   expectRejected(
       SendOp::create(b, loc, buf(0, {4}), b.getI64IntegerAttr(1), sym("world"),
-                     b.getI64IntegerAttr(-1), IntegerAttr()),
+                     b.getI64IntegerAttr(-1), IntegerAttr(), LinkKindAttr()),
       "attribute 'stream' failed to satisfy constraint: 64-bit signless "
       "integer attribute whose value is non-negative");
   expectRejected(

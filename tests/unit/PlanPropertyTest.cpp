@@ -295,13 +295,13 @@ void PlanGenerator::emit(Rank &r, std::vector<Part *> parts,
     }
     case PartKind::Send:
       event = SendOp::create(b, loc, r.values[part->reads[0]].buf, part->peer,
-                             part->comm, stream, groupAttr);
+                             part->comm, stream, groupAttr, LinkKindAttr());
       break;
     case PartKind::Recv: {
       BufferAttr buf = alloc(r, part->type);
       outs.push_back(buf);
       event = RecvOp::create(b, loc, buf, part->peer, part->comm, stream,
-                             groupAttr);
+                             groupAttr, LinkKindAttr());
       break;
     }
     case PartKind::Collective: {
@@ -313,7 +313,7 @@ void PlanGenerator::emit(Rank &r, std::vector<Part *> parts,
                           : ReductionKindAttr(),
           in, outs[0], part->comm,
           part->root ? b.getI64IntegerAttr(*part->root) : IntegerAttr(), stream,
-          groupAttr);
+          groupAttr, LinkKindAttr());
       break;
     }
     }

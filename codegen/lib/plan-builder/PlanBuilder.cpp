@@ -22,6 +22,8 @@
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/MapVector.h"
 
+#include <map>
+
 using namespace mlir;
 
 namespace monarch::codegen {
@@ -282,7 +284,22 @@ private:
       current = parent.getOperation();
     }
     if (!m.parent) {
-      MeshTopology topo{m.name, {Host{"localhost", m.rootRanks}}};
+      // One host per coordinate along the monarch.topology's host
+      // dimensions; without one, every rank shares one host.
+      MeshTopology topo{m.name, {}};
+      TopologyOp described;
+      for (auto t : op->getParentOfType<ModuleOp>().getOps<TopologyOp>())
+        if (t.getMesh() == m.name)
+          described = t;
+      if (!described) {
+        topo.hosts.push_back(Host{"localhost", m.rootRanks});
+      } else {
+        std::map<int64_t, std::vector<int64_t>> byHost;
+        for (int64_t r : m.rootRanks)
+          byHost[described.hostOf(names, shape, r)].push_back(r);
+        for (auto &[host, ranks] : byHost)
+          topo.hosts.push_back(Host{"host" + std::to_string(host), ranks});
+      }
       plan.topology.push_back(std::move(topo));
     }
     plan.meshes.push_back(std::move(m));

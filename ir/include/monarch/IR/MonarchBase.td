@@ -96,6 +96,16 @@ def Monarch_CollectiveKindAttr : I32EnumAttr<"CollectiveKind",
   let cppNamespace = "::monarch";
 }
 
+def Monarch_LinkKindAttr : I32EnumAttr<"LinkKind",
+    "class of interconnect between two ranks", [
+      I32EnumAttrCase<"Shm", 0, "shm">,
+      I32EnumAttrCase<"Pcie", 1, "pcie">,
+      I32EnumAttrCase<"Nvlink", 2, "nvlink">,
+      I32EnumAttrCase<"Network", 3, "network">
+    ]> {
+  let cppNamespace = "::monarch";
+}
+
 def Monarch_BackendAttr : I32EnumAttr<"Backend",
     "data-plane implementation of a communicator", [
       I32EnumAttrCase<"Gloo", 0, "gloo">,

@@ -100,6 +100,44 @@ def Monarch_MeshSliceOp : Monarch_Op<"mesh_slice", [
   }];
 }
 
+def Monarch_TopologyOp : Monarch_Op<"topology", [
+    DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+  let summary = "Which ranks of a proc mesh share a host, and their links";
+  let description = [{
+    Describes the machines under a proc mesh: two ranks share a host when
+    their coordinates along every dimension of `hosts` are equal. Transfers
+    between ranks of one host use the `intra` link, all others the `inter`
+    link; each link has a class, a bandwidth in GB/s and a latency in
+    microseconds. `monarch-plan-transfers` labels every planned transfer
+    with its link and `monarch-schedule` costs it with these figures.
+    Without a topology a mesh is one host and transfers carry no label.
+
+    ```mlir
+    monarch.proc_mesh @mesh(hosts = 2, gpus = 8) grid @grid
+    monarch.topology for @mesh hosts ["hosts"]
+        intra nvlink(450.0 GBps, 2.0 us) inter network(25.0 GBps, 10.0 us)
+    ```
+  }];
+  let arguments = (ins FlatSymbolRefAttr:$mesh, StrArrayAttr:$hosts,
+                       Monarch_LinkKindAttr:$intra, F64Attr:$intra_gbps,
+                       F64Attr:$intra_latency_us,
+                       Monarch_LinkKindAttr:$inter, F64Attr:$inter_gbps,
+                       F64Attr:$inter_latency_us);
+  let assemblyFormat = [{
+    `for` $mesh `hosts` $hosts
+    `intra` $intra `(` $intra_gbps `GBps` `,` $intra_latency_us `us` `)`
+    `inter` $inter `(` $inter_gbps `GBps` `,` $inter_latency_us `us` `)`
+    attr-dict
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// Host index of `rank` (row-major over the `hosts` dimensions) for a
+    /// mesh of `dims` and `shape`.
+    int64_t hostOf(::llvm::ArrayRef<::llvm::StringRef> dims,
+                   ::llvm::ArrayRef<int64_t> shape, int64_t rank);
+  }];
+}
+
 //===----------------------------------------------------------------------===//
 // Actors
 //===----------------------------------------------------------------------===//
@@ -711,10 +749,11 @@ class Monarch_P2POp<string mnemonic, string peerKw>
         DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
   let arguments = (ins Monarch_BufferAttr:$buffer, Monarch_NonNegI64:$peer,
                        FlatSymbolRefAttr:$comm, Monarch_NonNegI64:$stream,
-                       OptionalAttr<Monarch_NonNegI64>:$group);
+                       OptionalAttr<Monarch_NonNegI64>:$group,
+                       OptionalAttr<Monarch_LinkKindAttr>:$link);
   let results = (outs Monarch_EventType:$event);
   let assemblyFormat = "custom<Buffer>($buffer) `" # peerKw # "` $peer `on` $comm `stream` $stream "
-      # "(`group` $group^)? attr-dict `:` type($event)";
+      # "(`group` $group^)? (`link` $link^)? attr-dict `:` type($event)";
 }
 
 def Monarch_SendOp : Monarch_P2POp<"send", "to"> {
@@ -722,7 +761,8 @@ def Monarch_SendOp : Monarch_P2POp<"send", "to"> {
   let description = [{
     Point-to-point send of `buffer` to mesh rank `peer` on communicator
     `comm`. Sends and receives with the same `group` id are issued together
-    (an NCCL group), so their relative order cannot deadlock.
+    (an NCCL group), so their relative order cannot deadlock. `link` (set
+    when the mesh has a `monarch.topology`) is the interconnect it crosses.
 
     ```mlir
     %e = monarch.send #monarch.buf<0, tensor<8x4xf32>> to 2 on @pp stream 1
@@ -760,11 +800,12 @@ def Monarch_CollectiveOp : Monarch_PlanInstrOp<"collective", [
                        OptionalAttr<Monarch_ReductionKindAttr>:$reduction,
                        Monarch_BufferAttr:$input, Monarch_BufferAttr:$output,
                        FlatSymbolRefAttr:$comm, OptionalAttr<Monarch_NonNegI64>:$root,
-                       Monarch_NonNegI64:$stream, OptionalAttr<Monarch_NonNegI64>:$group);
+                       Monarch_NonNegI64:$stream, OptionalAttr<Monarch_NonNegI64>:$group,
+                       OptionalAttr<Monarch_LinkKindAttr>:$link);
   let results = (outs Monarch_EventType:$event);
   let assemblyFormat = [{
     $kind ($reduction^)? custom<Buffer>($input) `->` custom<Buffer>($output) `on` $comm (`root` $root^)?
-    `stream` $stream (`group` $group^)? attr-dict `:` type($event)
+    `stream` $stream (`group` $group^)? (`link` $link^)? attr-dict `:` type($event)
   }];
   let hasVerifier = 1;
 }
