@@ -228,12 +228,40 @@ struct MonarchPartitionPass
 
   LogicalResult partitionProgram(func::FuncOp fn,
                                  SymbolTableCollection &tables) {
+    // Upstream shard-partition crashes on a tensor dimension split over
+    // several grid axes (partitionTriviallyShardableOperation); say so.
+    WalkResult multiAxis = fn.walk([&](shard::ShardingOp sharding) {
+      for (shard::GridAxesAttr axes : sharding.getSplitAxes().getAxes())
+        if (axes.size() > 1) {
+          sharding.emitOpError("splits one tensor dimension over ")
+              << axes.size()
+              << " mesh dimensions; monarch-partition supports one mesh "
+                 "dimension per tensor dimension for now";
+          return WalkResult::interrupt();
+        }
+      return WalkResult::advance();
+    });
+    if (multiAxis.wasInterrupted())
+      return failure();
     SmallVector<Segment> segments;
     if (failed(findSegments(fn, tables, segments)))
       return failure();
-    for (auto [i, segment] : llvm::enumerate(segments))
+    for (auto [i, segment] : llvm::enumerate(segments)) {
+      // Annotations with no tensor work on them move no data: a value
+      // passed to a call arrives as the endpoint's argument says. Outlining
+      // them would cost an identity endpoint call per step.
+      if (llvm::all_of(segment.ops,
+                       [](Operation *op) { return isa<shard::ShardOp>(op); })) {
+        for (Operation *op : llvm::reverse(segment.ops)) {
+          auto annotation = cast<shard::ShardOp>(op);
+          annotation.getResult().replaceAllUsesWith(annotation.getSrc());
+          annotation.erase();
+        }
+        continue;
+      }
       if (failed(outline(fn, segment, i, tables)))
         return failure();
+    }
     // Constants and annotations that only the outlined work used are dead.
     for (Operation &op :
          llvm::make_early_inc_range(llvm::reverse(fn.getBody().front())))

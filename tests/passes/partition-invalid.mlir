@@ -25,3 +25,20 @@ func.func @unfed(%x: tensor<4xf32>, %y: tensor<4xf32>) -> tensor<4xf32> {
   %r = monarch.fetch %s from @a : tensor<4xf32>
   return %r : tensor<4xf32>
 }
+
+// -----
+
+// One tensor dimension over two mesh dimensions crashes upstream
+// shard-partition; it is refused with a diagnostic instead.
+shard.grid @mesh_grid(shape = 2x2)
+monarch.proc_mesh @mesh(hosts = 2, gpus = 2) grid @mesh_grid
+func.func @both(%arg0: tensor<8x4xf32>) -> tensor<8x4xf32> {
+  %0 = monarch.feed %arg0 to @mesh : tensor<8x4xf32>
+  // expected-error @+1 {{splits one tensor dimension over 2 mesh dimensions; monarch-partition supports one mesh dimension per tensor dimension for now}}
+  %s = shard.sharding @mesh_grid split_axes = [[0, 1]] : !shard.sharding
+  %a = shard.shard %0 to %s : tensor<8x4xf32>
+  %e = tensor.empty() : tensor<8x4xf32>
+  %g = linalg.add ins(%a, %a : tensor<8x4xf32>, tensor<8x4xf32>) outs(%e : tensor<8x4xf32>) -> tensor<8x4xf32>
+  %f = monarch.fetch %g from @mesh : tensor<8x4xf32>
+  return %f : tensor<8x4xf32>
+}

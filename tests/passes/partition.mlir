@@ -162,3 +162,28 @@ func.func @f(%x: tensor<8x16xf32>) -> tensor<8x16xf32> {
   %r = monarch.fetch %b from @m : tensor<8x16xf32>
   return %r : tensor<8x16xf32>
 }
+
+// -----
+
+// Annotations with no tensor work on them are dropped: the call's endpoint
+// says how its argument is split, so no identity endpoint is synthesized.
+// CHECK-LABEL: func.func @only_annotated
+// CHECK-NOT:     monarch.actor_class
+// CHECK:         %[[F:.*]] = monarch.feed %arg0 to @m
+// CHECK-NEXT:    monarch.call @a::@e(%[[F]])
+shard.grid @g(shape = 2)
+monarch.proc_mesh @m(gpus = 2) grid @g
+monarch.actor_class @A {
+  monarch.endpoint @e(%x: tensor<4xf32> {monarch.dist = #monarch.dist<[["gpus"]]>}) -> tensor<4xf32> {
+    monarch.return %x : tensor<4xf32>
+  }
+}
+monarch.actor_mesh @a = @A on @m
+func.func @only_annotated(%x: tensor<8xf32>) -> tensor<4xf32> {
+  %f = monarch.feed %x to @m : tensor<8xf32>
+  %s = shard.sharding @g split_axes = [[0]] : !shard.sharding
+  %xs = shard.shard %f to %s : tensor<8xf32>
+  %y = monarch.call @a::@e(%xs) : (tensor<8xf32>) -> tensor<4xf32>
+  %r = monarch.fetch %y from @m : tensor<4xf32>
+  return %r : tensor<4xf32>
+}
