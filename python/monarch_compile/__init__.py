@@ -9,6 +9,7 @@
         return mc.replicate(mc.relu(x @ w).sum(axis=0))
 
     print(step.ir("traced", x, w))
+    step(x, w)          # runs on 4 local monarch-worker processes
 
 See docs/frontend.md.
 """
@@ -22,8 +23,8 @@ from ._ops import (abs, add, all_gather, all_reduce, astype, bfloat16,
                    tanh, transpose, where)
 from ._runtime import STAGES
 from ._tensor import Tensor
-from .errors import (ConcretizationError, ExecutorUnavailableError,
-                     MeshError, MonarchError, ShapeError, ShardingError,
+from .errors import (ConcretizationError, ExecutionError,
+                     ExecutorUnavailableError, MeshError, MonarchError, ShapeError, ShardingError,
                      TraceError, UnsupportedError)
 
 cast = astype

@@ -1,40 +1,280 @@
-"""The seam between tracing and execution.
+"""The seam between tracing and execution: compiled functions run here.
 
-Everything that runs a compiled program goes through this module, so the
-executor (codegen + controller + workers) plugs in here without touching the
-frontend: `run_compiled` receives the compiled function, the specialisation
-that was traced for these arguments (its TraceBuilder holds the traced
-module; `fn.ir("planned", ...)` shows what it compiles to) and the input
-arrays, and returns numpy arrays shaped like the function's result.
+`run_compiled` receives the compiled function, the specialisation traced for
+these arguments and the input arrays. The first run of a specialisation
+compiles its traced module to an ExecutionPlan (`_monarch_native.compile_plan`:
+the stage pipelines, the plan builder and the compile cache of
+monarch-compile) and loads it on the workers of the root mesh; later runs only
+call the plan's controller program. Each root mesh has one `Controller`
+(`_monarch_native.Controller`), which starts `monarch-worker` processes, one
+per rank, at the first run and stops them when the mesh stops (`mesh.stop()`,
+leaving `with mc.mesh(...)`, interpreter exit). Actor state (`mc.param`) is
+written to the workers the first time a loaded plan declares it, sharded per
+rank as the param says, and lives there across calls.
 """
-from .errors import ExecutorUnavailableError
+import os
+import pathlib
+import re
+import weakref
+
+import numpy as np
+
+from . import errors
+from ._native import native
+
+STAGES = ("traced", "partitioned", "split", "planned")
+
+# id(root mesh) -> _MeshRuntime
+_runtimes = {}
+
+
+def _worker_binary():
+    """monarch-worker: $MONARCH_WORKER_BIN, else beside the extension's build."""
+    env = os.environ.get("MONARCH_WORKER_BIN")
+    if env:
+        return env
+    candidates = []
+    build = os.environ.get("MONARCH_BUILD_DIR")
+    if build:
+        candidates.append(pathlib.Path(build) / "bin" / "monarch-worker")
+    ext = getattr(native, "__file__", None)
+    if ext:
+        candidates.append(
+            pathlib.Path(ext).resolve().parent.parent / "bin" / "monarch-worker")
+    for c in candidates:
+        if c.exists():
+            return str(c)
+    raise errors.ExecutionError(
+        "cannot find the monarch-worker binary (looked in: "
+        f"{', '.join(str(c) for c in candidates) or 'nowhere'}); build it "
+        "(`ninja monarch-worker`) or set MONARCH_WORKER_BIN")
+
+
+def _root(mesh):
+    while mesh.parent is not None:
+        mesh = mesh.parent
+    return mesh
+
+
+class _MeshRuntime:
+    """The controller of one root mesh and what has been loaded on it."""
+
+    def __init__(self, root):
+        self.size = root.size
+        self.name = repr(root)
+        self.controller = None
+        self.programs = {}         # controller program name -> _Loaded
+        self.initialized = set()   # state keys written to the workers
+
+    def ensure_started(self):
+        if self.controller is None:
+            self.controller = _call(native.Controller.start, self.size,
+                                    _worker_binary(),
+                                    os.environ.get("MONARCH_LOG_LEVEL", "warn"))
+        return self.controller
+
+    def stop(self):
+        if self.controller is not None:
+            self.controller.stop()
+            self.controller = None
+        self.programs.clear()
+        self.initialized.clear()
+
+
+def _call(fn, *args):
+    """Runs a native executor call; its errors become mc.ExecutionError."""
+    try:
+        return fn(*args)
+    except native.ExecutionError as err:
+        raise errors.ExecutionError(str(err)) from None
+
+
+def _runtime_for(mesh):
+    root = _root(mesh)
+    if root._stopped:
+        raise errors.ExecutionError(
+            f"{root!r} was stopped; create a new mesh to run again")
+    rt = _runtimes.get(id(root))
+    if rt is None:
+        rt = _MeshRuntime(root)
+        _runtimes[id(root)] = rt
+        key = id(root)
+        weakref.finalize(root, _finalize, key)
+    return rt
+
+
+def _finalize(key):
+    rt = _runtimes.pop(key, None)
+    if rt is not None:
+        rt.stop()
+
+
+class _Loaded:
+    """A specialisation compiled to a plan for one mesh runtime."""
+
+    def __init__(self, runtime, plan_bytes, program):
+        self.runtime = runtime
+        self.plan_bytes = plan_bytes
+        self.program = program
+        self.loaded = False
+        self.plans = []
+        self.state_ranks = {}     # "@actor::@state" -> [ranks]
+
+
+def _program_name(rt, spec):
+    """The controller program name of `spec` on `rt`: the traced function's
+    name, made unique when another specialisation of the same function is
+    loaded there already (workers refuse a second plan of the same name)."""
+    name = spec.trace.name
+    n = 1
+    while name in rt.programs:
+        name = f"{spec.trace.name}__spec{n}"
+        n += 1
+    return name
+
+
+def _compile(compiled, spec, program):
+    traced = spec.builder.str(True)
+    if program != spec.trace.name:
+        traced, count = re.subn(
+            rf"(func\.func @){re.escape(spec.trace.name)}\(",
+            rf"\g<1>{program}(", traced, count=1)
+        assert count == 1, "the traced function was not found"
+    try:
+        plan, _hit = native.compile_plan(traced, "gloo", compiled.__name__)
+    except native.PlanCompileError as err:
+        raise errors.ExecutionError(
+            f"cannot compile {compiled.__name__}() to a plan: {err}") from None
+    return plan
+
+
+def _load(loaded):
+    rt = loaded.runtime
+    ctl = rt.ensure_started()
+    plans = _call(ctl.load_plan, loaded.plan_bytes)
+    loaded.plans = list(plans)
+    ranks = {}
+    for p in plans:
+        for key, rs in _call(ctl.state_ranks, p).items():
+            ranks.setdefault(key, set()).update(rs)
+    loaded.state_ranks = {k: sorted(v) for k, v in ranks.items()}
+    loaded.loaded = True
+
+
+def _shard_of(param, mesh, index):
+    """The part of `param`'s global value held by the index-th rank of
+    `mesh` (row-major over the mesh's dimensions)."""
+    value = np.ascontiguousarray(param.value)
+    if not param.split:
+        return value
+    dims = mesh.dims
+    coords = dict(zip(dims, np.unravel_index(index, tuple(dims.values()))))
+    per_dim = {}
+    for d, t in param.split.items():
+        per_dim.setdefault(t, []).append(d)
+    slices = [slice(None)] * value.ndim
+    for t, ds in per_dim.items():
+        count, pos = 1, 0
+        for d in ds:                       # outermost first
+            pos = pos * dims[d] + int(coords[d])
+            count *= dims[d]
+        chunk = value.shape[t] // count
+        slices[t] = slice(pos * chunk, (pos + 1) * chunk)
+    return np.ascontiguousarray(value[tuple(slices)])
+
+
+def _init_state(loaded, spec):
+    rt = loaded.runtime
+    ctl = rt.controller
+    for actor_name, actor in spec.actors.items():
+        params = actor.__dict__.get("_mc_params", {})
+        for state, param in params.items():
+            key = f"@{actor_name}::@{state}"
+            if key in rt.initialized or key not in loaded.state_ranks:
+                continue
+            if not param.split:
+                _call(ctl.set_actor_state, key, _to_host(param.value), -1)
+            else:
+                for i, rank in enumerate(loaded.state_ranks[key]):
+                    part = _shard_of(param, actor._mc_mesh, i)
+                    _call(ctl.set_actor_state, key, _to_host(part), rank)
+            rt.initialized.add(key)
+
+
+def _to_host(a):
+    a = np.ascontiguousarray(a)
+    return (a.dtype.name, list(a.shape), a.tobytes())
+
+
+def _from_host(t):
+    dtype, shape, data = t
+    return np.frombuffer(data, dtype=np.dtype(dtype)).reshape(shape).copy()
+
+
+def _mesh_of(compiled, spec):
+    meshes = list(spec.meshes.values())
+    if compiled.mesh is not None:
+        meshes.insert(0, compiled.mesh)
+    if not meshes:
+        raise errors.ExecutionError(
+            f"{compiled.__name__}() uses no mesh: there is nothing to run it "
+            "on (give @mc.compile a mesh= or call actors)")
+    roots = {id(_root(m)): _root(m) for m in meshes}
+    if len(roots) > 1:
+        raise errors.UnsupportedError(
+            f"unsupported: {compiled.__name__}() uses meshes of "
+            f"{len(roots)} different root meshes; one job runs one root mesh")
+    return meshes[0]
 
 
 def run_compiled(compiled, specialization, inputs):
-    """Runs `specialization` of `compiled` on `inputs` (numpy arrays)."""
-    raise ExecutorUnavailableError(
-        f"cannot run {compiled.__name__}(): executing a compiled program needs "
-        "the 'plan' stage (codegen and the executor: controller and "
-        "monarch-worker processes), which is not built yet. The program was "
-        f"traced and compiles up to 'planned': inspect it with "
-        f"{compiled.__name__}.ir(stage) for stage in {', '.join(STAGES)}.")
+    """Runs `specialization` of `compiled` on `inputs` (numpy arrays);
+    returns numpy arrays shaped like the function's result."""
+    spec = specialization
+    rt = _runtime_for(_mesh_of(compiled, spec))
+    loaded = spec.__dict__.get("_mc_loaded")
+    if loaded is None or loaded.runtime is not rt or not loaded.loaded:
+        program = _program_name(rt, spec)
+        loaded = _Loaded(rt, _compile(compiled, spec, program), program)
+        spec._mc_loaded = loaded
+        _load(loaded)
+        rt.programs[program] = loaded
+    _init_state(loaded, spec)
+    args = [_to_host(a) for a in inputs]
+    outs = [_from_host(t) for t in _call(rt.controller.call, loaded.program,
+                                         args)]
+    if spec.structure == "none":
+        return None
+    if spec.structure == "single":
+        return outs[0]
+    return tuple(outs)
 
 
 def run_endpoint(actor, endpoint_name, args, broadcast):
     """Calls an endpoint eagerly, outside a compiled function."""
-    raise ExecutorUnavailableError(
+    raise errors.ExecutorUnavailableError(
         f"cannot call {type(actor).__name__}.{endpoint_name} outside a compiled "
-        "function yet: eager endpoint calls need the executor (the 'plan' "
-        "stage), which is not built yet. Call it inside an @mc.compile "
-        "function and inspect that function's IR.")
+        "function: eager endpoint calls are not supported yet. Call it inside "
+        "an @mc.compile function.")
 
 
 def start_mesh(mesh):
-    """Starts the workers of `mesh` (lazily, at the first run)."""
+    """Starts the workers of `mesh`'s root mesh now (otherwise they start at
+    the first run)."""
+    _runtime_for(mesh).ensure_started()
 
 
 def stop_mesh(mesh):
-    """Stops the workers of `mesh`; idempotent."""
+    """Stops the workers of `mesh` (a root mesh); idempotent. Stopping a slice
+    leaves its root mesh's workers running."""
+    if mesh.parent is not None:
+        return
+    rt = _runtimes.pop(id(mesh), None)
+    if rt is not None:
+        rt.stop()
 
 
-STAGES = ("traced", "partitioned", "split", "planned")
+def controller_of(mesh):
+    """The native Controller of `mesh`'s root mesh, or None (for tests)."""
+    rt = _runtimes.get(id(_root(mesh)))
+    return None if rt is None else rt.controller

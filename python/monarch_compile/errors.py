@@ -47,7 +47,15 @@ class ConcretizationError(TraceError, TypeError):
 
 
 class ExecutorUnavailableError(MonarchError, NotImplementedError):
-    """Running compiled programs needs the executor, which is missing."""
+    """Something that needs the executor and is not supported yet (eager
+    endpoint calls)."""
+
+
+class ExecutionError(MonarchError, RuntimeError):
+    """Running a compiled program failed: a worker raised, crashed, hung or
+    lost its connection (the message names the rank, the op and the user's
+    source line), the mesh was stopped, or the program could not be compiled
+    to a plan."""
 
 
 def format_diagnostic(message, file, line, col):

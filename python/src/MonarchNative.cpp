@@ -168,9 +168,13 @@ ReduceOp toReduceOp(const std::string &n) {
 
 } // namespace
 
+/// Plans and the Controller (ExecutorBindings.cpp).
+void bindExecutor(nb::module_ &m);
+
 NB_MODULE(_monarch_native, m) {
   m.doc() = "Native TraceBuilder of monarch_compile (see frontend/)";
   nb::exception<NativeError>(m, "NativeError");
+  bindExecutor(m);
 
   nb::class_<TraceBuilder>(m, "TraceBuilder")
       .def(nb::init<>())

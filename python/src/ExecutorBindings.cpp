@@ -1,0 +1,210 @@
+//===- ExecutorBindings.cpp - Plans and the Controller for Python --------===//
+//
+// The running half of `_monarch_native`: `compile_plan` (traced module text
+// to `.mcplan` bytes, PlanCompile.h) and a thin `Controller` over
+// monarch::executor::Controller. Tensors cross as (dtype, shape, bytes)
+// triples; every executor Status that is not ok becomes an `ExecutionError`
+// (a RuntimeError) carrying the controller's message, which names the rank,
+// the op and the user's source line. Blocking calls release the GIL.
+//
+//===----------------------------------------------------------------------===//
+#include "PlanCompile.h"
+
+#include "monarch/Executor/Controller.h"
+
+#include <nanobind/nanobind.h>
+#include <nanobind/stl/map.h>
+#include <nanobind/stl/pair.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/tuple.h>
+#include <nanobind/stl/vector.h>
+
+#include <memory>
+#include <stdexcept>
+
+namespace nb = nanobind;
+using namespace monarch::executor;
+
+namespace {
+
+struct ExecutionError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+struct PlanCompileError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+void check(const Status &s) {
+  if (!s.isOk())
+    throw ExecutionError(s.message());
+}
+
+template <typename T> T check(StatusOr<T> r) {
+  if (!r.isOk())
+    throw ExecutionError(r.status().message());
+  return std::move(r).value();
+}
+
+using PyTensor = std::tuple<std::string, std::vector<int64_t>, nb::bytes>;
+
+HostTensor toHost(const PyTensor &t) {
+  HostTensor h;
+  h.dtype = std::get<0>(t);
+  h.shape = std::get<1>(t);
+  const nb::bytes &b = std::get<2>(t);
+  h.data.assign(b.c_str(), b.size());
+  return h;
+}
+
+PyTensor toPy(const HostTensor &h) {
+  return {h.dtype, h.shape, nb::bytes(h.data.data(), h.data.size())};
+}
+
+/// Owns a started controller; stop() is idempotent and runs at destruction.
+class PyController {
+public:
+  explicit PyController(std::unique_ptr<Controller> c) : c(std::move(c)) {}
+  ~PyController() {
+    if (c) {
+      nb::gil_scoped_release release;
+      (void)c->stop();
+    }
+  }
+  Controller &get() {
+    if (!c)
+      throw ExecutionError("the mesh's workers were stopped");
+    return *c;
+  }
+  void stop() {
+    if (!c)
+      return;
+    Status s;
+    {
+      nb::gil_scoped_release release;
+      s = c->stop();
+    }
+    c.reset();
+    // A failure the job already had was reported by the call it broke.
+    (void)s;
+  }
+  bool running() const { return c != nullptr; }
+
+private:
+  std::unique_ptr<Controller> c;
+};
+
+} // namespace
+
+void bindExecutor(nb::module_ &m) {
+  nb::exception<ExecutionError>(m, "ExecutionError", PyExc_RuntimeError);
+  nb::exception<PlanCompileError>(m, "PlanCompileError", PyExc_RuntimeError);
+
+  m.def(
+      "compile_plan",
+      [](const std::string &traced, const std::string &backend,
+         const std::string &source) {
+        monarch::python::PlanCompileResult r;
+        {
+          nb::gil_scoped_release release;
+          r = monarch::python::compileTracedModule(traced, backend, source);
+        }
+        if (!r.ok)
+          throw PlanCompileError(r.error);
+        return std::make_pair(nb::bytes(r.bytes.data(), r.bytes.size()),
+                              r.cacheHit);
+      },
+      nb::arg("traced"), nb::arg("backend") = "gloo", nb::arg("source") = "",
+      "Traced module text (with locations) -> (.mcplan bytes, cache hit).");
+
+  nb::class_<PyController>(m, "Controller")
+      .def_static(
+          "start",
+          [](int worldSize, const std::string &workerBinary,
+             const std::string &logLevel) {
+            ControllerOptions o = ControllerOptions::fromEnv();
+            o.worldSize = worldSize;
+            if (!workerBinary.empty())
+              o.workerBinary = workerBinary;
+            if (!logLevel.empty())
+              o.logLevel = logLevel;
+            StatusOr<std::unique_ptr<Controller>> c =
+                Status(StatusCode::Internal, "not started");
+            {
+              nb::gil_scoped_release release;
+              c = Controller::start(o);
+            }
+            return new PyController(check(std::move(c)));
+          },
+          nb::arg("world_size"), nb::arg("worker_binary") = "",
+          nb::arg("log_level") = "", nb::rv_policy::take_ownership)
+      .def("load_plan",
+           [](PyController &self, const nb::bytes &plan) {
+             std::string bytes(plan.c_str(), plan.size());
+             Controller &c = self.get();
+             nb::gil_scoped_release release;
+             return check(c.loadPlan(bytes));
+           })
+      .def("call",
+           [](PyController &self, const std::string &program,
+              const std::vector<PyTensor> &args) {
+             std::vector<HostTensor> in;
+             in.reserve(args.size());
+             for (const PyTensor &a : args)
+               in.push_back(toHost(a));
+             Controller &c = self.get();
+             StatusOr<std::vector<HostTensor>> out =
+                 Status(StatusCode::Internal, "not run");
+             {
+               nb::gil_scoped_release release;
+               out = c.call(program, in);
+             }
+             std::vector<PyTensor> results;
+             for (const HostTensor &h : check(std::move(out)))
+               results.push_back(toPy(h));
+             return results;
+           })
+      .def("programs", [](PyController &self) { return self.get().programs(); })
+      .def("state_ranks",
+           [](PyController &self, const std::string &plan) {
+             const PlanSignature *sig = self.get().signature(plan);
+             if (!sig)
+               throw ExecutionError("no loaded plan named '" + plan + "'");
+             return sig->stateRanks;
+           })
+      .def(
+          "set_actor_state",
+          [](PyController &self, const std::string &key, const PyTensor &value,
+             int rank) {
+            HostTensor h = toHost(value);
+            Controller &c = self.get();
+            Status s;
+            {
+              nb::gil_scoped_release release;
+              s = c.setActorState(key, h, rank);
+            }
+            check(s);
+          },
+          nb::arg("key"), nb::arg("value"), nb::arg("rank") = -1)
+      .def("get_actor_state",
+           [](PyController &self, const std::string &key, int rank) {
+             Controller &c = self.get();
+             StatusOr<HostTensor> v = Status(StatusCode::Internal, "not read");
+             {
+               nb::gil_scoped_release release;
+               v = c.getActorState(key, rank);
+             }
+             return toPy(check(std::move(v)));
+           })
+      .def("health",
+           [](PyController &self) {
+             Status s = self.get().health();
+             return s.isOk() ? std::string() : s.message();
+           })
+      .def("world_size",
+           [](PyController &self) { return self.get().worldSize(); })
+      .def("worker_pid", [](PyController &self,
+                            int rank) { return self.get().workerPid(rank); })
+      .def("running", &PyController::running)
+      .def("stop", &PyController::stop);
+}
