@@ -204,3 +204,75 @@ def test_a_killed_worker_raises_naming_the_rank():
                 time.sleep(0.05)
         assert isinstance(err.value, RuntimeError)
     assert worker_children() == []
+
+
+SCRIPT = '''
+import os, sys
+import numpy as np
+import monarch_compile as mc
+from monarch_compile import _runtime
+
+mesh = mc.mesh(gpus=2)
+
+@mc.compile(mesh=mesh)
+def step(x, w):
+    x = mc.shard(x, gpus=0)
+    return mc.replicate(mc.relu(x @ w).sum(axis=0))
+
+ctl = None
+try:
+    step(np.ones((8, 4), np.float32), np.ones((4, 4), np.float32))
+except mc.ExecutionError as err:
+    print("ERROR", type(err).__name__, isinstance(err, RuntimeError), err)
+ctl = _runtime.controller_of(mesh)
+if ctl is not None and ctl.running():
+    print("PIDS", *[ctl.worker_pid(r) for r in range(2)])
+sys.stdout.flush()
+# No mesh.stop(): interpreter exit must stop the workers.
+'''
+
+
+def _run_script(tmp_path, env_extra):
+    import subprocess
+    import sys
+    script = tmp_path / "user_program.py"
+    script.write_text(SCRIPT)
+    env = dict(os.environ, **env_extra)
+    env["PYTHONPATH"] = os.pathsep.join(
+        [str(_runtime.pathlib.Path(mc.__file__).parents[1]),
+         env.get("PYTHONPATH", "")])
+    out = subprocess.run([sys.executable, str(script)], capture_output=True,
+                         text=True, timeout=60, env=env)
+    assert out.returncode == 0, out.stderr
+    return script, out.stdout
+
+
+def _gone(pid):
+    try:
+        stat = open(f"/proc/{pid}/stat").read()
+    except OSError:
+        return True
+    return stat[stat.rindex(")") + 2] == "Z"
+
+
+def test_interpreter_exit_stops_the_workers(tmp_path):
+    _, stdout = _run_script(tmp_path, {})
+    assert "ERROR" not in stdout
+    pids = [int(p) for p in stdout.split("PIDS")[1].split()]
+    assert len(pids) == 2 and all(p > 0 for p in pids)
+    deadline = time.monotonic() + 5
+    while not all(_gone(p) for p in pids) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert all(_gone(p) for p in pids), "workers outlived the interpreter"
+
+
+def test_a_worker_error_names_the_rank_the_op_and_the_user_line(tmp_path):
+    script, stdout = _run_script(
+        tmp_path, {"MONARCH_FAULT_INJECT": "raise:0:2"})
+    line = next(l for l in stdout.splitlines() if l.startswith("ERROR"))
+    assert line.startswith("ERROR ExecutionError True rank ")
+    assert "launch @step.worker.mesh" in line
+    # The failing kernel is located at a line of step's body (11: the
+    # sharded x the kernel starts from, 12: the matmul, relu and sum).
+    assert f"({script}:11:" in line or f"({script}:12:" in line
+    assert "injected fault" in line
