@@ -202,11 +202,20 @@ def _init_state(loaded, spec):
 
 
 def _to_host(a):
-    a = np.ascontiguousarray(a)
+    """(dtype, shape, bytes) of an array: actor state values."""
+    a = np.require(np.asarray(a), requirements="C")
     return (a.dtype.name, list(a.shape), a.tobytes())
 
 
+def _to_arg(a):
+    """(dtype, shape, C-contiguous array) of a call argument; 0-d stays 0-d."""
+    a = np.require(np.asarray(a), requirements="C")
+    return (a.dtype.name, list(a.shape), a)
+
+
 def _from_host(t):
+    if isinstance(t, np.ndarray):
+        return t
     dtype, shape, data = t
     return np.frombuffer(data, dtype=np.dtype(dtype)).reshape(shape).copy()
 
@@ -240,7 +249,7 @@ def run_compiled(compiled, specialization, inputs):
         _load(loaded)
         rt.programs[program] = loaded
     _init_state(loaded, spec)
-    args = [_to_host(a) for a in inputs]
+    args = [_to_arg(a) for a in inputs]
     outs = [_from_host(t) for t in _call(rt.controller.call, loaded.program,
                                          args)]
     if spec.structure == "none":

@@ -6,6 +6,8 @@
 // triples; every executor Status that is not ok becomes an `ExecutionError`
 // (a RuntimeError) carrying the controller's message, which names the rank,
 // the op and the user's source line. Blocking calls release the GIL.
+// `call` takes C-contiguous arrays (copied once into the request) and
+// returns numpy arrays that own the results' bytes (no copy).
 //
 //===----------------------------------------------------------------------===//
 #include "PlanCompile.h"
@@ -13,6 +15,7 @@
 #include "monarch/Executor/Controller.h"
 
 #include <nanobind/nanobind.h>
+#include <nanobind/ndarray.h>
 #include <nanobind/stl/map.h>
 #include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
@@ -59,6 +62,47 @@ HostTensor toHost(const PyTensor &t) {
 
 PyTensor toPy(const HostTensor &h) {
   return {h.dtype, h.shape, nb::bytes(h.data.data(), h.data.size())};
+}
+
+/// A C-contiguous CPU array of any dtype, read-only.
+using InArray = nb::ndarray<nb::ro, nb::c_contig, nb::device::cpu>;
+using InTensor = std::tuple<std::string, std::vector<int64_t>, InArray>;
+
+/// One copy: the array's bytes into the HostTensor.
+HostTensor toHost(const InTensor &t) {
+  HostTensor h;
+  h.dtype = std::get<0>(t);
+  h.shape = std::get<1>(t);
+  const InArray &a = std::get<2>(t);
+  h.data.assign(static_cast<const char *>(a.data()), a.nbytes());
+  return h;
+}
+
+/// A numpy array owning the result's bytes (moved, not copied), or the
+/// (dtype, shape, bytes) triple for dtypes numpy lacks (bfloat16).
+nb::object toNumpy(HostTensor &&h) {
+  nb::dlpack::dtype dt;
+  if (h.dtype == "float32")
+    dt = nb::dtype<float>();
+  else if (h.dtype == "float64")
+    dt = nb::dtype<double>();
+  else if (h.dtype == "int32")
+    dt = nb::dtype<int32_t>();
+  else if (h.dtype == "int64")
+    dt = nb::dtype<int64_t>();
+  else if (h.dtype == "bool")
+    dt = nb::dtype<bool>();
+  else if (h.dtype == "float16")
+    dt = {static_cast<uint8_t>(nb::dlpack::dtype_code::Float), 16, 1};
+  else
+    return nb::cast(toPy(h));
+  auto *owner = new std::string(std::move(h.data));
+  nb::capsule capsule(
+      owner, [](void *p) noexcept { delete static_cast<std::string *>(p); });
+  std::vector<size_t> shape(h.shape.begin(), h.shape.end());
+  nb::ndarray<nb::numpy> array(owner->data(), shape.size(), shape.data(),
+                               capsule, nullptr, dt);
+  return nb::cast(array, nb::rv_policy::reference);
 }
 
 /// Owns a started controller; stop() is idempotent and runs at destruction.
@@ -147,10 +191,10 @@ void bindExecutor(nb::module_ &m) {
            })
       .def("call",
            [](PyController &self, const std::string &program,
-              const std::vector<PyTensor> &args) {
+              const std::vector<InTensor> &args) {
              std::vector<HostTensor> in;
              in.reserve(args.size());
-             for (const PyTensor &a : args)
+             for (const InTensor &a : args)
                in.push_back(toHost(a));
              Controller &c = self.get();
              StatusOr<std::vector<HostTensor>> out =
@@ -159,9 +203,9 @@ void bindExecutor(nb::module_ &m) {
                nb::gil_scoped_release release;
                out = c.call(program, in);
              }
-             std::vector<PyTensor> results;
-             for (const HostTensor &h : check(std::move(out)))
-               results.push_back(toPy(h));
+             std::vector<nb::object> results;
+             for (HostTensor &h : check(std::move(out)))
+               results.push_back(toNumpy(std::move(h)));
              return results;
            })
       .def("programs", [](PyController &self) { return self.get().programs(); })

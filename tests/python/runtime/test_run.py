@@ -276,3 +276,40 @@ def test_a_worker_error_names_the_rank_the_op_and_the_user_line(tmp_path):
     # sharded x the kernel starts from, 12: the matmul, relu and sum).
     assert f"({script}:11:" in line or f"({script}:12:" in line
     assert "injected fault" in line
+
+
+def test_scalar_arguments_and_result_dtypes():
+    rng = np.random.default_rng(4)
+    with mc.mesh(gpus=2) as mesh:
+        @mc.compile(mesh=mesh)
+        def f(x, lr, k):
+            y = x * lr
+            return y, k * 2, k.astype(mc.float32) + y.sum(axis=0)
+
+        x = rand(rng, 4, 3)
+        k = np.arange(3, dtype=np.int32)
+        for lr in (np.float32(0.5), np.float32(-2.0)):
+            y, k2, s = f(x, lr, k)
+            np.testing.assert_allclose(y, x * lr, rtol=1e-6)
+            assert k2.dtype == np.int32
+            np.testing.assert_array_equal(k2, k * 2)
+            np.testing.assert_allclose(s, k + (x * lr).sum(axis=0), rtol=1e-5,
+                                       atol=1e-5)
+            assert y.flags.writeable and y.flags.c_contiguous
+        assert f.trace_count == 1
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "kernel bug: an i1 result buffer is written bit-packed (row [T, F, T] "
+    "arrives as the byte 0b101) instead of one byte per element"))
+def test_boolean_results():
+    with mc.mesh(gpus=2) as mesh:
+        @mc.compile(mesh=mesh)
+        def positive(x):
+            return x > 0.0
+
+        x = np.array([[1, -1, 2], [-3, 4, 5], [6, -7, 8], [9, 10, -11]],
+                     np.float32)
+        r = positive(x)
+        assert r.dtype == np.bool_
+        np.testing.assert_array_equal(r, x > 0)
