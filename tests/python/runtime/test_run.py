@@ -313,3 +313,17 @@ def test_boolean_results():
         r = positive(x)
         assert r.dtype == np.bool_
         np.testing.assert_array_equal(r, x > 0)
+
+
+def test_a_missing_worker_binary_is_a_clear_error(monkeypatch, tmp_path):
+    monkeypatch.setenv("MONARCH_WORKER_BIN", str(tmp_path / "no-such-worker"))
+    with mc.mesh(gpus=2) as mesh:
+        @mc.compile(mesh=mesh)
+        def inc(x):
+            return x + 1.0
+
+        start = time.monotonic()
+        with pytest.raises(mc.ExecutionError, match="no-such-worker"):
+            inc(np.zeros(4, np.float32))
+        assert time.monotonic() - start < 10
+    assert worker_children() == []
