@@ -106,8 +106,11 @@ void Worker::requestExit(int code, const std::string &why) {
 
 Status Worker::init() {
   std::string controller = envOr("MONARCH_CONTROLLER", "");
-  std::string rankText = envOr("MONARCH_RANK", "");
-  std::string sizeText = envOr("MONARCH_WORLD_SIZE", "");
+  // SLURM tasks and torchrun workers carry their rank already.
+  std::string rankText =
+      envOr("MONARCH_RANK", envOr("SLURM_PROCID", envOr("RANK", "")));
+  std::string sizeText = envOr("MONARCH_WORLD_SIZE",
+                               envOr("SLURM_NTASKS", envOr("WORLD_SIZE", "")));
   token = envOr("MONARCH_JOB_TOKEN", "");
   if (controller.empty() || rankText.empty() || sizeText.empty() ||
       token.empty())

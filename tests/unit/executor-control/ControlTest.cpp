@@ -514,8 +514,10 @@ int freePort() {
 
 /// Starts monarch-worker for `rank` the way another system would (no
 /// PDEATHSIG, not our launcher's child).
-pid_t spawnEnvWorker(int rank, std::vector<std::string> env) {
-  env.push_back("MONARCH_RANK=" + std::to_string(rank));
+pid_t spawnEnvWorker(int rank, std::vector<std::string> env,
+                     bool slurmStyle = false) {
+  env.push_back((slurmStyle ? "SLURM_PROCID=" : "MONARCH_RANK=") +
+                std::to_string(rank));
   env.push_back("MONARCH_LOG_LEVEL=error");
   pid_t pid = ::fork();
   if (pid == 0) {
@@ -536,11 +538,16 @@ TEST(ExecutorControl, EnvLauncherWorkersJoinRunAndLeave) {
   o.launcherName = "env";
   o.port = port;
   o.jobToken = "env-join-token";
-  std::vector<std::string> env = {
-      "MONARCH_CONTROLLER=127.0.0.1:" + std::to_string(port),
-      "MONARCH_WORLD_SIZE=2", "MONARCH_JOB_TOKEN=env-join-token"};
-  // Workers may start before the controller listens: they retry.
-  std::vector<pid_t> workers = {spawnEnvWorker(0, env), spawnEnvWorker(1, env)};
+  std::vector<std::string> env = {"MONARCH_CONTROLLER=127.0.0.1:" +
+                                      std::to_string(port),
+                                  "MONARCH_JOB_TOKEN=env-join-token"};
+  // Workers may start before the controller listens: they retry. Rank 1
+  // finds its rank and the world size where a SLURM task would.
+  std::vector<std::string> env0 = env, env1 = env;
+  env0.push_back("MONARCH_WORLD_SIZE=2");
+  env1.push_back("SLURM_NTASKS=2");
+  std::vector<pid_t> workers = {spawnEnvWorker(0, env0),
+                                spawnEnvWorker(1, env1, true)};
   auto c = startOrDie(o);
   ASSERT_TRUE(c);
   ASSERT_TRUE(c->loadPlan(serialize(allReducePlan(2))).isOk());
