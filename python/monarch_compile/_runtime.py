@@ -90,6 +90,11 @@ def _call(fn, *args):
 
 
 def _runtime_for(mesh):
+    if not hasattr(native, "Controller"):
+        raise errors.ExecutionError(
+            f"the native extension {getattr(native, '__file__', '')} has no "
+            "executor binding (it predates it): rebuild _monarch_native and "
+            "monarch-worker (`make build`)")
     root = _root(mesh)
     if root._stopped:
         raise errors.ExecutionError(

@@ -77,8 +77,9 @@ def test_calling_traces_then_runs():
     try:
         out = double(f32(4))
     except mc.ExecutionError as err:
-        # Without a monarch-worker binary the run fails with a clear message;
-        # running is tested in tests/python/runtime.
+        # Without a monarch-worker binary (or with an extension built before
+        # the executor binding) the run fails with a clear message; running
+        # is tested in tests/python/runtime.
         assert "monarch-worker" in str(err)
     else:
         np.testing.assert_array_equal(out, f32(4) * 2)
