@@ -46,7 +46,7 @@ std::string dlErrorText() {
 /// dlopen through an anonymous memory file; nullptr with `error` set when
 /// memfd is not available or dlopen fails.
 void *openFromMemfd(std::string_view binary, std::string &error,
-                    bool &unavailable) {
+                    bool &unavailable, int &keptFd) {
   int fd = ::memfd_create("monarch-kernels", MFD_CLOEXEC);
   if (fd < 0) {
     unavailable = true;
@@ -60,9 +60,12 @@ void *openFromMemfd(std::string_view binary, std::string &error,
   }
   std::string path = "/proc/self/fd/" + std::to_string(fd);
   void *handle = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (!handle)
+  if (!handle) {
     error = dlErrorText();
-  ::close(fd); // the mapping keeps the file alive
+    ::close(fd);
+    return nullptr;
+  }
+  keptFd = fd; // See LoadedKernelLibrary::memfd_.
   return handle;
 }
 
@@ -185,7 +188,8 @@ LoadedKernelLibrary::load(std::string_view binary, std::string name) {
                       std::to_string(binary.size()) + " bytes)");
   std::string error;
   bool memfdUnavailable = false;
-  void *handle = openFromMemfd(binary, error, memfdUnavailable);
+  int memfd = -1;
+  void *handle = openFromMemfd(binary, error, memfdUnavailable, memfd);
   if (!handle && memfdUnavailable)
     handle = openFromTempFile(binary, error);
   if (!handle)
@@ -193,12 +197,14 @@ LoadedKernelLibrary::load(std::string_view binary, std::string name) {
                   "loading " + name + ": " + error);
   installAllocatorHooks(handle);
   return std::unique_ptr<LoadedKernelLibrary>(
-      new LoadedKernelLibrary(handle, std::move(name)));
+      new LoadedKernelLibrary(handle, memfd, std::move(name)));
 }
 
 LoadedKernelLibrary::~LoadedKernelLibrary() {
   if (handle_)
     ::dlclose(handle_);
+  if (memfd_ >= 0)
+    ::close(memfd_);
 }
 
 StatusOr<KernelFunction>

@@ -94,10 +94,6 @@ def test_calling_twice_reuses_the_compiled_plan(monkeypatch):
         assert compiles == ["double"]
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "worker bug: LoadedKernelLibrary::load dlopens /proc/self/fd/N and closes "
-    "N, so the next plan's library gets the same path and glibc returns the "
-    "first library (codegen/lib/kernels/KernelRuntime.cpp, openFromMemfd)"))
 def test_a_second_specialisation_runs_beside_the_first(monkeypatch):
     compiles = _count_compiles(monkeypatch)
     with mc.mesh(gpus=2) as mesh:

@@ -49,9 +49,14 @@ public:
   const std::string &name() const { return name_; }
 
 private:
-  LoadedKernelLibrary(void *handle, std::string name)
-      : handle_(handle), name_(std::move(name)) {}
+  LoadedKernelLibrary(void *handle, int memfd, std::string name)
+      : handle_(handle), memfd_(memfd), name_(std::move(name)) {}
   void *handle_;
+  /// The memory file dlopen loaded from, kept open while the library is
+  /// loaded: glibc identifies loaded objects by path, and a closed fd's
+  /// /proc/self/fd/N path is reused by the next library, which dlopen would
+  /// then answer with this one.
+  int memfd_;
   std::string name_;
 };
 
