@@ -80,6 +80,11 @@ TEST_P(ExamplePlansTest, OptimizedKernelsMatchReferenceLowering) {
   auto fastLib = codegen::LoadedKernelLibrary::load(fast->binary, "optimized");
   auto slowLib = codegen::LoadedKernelLibrary::load(slow->binary, "reference");
   ASSERT_TRUE(fastLib && slowLib);
+  // Same symbols, different code: each library must answer with its own.
+  auto fastFn = (*fastLib)->lookup(fast->kernels.front().symbol);
+  auto slowFn = (*slowLib)->lookup(slow->kernels.front().symbol);
+  ASSERT_TRUE(fastFn && slowFn);
+  ASSERT_NE(*fastFn, *slowFn) << "both libraries resolve to the same code";
 
   // Dedupe: one symbol per distinct printed body.
   llvm::StringMap<std::string> bodyOfSymbol;

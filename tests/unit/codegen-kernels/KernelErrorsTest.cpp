@@ -128,6 +128,41 @@ func.func private @copy(%a: tensor<4xf32>, %out: memref<4xf32>) {
   EXPECT_EQ(out[3], 4.0f);
 }
 
+TEST_F(KernelErrorsTest, LibrariesLoadedTogetherStayDistinct) {
+  // Regression: with the memory file closed after dlopen, the next library
+  // got the same /proc/self/fd/N path and dlopen answered with the first.
+  auto build = [&](const char *op) {
+    std::string source =
+        std::string(R"mlir(
+func.func private @k(%x: tensor<8xf32>, %out: memref<8xf32>) {
+  %e = tensor.empty() : tensor<8xf32>
+  %r = )mlir") +
+        op +
+        R"mlir( ins(%x, %x : tensor<8xf32>, tensor<8xf32>) outs(%e : tensor<8xf32>) -> tensor<8xf32>
+  bufferization.materialize_in_destination %r in restrict writable %out : (tensor<8xf32>, memref<8xf32>) -> ()
+  return
+}
+)mlir";
+    auto module = mlir::parseSourceString<mlir::ModuleOp>(source, &ctx);
+    auto k = module->lookupSymbol<mlir::func::FuncOp>("k");
+    return codegen::compileKernels(*module, {k},
+                                   codegen::KernelCompileOptions());
+  };
+  auto add = build("linalg.add");
+  auto mul = build("linalg.mul");
+  ASSERT_TRUE(mlir::succeeded(add) && mlir::succeeded(mul));
+  auto addLib = codegen::LoadedKernelLibrary::load(add->binary, "add");
+  auto mulLib = codegen::LoadedKernelLibrary::load(mul->binary, "mul");
+  ASSERT_TRUE(addLib && mulLib);
+  float in[8] = {1, 2, 3, 4, 5, 6, 7, 8}, sum[8], product[8];
+  void *addArgs[] = {in, sum}, *mulArgs[] = {in, product};
+  ASSERT_TRUE((*mulLib)->call(mul->kernels[0].symbol, mulArgs).isOk());
+  ASSERT_TRUE((*addLib)->call(add->kernels[0].symbol, addArgs).isOk());
+  EXPECT_EQ(sum[7], 16.0f);
+  EXPECT_EQ(product[7], 64.0f);
+  EXPECT_FALSE((*addLib)->lookup(mul->kernels[0].symbol));
+}
+
 TEST_F(KernelErrorsTest, IdenticalKernelsShareOneSymbol) {
   ASSERT_TRUE(compile(R"mlir(
 func.func private @a(%x: tensor<8xf32>, %out: memref<8xf32>) {
