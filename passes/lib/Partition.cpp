@@ -362,7 +362,7 @@ struct MonarchPartitionPass
         return failure();
       // What propagation could not reach is replicated; propagate again so
       // that its neighbours agree.
-      if (partition::annotateRemainingAsReplicated(tmp, grid.getSymName()) &&
+      if (partition::annotateRemainingAsReplicated(tmp) &&
           failed(runPipeline(propagatePM, tmp)))
         return failure();
       if (Operation *bad = partition::findUnannotatedOp(tmp)) {

@@ -120,6 +120,15 @@ void separateRepeatedOperands(Block &block) {
   }
 }
 
+/// `shard.shard %v to <replicated>` at the builder's position.
+shard::ShardOp annotateReplicated(OpBuilder &b, Location loc, Value v,
+                                  FlatSymbolRefAttr grid) {
+  auto sharding =
+      shard::ShardingOp::create(b, loc, grid, ArrayRef<shard::GridAxesAttr>{});
+  return shard::ShardOp::create(b, loc, v, sharding,
+                                /*annotate_for_users=*/false);
+}
+
 /// `shard.shard (shard.shard %v to A) to B` with A and B different splits:
 /// upstream resharding between grid axes builds ops from null values. Going
 /// through the replicated layout (gather, then a local slice) is correct for
@@ -138,11 +147,8 @@ void replicateBetweenSplits(Block &block) {
   for (shard::ShardOp s : reshards) {
     OpBuilder b(s);
     auto current = s.getSharding().getDefiningOp<shard::ShardingOp>();
-    auto replicated = shard::ShardingOp::create(
-        b, s.getLoc(), current.getGridAttr(), ArrayRef<shard::GridAxesAttr>{});
-    auto mid = shard::ShardOp::create(b, s.getLoc(), s.getSrc(), replicated,
-                                      /*annotate_for_users=*/false);
-    s.getSrcMutable().set(mid);
+    s.getSrcMutable().set(
+        annotateReplicated(b, s.getLoc(), s.getSrc(), current.getGridAttr()));
   }
 }
 
@@ -192,35 +198,29 @@ void prepareForPropagation(func::FuncOp fn, bool replicateInputs) {
   // whatever the attempt.
   OpBuilder b(fn.getContext());
   b.setInsertionPointToStart(&block);
-  for (BlockArgument arg : block.getArguments()) {
-    auto type = dyn_cast<RankedTensorType>(arg.getType());
-    if (!type || hasSharding(arg) || (!replicateInputs && !arg.use_empty()))
-      continue;
-    auto grid = findGrid(block);
-    if (!grid)
-      break;
-    auto sharding = shard::ShardingOp::create(b, fn.getLoc(), grid,
-                                              ArrayRef<shard::GridAxesAttr>{});
-    auto annotated = shard::ShardOp::create(b, fn.getLoc(), arg, sharding,
-                                            /*annotate_for_users=*/false);
-    arg.replaceAllUsesExcept(annotated, annotated);
-  }
+  if (FlatSymbolRefAttr grid = findGrid(block))
+    for (BlockArgument arg : block.getArguments()) {
+      if (!isa<RankedTensorType>(arg.getType()) || hasSharding(arg) ||
+          (!replicateInputs && !arg.use_empty()))
+        continue;
+      auto annotated = annotateReplicated(b, fn.getLoc(), arg, grid);
+      arg.replaceAllUsesExcept(annotated, annotated);
+    }
   annotateSourcesOfForUsers(block);
   hoistLateAnnotations(block);
   replicateBetweenSplits(block);
   separateRepeatedOperands(block);
 }
 
-bool annotateRemainingAsReplicated(func::FuncOp fn, StringRef grid) {
+bool annotateRemainingAsReplicated(func::FuncOp fn) {
   Block &block = fn.getBody().front();
+  FlatSymbolRefAttr grid = findGrid(block);
+  if (!grid)
+    return false;
   OpBuilder b(fn.getContext());
   bool changed = false;
   auto replicate = [&](Value v, Location loc) {
-    auto sharding = shard::ShardingOp::create(
-        b, loc, FlatSymbolRefAttr::get(b.getContext(), grid),
-        ArrayRef<shard::GridAxesAttr>{});
-    auto annotated = shard::ShardOp::create(b, loc, v, sharding,
-                                            /*annotate_for_users=*/false);
+    auto annotated = annotateReplicated(b, loc, v, grid);
     v.replaceAllUsesExcept(annotated, annotated);
     changed = true;
   };

@@ -31,7 +31,7 @@ void prepareForPropagation(mlir::func::FuncOp fn, bool replicateInputs);
 /// shardable op that propagation left without a sharding (an independent
 /// chain next to an annotated one, rank-0 values). Returns true when it
 /// added annotations, after which propagation must run again.
-bool annotateRemainingAsReplicated(mlir::func::FuncOp fn, llvm::StringRef grid);
+bool annotateRemainingAsReplicated(mlir::func::FuncOp fn);
 
 /// The first shardable op whose tensor results still have no sharding, or
 /// null: partitioning it would crash upstream.
