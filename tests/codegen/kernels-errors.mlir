@@ -9,6 +9,8 @@
 // RUN: not monarch-kernels %s --kernel=fine --emit=bogus 2>&1 | FileCheck %s --check-prefix=EMIT
 // RUN: not monarch-kernels %s --kernel=fine --target=tpu 2>&1 | FileCheck %s --check-prefix=TARGET
 // RUN: not monarch-kernels %s --kernel=fine --target=cuda --emit=asm 2>&1 | FileCheck %s --check-prefix=STAGE
+// RUN: not monarch-kernels %s --kernel=boolcopy 2>&1 | FileCheck %s --check-prefix=BOOL
+// RUN: monarch-kernels %s --kernel=boolfine --emit=bufferized | FileCheck %s --check-prefix=BOOLABI
 // RUN: not monarch-kernels %t.does-not-exist.mlir 2>&1 | FileCheck %s --check-prefix=NOFILE
 
 // DYN: error: kernel 'dynamic' argument #0 ('tensor<?xf32>') has a dynamic shape; kernels need static shapes
@@ -37,5 +39,22 @@ func.func private @calls(%a: tensor<4xf32>, %out: memref<4xf32>) {
 // NOFILE: monarch-kernels: {{.*}}does-not-exist.mlir
 func.func private @fine(%a: tensor<4xf32>, %out: memref<4xf32>) {
   bufferization.materialize_in_destination %a in restrict writable %out : (tensor<4xf32>, memref<4xf32>) -> ()
+  return
+}
+
+// An i1 output is bytes in memory; the kernel only accepts whole-tensor
+// writes into it, which it widens to i8.
+// BOOL: error: kernel 'boolcopy' writes its i1 output #1 with 'memref.copy'; i1 outputs must be written by bufferization.materialize_in_destination
+func.func private @boolcopy(%a: tensor<4xi1>, %out: memref<4xi1>) {
+  %m = bufferization.to_buffer %a : tensor<4xi1> to memref<4xi1>
+  memref.copy %m, %out : memref<4xi1> to memref<4xi1>
+  return
+}
+
+// BOOLABI: func.func @monarch_kernel_impl(%{{.*}}: memref<4xi8>, %{{.*}}: memref<4xi8>)
+// BOOLABI: arith.cmpi ne
+// BOOLABI: arith.extui
+func.func private @boolfine(%a: tensor<4xi1>, %out: memref<4xi1>) {
+  bufferization.materialize_in_destination %a in restrict writable %out : (tensor<4xi1>, memref<4xi1>) -> ()
   return
 }

@@ -116,6 +116,8 @@ FailureOr<ScratchKernel> cloneAndHash(func::FuncOp kernel) {
   // Arguments keep no attributes: they would only differ between copies.
   for (unsigned i = 0, e = clone.getNumArguments(); i < e; ++i)
     clone.setArgAttrs(i, DictionaryAttr::get(ctx));
+  if (failed(detail::widenBooleanArguments(clone, kernel.getSymName())))
+    return failure();
 
   PassManager pm(ctx);
   pm.addNestedPass<func::FuncOp>(createCanonicalizerPass());
@@ -246,7 +248,7 @@ FailureOr<KernelLibrary> compileKernels(ModuleOp module,
       return failure();
     FailureOr<ScratchKernel> scratch = cloneAndHash(kernel);
     if (failed(scratch))
-      return kernel.emitError("failed to canonicalize kernel '")
+      return kernel.emitError("failed to prepare kernel '")
              << kernel.getSymName() << "'";
     compiled.symbol = scratch->symbol;
     auto [it, inserted] =

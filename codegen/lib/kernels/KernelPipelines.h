@@ -14,6 +14,7 @@
 
 #include "monarch/Codegen/KernelCompiler.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/IR/LLVMContext.h"
 #include "llvm/IR/Module.h"
@@ -29,6 +30,15 @@ inline constexpr llvm::StringLiteral kImplName = "monarch_kernel_impl";
 
 /// Loads the dialects and interface models the pipelines need into `ctx`.
 void loadKernelDialects(mlir::MLIRContext &ctx);
+
+/// Makes every i1 argument of `kernel` (named `name` in diagnostics) an i8
+/// argument: in memory a boolean is one byte per element, whatever the
+/// lowering (a vectorized i1 store would pack bits). Inputs are compared
+/// with 0, outputs receive the zero-extension of the i1 result. Fails with
+/// a diagnostic on an i1 output written other than by
+/// bufferization.materialize_in_destination.
+mlir::LogicalResult widenBooleanArguments(mlir::func::FuncOp kernel,
+                                          llvm::StringRef name);
 
 /// Tensor-level clean-up shared by every target: canonicalize, generalize
 /// non-contraction named ops and fuse elementwise producers into consumers.

@@ -33,7 +33,7 @@ size_t elementSize(const std::string &dtype) {
     return 4;
   if (dtype == "f16" || dtype == "bf16")
     return 2;
-  if (dtype == "i8")
+  if (dtype == "i8" || dtype == "i1")
     return 1;
   ADD_FAILURE() << "unknown dtype " << dtype;
   return 4;
@@ -120,6 +120,8 @@ double HostBuffer::at(int64_t i) const {
   }
   if (dtype == "i8")
     return static_cast<int8_t>(*p);
+  if (dtype == "i1") // the raw byte: a bit-packed result does not pass as 1
+    return *p;
   uint16_t h;
   std::memcpy(&h, p, 2);
   if (dtype == "f16")
@@ -145,6 +147,8 @@ void HostBuffer::set(int64_t i, double value) {
     std::memcpy(p, &v, 8);
   } else if (dtype == "i8") {
     *p = static_cast<uint8_t>(static_cast<int8_t>(std::lround(value)));
+  } else if (dtype == "i1") { // numpy's bool: one byte, 0 or 1
+    *p = std::lround(value) != 0 ? 1 : 0;
   } else if (dtype == "f16") {
     uint16_t h = floatToHalf(static_cast<float>(value));
     std::memcpy(p, &h, 2);

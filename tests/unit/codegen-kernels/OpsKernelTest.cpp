@@ -333,6 +333,51 @@ func.func private @k(%a: tensor<8x8xf32>, %out: memref<4x8xf32>) {
          {HostBuffer("f32", {4, 8})}});
 }
 
+// Booleans are one byte per element in memory (numpy's bool): a comparison
+// result, a mask input and a logical and of the two, over a row length (37)
+// that 16 does not divide so both the vector and the remainder code run.
+// Compared byte for byte: a bit-packed vector store does not pass.
+TEST_F(OpsKernelTest, BooleanInputsAndOutputsAreBytes) {
+  check({"compare_select",
+         R"mlir(
+#id = affine_map<(d0, d1) -> (d0, d1)>
+func.func private @k(%a: tensor<4x37xf32>, %m: tensor<4x37xi1>, %gt: memref<4x37xi1>, %sel: memref<4x37xf32>, %both: memref<4x37xi1>) {
+  %zero = arith.constant 0.0 : f32
+  %eb = tensor.empty() : tensor<4x37xi1>
+  %ef = tensor.empty() : tensor<4x37xf32>
+  %g = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%a : tensor<4x37xf32>) outs(%eb : tensor<4x37xi1>) {
+  ^bb0(%x: f32, %o: i1):
+    %c = arith.cmpf ogt, %x, %zero : f32
+    linalg.yield %c : i1
+  } -> tensor<4x37xi1>
+  %s = linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%a, %m : tensor<4x37xf32>, tensor<4x37xi1>) outs(%ef : tensor<4x37xf32>) {
+  ^bb0(%x: f32, %mm: i1, %o: f32):
+    %n = arith.negf %x : f32
+    %r = arith.select %mm, %x, %n : f32
+    linalg.yield %r : f32
+  } -> tensor<4x37xf32>
+  %b = linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%g, %m : tensor<4x37xi1>, tensor<4x37xi1>) outs(%eb : tensor<4x37xi1>) {
+  ^bb0(%x: i1, %y: i1, %o: i1):
+    %r = arith.andi %x, %y : i1
+    linalg.yield %r : i1
+  } -> tensor<4x37xi1>
+  bufferization.materialize_in_destination %g in restrict writable %gt : (tensor<4x37xi1>, memref<4x37xi1>) -> ()
+  bufferization.materialize_in_destination %s in restrict writable %sel : (tensor<4x37xf32>, memref<4x37xf32>) -> ()
+  bufferization.materialize_in_destination %b in restrict writable %both : (tensor<4x37xi1>, memref<4x37xi1>) -> ()
+  return
+}
+)mlir",
+         {randomBuffer("f32", {4, 37}, rng),
+          randomBuffer("i1", {4, 37}, rng, 0, 1)},
+         {HostBuffer("i1", {4, 37}), HostBuffer("f32", {4, 37}),
+          HostBuffer("i1", {4, 37})},
+         0,
+         0});
+}
+
 TEST_F(OpsKernelTest, MatmulBiasRelu) {
   check(
       {"matmul_bias_relu",

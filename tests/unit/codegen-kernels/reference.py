@@ -14,7 +14,7 @@ import sys
 import numpy as np
 
 NP_DTYPES = {"f32": np.float32, "f16": np.float16, "f64": np.float64,
-             "i32": np.int32, "i64": np.int64, "i8": np.int8}
+             "i32": np.int32, "i64": np.int64, "i8": np.int8, "i1": np.bool_}
 
 
 def parse_spec(spec):
@@ -69,6 +69,8 @@ CASES = {
     "transpose_add": lambda a, b: [a.T + b],
     "mlp_forward": lambda x, w1, w2: [np.maximum(x @ w1, 0) @ w2],
     "concat_slice": lambda a, b: [np.concatenate([a, b], axis=1)[:, 2:10]],
+    "compare_select": lambda a, m: [a > 0, np.where(m, a, -a),
+                                    (a > 0) & m],
     "reshape_scale": lambda a: [a.reshape(4, 2, 8).sum(axis=1) * 2],
 }
 
