@@ -36,12 +36,11 @@ static Result<OwningOpRef<ModuleOp>> lowerCopy(TraceBuilder::Impl &I,
       llvm::cast<ModuleOp>(I.module->getOperation()->clone());
   if (*stage == Stage::Traced)
     return copy;
-  PassManager pm(&I.ctx, ModuleOp::getOperationName());
   PipelineOptions options;
   options.backend = backend;
-  populateStagePipelines(pm, Stage::Traced, *stage, options);
   LogicalResult ok = success();
-  std::string diags = I.collectDiagnostics([&] { ok = pm.run(*copy); });
+  std::string diags = I.collectDiagnostics(
+      [&] { ok = runStagePipelines(*copy, Stage::Traced, *stage, options); });
   if (failed(ok))
     return I.error({}, "lowering to '" + stageName + "' failed" +
                            (diags.empty() ? std::string(" (no diagnostic)")

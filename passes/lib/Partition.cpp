@@ -334,26 +334,33 @@ struct MonarchPartitionPass
       return fn.emitOpError("mesh @")
              << segment.mesh.getValue() << " has no shard.grid";
     b.clone(*grid);
-    auto tmp = func::FuncOp::create(b, loc, base + ".tmp",
-                                    b.getFunctionType(inTypes, outTypes));
-    Block *entry = tmp.addEntryBlock();
-    IRMapping map;
-    for (auto [v, arg] : llvm::zip(inputs, entry->getArguments()))
-      map.map(v, arg);
-    b.setInsertionPointToStart(entry);
-    for (Operation *c : cloned)
-      b.clone(*c, map);
-    for (Operation *op : segment.ops)
-      b.clone(*op, map);
-    SmallVector<Value> returned;
-    for (Value v : outputs)
-      returned.push_back(map.lookup(v));
-    func::ReturnOp::create(b, loc, returned);
+    // Builds the segment as a function at the end of the scratch module.
+    auto buildTmp = [&] {
+      b.setInsertionPointToEnd(scratch.getBody());
+      auto made = func::FuncOp::create(b, loc, base + ".tmp",
+                                       b.getFunctionType(inTypes, outTypes));
+      Block *body = made.addEntryBlock();
+      IRMapping map;
+      for (auto [v, arg] : llvm::zip(inputs, body->getArguments()))
+        map.map(v, arg);
+      b.setInsertionPointToStart(body);
+      for (Operation *c : cloned)
+        b.clone(*c, map);
+      for (Operation *op : segment.ops)
+        b.clone(*op, map);
+      SmallVector<Value> returned;
+      for (Value v : outputs)
+        returned.push_back(map.lookup(v));
+      func::ReturnOp::create(b, loc, returned);
+      return made;
+    };
+    func::FuncOp tmp = buildTmp();
 
     // Upstream propagation picks the layouts of the segment's inputs from
     // their users, which keeps shards in place between segments. On the
     // inputs where upstream partitioning then fails, a second attempt on a
-    // fresh copy fixes every input to the replicated layout it has anyway
+    // fresh copy (rebuilt from the segment, which is still intact) fixes
+    // every input to the replicated layout it has anyway
     // (global values), which upstream handles.
     SmallVector<DistAttr> argDists, resDists;
     auto attempt = [&](bool replicateInputs) -> LogicalResult {
@@ -422,7 +429,6 @@ struct MonarchPartitionPass
         return failure();
       return success();
     };
-    auto fresh = cast<func::FuncOp>(tmp->clone());
     LogicalResult first = failure();
     {
       ScopedDiagnosticHandler quiet(ctx,
@@ -431,13 +437,9 @@ struct MonarchPartitionPass
     }
     if (failed(first)) {
       tmp.erase();
-      scratch.getBody()->push_back(fresh);
-      tmp = fresh;
-      entry = &tmp.getBody().front();
+      tmp = buildTmp();
       if (failed(attempt(/*replicateInputs=*/true)))
         return failure();
-    } else {
-      fresh.erase();
     }
 
     // The per-rank types partitioning chose must be what the recorded

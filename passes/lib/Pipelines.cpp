@@ -8,6 +8,8 @@
 #include "monarch/Transforms/Pipelines.h"
 #include "monarch/Transforms/Passes.h"
 
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/Verifier.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "llvm/ADT/StringSwitch.h"
 
@@ -63,6 +65,66 @@ void populateStagePipelines(OpPassManager &pm, Stage from, Stage to,
     populateSplitPipeline(pm, options);
   if (from < Stage::Planned && to >= Stage::Planned)
     populatePlanPipeline(pm, options);
+}
+
+namespace {
+
+/// Forwards to an instrumentation owned by the caller, so one observer sees
+/// the passes of every per-stage pass manager in order.
+class ForwardingInstrumentation : public PassInstrumentation {
+public:
+  explicit ForwardingInstrumentation(PassInstrumentation &target)
+      : target(target) {}
+  void runBeforePass(Pass *pass, Operation *op) override {
+    target.runBeforePass(pass, op);
+  }
+  void runAfterPass(Pass *pass, Operation *op) override {
+    target.runAfterPass(pass, op);
+  }
+  void runAfterPassFailed(Pass *pass, Operation *op) override {
+    target.runAfterPassFailed(pass, op);
+  }
+
+private:
+  PassInstrumentation &target;
+};
+
+} // namespace
+
+LogicalResult runStagePipelines(ModuleOp module, Stage from, Stage to,
+                                const PipelineOptions &options,
+                                const StageRunOptions &run,
+                                std::string *reproducer) {
+  if (to <= from)
+    return success();
+  PassManager pm(module.getContext(), ModuleOp::getOperationName());
+  pm.enableVerifier(run.verifyEachPass);
+  populateStagePipelines(pm, from, to, options);
+  if (run.observer)
+    pm.addInstrumentation(
+        std::make_unique<ForwardingInstrumentation>(*run.observer));
+  auto describe = [&] {
+    if (!reproducer)
+      return;
+    reproducer->clear();
+    llvm::raw_string_ostream os(*reproducer);
+    pm.printAsTextualPipeline(os);
+  };
+  if (failed(pm.run(module))) {
+    describe();
+    return failure();
+  }
+  if (!run.verifyEachPass && failed(verify(module))) {
+    // A pass built invalid IR: a compiler bug, not the user's.
+    describe();
+    module.emitError() << "internal error: the IR at the end of stage '"
+                       << stageName(to)
+                       << "' does not verify (the diagnostics above name the "
+                          "op); rerun with the verifier after every pass "
+                          "(monarch-compile --verify-each) to find the pass";
+    return failure();
+  }
+  return success();
 }
 
 void registerMonarchPipelines() {

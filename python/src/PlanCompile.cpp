@@ -107,10 +107,8 @@ PlanCompileResult compileTracedModule(const std::string &tracedModule,
 
   monarch::PipelineOptions options;
   options.backend = backend;
-  PassManager pm(&context, ModuleOp::getOperationName());
-  monarch::populateStagePipelines(pm, monarch::Stage::Traced,
-                                  monarch::Stage::Planned, options);
-  if (failed(pm.run(*module))) {
+  if (failed(monarch::runStagePipelines(*module, monarch::Stage::Traced,
+                                        monarch::Stage::Planned, options))) {
     result.error = "compiling to 'planned' failed:\n" + diagnostics;
     return result;
   }

@@ -4,6 +4,8 @@
 // RUN: monarch-compile %s --compile-to=split | FileCheck %s --check-prefix=SPLIT
 // RUN: monarch-compile %s --compile-to=planned | FileCheck %s --check-prefix=PLAN
 // RUN: monarch-compile %s | FileCheck %s --check-prefix=PLAN
+// The verifier after every pass changes nothing in a correct pipeline.
+// RUN: monarch-compile %s --verify-each | FileCheck %s --check-prefix=PLAN
 // RUN: monarch-compile %s --backend=nccl | FileCheck %s --check-prefix=NCCL
 
 // The IR after every pass, numbered, from the flag or MONARCH_DUMP_DIR.

@@ -55,7 +55,7 @@ struct Flags {
   std::string input, output, stageName, dumpDir, backend = "gloo",
                                                  target = "cpu";
   int64_t groupBytes = 65536;
-  bool printPlan = false, verbose = false;
+  bool printPlan = false, verbose = false, verifyEach = false;
 };
 
 /// Prints a `.mcplan` file readably: no MLIR context is ever created.
@@ -157,6 +157,9 @@ int main(int argc, char **argv) {
                  "Transfers up to this many bytes issued back to back share "
                  "a group")
       ->check(CLI::NonNegativeNumber);
+  app.add_flag("--verify-each", flags.verifyEach,
+               "Run the IR verifier after every pass (default: once, on the "
+               "result; always on with --dump-dir)");
   app.add_flag("-v,--verbose", flags.verbose,
                "Report compile-cache hits and misses and timings on stderr");
   app.footer(
@@ -261,22 +264,23 @@ int main(int argc, char **argv) {
   monarch::PipelineOptions options;
   options.backend = flags.backend;
   options.groupBytes = flags.groupBytes;
-  PassManager pm(&context, ModuleOp::getOperationName());
-  monarch::populateStagePipelines(pm, monarch::Stage::Traced, to, options);
-
+  monarch::StageRunOptions run;
+  run.verifyEachPass = flags.verifyEach;
+  std::unique_ptr<monarch::DumpAfterEachPass> dumper;
   if (!flags.dumpDir.empty()) {
     if (std::error_code ec = llvm::sys::fs::create_directories(flags.dumpDir))
       return fail("cannot create dump directory " + flags.dumpDir + ": " +
                   ec.message());
-    auto dumper = std::make_unique<monarch::DumpAfterEachPass>(flags.dumpDir);
+    dumper = std::make_unique<monarch::DumpAfterEachPass>(flags.dumpDir);
     dumper->write(*module, "00-input.mlir");
-    pm.addInstrumentation(std::move(dumper));
+    run.observer = dumper.get();
+    // Dumps are for finding the pass at fault: check after every pass.
+    run.verifyEachPass = true;
   }
 
-  if (failed(pm.run(*module))) {
-    std::string pipeline;
-    llvm::raw_string_ostream os(pipeline);
-    pm.printAsTextualPipeline(os);
+  std::string pipeline;
+  if (failed(monarch::runStagePipelines(*module, monarch::Stage::Traced, to,
+                                        options, run, &pipeline))) {
     llvm::errs() << "monarch-compile: compiling to '" << flags.stageName
                  << "' failed; reproduce with:\n  monarch-opt "
                  << (flags.input == "-" ? "<stdin>" : flags.input)

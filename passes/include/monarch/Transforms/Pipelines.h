@@ -8,6 +8,8 @@
 #ifndef MONARCH_TRANSFORMS_PIPELINES_H
 #define MONARCH_TRANSFORMS_PIPELINES_H
 
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Pass/PassInstrumentation.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassOptions.h"
 
@@ -46,6 +48,29 @@ void populatePlanPipeline(mlir::OpPassManager &pm,
 /// Every pipeline from `from` (exclusive) up to `to` (inclusive).
 void populateStagePipelines(mlir::OpPassManager &pm, Stage from, Stage to,
                             const PipelineOptions &options);
+
+/// How runStagePipelines checks the IR.
+struct StageRunOptions {
+  /// Run the IR verifier after every pass (the PassManager default) instead
+  /// of once on the result. For finding the pass at fault; the tests run
+  /// the pipelines this way.
+  bool verifyEachPass = false;
+  /// Observes every pass (e.g. `--dump-dir`); not owned.
+  mlir::PassInstrumentation *observer = nullptr;
+};
+
+/// Runs the stage pipelines from `from` (exclusive) up to `to` (inclusive)
+/// on `module` and runs the IR verifier once, on the result. The input was
+/// verified when it was parsed or built, and every pass hands the next IR it
+/// built itself: verifying after each of them (the PassManager default)
+/// cost a third of compile time (docs/passes.md, "Compile time"). This is
+/// what clang does in release builds: verify the input and the output. On
+/// failure, `reproducer` (when given) receives the textual pipeline for
+/// `monarch-opt --pass-pipeline=...`.
+mlir::LogicalResult runStagePipelines(mlir::ModuleOp module, Stage from,
+                                      Stage to, const PipelineOptions &options,
+                                      const StageRunOptions &run = {},
+                                      std::string *reproducer = nullptr);
 
 /// Registers the pipelines with the pass registry (for monarch-opt):
 /// monarch-to-partitioned, monarch-to-split, monarch-to-planned (each from
