@@ -172,7 +172,9 @@ Controller::start(ControllerOptions options) {
   s.token =
       s.options.jobToken.empty() ? generateJobToken() : s.options.jobToken;
   s.jobId = generateJobToken().substr(0, 8);
-  s.store = createInProcessStore();
+  auto store = std::make_unique<GenerationStore>(createInProcessStore());
+  s.generationStore = store.get();
+  s.store = std::move(store);
   s.ranks.resize(s.options.worldSize);
   for (int r = 0; r < s.options.worldSize; ++r)
     s.dispatchers.push_back(std::make_unique<Dispatcher>());
@@ -185,6 +187,20 @@ Controller::start(ControllerOptions options) {
       return launcher.status();
     s.launcher = std::move(launcher).value();
   }
+  const RecoveryPolicy &policy = s.options.recovery;
+  if (policy.maxRetries < 0 || policy.checkpointEvery < 1)
+    return Status(StatusCode::InvalidArgument,
+                  "recovery policy: maxRetries must be >= 0 and "
+                  "checkpointEvery >= 1, got " +
+                      std::to_string(policy.maxRetries) + " and " +
+                      std::to_string(policy.checkpointEvery));
+  if (policy.enabled() && !s.launcher->canRelaunch())
+    return Status(StatusCode::InvalidArgument,
+                  "recovery restarts every worker, which the '" +
+                      s.launcher->name() +
+                      "' launcher cannot do (it does not start them); use "
+                      "the local launcher or turn recovery off");
+  s.policy = policy;
 
   auto server = ControlServer::start(s.makeProcessor(), s.options.bindHost,
                                      s.options.port, s.limits, "controller");
@@ -199,72 +215,77 @@ Controller::start(ControllerOptions options) {
   std::unique_ptr<Controller> controller(new Controller(std::move(impl)));
   s.startMonitor();
 
-  LaunchSpec spec;
-  spec.worldSize = s.options.worldSize;
-  spec.controllerAddress = s.advertisedAddress;
-  spec.jobToken = s.token;
-  spec.workerBinary = findWorkerBinary(s.options.workerBinary);
-  spec.env = s.options.workerEnv;
+  s.spec.worldSize = s.options.worldSize;
+  s.spec.controllerAddress = s.advertisedAddress;
+  s.spec.jobToken = s.token;
+  s.spec.workerBinary = findWorkerBinary(s.options.workerBinary);
+  s.spec.env = s.options.workerEnv;
   if (!s.options.logLevel.empty())
-    spec.env["MONARCH_LOG_LEVEL"] = s.options.logLevel;
-  spec.env["MONARCH_CONTROLLER_TIMEOUT_MS"] =
+    s.spec.env["MONARCH_LOG_LEVEL"] = s.options.logLevel;
+  s.spec.env["MONARCH_CONTROLLER_TIMEOUT_MS"] =
       std::to_string(s.options.controllerTimeout.count());
-  spec.rankEnv = s.options.rankEnv;
-  Status launched = s.launcher->launch(
-      spec, [&s](const WorkerExit &exit) { s.onWorkerExit(exit); });
-  if (!launched) {
+  s.spec.rankEnv = s.options.rankEnv;
+  if (Status st = s.launchWorkers(); !st) {
     (void)controller->stop();
-    return launched.withContext("launching workers");
-  }
-
-  // Wait for every rank to register.
-  {
-    std::unique_lock<std::mutex> lock(s.mutex);
-    bool done = s.cv.wait_for(lock, s.options.startTimeout, [&] {
-      return s.failed || s.numRegistered == s.options.worldSize;
-    });
-    if (s.failed) {
-      Status failure = s.failure;
-      lock.unlock();
-      (void)controller->stop();
-      return failure.withContext("starting workers");
-    }
-    if (!done) {
-      std::string missing;
-      for (int r = 0; r < s.options.worldSize; ++r)
-        if (!s.ranks[r].registered)
-          missing += (missing.empty() ? "" : ", ") + std::to_string(r);
-      lock.unlock();
-      (void)controller->stop();
-      return Status(StatusCode::DeadlineExceeded,
-                    "ranks " + missing + " did not register within " +
-                        std::to_string(s.options.startTimeout.count()) +
-                        " ms (" + s.launcher->name() +
-                        " launcher, controller at " + s.advertisedAddress +
-                        ")");
-    }
-  }
-  // One dispatch connection per worker; no receive timeout (a step may be
-  // long: hangs are the heartbeats' business).
-  for (int r = 0; r < s.options.worldSize; ++r) {
-    std::string host;
-    int port;
-    {
-      std::lock_guard<std::mutex> lock(s.mutex);
-      host = s.ranks[r].host;
-      port = s.ranks[r].port;
-    }
-    auto conn = WorkerConnection::connect(host, port, s.limits, 5000, 0);
-    if (!conn.isOk()) {
-      (void)controller->stop();
-      return conn.status().withContext("rank " + std::to_string(r));
-    }
-    std::lock_guard<std::mutex> lock(s.mutex);
-    s.ranks[r].conn = std::move(conn).value();
+    return st;
   }
   spdlog::debug("controller at {}: {} workers registered", s.advertisedAddress,
                 s.options.worldSize);
   return controller;
+}
+
+Status Controller::Impl::launchWorkers() {
+  {
+    // Under the lock: a concurrent stop() either sees these workers (and
+    // its terminate kills them) or stops the launch.
+    std::lock_guard<std::mutex> lock(mutex);
+    if (stopping)
+      return Status(StatusCode::Aborted, "the controller was stopped");
+    Status launched = launcher->launch(
+        spec, [this](const WorkerExit &exit) { onWorkerExit(exit); });
+    if (!launched)
+      return launched.withContext("launching workers");
+  }
+
+  // Wait for every rank to register.
+  {
+    std::unique_lock<std::mutex> lock(mutex);
+    bool done = cv.wait_for(lock, options.startTimeout, [&] {
+      return failed || stopping || numRegistered == options.worldSize;
+    });
+    if (failed)
+      return failure.withContext("starting workers");
+    if (stopping)
+      return Status(StatusCode::Aborted, "the controller was stopped");
+    if (!done) {
+      std::string missing;
+      for (int r = 0; r < options.worldSize; ++r)
+        if (!ranks[r].registered)
+          missing += (missing.empty() ? "" : ", ") + std::to_string(r);
+      return Status(StatusCode::DeadlineExceeded,
+                    "ranks " + missing + " did not register within " +
+                        std::to_string(options.startTimeout.count()) + " ms (" +
+                        launcher->name() + " launcher, controller at " +
+                        advertisedAddress + ")");
+    }
+  }
+  // One dispatch connection per worker; no receive timeout (a step may be
+  // long: hangs are the heartbeats' business).
+  for (int r = 0; r < options.worldSize; ++r) {
+    std::string host;
+    int port;
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      host = ranks[r].host;
+      port = ranks[r].port;
+    }
+    auto conn = WorkerConnection::connect(host, port, limits, 5000, 0);
+    if (!conn.isOk())
+      return conn.status().withContext("rank " + std::to_string(r));
+    std::lock_guard<std::mutex> lock(mutex);
+    ranks[r].conn = std::move(conn).value();
+  }
+  return Status::ok();
 }
 
 Status Controller::stop() {
@@ -299,6 +320,18 @@ Status Controller::stop() {
     t.join();
   if (s.launcher)
     s.launcher->terminate(std::chrono::milliseconds(2000));
+  // A call (or a restart) in progress fails now that its workers are gone
+  // or its connections are shut; wait for it before taking its connections
+  // and dispatchers away.
+  {
+    std::lock_guard<std::mutex> lock(s.mutex);
+    for (RankState &rank : s.ranks)
+      if (rank.conn)
+        rank.conn->shutdownSocket();
+  }
+  std::lock_guard<std::recursive_mutex> call(s.callMutex);
+  if (s.launcher)
+    s.launcher->terminate(std::chrono::milliseconds(0));
   if (s.monitor.joinable())
     s.monitor.join();
   if (s.teardown.joinable())

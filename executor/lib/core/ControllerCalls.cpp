@@ -1,9 +1,11 @@
 //===- ControllerCalls.cpp - Load plans, run steps, actor state ---------===//
 //
-// The calls that reach every rank. A step is one WorkerService.runStep per
-// worker, all written before any reply is read; other calls go through the
-// per-rank dispatcher threads. Either way the caller returns as soon as the
-// job fails (Supervisor.cpp), without waiting for the other ranks.
+// One attempt of each call that reaches every rank; the public calls wrap
+// them with the restart policy (ControllerRecovery.cpp). A step is one
+// WorkerService.runStep per worker, all written before any reply is read;
+// other calls go through the per-rank dispatcher threads. Either way the caller
+// returns as soon as the job fails (Supervisor.cpp), without waiting for the
+// other ranks.
 //
 //===----------------------------------------------------------------------===//
 #include "ControllerImpl.h"
@@ -142,7 +144,7 @@ Status callAll(Controller::Impl &s, const std::vector<int> &ranks,
 } // namespace
 
 StatusOr<std::vector<std::string>>
-Controller::loadPlan(const std::string &planBytes) {
+Controller::loadPlanOnce(const std::string &planBytes) {
   Impl &s = *impl_;
   std::lock_guard<std::recursive_mutex> call(s.callMutex);
   if (Status h = health(); !h)
@@ -259,8 +261,8 @@ Controller::loadPlan(const std::string &planBytes) {
   return names;
 }
 
-Status Controller::setActorState(const std::string &key,
-                                 const HostTensor &value, int rank) {
+Status Controller::setActorStateOnce(const std::string &key,
+                                     const HostTensor &value, int rank) {
   Impl &s = *impl_;
   std::lock_guard<std::recursive_mutex> call(s.callMutex);
   if (Status h = health(); !h)
@@ -307,8 +309,8 @@ Status Controller::setActorState(const std::string &key,
   return Status::ok();
 }
 
-StatusOr<HostTensor> Controller::getActorState(const std::string &key,
-                                               int rank) {
+StatusOr<HostTensor> Controller::getActorStateOnce(const std::string &key,
+                                                   int rank) {
   Impl &s = *impl_;
   std::lock_guard<std::recursive_mutex> call(s.callMutex);
   if (Status h = health(); !h)
@@ -334,7 +336,7 @@ StatusOr<HostTensor> Controller::getActorState(const std::string &key,
   return fromWire(std::move(gather->replies[rank]));
 }
 
-StatusOr<Controller::Checkpoint> Controller::checkpointActorState() {
+StatusOr<Controller::Checkpoint> Controller::checkpointOnce() {
   Impl &s = *impl_;
   std::lock_guard<std::recursive_mutex> call(s.callMutex);
   std::map<std::string, std::vector<int>> holders;
@@ -345,7 +347,7 @@ StatusOr<Controller::Checkpoint> Controller::checkpointActorState() {
   Checkpoint checkpoint;
   for (auto &[key, ranks] : holders)
     for (int r : ranks) {
-      auto value = getActorState(key, r);
+      auto value = getActorStateOnce(key, r);
       if (!value.isOk())
         return value.status().withContext("checkpoint of " + key + " on rank " +
                                           std::to_string(r));
@@ -354,18 +356,9 @@ StatusOr<Controller::Checkpoint> Controller::checkpointActorState() {
   return checkpoint;
 }
 
-Status Controller::restoreActorState(const Checkpoint &checkpoint) {
-  std::lock_guard<std::recursive_mutex> call(impl_->callMutex);
-  for (auto &[where, value] : checkpoint.states)
-    if (Status st = setActorState(where.first, value, where.second); !st)
-      return st.withContext("restoring " + where.first + " on rank " +
-                            std::to_string(where.second));
-  return Status::ok();
-}
-
 StatusOr<std::vector<HostTensor>>
-Controller::runStep(const std::string &plan,
-                    const std::vector<HostTensor> &inputs) {
+Controller::runStepOnce(const std::string &plan,
+                        const std::vector<HostTensor> &inputs, int64_t &step) {
   Impl &s = *impl_;
   std::lock_guard<std::recursive_mutex> call(s.callMutex);
   if (Status h = health(); !h)
@@ -398,8 +391,7 @@ Controller::runStep(const std::string &plan,
   }
   int n = s.options.worldSize;
   std::vector<control::RunStepRequest> requests(n);
-  int64_t step;
-  {
+  if (step < 0) {
     std::lock_guard<std::mutex> lock(s.mutex);
     step = s.nextStep[plan]++;
   }

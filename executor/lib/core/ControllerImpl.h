@@ -2,9 +2,10 @@
 //-*-===//
 //
 // Private to MonarchExecutor: Controller.cpp (lifecycle, plans, steps),
-// ControllerService.cpp (the Thrift handler workers call) and Supervisor.cpp
-// (failure bookkeeping, the monitor thread, teardown) share this state under
-// one mutex.
+// ControllerService.cpp (the Thrift handler workers call), Supervisor.cpp
+// (failure bookkeeping, the monitor thread, teardown) and
+// ControllerRecovery.cpp (the restart policy) share this state under one
+// mutex.
 //
 //===----------------------------------------------------------------------===//
 #ifndef MONARCH_EXECUTOR_CORE_CONTROLLERIMPL_H
@@ -44,6 +45,39 @@ private:
   std::thread thread_;
 };
 
+/// The rendezvous store workers see: every key under "g<generation>/", so a
+/// restarted job's communicators never meet a dead generation's addresses.
+class GenerationStore final : public Store {
+public:
+  explicit GenerationStore(std::unique_ptr<Store> base)
+      : base_(std::move(base)) {}
+  void setGeneration(int generation) { generation_ = generation; }
+  Status set(const std::string &key, const std::string &value) override {
+    return base_->set(prefix() + key, value);
+  }
+  StatusOr<std::string> get(const std::string &key,
+                            std::chrono::milliseconds timeout) override {
+    return base_->get(prefix() + key, timeout);
+  }
+  Status wait(const std::vector<std::string> &keys,
+              std::chrono::milliseconds timeout) override {
+    std::vector<std::string> full;
+    for (const std::string &k : keys)
+      full.push_back(prefix() + k);
+    return base_->wait(full, timeout);
+  }
+  StatusOr<int64_t> add(const std::string &key, int64_t delta) override {
+    return base_->add(prefix() + key, delta);
+  }
+
+private:
+  std::string prefix() const {
+    return "g" + std::to_string(generation_.load()) + "/";
+  }
+  std::unique_ptr<Store> base_;
+  std::atomic<int> generation_{0};
+};
+
 struct RankState {
   bool registered = false;
   bool exited = false;
@@ -63,9 +97,12 @@ struct Controller::Impl {
   std::string token;
   std::string jobId;
   std::unique_ptr<Store> store;
+  GenerationStore *generationStore = nullptr;
   std::unique_ptr<ControlServer> server;
   std::shared_ptr<Launcher> launcher;
   std::string advertisedAddress;
+  /// What the launcher was given (kept to relaunch).
+  LaunchSpec spec;
 
   mutable std::mutex mutex;
   std::condition_variable cv;
@@ -99,6 +136,30 @@ struct Controller::Impl {
   /// Serializes loadPlan/runStep: one step at a time per job.
   std::recursive_mutex callMutex;
   TraceWriter trace;
+
+  // Recovery (ControllerRecovery.cpp); guarded by callMutex, stats by mutex.
+  RecoveryPolicy policy;
+  RecoveryStats stats;
+  /// Every plan file loaded, in order (reloaded after a restart).
+  std::vector<std::string> planFiles;
+  /// What changed actor state since the last checkpoint, in order.
+  struct JournalEntry {
+    bool isStep = true;
+    /// Plan (step) or state key (write).
+    std::string name;
+    std::vector<HostTensor> inputs;
+    int64_t step = 0;
+    int rank = -1;
+  };
+  std::vector<JournalEntry> journal;
+  Controller::Checkpoint checkpoint;
+  int stepsSinceCheckpoint = 0;
+  int generation = 0;
+
+  // Controller.cpp
+  /// Launches `spec` (the current generation), waits for every rank to
+  /// register and opens the dispatch connections.
+  Status launchWorkers();
 
   // Supervisor.cpp
   /// Records a failure. A root cause fails the job at once; a secondary one

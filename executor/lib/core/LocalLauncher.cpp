@@ -5,7 +5,9 @@
 // parent), polls them with waitpid(pid, WNOHANG) (never waitpid(-1): the
 // embedding process may have children of its own), reports exits, and kills
 // what is left on terminate. Children close every inherited descriptor so a
-// dead controller's sockets are not kept open by its workers.
+// dead controller's sockets are not kept open by its workers. After
+// terminate() the launcher can launch again (the restart policy's next
+// generation of workers) with a new owner thread.
 //
 //===----------------------------------------------------------------------===//
 #include "monarch/Executor/Launcher.h"
@@ -43,6 +45,7 @@ public:
   ~LocalLauncher() override { terminate(std::chrono::milliseconds(500)); }
   std::string name() const override { return "local"; }
   bool ownsProcesses() const override { return true; }
+  bool canRelaunch() const override { return true; }
 
   pid_t pid(int rank) const override {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -58,10 +61,16 @@ public:
       return Status(StatusCode::NotFound,
                     "local launcher: worker binary '" + spec.workerBinary +
                         "' is not an executable file (set MONARCH_WORKER_BIN)");
+    // A terminate() in progress (joining the previous generation's thread)
+    // finishes before a new generation starts.
+    std::lock_guard<std::mutex> join(joinMutex_);
     std::unique_lock<std::mutex> lock(mutex_);
     if (thread_.joinable())
       return Status(StatusCode::InvalidArgument,
                     "local launcher: already launched");
+    launched_ = false;
+    stopping_ = false;
+    launchStatus_ = Status::ok();
     spec_ = spec;
     onExit_ = std::move(onExit);
     pids_.assign(spec.worldSize, 0);
@@ -77,11 +86,12 @@ public:
       if (!thread_.joinable())
         return;
       // Workers were asked to exit (shutdown, heartbeat replies) and flush
-      // their logs first; whoever is left at the deadline is killed.
-      if (!stopping_) {
-        stopping_ = true;
-        graceDeadline_ = std::chrono::steady_clock::now() + grace;
-      }
+      // their logs first; whoever is left at the deadline is killed. A
+      // second call may only bring the deadline closer.
+      auto deadline = std::chrono::steady_clock::now() + grace;
+      if (!stopping_ || deadline < graceDeadline_)
+        graceDeadline_ = deadline;
+      stopping_ = true;
     }
     std::lock_guard<std::mutex> join(joinMutex_);
     if (thread_.joinable())

@@ -8,7 +8,11 @@
 // reports, its process ending, its heartbeats stopping, its connection
 // dropping) aborts every rank and is returned by the call in progress, or by
 // the next call, naming the rank, the op and the user's source location.
-// Used by monarch-run and the Python extension; docs/executor.md.
+// With a RecoveryPolicy (opt in) a failed job is restarted instead: every
+// worker relaunched, the plans reloaded, the actor state of the last
+// checkpoint restored, the steps since then replayed from their kept inputs,
+// and the failed step run again. Used by monarch-run and the Python
+// extension; docs/executor.md.
 //
 //===----------------------------------------------------------------------===//
 #ifndef MONARCH_EXECUTOR_CONTROLLER_H
@@ -37,6 +41,43 @@ struct HostTensor {
   int64_t numElements() const;
   /// "float32[2, 4]".
   std::string describe() const;
+};
+
+/// Opt-in recovery (docs/executor.md, "Recovery"). With maxRetries > 0, a
+/// failure of the job (a rank crashed, hung, lost its connection or raised)
+/// does not end it: the controller tears the job down, relaunches every
+/// worker (a Gloo/NCCL mesh cannot be repaired rank by rank), reloads every
+/// plan, restores the actor state checkpointed last, replays the steps run
+/// since that checkpoint with the inputs it kept, and runs the failed call
+/// again. After maxRetries consecutive failed attempts the call returns the
+/// first failure, its text ending with the number of restarts tried.
+struct RecoveryPolicy {
+  /// Attempts to restart the job for one call; 0 turns recovery off (fail
+  /// fast).
+  int maxRetries = 0;
+  /// A checkpoint (every actor state read back to the controller) is taken
+  /// after this many successful steps of plans that declare actor state;
+  /// the inputs of the steps since the last checkpoint are kept for replay.
+  int checkpointEvery = 1;
+  bool enabled() const { return maxRetries > 0; }
+};
+
+/// What recovery did so far (Controller::recoveryStats).
+struct RecoveryStats {
+  /// Whole-job restarts attempted, successful or not.
+  int64_t restarts = 0;
+  /// Restarts after which the failed call went on.
+  int64_t recoveries = 0;
+  /// Steps re-run from the journal (those since the last checkpoint).
+  int64_t replayedSteps = 0;
+  /// Checkpoints taken.
+  int64_t checkpoints = 0;
+  /// Steps (and actor state writes) kept for replay right now.
+  int64_t journalEntries = 0;
+  /// Wall time of the last restart (teardown to the end of the replay).
+  double lastRecoveryMs = 0;
+  /// The failure the last restart recovered from ("" before the first).
+  std::string lastFailure;
 };
 
 struct ControllerOptions {
@@ -77,6 +118,8 @@ struct ControllerOptions {
   /// Receives every forwarded worker log line; default: spdlog with a
   /// "[rank N] " prefix.
   std::function<void(int rank, int level, const std::string &line)> logSink;
+  /// Off by default (fail fast); needs a launcher that can relaunch.
+  RecoveryPolicy recovery;
 
   /// Defaults overridden by MONARCH_* variables (docs/executor.md).
   static ControllerOptions fromEnv();
@@ -135,8 +178,8 @@ public:
   /// Reads actor state `key` from `rank`.
   StatusOr<HostTensor> getActorState(const std::string &key, int rank);
 
-  /// Every actor state of every rank holding it, read between steps: what a
-  /// restart policy would restore (docs/executor.md, recovery).
+  /// Every actor state of every rank holding it, read between steps: what
+  /// the restart policy restores (docs/executor.md, recovery).
   struct Checkpoint {
     /// (key, rank) -> value.
     std::map<std::pair<std::string, int>, HostTensor> states;
@@ -144,6 +187,14 @@ public:
   StatusOr<Checkpoint> checkpointActorState();
   /// Writes a checkpoint back (the same plans must be loaded).
   Status restoreActorState(const Checkpoint &checkpoint);
+
+  /// Turns recovery on or off between calls. Turning it on takes a
+  /// checkpoint at once (the state a first restart goes back to);
+  /// InvalidArgument for a launcher that cannot relaunch (env) or bad
+  /// numbers.
+  Status setRecoveryPolicy(const RecoveryPolicy &policy);
+  RecoveryPolicy recoveryPolicy() const;
+  RecoveryStats recoveryStats() const;
 
   /// Stops every worker (asking first, then killing), writes the trace.
   /// Idempotent; returns the job's failure, if it had one.
@@ -163,6 +214,35 @@ public:
 
 private:
   explicit Controller(std::unique_ptr<Impl> impl);
+
+  // One attempt of each call, without recovery (ControllerCalls.cpp).
+  StatusOr<std::vector<std::string>> loadPlanOnce(const std::string &bytes);
+  /// `step` < 0 takes the plan's next step number and stores it there.
+  StatusOr<std::vector<HostTensor>>
+  runStepOnce(const std::string &plan, const std::vector<HostTensor> &inputs,
+              int64_t &step);
+  Status setActorStateOnce(const std::string &key, const HostTensor &value,
+                           int rank);
+  StatusOr<HostTensor> getActorStateOnce(const std::string &key, int rank);
+  StatusOr<Checkpoint> checkpointOnce();
+
+  // Recovery (ControllerRecovery.cpp).
+  /// Called with a call's failure: returns ok when the job was restarted
+  /// and the call may be tried again, else the error the call returns.
+  /// `attempts` and `first` belong to one call.
+  Status recoverFrom(const Status &failure, int &attempts, Status &first);
+  /// Before a call: restarts a job that failed between calls.
+  Status recoverIfFailed(int &attempts, Status &first);
+  /// One restart (the `attempt`-th for this call): teardown, relaunch,
+  /// reload, restore, replay.
+  Status restartOnce(int attempt);
+  /// After a successful step of `plan` (journal, checkpoint).
+  void noteStep(const std::string &plan, const std::vector<HostTensor> &inputs,
+                int64_t step);
+  void noteSetState(const std::string &key, const HostTensor &value, int rank);
+  /// Takes a checkpoint and drops the journal; false if it failed.
+  bool takeCheckpoint();
+
   std::unique_ptr<Impl> impl_;
 };
 

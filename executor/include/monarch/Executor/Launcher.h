@@ -8,6 +8,8 @@
 // run `srun -n N monarch-worker` with the same variables and own the srun
 // process. Launchers that own processes report their exits (the fastest
 // crash signal the controller has) and kill what is left on terminate().
+// The restart policy relaunches a whole job: terminate(), then launch()
+// again with the next generation's spec, on launchers that canRelaunch().
 //
 //===----------------------------------------------------------------------===//
 #ifndef MONARCH_EXECUTOR_LAUNCHER_H
@@ -39,6 +41,9 @@ struct LaunchSpec {
   std::map<std::string, std::string> env;
   /// Extra environment per rank (tests inject faults into one rank).
   std::map<int, std::map<std::string, std::string>> rankEnv;
+  /// 0 for the first launch, n for the n-th restart of the job (a slurm
+  /// launcher would name its job step with it).
+  int generation = 0;
 };
 
 /// A worker process that ended. `signal` is nonzero when it was killed.
@@ -76,11 +81,12 @@ public:
   /// with an owned child alive. Idempotent.
   virtual void terminate(std::chrono::milliseconds grace) = 0;
 
-  /// For a future restart policy: starts one rank again with the same spec.
-  virtual Status relaunch(int rank) {
-    return Status(StatusCode::Unimplemented,
-                  name() + " launcher: relaunch of one rank");
-  }
+  /// True when launch() may be called again after terminate() returned, to
+  /// start a whole new set of workers (the restart policy). local: yes; env:
+  /// no (it starts nothing); a slurm launcher would run srun again. Ranks
+  /// are never relaunched one by one: the survivors' communicators were
+  /// aborted with the failed rank's.
+  virtual bool canRelaunch() const { return false; }
 };
 
 /// fork/exec `spec.workerBinary` once per rank on this machine. Children get

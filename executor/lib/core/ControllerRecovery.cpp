@@ -1,0 +1,368 @@
+//===- ControllerRecovery.cpp - The opt-in restart policy -----------------===//
+//
+// The public calls that reach the workers, each one attempt
+// (ControllerCalls.cpp) wrapped with the RecoveryPolicy. Without a policy a
+// failure is final (fail fast). With one, a call whose job failed restarts
+// the whole job and tries again: the supervisor's teardown has aborted every
+// rank; the launcher kills and reaps what is left; a new generation of
+// workers is launched under a fresh store prefix (GenerationStore), every
+// plan file is loaded again, the last checkpoint of actor state is written
+// back, and the steps since that checkpoint are replayed with the inputs the
+// journal kept, so the state is the one the failed call started from.
+// Replayed steps' outputs are dropped (they were returned already).
+//
+//===----------------------------------------------------------------------===//
+#include "ControllerImpl.h"
+
+#include <spdlog/spdlog.h>
+
+namespace monarch::executor {
+
+//===--- Public calls -----------------------------------------------------===//
+
+StatusOr<std::vector<std::string>>
+Controller::loadPlan(const std::string &planBytes) {
+  std::lock_guard<std::recursive_mutex> call(impl_->callMutex);
+  int attempts = 0;
+  Status first;
+  if (Status st = recoverIfFailed(attempts, first); !st)
+    return st;
+  while (true) {
+    auto names = loadPlanOnce(planBytes);
+    if (names.isOk()) {
+      // Kept whatever the policy: one turned on later reloads them too.
+      impl_->planFiles.push_back(planBytes);
+      return names;
+    }
+    if (Status st = recoverFrom(names.status(), attempts, first); !st)
+      return st;
+  }
+}
+
+StatusOr<std::vector<HostTensor>>
+Controller::runStep(const std::string &plan,
+                    const std::vector<HostTensor> &inputs) {
+  std::lock_guard<std::recursive_mutex> call(impl_->callMutex);
+  int attempts = 0;
+  Status first;
+  if (Status st = recoverIfFailed(attempts, first); !st)
+    return st;
+  // A retry runs under the same step number (faults injected at step k
+  // repeat; the trace shows one step).
+  int64_t step = -1;
+  while (true) {
+    auto outputs = runStepOnce(plan, inputs, step);
+    if (outputs.isOk()) {
+      noteStep(plan, inputs, step);
+      return outputs;
+    }
+    if (Status st = recoverFrom(outputs.status(), attempts, first); !st)
+      return st;
+  }
+}
+
+Status Controller::setActorState(const std::string &key,
+                                 const HostTensor &value, int rank) {
+  std::lock_guard<std::recursive_mutex> call(impl_->callMutex);
+  int attempts = 0;
+  Status first;
+  if (Status st = recoverIfFailed(attempts, first); !st)
+    return st;
+  while (true) {
+    Status status = setActorStateOnce(key, value, rank);
+    if (status) {
+      noteSetState(key, value, rank);
+      return status;
+    }
+    if (Status st = recoverFrom(status, attempts, first); !st)
+      return st;
+  }
+}
+
+StatusOr<HostTensor> Controller::getActorState(const std::string &key,
+                                               int rank) {
+  std::lock_guard<std::recursive_mutex> call(impl_->callMutex);
+  int attempts = 0;
+  Status first;
+  if (Status st = recoverIfFailed(attempts, first); !st)
+    return st;
+  while (true) {
+    auto value = getActorStateOnce(key, rank);
+    if (value.isOk())
+      return value;
+    if (Status st = recoverFrom(value.status(), attempts, first); !st)
+      return st;
+  }
+}
+
+StatusOr<Controller::Checkpoint> Controller::checkpointActorState() {
+  std::lock_guard<std::recursive_mutex> call(impl_->callMutex);
+  int attempts = 0;
+  Status first;
+  if (Status st = recoverIfFailed(attempts, first); !st)
+    return st;
+  while (true) {
+    auto checkpoint = checkpointOnce();
+    if (checkpoint.isOk())
+      return checkpoint;
+    if (Status st = recoverFrom(checkpoint.status(), attempts, first); !st)
+      return st;
+  }
+}
+
+Status Controller::restoreActorState(const Checkpoint &checkpoint) {
+  std::lock_guard<std::recursive_mutex> call(impl_->callMutex);
+  for (auto &[where, value] : checkpoint.states)
+    if (Status st = setActorState(where.first, value, where.second); !st)
+      return st.withContext("restoring " + where.first + " on rank " +
+                            std::to_string(where.second));
+  return Status::ok();
+}
+
+//===--- Policy -----------------------------------------------------------===//
+
+Status Controller::setRecoveryPolicy(const RecoveryPolicy &policy) {
+  Impl &s = *impl_;
+  if (policy.maxRetries < 0 || policy.checkpointEvery < 1)
+    return Status(StatusCode::InvalidArgument,
+                  "recovery policy: maxRetries must be >= 0 and "
+                  "checkpointEvery >= 1, got " +
+                      std::to_string(policy.maxRetries) + " and " +
+                      std::to_string(policy.checkpointEvery));
+  if (policy.enabled() && !s.launcher->canRelaunch())
+    return Status(StatusCode::InvalidArgument,
+                  "recovery restarts every worker, which the '" +
+                      s.launcher->name() +
+                      "' launcher cannot do (it does not start them)");
+  std::lock_guard<std::recursive_mutex> call(s.callMutex);
+  bool wasOn = s.policy.enabled();
+  s.policy = policy;
+  if (!policy.enabled()) {
+    s.journal.clear();
+    s.checkpoint = {};
+    s.stepsSinceCheckpoint = 0;
+  } else if (!wasOn) {
+    // The state a first restart goes back to is the state now.
+    if (Status h = health(); !h) {
+      s.policy = RecoveryPolicy{};
+      return h.withContext("turning recovery on");
+    }
+    if (!takeCheckpoint()) {
+      s.policy = RecoveryPolicy{};
+      return health().withContext("turning recovery on");
+    }
+  }
+  std::lock_guard<std::mutex> lock(s.mutex);
+  s.stats.journalEntries = static_cast<int64_t>(s.journal.size());
+  return Status::ok();
+}
+
+RecoveryPolicy Controller::recoveryPolicy() const {
+  std::lock_guard<std::recursive_mutex> call(impl_->callMutex);
+  return impl_->policy;
+}
+
+RecoveryStats Controller::recoveryStats() const {
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  return impl_->stats;
+}
+
+//===--- Journal and checkpoints ------------------------------------------===//
+
+bool Controller::takeCheckpoint() {
+  Impl &s = *impl_;
+  auto checkpoint = checkpointOnce();
+  if (!checkpoint.isOk()) {
+    spdlog::warn("recovery: checkpoint failed ({}); a restart replays from "
+                 "the previous one",
+                 checkpoint.status().toString());
+    return false;
+  }
+  s.checkpoint = std::move(checkpoint).value();
+  s.journal.clear();
+  s.stepsSinceCheckpoint = 0;
+  std::lock_guard<std::mutex> lock(s.mutex);
+  ++s.stats.checkpoints;
+  s.stats.journalEntries = 0;
+  return true;
+}
+
+void Controller::noteStep(const std::string &plan,
+                          const std::vector<HostTensor> &inputs, int64_t step) {
+  Impl &s = *impl_;
+  if (!s.policy.enabled())
+    return;
+  {
+    // A plan without actor state changes nothing a restart would lose.
+    std::lock_guard<std::mutex> lock(s.mutex);
+    auto it = s.plans.find(plan);
+    if (it == s.plans.end() || it->second.states.empty())
+      return;
+  }
+  // The checkpoint comes first so checkpointEvery == 1 never copies inputs.
+  if (s.stepsSinceCheckpoint + 1 >= s.policy.checkpointEvery &&
+      takeCheckpoint())
+    return;
+  s.journal.push_back({true, plan, inputs, step, -1});
+  ++s.stepsSinceCheckpoint;
+  std::lock_guard<std::mutex> lock(s.mutex);
+  s.stats.journalEntries = static_cast<int64_t>(s.journal.size());
+}
+
+void Controller::noteSetState(const std::string &key, const HostTensor &value,
+                              int rank) {
+  Impl &s = *impl_;
+  if (!s.policy.enabled())
+    return;
+  s.journal.push_back({false, key, {value}, 0, rank});
+  std::lock_guard<std::mutex> lock(s.mutex);
+  s.stats.journalEntries = static_cast<int64_t>(s.journal.size());
+}
+
+//===--- Restarting -------------------------------------------------------===//
+
+Status Controller::recoverIfFailed(int &attempts, Status &first) {
+  Status failure;
+  {
+    std::lock_guard<std::mutex> lock(impl_->mutex);
+    if (!impl_->policy.enabled() || !impl_->failed)
+      return Status::ok();
+    failure = impl_->failure;
+  }
+  return recoverFrom(failure, attempts, first);
+}
+
+Status Controller::recoverFrom(const Status &failure, int &attempts,
+                               Status &first) {
+  Impl &s = *impl_;
+  if (!s.policy.enabled())
+    return failure;
+  {
+    // Only a failure of the job is recovered; a bad argument is the
+    // caller's, and a stopped controller stays stopped.
+    std::lock_guard<std::mutex> lock(s.mutex);
+    if (!s.failed || s.stopping)
+      return failure;
+  }
+  if (first.isOk())
+    first = failure;
+  while (attempts < s.policy.maxRetries) {
+    ++attempts;
+    Status restarted = restartOnce(attempts);
+    if (restarted)
+      return Status::ok();
+    {
+      std::lock_guard<std::mutex> lock(s.mutex);
+      if (s.stopping)
+        return first;
+    }
+    spdlog::warn("recovery: restart {} of {} failed: {}", attempts,
+                 s.policy.maxRetries, restarted.toString());
+  }
+  return Status(first.code(), first.message() + " (gave up after " +
+                                  std::to_string(attempts) + " restart" +
+                                  (attempts == 1 ? "" : "s") +
+                                  " of the job: " + "recovery allows " +
+                                  std::to_string(s.policy.maxRetries) + ")");
+}
+
+Status Controller::restartOnce(int attempt) {
+  Impl &s = *impl_;
+  Clock::time_point start = Clock::now();
+  int n = s.options.worldSize;
+  Status cause;
+  int generation;
+  {
+    std::lock_guard<std::mutex> lock(s.mutex);
+    if (s.stopping)
+      return Status(StatusCode::Aborted, "the controller was stopped");
+    cause = s.failure;
+    generation = ++s.generation;
+    ++s.stats.restarts;
+    s.stats.lastFailure = cause.message();
+  }
+  int64_t steps = 0;
+  for (const Impl::JournalEntry &entry : s.journal)
+    steps += entry.isStep;
+  spdlog::warn("recovery: restarting all {} workers (attempt {} of {}) after: "
+               "{}; restoring the last checkpoint ({} values) and replaying "
+               "{} steps since it",
+               n, attempt, s.policy.maxRetries, cause.toString(),
+               s.checkpoint.states.size(), steps);
+
+  // Teardown: the supervisor's thread aborts every rank and asks the
+  // launcher to end them after a grace for their logs; a restart does not
+  // wait for that grace: every worker of the failed generation is killed
+  // and reaped now, and the teardown thread is done before anything new
+  // starts (its terminate must not meet the next generation).
+  s.launcher->terminate(std::chrono::milliseconds(0));
+  if (s.teardown.joinable())
+    s.teardown.join();
+  {
+    std::lock_guard<std::mutex> lock(s.mutex);
+    for (RankState &rank : s.ranks)
+      if (rank.conn)
+        rank.conn->shutdownSocket();
+  }
+  // Dispatcher tasks of the failed call finish (their sockets are shut)
+  // before the connections they use go away.
+  s.dispatchers.clear();
+  {
+    std::lock_guard<std::mutex> lock(s.mutex);
+    s.ranks.clear();
+    s.ranks.resize(n);
+    s.numRegistered = 0;
+    s.failed = false;
+    s.failure = Status::ok();
+    s.pendingSecondary.reset();
+    s.generationStore->setGeneration(generation);
+    s.spec.generation = generation;
+  }
+  for (int r = 0; r < n; ++r)
+    s.dispatchers.push_back(std::make_unique<Dispatcher>());
+
+  // Everything below that fails leaves the job failed, for the next attempt.
+  auto failJob = [&](Status st, const std::string &what) {
+    st = st.withContext("restart " + std::to_string(attempt) + ", " + what);
+    std::lock_guard<std::mutex> lock(s.mutex);
+    if (!s.failed && !s.stopping)
+      s.reportFailureLocked(st, true);
+    return st;
+  };
+  if (Status st = s.launchWorkers(); !st)
+    return failJob(st, "relaunching the workers");
+  for (const std::string &file : s.planFiles)
+    if (auto names = loadPlanOnce(file); !names.isOk())
+      return failJob(names.status(), "reloading a plan");
+  for (auto &[where, value] : s.checkpoint.states)
+    if (Status st = setActorStateOnce(where.first, value, where.second); !st)
+      return failJob(st, "restoring " + where.first + " on rank " +
+                             std::to_string(where.second));
+  for (const Impl::JournalEntry &entry : s.journal) {
+    if (entry.isStep) {
+      int64_t step = entry.step;
+      if (auto out = runStepOnce(entry.name, entry.inputs, step); !out.isOk())
+        return failJob(out.status(), "replaying step " +
+                                         std::to_string(entry.step) +
+                                         " of plan '" + entry.name + "'");
+    } else if (Status st =
+                   setActorStateOnce(entry.name, entry.inputs[0], entry.rank);
+               !st) {
+      return failJob(st, "replaying a write of " + entry.name);
+    }
+  }
+  double ms =
+      std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+  {
+    std::lock_guard<std::mutex> lock(s.mutex);
+    ++s.stats.recoveries;
+    s.stats.replayedSteps += steps;
+    s.stats.lastRecoveryMs = ms;
+  }
+  spdlog::warn("recovery: the job runs again after {:.0f} ms ({} plan files "
+               "reloaded, {} actor state values restored, {} steps replayed)",
+               ms, s.planFiles.size(), s.checkpoint.states.size(), steps);
+  return Status::ok();
+}
+
+} // namespace monarch::executor
