@@ -21,7 +21,7 @@ from ._ops import (abs, add, all_gather, all_reduce, astype, bfloat16,
                    matmul, max, maximum, mean, min, minimum, mul, neg, relu,
                    replicate, reshape, shard, sigmoid, softmax, sqrt, sub, sum,
                    tanh, transpose, where)
-from ._runtime import STAGES
+from ._runtime import STAGES, Restart, recovery_stats
 from ._tensor import Tensor
 from .errors import (ConcretizationError, ExecutionError,
                      ExecutorUnavailableError, MeshError, MonarchError, ShapeError, ShardingError,

@@ -113,9 +113,10 @@ class PlanSummary:
 class Compiled:
     """A function compiled for a mesh: call it, or inspect `ir(stage)`."""
 
-    def __init__(self, fn, mesh=None):
+    def __init__(self, fn, mesh=None, on_failure=None):
         self.fn = fn
         self.mesh = mesh
+        self.on_failure = on_failure
         self._cache = {}
         self._last = None
         self.trace_count = 0
@@ -299,8 +300,19 @@ def _dump(compiled, spec):
             f.write(text)
 
 
-def compile(fn=None, *, mesh=None):
-    """`@mc.compile` or `@mc.compile(mesh=mesh)`."""
+def compile(fn=None, *, mesh=None, on_failure=None):
+    """`@mc.compile`, `@mc.compile(mesh=mesh)`, or with
+    `on_failure=mc.Restart(max_retries=N, checkpoint_every=K)` to restart the
+    mesh's workers on a failure instead of raising (docs/executor.md,
+    "Recovery"). The default, None, fails fast with mc.ExecutionError."""
+    if on_failure is not None and not isinstance(on_failure, _runtime.Restart):
+        hint = (" (pass an instance: mc.Restart(max_retries=N, "
+                "checkpoint_every=K))" if on_failure is _runtime.Restart
+                else "")
+        raise TypeError("mc.compile: on_failure must be mc.Restart(...) or "
+                        f"None, got {on_failure!r}{hint}")
     if fn is None:
-        return lambda f: Compiled(f, mesh)
-    return Compiled(fn, mesh)
+        return lambda f: Compiled(f, mesh, on_failure)
+    if not callable(fn):
+        raise TypeError(f"mc.compile: expected a function, got {fn!r}")
+    return Compiled(fn, mesh, on_failure)

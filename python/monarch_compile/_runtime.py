@@ -11,10 +11,20 @@ per rank, at the first run and stops them when the mesh stops (`mesh.stop()`,
 leaving `with mc.mesh(...)`, interpreter exit). Actor state (`mc.param`) is
 written to the workers the first time a loaded plan declares it, sharded per
 rank as the param says, and lives there across calls.
+
+Failures are fatal by default (`mc.ExecutionError` naming the rank, the op
+and the source line). A function compiled with
+`on_failure=mc.Restart(max_retries=N, checkpoint_every=K)` gives its root
+mesh a restart policy instead: the controller restarts every worker, restores
+the actor state of its last checkpoint, replays the steps since it and runs
+the failed step again (docs/executor.md, "Recovery"); each recovery is
+reported with a RuntimeWarning and counted in `mc.recovery_stats(mesh)`.
 """
 import os
 import pathlib
+import numbers
 import re
+import warnings
 import weakref
 
 import numpy as np
@@ -26,6 +36,47 @@ STAGES = ("traced", "partitioned", "split", "planned")
 
 # id(root mesh) -> _MeshRuntime
 _runtimes = {}
+
+
+class Restart:
+    """`on_failure=mc.Restart(max_retries=N, checkpoint_every=K)`: when a
+    worker of the mesh crashes, hangs, loses its connection or raises, restart
+    every worker, restore the actor state checkpointed last, replay the steps
+    run since that checkpoint (their inputs are kept) and retry the failed
+    step; give up after `max_retries` consecutive failed restarts, raising
+    the first failure with the count. A checkpoint (every actor state read
+    back to the controller) is taken after every `checkpoint_every` steps
+    that touch actor state."""
+
+    __slots__ = ("max_retries", "checkpoint_every")
+
+    def __init__(self, max_retries=3, checkpoint_every=1):
+        for name, value, low in (("max_retries", max_retries, 0),
+                                 ("checkpoint_every", checkpoint_every, 1)):
+            if isinstance(value, bool) or not isinstance(value,
+                                                         numbers.Integral):
+                raise TypeError(f"mc.Restart: {name} must be an int, got "
+                                f"{type(value).__name__} {value!r}")
+            if value < low:
+                raise ValueError(f"mc.Restart: {name} must be >= {low}, got "
+                                 f"{value}")
+            if value > 2**31 - 1:
+                raise ValueError(f"mc.Restart: {name} is too large ({value})")
+        self.max_retries = int(max_retries)
+        self.checkpoint_every = int(checkpoint_every)
+
+    def _key(self):
+        return (self.max_retries, self.checkpoint_every)
+
+    def __eq__(self, other):
+        return isinstance(other, Restart) and self._key() == other._key()
+
+    def __hash__(self):
+        return hash(self._key())
+
+    def __repr__(self):
+        return (f"mc.Restart(max_retries={self.max_retries}, "
+                f"checkpoint_every={self.checkpoint_every})")
 
 
 def _worker_binary():
@@ -65,13 +116,51 @@ class _MeshRuntime:
         self.controller = None
         self.programs = {}         # controller program name -> _Loaded
         self.initialized = set()   # state keys written to the workers
+        self.policy = None         # Restart, once a function brought one
+        self.restarts_seen = 0
 
     def ensure_started(self):
         if self.controller is None:
+            p = self.policy or Restart(0, 1)
             self.controller = _call(native.Controller.start, self.size,
                                     _worker_binary(),
-                                    os.environ.get("MONARCH_LOG_LEVEL", "warn"))
+                                    os.environ.get("MONARCH_LOG_LEVEL", "warn"),
+                                    p.max_retries, p.checkpoint_every)
         return self.controller
+
+    def apply_policy(self, compiled):
+        """Gives this mesh the restart policy of `compiled`, if it has one.
+        The policy belongs to the mesh's job (a restart restarts all of it):
+        functions on one mesh must agree on it."""
+        policy = getattr(compiled, "on_failure", None)
+        if policy is None or policy == self.policy:
+            return
+        if self.policy is not None:
+            raise errors.UnsupportedError(
+                f"unsupported: {compiled.__name__}() asks for on_failure="
+                f"{policy!r} but {self.name} already runs with "
+                f"{self.policy!r}; every function on one mesh must use the "
+                "same restart policy (a restart restarts the whole mesh)")
+        if self.controller is not None:
+            _call(self.controller.set_recovery_policy, policy.max_retries,
+                  policy.checkpoint_every)
+        self.policy = policy
+
+    def report_restarts(self, compiled):
+        """A RuntimeWarning for each restart the last call needed."""
+        if self.policy is None or self.controller is None:
+            return
+        stats = self.controller.recovery_stats()
+        new = stats["restarts"] - self.restarts_seen
+        if new <= 0:
+            return
+        self.restarts_seen = stats["restarts"]
+        warnings.warn(
+            f"{compiled.__name__}(): the mesh's workers were restarted "
+            f"{new} time{'s' if new > 1 else ''} ({self.policy!r}) after: "
+            f"{stats['last_failure']}; actor state was restored from the "
+            f"last checkpoint and {stats['replayed_steps']} step(s) replayed "
+            "so far", RuntimeWarning, stacklevel=4)
 
     def stop(self):
         if self.controller is not None:
@@ -246,6 +335,7 @@ def run_compiled(compiled, specialization, inputs):
     returns numpy arrays shaped like the function's result."""
     spec = specialization
     rt = _runtime_for(_mesh_of(compiled, spec))
+    rt.apply_policy(compiled)
     loaded = spec.__dict__.get("_mc_loaded")
     if loaded is None or loaded.runtime is not rt or not loaded.loaded:
         program = _program_name(rt, spec)
@@ -255,8 +345,11 @@ def run_compiled(compiled, specialization, inputs):
         rt.programs[program] = loaded
     _init_state(loaded, spec)
     args = [_to_arg(a) for a in inputs]
-    outs = [_from_host(t) for t in _call(rt.controller.call, loaded.program,
-                                         args)]
+    try:
+        outs = [_from_host(t) for t in _call(rt.controller.call,
+                                             loaded.program, args)]
+    finally:
+        rt.report_restarts(compiled)
     if spec.structure == "none":
         return None
     if spec.structure == "single":
@@ -286,6 +379,20 @@ def stop_mesh(mesh):
     rt = _runtimes.pop(id(mesh), None)
     if rt is not None:
         rt.stop()
+
+
+def recovery_stats(mesh):
+    """What the restart policy of `mesh`'s root mesh did: a dict with
+    `restarts` (attempted), `recoveries` (after which the job ran again),
+    `replayed_steps`, `checkpoints`, `journal_entries` (steps and state
+    writes kept for replay now), `last_recovery_ms` and `last_failure`;
+    all zero before the mesh's workers start."""
+    rt = _runtimes.get(id(_root(mesh)))
+    if rt is None or rt.controller is None:
+        return {"restarts": 0, "recoveries": 0, "replayed_steps": 0,
+                "checkpoints": 0, "journal_entries": 0,
+                "last_recovery_ms": 0.0, "last_failure": ""}
+    return rt.controller.recovery_stats()
 
 
 def controller_of(mesh):

@@ -5,7 +5,9 @@
 // monarch::executor::Controller. Tensors cross as (dtype, shape, bytes)
 // triples; every executor Status that is not ok becomes an `ExecutionError`
 // (a RuntimeError) carrying the controller's message, which names the rank,
-// the op and the user's source line. Blocking calls release the GIL.
+// the op and the user's source line. Blocking calls release the GIL. The
+// restart policy (mc.Restart) is set at start or later with
+// set_recovery_policy; recovery_stats reports what it did.
 // `call` takes C-contiguous arrays (copied once into the request) and
 // returns numpy arrays that own the results' bytes (no copy).
 //
@@ -165,9 +167,11 @@ void bindExecutor(nb::module_ &m) {
       .def_static(
           "start",
           [](int worldSize, const std::string &workerBinary,
-             const std::string &logLevel) {
+             const std::string &logLevel, int maxRetries, int checkpointEvery) {
             ControllerOptions o = ControllerOptions::fromEnv();
             o.worldSize = worldSize;
+            o.recovery.maxRetries = maxRetries;
+            o.recovery.checkpointEvery = checkpointEvery;
             if (!workerBinary.empty())
               o.workerBinary = workerBinary;
             if (!logLevel.empty())
@@ -181,7 +185,8 @@ void bindExecutor(nb::module_ &m) {
             return new PyController(check(std::move(c)));
           },
           nb::arg("world_size"), nb::arg("worker_binary") = "",
-          nb::arg("log_level") = "", nb::rv_policy::take_ownership)
+          nb::arg("log_level") = "", nb::arg("max_retries") = 0,
+          nb::arg("checkpoint_every") = 1, nb::rv_policy::take_ownership)
       .def("load_plan",
            [](PyController &self, const nb::bytes &plan) {
              std::string bytes(plan.c_str(), plan.size());
@@ -239,6 +244,39 @@ void bindExecutor(nb::module_ &m) {
                v = c.getActorState(key, rank);
              }
              return toPy(check(std::move(v)));
+           })
+      .def(
+          "set_recovery_policy",
+          [](PyController &self, int maxRetries, int checkpointEvery) {
+            RecoveryPolicy policy;
+            policy.maxRetries = maxRetries;
+            policy.checkpointEvery = checkpointEvery;
+            Controller &c = self.get();
+            Status s;
+            {
+              nb::gil_scoped_release release;
+              s = c.setRecoveryPolicy(policy);
+            }
+            check(s);
+          },
+          nb::arg("max_retries"), nb::arg("checkpoint_every"))
+      .def("recovery_policy",
+           [](PyController &self) {
+             RecoveryPolicy p = self.get().recoveryPolicy();
+             return std::make_pair(p.maxRetries, p.checkpointEvery);
+           })
+      .def("recovery_stats",
+           [](PyController &self) {
+             RecoveryStats st = self.get().recoveryStats();
+             nb::dict d;
+             d["restarts"] = st.restarts;
+             d["recoveries"] = st.recoveries;
+             d["replayed_steps"] = st.replayedSteps;
+             d["checkpoints"] = st.checkpoints;
+             d["journal_entries"] = st.journalEntries;
+             d["last_recovery_ms"] = st.lastRecoveryMs;
+             d["last_failure"] = st.lastFailure;
+             return d;
            })
       .def("health",
            [](PyController &self) {
