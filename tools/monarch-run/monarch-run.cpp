@@ -72,7 +72,7 @@ int main(int argc, char **argv) {
   CLI::App app{"Run a compiled monarch plan on a mesh of worker processes"};
   std::string planPath, planName, programName, outputs, launcher = "local";
   std::vector<std::string> inputs, states;
-  int ranks = 0, steps = 1;
+  int ranks = 0, steps = 1, maxRetries = 0, checkpointEvery = 1;
   app.add_option("plan", planPath, "the .mcplan file")->required();
   auto *programOpt = app.add_option(
       "--program", programName,
@@ -86,6 +86,13 @@ int main(int argc, char **argv) {
   app.add_option("--ranks", ranks, "workers (default: the plan's mesh size)")
       ->check(CLI::PositiveNumber);
   app.add_option("--steps", steps, "steps to run")->check(CLI::PositiveNumber);
+  app.add_option("--max-retries", maxRetries,
+                 "restart every worker up to N times per step after a failure "
+                 "(default 0: fail fast; docs/executor.md, Recovery)")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--checkpoint-every", checkpointEvery,
+                 "with --max-retries: checkpoint actor state every K steps")
+      ->check(CLI::PositiveNumber);
   app.add_option("--state", states,
                  "@actor::@state=FILE.npy: initial actor state (repeatable)");
   CLI11_PARSE(app, argc, argv);
@@ -153,6 +160,8 @@ int main(int argc, char **argv) {
   ControllerOptions options = ControllerOptions::fromEnv();
   options.worldSize = ranks;
   options.launcherName = launcher;
+  options.recovery.maxRetries = maxRetries;
+  options.recovery.checkpointEvery = checkpointEvery;
   auto controller = Controller::start(options);
   if (!controller.isOk())
     return fail(controller.status().toString());
