@@ -1,8 +1,9 @@
 //===- RecoveryTest.cpp - The opt-in restart policy with real processes ---===//
 //
 // Jobs of real monarch-worker processes with a RecoveryPolicy: a worker
-// killed with SIGKILL between steps or in the middle of one, and a worker
-// that exits at the same step every time it is relaunched. The actor state
+// killed with SIGKILL between steps or in the middle of one, a worker
+// stopped with SIGSTOP (hung), and a worker that exits at the same step
+// every time it is relaunched. The actor state
 // and every step's output are checked against sums computed here, the
 // restart counters against what happened, and no worker may be left behind
 // (old generations included).
@@ -180,6 +181,33 @@ TEST(ExecutorRecovery, KillInTheMiddleOfAStepRetriesIt) {
               stats.lastRecoveryMs, elapsed - 300);
   std::vector<pid_t> newPids = pidsOf(*c);
   EXPECT_TRUE(allGone(firstPids, std::chrono::milliseconds(100)));
+  EXPECT_TRUE(c->stop().isOk());
+  EXPECT_TRUE(allGone(newPids, std::chrono::milliseconds(100)));
+  EXPECT_TRUE(noWorkerChildren());
+}
+
+TEST(ExecutorRecovery, HungWorkerIsKilledAndTheJobRestarted) {
+  // A SIGSTOPped rank is found by the heartbeats (1 s), killed with the
+  // rest of its generation, and the step runs on the next one.
+  auto c = startOrDie(options(2, 1, 2));
+  ASSERT_TRUE(c);
+  ASSERT_TRUE(c->loadPlan(serialize(allReducePlan(2))).isOk());
+  ASSERT_TRUE(
+      c->loadPlan(serialize(statePlan(2, readFile(TEST_KERNELS)))).isOk());
+  ASSERT_TRUE(c->runStep("accumulate", {floats({1, 2, 3, 4})}).isOk());
+  std::vector<pid_t> firstPids = pidsOf(*c);
+  ASSERT_EQ(::kill(firstPids[0], SIGSTOP), 0);
+  auto sum = c->runStep("step", {floats({1, 2, 3, 4})});
+  ASSERT_TRUE(sum.isOk()) << sum.status().toString();
+  EXPECT_EQ(toFloats((*sum)[0]), (std::vector<float>{2, 4, 6, 8}));
+  EXPECT_EQ(stateOf(*c, 0), (std::vector<float>{1, 2, 3, 4}));
+  RecoveryStats stats = c->recoveryStats();
+  EXPECT_EQ(stats.restarts, 1);
+  EXPECT_EQ(stats.replayedSteps, 1);
+  EXPECT_NE(stats.lastFailure.find("heartbeat"), std::string::npos)
+      << stats.lastFailure;
+  EXPECT_TRUE(allGone(firstPids, std::chrono::milliseconds(100)));
+  std::vector<pid_t> newPids = pidsOf(*c);
   EXPECT_TRUE(c->stop().isOk());
   EXPECT_TRUE(allGone(newPids, std::chrono::milliseconds(100)));
   EXPECT_TRUE(noWorkerChildren());
