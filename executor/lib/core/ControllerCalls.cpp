@@ -339,20 +339,37 @@ StatusOr<HostTensor> Controller::getActorStateOnce(const std::string &key,
 StatusOr<Controller::Checkpoint> Controller::checkpointOnce() {
   Impl &s = *impl_;
   std::lock_guard<std::recursive_mutex> call(s.callMutex);
+  if (Status h = health(); !h)
+    return h;
   std::map<std::string, std::vector<int>> holders;
   {
     std::lock_guard<std::mutex> lock(s.mutex);
     holders = s.stateRanks;
   }
+  // One getState per state key, sent to all its holders at once.
   Checkpoint checkpoint;
-  for (auto &[key, ranks] : holders)
+  std::string token = s.token;
+  for (auto &[key, ranks] : holders) {
+    auto gather =
+        std::make_shared<Gather<control::Tensor>>(s.options.worldSize);
+    Status status = callAll<control::Tensor>(
+        s, ranks, gather, "getState", {"", -1}, s.options.startTimeout,
+        [token, key](int, WorkerConnection &conn, control::Tensor &reply) {
+          conn.client().getState(reply, token, key);
+        },
+        [](const Status &st) {
+          return st.code() != StatusCode::InvalidArgument &&
+                 st.code() != StatusCode::NotFound;
+        });
+    if (!status)
+      return status.withContext("checkpoint of " + key);
     for (int r : ranks) {
-      auto value = getActorStateOnce(key, r);
-      if (!value.isOk())
-        return value.status().withContext("checkpoint of " + key + " on rank " +
-                                          std::to_string(r));
-      checkpoint.states[{key, r}] = std::move(value).value();
+      if (!gather->statuses[r])
+        return gather->statuses[r].withContext("checkpoint of " + key +
+                                               " on rank " + std::to_string(r));
+      checkpoint.states[{key, r}] = fromWire(std::move(gather->replies[r]));
     }
+  }
   return checkpoint;
 }
 
