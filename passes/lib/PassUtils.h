@@ -21,6 +21,21 @@ inline bool isMonarchProgramOp(mlir::Operation *op) {
   return mlir::isa<FeedOp, FetchOp, CallOp, BroadcastOp, TransferOp>(op);
 }
 
+/// Pure scalar arithmetic (an arith or math op without regions on scalars,
+/// such as `lr * 0.5`): the split pass sinks it from the controller into the
+/// worker programs, which compute it in their kernels.
+inline bool isScalarArithmetic(mlir::Operation *op) {
+  if (!op || op->getNumRegions() != 0 || op->getNumResults() != 1 ||
+      !mlir::isPure(op))
+    return false;
+  llvm::StringRef dialect = op->getName().getDialectNamespace();
+  if (dialect != "arith" && dialect != "math")
+    return false;
+  auto scalar = [](mlir::Type t) { return t.isIntOrIndexOrFloat(); };
+  return llvm::all_of(op->getOperandTypes(), scalar) &&
+         llvm::all_of(op->getResultTypes(), scalar);
+}
+
 /// Values an op uses, including those its regions capture from above.
 inline llvm::SmallVector<mlir::Value> usedValues(mlir::Operation *op) {
   llvm::SmallVector<mlir::Value> values(op->getOperands());

@@ -272,6 +272,10 @@ struct MonarchPlanTransfersPass
           return failure();
         continue;
       }
+      if (isScalarArithmetic(&op)) { // Sunk from the controller by split.
+        b.clone(op, map);
+        continue;
+      }
       return op.emitOpError("cannot be planned inside a worker program");
     }
     for (auto &[ref, value] : state)

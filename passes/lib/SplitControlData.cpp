@@ -15,13 +15,23 @@
 // and awaits completion. Because every worker program follows the order of
 // the original program, channels cannot deadlock.
 //
+// Scalar arithmetic of the controller (arith and math ops on scalars, such
+// as `lr * 0.5`) that feeds a call is sunk into the worker programs: the
+// message carries its leaves (controller arguments and constants) and each
+// worker program recomputes the value, so the controller stays a sequence of
+// messages.
+//
 //===----------------------------------------------------------------------===//
 
+#include "PassUtils.h"
 #include "monarch/Transforms/Passes.h"
 
 #include "mlir/IR/IRMapping.h"
 #include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/SetVector.h"
+#include "llvm/ADT/SmallPtrSet.h"
+
+#include <functional>
 
 #define DEBUG_TYPE "monarch-split-control-data"
 
@@ -39,8 +49,9 @@ namespace {
 struct WorkerProgram {
   ProcMeshOp mesh;
   SmallVector<FeedOp> feeds;
-  SmallVector<Value> scalars;   // Controller values the calls use.
-  SmallVector<Operation *> ops; // Calls, broadcasts, transfer ends.
+  SmallVector<Value> scalars;        // Controller values the calls use.
+  llvm::SetVector<Operation *> sunk; // Scalar ops recomputed, in order.
+  SmallVector<Operation *> ops;      // Calls, broadcasts, transfer ends.
   SmallVector<FetchOp> fetches;
   func::FuncOp func;
   IRMapping map;
@@ -97,6 +108,31 @@ struct MonarchSplitControlDataPass
       return actorMesh ? rootMesh(actorMesh, actorMesh.getMeshAttr(), tables)
                        : ProcMeshOp();
     };
+    // A controller scalar `v` used by `op` on worker `w`: an argument of the
+    // worker program, or (sinkable arithmetic) recomputed there from its
+    // operands. A constant passed directly stays an argument; constants
+    // under sunk arithmetic are sunk with it.
+    std::function<LogicalResult(Operation *, Value, WorkerProgram &, bool)>
+        addScalar = [&](Operation *op, Value v, WorkerProgram &w,
+                        bool topLevel) -> LogicalResult {
+      if (fetched.contains(v))
+        return op->emitOpError("depends on a value fetched in the same "
+                               "step; split the step in two");
+      Operation *def = v.getDefiningOp();
+      if (def && isScalarArithmetic(def) &&
+          !(topLevel && def->hasTrait<OpTrait::ConstantLike>())) {
+        if (w.sunk.contains(def))
+          return success();
+        for (Value operand : def->getOperands())
+          if (failed(addScalar(op, operand, w, /*topLevel=*/false)))
+            return failure();
+        w.sunk.insert(def);
+        return success();
+      }
+      if (!llvm::is_contained(w.scalars, v))
+        w.scalars.push_back(v);
+      return success();
+    };
     // Operands of an invocation: mesh values must live on `mesh`; controller
     // values become scalar arguments of the worker program.
     auto addOperands = [&](Operation *op, WorkerProgram &w) -> LogicalResult {
@@ -112,11 +148,8 @@ struct MonarchSplitControlDataPass
         if (isa<ShapedType>(v.getType()))
           return op->emitOpError("passes a controller tensor to the mesh "
                                  "without monarch.feed");
-        if (fetched.contains(v))
-          return op->emitOpError("depends on a value fetched in the same "
-                                 "step; split the step in two");
-        if (!llvm::is_contained(w.scalars, v))
-          w.scalars.push_back(v);
+        if (failed(addScalar(op, v, w, /*topLevel=*/true)))
+          return failure();
       }
       return success();
     };
@@ -218,6 +251,8 @@ struct MonarchSplitControlDataPass
       for (Value v : w.scalars)
         w.map.map(v, entry->getArgument(arg++));
       b.setInsertionPointToStart(entry);
+      for (Operation *op : w.sunk)
+        b.clone(*op, w.map);
       for (Operation *op : w.ops) {
         auto transfer = dyn_cast<TransferOp>(op);
         if (!transfer) {
@@ -301,6 +336,13 @@ struct MonarchSplitControlDataPass
           return op.emitOpError("is still used after splitting");
         op.erase();
       }
+    // Sunk arithmetic the controller no longer uses goes (users first).
+    llvm::SmallPtrSet<Operation *, 8> sunk;
+    for (auto &[key, w] : workers)
+      sunk.insert(w.sunk.begin(), w.sunk.end());
+    for (Operation &op : llvm::make_early_inc_range(llvm::reverse(body)))
+      if (sunk.contains(&op) && op.use_empty())
+        op.erase();
     return success();
   }
 };

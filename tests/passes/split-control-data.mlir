@@ -3,7 +3,8 @@
 
 // A two-stage pipeline on slices of one proc mesh plus a loss on a second
 // proc mesh. Each proc mesh gets one worker program and one control message;
-// the learning rate rides on the control message; tensors cross meshes on
+// the learning rate rides on the control message (squared on the workers:
+// controller scalar arithmetic is sunk); tensors cross meshes on
 // channels; the loss is fetched and post-processed on the controller after
 // it arrives.
 
@@ -36,21 +37,21 @@ monarch.actor_mesh @loss = @Loss on @aux
 // CHECK-DAG:   monarch.channel @step.ch0 from @s0_mesh to @s1_mesh : tensor<8x4xf32>
 // CHECK-DAG:   monarch.channel @step.ch1 from @s1_mesh to @aux : tensor<8x4xf32>
 // CHECK-LABEL: func.func @step.worker.mesh(%arg0: tensor<8x4xf32>, %arg1: f32) attributes {monarch.worker_for = @mesh}
+// CHECK-NEXT:    %[[LRW:.*]] = arith.mulf %arg1, %arg1 : f32
 // CHECK-NEXT:    %[[H:.*]] = monarch.call @s0::@forward(%arg0)
 // CHECK-NEXT:    monarch.channel_send @step.ch0, %[[H]] : tensor<8x4xf32>
 // CHECK-NEXT:    %[[H1:.*]] = monarch.channel_recv @step.ch0 : tensor<8x4xf32>
 // CHECK-NEXT:    %[[Y:.*]] = monarch.call @s1::@forward(%[[H1]])
 // CHECK-NEXT:    monarch.channel_send @step.ch1, %[[Y]] : tensor<8x4xf32>
-// CHECK-NEXT:    monarch.broadcast @s0::@update(%arg1) : f32
-// CHECK-NEXT:    monarch.broadcast @s1::@update(%arg1) : f32
+// CHECK-NEXT:    monarch.broadcast @s0::@update(%[[LRW]]) : f32
+// CHECK-NEXT:    monarch.broadcast @s1::@update(%[[LRW]]) : f32
 // CHECK-NEXT:    return
 // CHECK-LABEL: func.func @step.worker.aux() -> tensor<f32> attributes {monarch.worker_for = @aux}
 // CHECK-NEXT:    %[[Y1:.*]] = monarch.channel_recv @step.ch1 : tensor<8x4xf32>
 // CHECK-NEXT:    %[[L:.*]] = monarch.call @loss::@mse(%[[Y1]])
 // CHECK-NEXT:    return %[[L]] : tensor<f32>
 // CHECK-LABEL: func.func @step(%arg0: tensor<8x4xf32>, %arg1: f32) -> tensor<f32>
-// CHECK-NEXT:    %[[LR:.*]] = arith.mulf %arg1, %arg1 : f32
-// CHECK-NEXT:    %[[T0:.*]] = monarch.control_msg to @mesh invoke [@step.worker.mesh] args(%[[LR]] : f32) : !monarch.token
+// CHECK-NEXT:    %[[T0:.*]] = monarch.control_msg to @mesh invoke [@step.worker.mesh] args(%arg1 : f32) : !monarch.token
 // CHECK-NEXT:    %[[T1:.*]] = monarch.control_msg to @aux invoke [@step.worker.aux] : !monarch.token
 // CHECK-NEXT:    monarch.feed_input %arg0 to @step.worker.mesh input 0 : tensor<8x4xf32>
 // CHECK-NEXT:    %[[OUT:.*]] = monarch.fetch_output @step.worker.aux output 0 : tensor<f32>
