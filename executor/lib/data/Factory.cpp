@@ -1,12 +1,16 @@
 //===- Factory.cpp - createCommunicator() over the backends -----*- C++ -*-===//
 //
 // Checks the arguments every backend shares, then hands over to the Gloo or
-// NCCL library. Lives above both so neither depends on the other.
+// NCCL library. Lives above both so neither depends on the other. The CPU
+// backend ("gloo") runs over shared memory when every member shares this
+// host (decided during the shm rendezvous) unless MONARCH_SHM=0 or a
+// network interface was named, and over Gloo TCP otherwise.
 //
 //===----------------------------------------------------------------------===//
 
 #include "GlooCommunicator.h"
 #include "NcclCommunicator.h"
+#include "ShmCommunicator.h"
 
 #include <algorithm>
 #include <numeric>
@@ -49,6 +53,12 @@ createCommunicator(Backend backend, Store &store, int worldRank, int worldSize,
     return invalid("rank " + std::to_string(worldRank) + " is not a member");
   switch (backend) {
   case Backend::Gloo:
+    if (options.interface.empty() && shm_backend::shmEnabled()) {
+      auto shm = shm_backend::createShmCommunicator(store, worldRank, members,
+                                                    name, options);
+      if (!shm || *shm)
+        return shm; // an error, or the shared-memory communicator
+    }
     return gloo_backend::createGlooCommunicator(store, worldRank, members, name,
                                                 options);
   case Backend::Nccl:

@@ -3,7 +3,8 @@
 // A Communicator moves tensor bytes between the ranks of one plan
 // communicator: point-to-point send/recv and the collectives of the plan
 // (all_reduce, all_gather, reduce_scatter, broadcast, all_to_all). Gloo (CPU,
-// TCP) and NCCL (GPU) implement it; MonarchTesting has an in-process fake.
+// TCP), shared memory (CPU, one host) and NCCL (GPU) implement it;
+// MonarchTesting has an in-process fake.
 //
 // Execution model (docs/executor-data-plane.md):
 //  * post() enqueues one group of ops and returns a Work handle at once; the
@@ -156,6 +157,9 @@ public:
   virtual ~Communicator() = default;
 
   virtual Backend backend() const = 0;
+  /// How the bytes move: "gloo" (TCP), "shm" (the CPU backend between
+  /// processes of one host), "nccl".
+  virtual const char *transport() const { return backendName(backend()); }
   /// This process's rank in the communicator and the number of members.
   virtual int rank() const = 0;
   virtual int size() const = 0;

@@ -1,0 +1,302 @@
+//===- ShmCommunicator.cpp - The shared-memory communicator -----*- C++ -*-===//
+//
+// Groups run like Gloo's: every send and receive of the group is handed to
+// the ShmGroup first (so the group cannot deadlock against the peer's),
+// then the collectives run one after another, then the sends and receives
+// are waited for against the group's deadline. Sends to self pair with
+// receives from self of the same group. The first failure breaks the group.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ShmCommunicator.h"
+#include "core/Reduction.h"
+
+#include <cstdlib>
+#include <cstring>
+
+namespace monarch::executor::shm_backend {
+namespace {
+
+bool isP2P(const CommOp &op) {
+  return op.kind == CommOpKind::Send || op.kind == CommOpKind::Recv;
+}
+
+/// The low 24 bits of a collective's tag: its sequence number mixed with
+/// what members must agree on, so that members posting different shapes
+/// never match and fail at their deadline with an explanation.
+uint32_t shapeTag(uint64_t seq, const CommOp &op) {
+  bool reduces =
+      op.kind == CommOpKind::AllReduce || op.kind == CommOpKind::ReduceScatter;
+  uint64_t fields[] = {seq,
+                       uint64_t(op.kind),
+                       uint64_t(op.count),
+                       uint64_t(op.dtype),
+                       reduces ? uint64_t(op.reduce) + 1 : 0,
+                       op.kind == CommOpKind::Broadcast ? uint64_t(op.peer)
+                                                        : 0};
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (uint64_t v : fields) {
+    h ^= v;
+    h *= 0x100000001b3ull;
+    h ^= h >> 33;
+  }
+  return uint32_t(h ^ (h >> 29)) & 0xffffff;
+}
+
+std::string brokenText(const std::string &name, const Status &why) {
+  return "shm communicator '" + name + "' is broken: " + why.message();
+}
+
+} // namespace
+
+bool shmEnabled() {
+  const char *v = std::getenv("MONARCH_SHM");
+  return !v || std::string(v) != "0";
+}
+
+ShmCommunicator::ShmCommunicator(std::shared_ptr<ShmGroup> group,
+                                 std::string name, uint32_t duplicateId)
+    : group_(std::move(group)), name_(std::move(name)),
+      duplicateId_(duplicateId) {
+  group_->attach(this);
+  worker_ = std::thread([this] { run(); });
+}
+
+ShmCommunicator::~ShmCommunicator() {
+  bool busy;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stopping_ = true;
+    busy = inFlight_ != nullptr || !queue_.empty();
+  }
+  cv_.notify_all();
+  if (busy)
+    group_->breakWith(Status(StatusCode::Aborted,
+                             "communicator '" + name_ +
+                                 "' destroyed with work pending on rank " +
+                                 std::to_string(rank())));
+  worker_.join();
+  group_->detach(this);
+}
+
+std::shared_ptr<Work> ShmCommunicator::post(std::vector<CommOp> ops) {
+  for (const CommOp &op : ops) {
+    Status st = data::validateOp(op, rank(), size(), "shm");
+    if (!st)
+      return Work::completed(st);
+  }
+  if (group_->isBroken())
+    return Work::completed(
+        Status(StatusCode::Aborted, brokenText(name_, group_->brokenStatus())));
+  Entry entry;
+  entry.ops = std::move(ops);
+  entry.work = std::make_shared<Work>();
+  std::shared_ptr<Work> work = entry.work;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (const CommOp &op : entry.ops) {
+      if (isP2P(op))
+        continue;
+      if (op.tag == kAutoTag) {
+        entry.collectiveTags.push_back((duplicateId_ & 0x7f) << 24 |
+                                       shapeTag(collectiveSeq_++, op));
+      } else {
+        // Explicit tags match across duplicates: the low 24 bits keep
+        // concurrent collectives apart, the top byte checks the shape.
+        entry.collectiveTags.push_back((0x80 | (shapeTag(0, op) & 0x7f)) << 24 |
+                                       uint32_t(op.tag & 0xffffff));
+      }
+    }
+    queue_.push_back(std::move(entry));
+  }
+  cv_.notify_all();
+  return work;
+}
+
+void ShmCommunicator::abort(const std::string &reason) {
+  group_->breakWith(
+      Status(StatusCode::Aborted,
+             "aborted on rank " + std::to_string(rank()) + ": " + reason));
+}
+
+StatusOr<std::unique_ptr<Communicator>>
+ShmCommunicator::duplicate(const std::string &name) {
+  if (group_->isBroken())
+    return Status(StatusCode::Aborted,
+                  brokenText(name_, group_->brokenStatus()));
+  uint32_t id = group_->nextDuplicateId();
+  if (id > 126)
+    return Status(StatusCode::InvalidArgument,
+                  "shm communicator '" + name_ +
+                      "': more than 126 duplicates of one connection group");
+  try {
+    return std::unique_ptr<Communicator>(
+        std::make_unique<ShmCommunicator>(group_, name, id));
+  } catch (const std::exception &e) {
+    return Status(StatusCode::Internal,
+                  "shm communicator '" + name + "': " + e.what());
+  }
+}
+
+void ShmCommunicator::takePending(
+    const Status &status,
+    std::vector<std::pair<std::shared_ptr<Work>, Status>> &out) {
+  Status failed(StatusCode::Aborted, brokenText(name_, status));
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (inFlight_)
+    out.emplace_back(inFlight_, failed);
+  for (Entry &e : queue_)
+    out.emplace_back(e.work, failed);
+  queue_.clear();
+}
+
+void ShmCommunicator::run() {
+  for (;;) {
+    Entry entry;
+    {
+      std::unique_lock<std::mutex> lock(mutex_);
+      cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+      if (queue_.empty())
+        return;
+      entry = std::move(queue_.front());
+      queue_.pop_front();
+      inFlight_ = entry.work;
+    }
+    Status st;
+    if (group_->isBroken())
+      st = Status(StatusCode::Aborted,
+                  brokenText(name_, group_->brokenStatus()));
+    else
+      st = runEntry(entry);
+    entry.work->complete(st);
+    std::lock_guard<std::mutex> lock(mutex_);
+    inFlight_.reset();
+  }
+}
+
+Status ShmCommunicator::failed(Status st, const CommOp *op,
+                               const ShmRequest *culprit) {
+  if (st.code() != StatusCode::DeadlineExceeded || !op)
+    return st;
+  if (!isP2P(*op))
+    return Status(st.code(), st.message() +
+                                 "; every member must post the same "
+                                 "collective (kind, count, type, reduction, "
+                                 "root) in the same order");
+  size_t bytes = culprit ? culprit->bytes : op->count * dtypeSize(op->dtype);
+  return Status(st.code(),
+                st.message() + "; the peer posted no matching " +
+                    (op->kind == CommOpKind::Send ? "recv" : "send") + " of " +
+                    std::to_string(bytes) + " bytes with tag " +
+                    std::to_string(op->tag == kAutoTag ? 0 : op->tag) +
+                    " (sizes and tags must agree)");
+}
+
+Status ShmCommunicator::runEntry(Entry &entry) {
+  auto deadline = Clock::now() + group_->timeout();
+  std::vector<const CommOp *> selfSends, selfRecvs;
+  for (const CommOp &op : entry.ops)
+    if (isP2P(op) && op.count != 0 && op.peer == rank())
+      (op.kind == CommOpKind::Send ? selfSends : selfRecvs).push_back(&op);
+  for (const CommOp *send : selfSends) {
+    auto it =
+        std::find_if(selfRecvs.begin(), selfRecvs.end(),
+                     [&](const CommOp *r) { return r->tag == send->tag; });
+    if (it == selfRecvs.end())
+      return Status(StatusCode::InvalidArgument,
+                    "shm " + send->describe() +
+                        ": a send to self needs a receive from self with the "
+                        "same tag in the same group");
+    size_t bytes = send->count * dtypeSize(send->dtype);
+    if ((*it)->count * dtypeSize((*it)->dtype) != bytes)
+      return Status(StatusCode::InvalidArgument,
+                    "shm " + send->describe() +
+                        ": size differs from the matching receive from self");
+    std::memmove((*it)->output, send->input, bytes);
+    selfRecvs.erase(it);
+  }
+  if (!selfRecvs.empty())
+    return Status(StatusCode::InvalidArgument,
+                  "shm " + selfRecvs.front()->describe() +
+                      ": a receive from self needs a send to self with the "
+                      "same tag in the same group");
+
+  // Point-to-point ops: handed over at once, waited for last.
+  std::vector<ShmRequest> p2p;
+  std::vector<const CommOp *> p2pOps;
+  for (const CommOp &op : entry.ops)
+    if (isP2P(op) && op.count != 0 && op.peer != rank())
+      p2pOps.push_back(&op);
+  p2p.resize(p2pOps.size());
+  std::vector<ShmRequest *> waitFor;
+  for (size_t i = 0; i < p2pOps.size(); ++i) {
+    const CommOp &op = *p2pOps[i];
+    ShmRequest &r = p2p[i];
+    r.isSend = op.kind == CommOpKind::Send;
+    r.peer = op.peer;
+    r.tag = op.tag == kAutoTag ? 0 : op.tag;
+    r.bytes = op.count * dtypeSize(op.dtype);
+    r.src = static_cast<const char *>(op.input);
+    r.dst = static_cast<char *>(op.output);
+    waitFor.push_back(&r);
+  }
+  for (ShmRequest *r : waitFor)
+    group_->post(r);
+
+  auto fail = [&](Status st) {
+    // Complete first so that the op reports its own failure, not the
+    // Aborted that breaking the group gives everything else.
+    entry.work->complete(st);
+    group_->breakWith(st);
+    return st;
+  };
+  size_t c = 0;
+  for (const CommOp &op : entry.ops) {
+    if (isP2P(op))
+      continue;
+    uint32_t tag = entry.collectiveTags[c++];
+    if (op.count == 0)
+      continue;
+    Status st = runCollective(op, tag, deadline);
+    if (!st)
+      return fail(st);
+  }
+  if (!waitFor.empty()) {
+    const ShmRequest *culprit = nullptr;
+    std::string what = waitFor.size() == 1
+                           ? p2pOps[0]->describe()
+                           : std::to_string(waitFor.size()) + " sends/recvs";
+    Status st = group_->wait(waitFor, deadline, what, &culprit);
+    if (!st) {
+      const CommOp *op = p2pOps[0];
+      for (size_t i = 0; i < p2p.size(); ++i)
+        if (&p2p[i] == culprit)
+          op = p2pOps[i];
+      if (waitFor.size() > 1)
+        st = Status(st.code(),
+                    st.message() + " (waiting for " + op->describe() + ")");
+      return fail(failed(st, op, culprit));
+    }
+  }
+  return Status::ok();
+}
+
+StatusOr<std::unique_ptr<Communicator>>
+createShmCommunicator(Store &store, int worldRank,
+                      const std::vector<int> &ranks, const std::string &name,
+                      const CommOptions &options) {
+  try {
+    auto group = ShmGroup::connect(store, worldRank, ranks, name, options);
+    if (!group)
+      return group.status();
+    if (!*group)
+      return std::unique_ptr<Communicator>();
+    return std::unique_ptr<Communicator>(
+        std::make_unique<ShmCommunicator>(std::move(*group), name, 0));
+  } catch (const std::exception &e) {
+    return Status(StatusCode::Internal,
+                  "shm communicator '" + name + "': " + e.what());
+  }
+}
+
+} // namespace monarch::executor::shm_backend

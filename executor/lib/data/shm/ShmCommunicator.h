@@ -1,0 +1,108 @@
+//===- ShmCommunicator.h - The shared-memory communicator -------*- C++ -*-===//
+//
+// The CPU backend ("gloo" in plans and MONARCH_BACKEND) between processes
+// of one host: the same semantics as GlooCommunicator (a worker thread per
+// object running its posted groups in order, tags shared by duplicates,
+// fail-fast groups), over a ShmGroup instead of TCP pairs. Collectives are
+// built from the group's tagged messages: small all_reduce exchanges whole
+// buffers, large ones reduce-scatter then all-gather in blocks; reductions
+// run in rank order on every rank, so all members get identical bits.
+//
+//===----------------------------------------------------------------------===//
+#ifndef MONARCH_EXECUTOR_DATA_SHM_SHMCOMMUNICATOR_H
+#define MONARCH_EXECUTOR_DATA_SHM_SHMCOMMUNICATOR_H
+
+#include "ShmGroup.h"
+
+#include <condition_variable>
+#include <deque>
+#include <thread>
+
+namespace monarch::executor::shm_backend {
+
+/// Match tag of the messages of step `step` of a collective whose 32-bit
+/// tag is `tag` (send/recv tags stay below 2^40, so the two never meet).
+inline uint64_t collectiveMatchTag(uint32_t tag, uint32_t step) {
+  return uint64_t(1) << 63 | uint64_t(tag) << 24 | (step & 0xffffff);
+}
+
+class ShmCommunicator final : public Communicator {
+public:
+  ShmCommunicator(std::shared_ptr<ShmGroup> group, std::string name,
+                  uint32_t duplicateId);
+  ~ShmCommunicator() override;
+
+  Backend backend() const override { return Backend::Gloo; }
+  const char *transport() const override { return "shm"; }
+  int rank() const override { return group_->rank(); }
+  int size() const override { return group_->size(); }
+  const std::vector<int> &worldRanks() const override {
+    return group_->worldRanks();
+  }
+  const std::string &name() const override { return name_; }
+
+  std::shared_ptr<Work> post(std::vector<CommOp> ops) override;
+  void abort(const std::string &reason) override;
+  bool isAborted() const override { return group_->isBroken(); }
+  StatusOr<std::unique_ptr<Communicator>>
+  duplicate(const std::string &name) override;
+
+  /// Hands over queued and in-flight work (called by the group when it
+  /// breaks, with its lock held).
+  void takePending(const Status &status,
+                   std::vector<std::pair<std::shared_ptr<Work>, Status>> &out);
+
+private:
+  struct Entry {
+    std::vector<CommOp> ops;
+    std::vector<uint32_t> collectiveTags; // one per collective, in order
+    std::shared_ptr<Work> work;
+  };
+  /// The sends and receives of one step of a collective.
+  struct Exchange {
+    std::vector<ShmRequest> reqs;
+    void send(int peer, uint64_t tag, const void *src, size_t bytes);
+    void recv(int peer, uint64_t tag, void *dst, size_t bytes);
+  };
+
+  void run();
+  Status runEntry(Entry &entry);
+  Status runCollective(const CommOp &op, uint32_t tag,
+                       Clock::time_point deadline);
+  Status exchange(Exchange &ex, const CommOp &op, Clock::time_point deadline);
+  Status allReduce(const CommOp &op, uint32_t tag, Clock::time_point deadline);
+  Status reduceScatter(const CommOp &op, uint32_t tag,
+                       Clock::time_point deadline);
+  /// Reduces the n blocks of `len` elements at scratch_ (one per rank, in
+  /// rank order) into `out`.
+  void reduceBlocks(void *out, size_t len, size_t stride, const CommOp &op);
+  Status failed(Status st, const CommOp *op, const ShmRequest *culprit);
+
+  std::shared_ptr<ShmGroup> group_;
+  std::string name_;
+  uint32_t duplicateId_;
+  uint32_t collectiveSeq_ = 0; // guarded by mutex_
+  std::vector<char> scratch_;  // the worker thread's, reused across ops
+
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  std::deque<Entry> queue_;
+  std::shared_ptr<Work> inFlight_;
+  bool stopping_ = false;
+  std::thread worker_;
+};
+
+/// False when MONARCH_SHM=0 (read at every call).
+bool shmEnabled();
+
+/// createCommunicator() for the CPU backend when every member runs on this
+/// host: the shared-memory communicator, or a null pointer when the members
+/// cannot share memory (the caller then uses Gloo TCP).
+StatusOr<std::unique_ptr<Communicator>>
+createShmCommunicator(Store &store, int worldRank,
+                      const std::vector<int> &ranks, const std::string &name,
+                      const CommOptions &options);
+
+} // namespace monarch::executor::shm_backend
+
+#endif // MONARCH_EXECUTOR_DATA_SHM_SHMCOMMUNICATOR_H
