@@ -81,62 +81,73 @@ bool noWorkerChildren() {
   return allGone(childrenOf(::getpid()), std::chrono::milliseconds(2000));
 }
 
-TEST(ExecutorRecovery, KillBetweenStepsRestoresAndReplays) {
+class RecoveryRanks : public ::testing::TestWithParam<int> {};
+
+TEST_P(RecoveryRanks, KillBetweenStepsRestoresAndReplays) {
   // Checkpoints after every 3 state steps; the all-reduce plan (no state)
   // checks the relaunched mesh's communicators, the per-rank writes check
   // that replay restores each rank's own value.
-  auto c = startOrDie(options(2, 2, 3));
+  int n = GetParam();
+  auto c = startOrDie(options(n, 2, 3));
   ASSERT_TRUE(c);
-  ASSERT_TRUE(c->loadPlan(serialize(allReducePlan(2))).isOk());
+  ASSERT_TRUE(c->loadPlan(serialize(allReducePlan(n))).isOk());
   ASSERT_TRUE(
-      c->loadPlan(serialize(statePlan(2, readFile(TEST_KERNELS)))).isOk());
-  std::vector<float> total0(4, 0.0f), total1(4, 0.0f);
+      c->loadPlan(serialize(statePlan(n, readFile(TEST_KERNELS)))).isOk());
+  std::vector<std::vector<float>> totals(n, std::vector<float>(4, 0.0f));
   std::vector<pid_t> firstPids = pidsOf(*c);
   for (int s = 0; s < 6; ++s) {
     if (s == 3) {
       // After the checkpoint of step 2: each rank gets its own value (a
       // journaled write), then one more state step before the kill.
-      total0 = {100, 0, 0, 0};
-      total1 = {0, 200, 0, 0};
-      ASSERT_TRUE(c->setActorState("@acc::@total", floats(total0), 0).isOk());
-      ASSERT_TRUE(c->setActorState("@acc::@total", floats(total1), 1).isOk());
+      for (int r = 0; r < n; ++r) {
+        totals[r] = {100.0f * r, 1.0f + r, 0, -1};
+        ASSERT_TRUE(
+            c->setActorState("@acc::@total", floats(totals[r]), r).isOk());
+      }
     }
     if (s == 4) {
-      EXPECT_EQ(c->recoveryStats().journalEntries, 3);
-      ASSERT_EQ(::kill(firstPids[1], SIGKILL), 0);
+      EXPECT_EQ(c->recoveryStats().journalEntries, n + 1);
+      ASSERT_EQ(::kill(firstPids[n - 1], SIGKILL), 0);
       ASSERT_TRUE(waitFailed(*c, std::chrono::milliseconds(2000)));
     }
     std::vector<float> x = {1.0f + s, -2.0f, 0.5f * s, 3.0f};
     auto sum = c->runStep("step", {floats(x)});
     ASSERT_TRUE(sum.isOk()) << "step " << s << ": " << sum.status().toString();
-    EXPECT_EQ(toFloats((*sum)[0]), add(x, x)) << "step " << s;
+    std::vector<float> expected = x;
+    for (float &v : expected)
+      v *= static_cast<float>(n);
+    EXPECT_EQ(toFloats((*sum)[0]), expected) << "step " << s;
     auto acc = c->runStep("accumulate", {floats(x)});
     ASSERT_TRUE(acc.isOk()) << "step " << s << ": " << acc.status().toString();
-    total0 = add(total0, x);
-    total1 = add(total1, x);
-    EXPECT_EQ(toFloats((*acc)[0]), total0) << "step " << s;
+    for (auto &total : totals)
+      total = add(total, x);
+    EXPECT_EQ(toFloats((*acc)[0]), totals[0]) << "step " << s;
   }
-  EXPECT_EQ(stateOf(*c, 0), total0);
-  EXPECT_EQ(stateOf(*c, 1), total1);
+  for (int r = 0; r < n; ++r)
+    EXPECT_EQ(stateOf(*c, r), totals[r]) << "rank " << r;
   RecoveryStats stats = c->recoveryStats();
   EXPECT_EQ(stats.restarts, 1);
   EXPECT_EQ(stats.recoveries, 1);
-  // Checkpoint after state steps 0-2; both writes and step 3 were
-  // journaled and replayed.
+  // Checkpoint after state steps 0-2; the writes and step 3 were journaled
+  // and replayed.
   EXPECT_EQ(stats.replayedSteps, 1);
   EXPECT_EQ(stats.checkpoints, 2); // after steps 2 and 5
-  EXPECT_NE(stats.lastFailure.find("rank 1"), std::string::npos)
+  std::string killed = "rank " + std::to_string(n - 1);
+  EXPECT_NE(stats.lastFailure.find(killed), std::string::npos)
       << stats.lastFailure;
   EXPECT_NE(stats.lastFailure.find("SIGKILL"), std::string::npos)
       << stats.lastFailure;
   std::vector<pid_t> newPids = pidsOf(*c);
-  EXPECT_NE(newPids[0], firstPids[0]);
-  EXPECT_NE(newPids[1], firstPids[1]);
+  for (int r = 0; r < n; ++r)
+    EXPECT_NE(newPids[r], firstPids[r]) << "rank " << r;
   EXPECT_TRUE(allGone(firstPids, std::chrono::milliseconds(100)));
   EXPECT_TRUE(c->stop().isOk());
   EXPECT_TRUE(allGone(newPids, std::chrono::milliseconds(100)));
   EXPECT_TRUE(noWorkerChildren());
 }
+
+INSTANTIATE_TEST_SUITE_P(ExecutorRecovery, RecoveryRanks,
+                         ::testing::Values(2, 4));
 
 TEST(ExecutorRecovery, KillInTheMiddleOfAStepRetriesIt) {
   // Rank 1 sleeps 1 s at the first instruction of state step 2; the test
