@@ -53,8 +53,8 @@ Status TraceBuilder::declareActorClass(const std::string &name, SourceLoc loc) {
   Operation *existing = SymbolTable::lookupSymbolIn(*I.module, name);
   if (existing && isa<ActorClassOp>(existing))
     return Status();
-  if (existing)
-    return I.error(loc, "the name '" + name + "' is already declared");
+  if (Status room = I.makeRoomFor(name, loc); !room.ok())
+    return room;
   if (name.empty())
     return I.error(loc, "actor classes need a name");
   OpBuilder::InsertionGuard guard(I.b);
@@ -401,8 +401,8 @@ Status TraceBuilder::declareActorMesh(const std::string &name,
                                       const std::string &cls,
                                       const std::string &mesh, SourceLoc loc) {
   Impl &I = *pimpl;
-  if (SymbolTable::lookupSymbolIn(*I.module, name))
-    return I.error(loc, "the name '" + name + "' is already declared");
+  if (Status room = I.makeRoomFor(name, loc); !room.ok())
+    return room;
   if (!I.lookupClass(cls))
     return I.error(loc, "unknown actor class '" + cls + "'");
   if (!I.lookupMesh(mesh))

@@ -287,12 +287,33 @@ static bool isIdentifier(const std::string &name) {
   return !isdigit(static_cast<unsigned char>(name[0]));
 }
 
-/// A symbol name not used in `module` yet, based on `base`.
-static std::string freshSymbol(ModuleOp module, const std::string &base) {
+std::string TraceBuilder::Impl::freshSymbol(const std::string &base) {
   std::string name = base;
-  for (int i = 1; SymbolTable::lookupSymbolIn(module, name); ++i)
+  for (int i = 1; SymbolTable::lookupSymbolIn(*module, name); ++i)
     name = base + "_" + std::to_string(i);
   return name;
+}
+
+Status TraceBuilder::Impl::makeRoomFor(const std::string &name,
+                                       const SourceLoc &l) {
+  Operation *existing = SymbolTable::lookupSymbolIn(*module, name);
+  if (!existing)
+    return Status();
+  auto fn = dyn_cast<func::FuncOp>(existing);
+  if (!fn)
+    return error(l, "the name '" + name + "' is already declared");
+  // Controller functions are never referenced by symbol in the module.
+  SymbolTable::setSymbolName(fn, freshSymbol(name + "_fn"));
+  return Status();
+}
+
+std::string TraceBuilder::functionName() const {
+  Impl &I = *pimpl;
+  for (auto it = I.scopes.rbegin(); it != I.scopes.rend(); ++it)
+    if (it->kind == Scope::Function)
+      if (auto fn = dyn_cast_or_null<func::FuncOp>(it->op))
+        return fn.getSymName().str();
+  return "";
 }
 
 Status TraceBuilder::declareMesh(const std::string &name,
@@ -301,8 +322,8 @@ Status TraceBuilder::declareMesh(const std::string &name,
   Impl &I = *pimpl;
   if (!isIdentifier(name))
     return I.error(loc, "invalid mesh name '" + name + "'");
-  if (SymbolTable::lookupSymbolIn(*I.module, name))
-    return I.error(loc, "the name '" + name + "' is already declared");
+  if (Status room = I.makeRoomFor(name, loc); !room.ok())
+    return room;
   if (dims.empty())
     return I.error(loc, "a mesh needs at least one dimension");
   SmallVector<StringRef> names;
@@ -321,7 +342,7 @@ Status TraceBuilder::declareMesh(const std::string &name,
   }
   OpBuilder::InsertionGuard guard(I.b);
   I.toDeclarations();
-  std::string grid = freshSymbol(*I.module, name + "_grid");
+  std::string grid = I.freshSymbol(name + "_grid");
   shard::GridOp::create(I.b, I.loc(loc), grid, shape);
   ProcMeshOp::create(I.b, I.loc(loc), name, I.b.getStrArrayAttr(names), shape,
                      grid);
@@ -335,8 +356,8 @@ Status TraceBuilder::declareSlice(const std::string &name,
   Impl &I = *pimpl;
   if (!isIdentifier(name))
     return I.error(loc, "invalid mesh name '" + name + "'");
-  if (SymbolTable::lookupSymbolIn(*I.module, name))
-    return I.error(loc, "the name '" + name + "' is already declared");
+  if (Status room = I.makeRoomFor(name, loc); !room.ok())
+    return room;
   MeshOpInterface p = I.lookupMesh(parent);
   if (!p)
     return I.error(loc, "unknown mesh '" + parent + "'");
@@ -369,7 +390,7 @@ Status TraceBuilder::declareSlice(const std::string &name,
   OpBuilder::InsertionGuard guard(I.b);
   // Slices go after their parent (and the parent's other declarations).
   I.toDeclarations();
-  std::string grid = freshSymbol(*I.module, name + "_grid");
+  std::string grid = I.freshSymbol(name + "_grid");
   shard::GridOp::create(I.b, I.loc(loc), grid, sliceShape);
   MeshSliceOp::create(I.b, I.loc(loc), name, parent, I.b.getStrArrayAttr(dims),
                       starts, ends, grid);
@@ -406,8 +427,11 @@ TraceBuilder::beginFunction(const std::string &name,
     return I.error(loc, "a function or endpoint is already being traced");
   if (!isIdentifier(name))
     return I.error(loc, "invalid function name '" + name + "'");
-  if (SymbolTable::lookupSymbolIn(*I.module, name))
-    return I.error(loc, "the name '" + name + "' is already declared");
+  // A mesh or actor already holding the name keeps it: the function gets a
+  // fresh symbol (functionName() says which).
+  std::string symbol = SymbolTable::lookupSymbolIn(*I.module, name)
+                           ? I.freshSymbol(name + "_fn")
+                           : name;
   if (!defaultMesh.empty() && !I.lookupMesh(defaultMesh))
     return I.error(loc, "unknown mesh '" + defaultMesh + "'");
   SmallVector<Type> types;
@@ -418,7 +442,7 @@ TraceBuilder::beginFunction(const std::string &name,
     types.push_back(I.typeOf(a));
   }
   I.b.setInsertionPointToEnd(I.module->getBody());
-  auto fn = func::FuncOp::create(I.b, I.loc(loc), name,
+  auto fn = func::FuncOp::create(I.b, I.loc(loc), symbol,
                                  I.b.getFunctionType(types, {}));
   Block *entry = fn.addEntryBlock();
   Scope scope;

@@ -91,6 +91,13 @@ struct TraceBuilder::Impl {
   void toDeclarations();
   MeshOpInterface lookupMesh(llvm::StringRef name);
   ActorClassOp lookupClass(llvm::StringRef name);
+  /// A symbol name not used in the module yet, based on `base`.
+  std::string freshSymbol(const std::string &base);
+  /// Frees `name` for a declaration (mesh, actor class, actor mesh): a
+  /// controller function holding it is renamed (nothing refers to one, and
+  /// the user's namespaces of functions and of actors are separate); any
+  /// other symbol holding it is an error.
+  Status makeRoomFor(const std::string &name, const SourceLoc &loc);
 
   mlir::Type elementType(DType dtype);
   std::optional<DType> dtypeOf(mlir::Type element) const;

@@ -227,6 +227,9 @@ class Compiled:
                     raise errors.TraceError(
                         "a result comes from another trace", *rloc)
             trace.call("end_function", [r._id for r in flat], rloc, loc=rloc)
+            # A mesh or actor named like the function keeps its name; the
+            # function's symbol then differs from its Python name.
+            trace.name = trace.builder.function_name()
         return Specialization(trace, key, structure, len(argtypes))
 
     # Public API -----------------------------------------------------------
@@ -266,8 +269,17 @@ class Compiled:
         except errors.TraceError as err:
             raise err.with_traceback(None) from None
 
+    def _takes_no_arguments(self):
+        try:
+            params = inspect.signature(self.fn).parameters.values()
+        except (TypeError, ValueError):
+            return False
+        return all(p.default is not inspect.Parameter.empty or
+                   p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in params)
+
     def _spec_for(self, args, loc):
-        if args:
+        # A function of no arguments needs no example arguments.
+        if args or (self._last is None and self._takes_no_arguments()):
             return self._specialize(args, loc)[0]
         if self._last is None:
             raise errors.MonarchError(

@@ -215,6 +215,7 @@ NB_MODULE(_monarch_native, m) {
              return toIds(
                  check(t.beginFunction(name, toArgs(args), mesh, toLoc(loc))));
            })
+      .def("function_name", &TraceBuilder::functionName)
       .def("end_function",
            [](TraceBuilder &t, const std::vector<int64_t> &results,
               const Loc &loc) {

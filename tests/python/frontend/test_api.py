@@ -109,6 +109,65 @@ def test_ir_before_any_trace():
         f.ir("traced")
 
 
+def test_ir_of_a_function_without_arguments_needs_no_trace():
+    mesh = mc.mesh(gpus=2)
+
+    class Holder(mc.Actor):
+        def __init__(self, w):
+            self.w = mc.param(w)
+
+        @mc.endpoint
+        def get(self):
+            return self.w * 2.0
+
+    h = mesh.spawn("holder", Holder, np.ones(3, np.float32))
+
+    @mc.compile
+    def read():
+        return h.get.call()
+
+    assert "func.func @read()" in read.ir("traced")
+    assert "monarch.plan" in read.ir("planned")
+    assert read.trace_count == 1
+
+
+def test_names_of_functions_and_actors_are_separate():
+    # A compiled function may share its name with an actor mesh or a mesh
+    # symbol: the actor keeps its name (its state is found by it), the
+    # function gets a fresh symbol.
+    mesh = mc.mesh(gpus=2)
+
+    class Echo(mc.Actor):
+        def __init__(self):
+            pass
+
+        @mc.endpoint
+        def echo(self, x):
+            return x
+
+    e = mesh.spawn("echo", Echo)
+
+    @mc.compile
+    def echo(x):
+        return e.echo.call(x)
+
+    traced = echo.ir("traced", f32(4))
+    assert "monarch.actor_mesh @echo" in traced
+    assert "func.func @echo_fn(" in traced
+    assert "monarch.plan" in echo.ir("planned")
+
+    @mc.compile(mesh=mesh)
+    def mesh_fn(x):
+        return x + 1.0
+
+    @mc.compile(mesh=mesh)
+    def Echo_(x):
+        return e.echo.call(x) * 2.0
+
+    assert "func.func @mesh_fn(" in mesh_fn.ir("traced", f32(4))
+    assert "func.func @Echo_(" in Echo_.ir("traced", f32(4))
+
+
 def test_debug_info_locations_point_at_user_lines():
     mesh = mc.mesh(gpus=2)
 

@@ -194,4 +194,37 @@ TEST_F(ActorTest, ScopesAreIsolated) {
   EXPECT_TRUE(tb.verify().ok());
 }
 
+TEST_F(ActorTest, FunctionsAndActorsHaveSeparateNames) {
+  // A function named like a mesh gets a fresh symbol at once.
+  auto f = tb.beginFunction("s0_mesh", {f32({8, 4})});
+  ASSERT_TRUE(f.ok()) << err(f);
+  EXPECT_EQ(tb.functionName(), "s0_mesh_fn");
+  auto y = tb.call("s0", "forward", {(*f)[0]});
+  ASSERT_TRUE(y.ok()) << err(y);
+  ASSERT_TRUE(tb.endFunction(*y).ok());
+  EXPECT_TRUE(tb.verify().ok());
+
+  // An actor mesh declared while a function of its name is traced keeps the
+  // name; the function is renamed.
+  TraceBuilder other;
+  ASSERT_TRUE(other.declareMesh("mesh", {{"gpus", 2}}).ok());
+  ASSERT_TRUE(other.declareActorClass("Echo").ok());
+  auto e = other.beginEndpoint("Echo", "echo", {f32({4})}, {}, "mesh");
+  ASSERT_TRUE(e.ok()) << err(e);
+  ASSERT_TRUE(other.endEndpoint({(*e)[0]}, {}).ok());
+  auto g = other.beginFunction("echo", {f32({4})});
+  ASSERT_TRUE(g.ok()) << err(g);
+  EXPECT_EQ(other.functionName(), "echo");
+  ASSERT_TRUE(other.declareActorMesh("echo", "Echo", "mesh").ok());
+  EXPECT_EQ(other.functionName(), "echo_fn");
+  EXPECT_TRUE(other.hasActorMesh("echo"));
+  auto r = other.call("echo", "echo", {(*g)[0]});
+  ASSERT_TRUE(r.ok()) << err(r);
+  ASSERT_TRUE(other.endFunction(*r).ok());
+  EXPECT_TRUE(other.verify().ok());
+  // Two actor meshes still cannot share a name.
+  EXPECT_TRUE(contains(err(other.declareActorMesh("echo", "Echo", "mesh")),
+                       "already declared"));
+}
+
 } // namespace

@@ -225,6 +225,10 @@ public:
   beginFunction(const std::string &name, const std::vector<ArgType> &args,
                 const std::string &defaultMesh = "",
                 SourceLoc loc = SourceLoc::current());
+  /// The symbol of the function being (or last) traced: its name unless a
+  /// mesh or actor of the same name is declared, which keeps the name while
+  /// the function gets a fresh symbol (`<name>_fn`).
+  std::string functionName() const;
   /// Ends the function; results living on a mesh are fetched.
   Status endFunction(const std::vector<Value> &results,
                      SourceLoc loc = SourceLoc::current());
