@@ -15,7 +15,8 @@
 //    algbw = bytes / time, busbw = algbw * 2(n-1)/n.
 // Prints a table of GB/s and ratios; asserts nothing.
 //
-// usage: transfer_bench [--ranks N] [--reps R] [--max-mb M]
+// usage: transfer_bench [--ranks N] [--reps R] [--min-kb K] [--max-mb M]
+// (sizes from K KB, default 4, by powers of 4 up to M MB, default 256)
 //
 //===----------------------------------------------------------------------===//
 
@@ -129,6 +130,8 @@ enum Method { Memcpy, Tcp, ShmP2P, GlooP2P, ShmAR, GlooAR, PlainAR, kMethods };
 struct Options {
   int ranks = 2;
   int reps = 5;
+  bool onlyShm = false; // --only-shm: profiling the shm path alone
+  size_t minBytes = 4096;
   size_t maxBytes = size_t(256) << 20;
 };
 
@@ -168,7 +171,7 @@ void run(int rank, const Options &o, const std::string &dir,
   plain->connectFullMesh(plainStore, dev);
 
   std::vector<size_t> sizes;
-  for (size_t b = 4096; b <= o.maxBytes; b *= 4)
+  for (size_t b = o.minBytes; b <= o.maxBytes; b *= 4)
     sizes.push_back(b);
   results.assign(sizes.size(), std::vector<double>(kMethods, 0));
   uint32_t plainTag = 0;
@@ -236,6 +239,8 @@ void run(int rank, const Options &o, const std::string &dir,
       for (int m = 0; m < kMethods; ++m) {
         if ((m == Tcp || m == ShmP2P || m == GlooP2P) && rank >= 2)
           continue;
+        if (o.onlyShm && m != ShmP2P && m != ShmAR)
+          continue;
         once(m); // warm-up, and the ranks meet
         auto t0 = Clock::now();
         for (int i = 0; i < iters; ++i)
@@ -260,16 +265,26 @@ std::string sizeText(size_t b) {
 
 int main(int argc, char **argv) {
   Options o;
-  for (int i = 1; i + 1 < argc; i += 2) {
+  for (int i = 1; i < argc; i += 2) {
     std::string a = argv[i];
+    if (a == "--only-shm") {
+      o.onlyShm = true;
+      --i;
+      continue;
+    }
+    if (i + 1 >= argc)
+      die("missing value after " + a);
     if (a == "--ranks")
       o.ranks = std::max(2, std::atoi(argv[i + 1]));
     else if (a == "--reps")
       o.reps = std::max(1, std::atoi(argv[i + 1]));
+    else if (a == "--min-kb")
+      o.minBytes = size_t(std::max(1, std::atoi(argv[i + 1]))) << 10;
     else if (a == "--max-mb")
       o.maxBytes = size_t(std::max(1, std::atoi(argv[i + 1]))) << 20;
     else
-      die("usage: transfer_bench [--ranks N] [--reps R] [--max-mb M]");
+      die("usage: transfer_bench [--ranks N] [--reps R] [--min-kb K] "
+          "[--max-mb M]");
   }
   std::string dir = (std::filesystem::temp_directory_path() /
                      ("monarch-transfer-bench-" + std::to_string(::getpid())))
@@ -308,7 +323,7 @@ int main(int argc, char **argv) {
               "memcpy", "tcp", "shm", "x mcpy", "x tcp", "gloo", "x mcpy",
               "x tcp", "shm/gl");
   std::vector<size_t> sizes;
-  for (size_t b = 4096; b <= o.maxBytes; b *= 4)
+  for (size_t b = o.minBytes; b <= o.maxBytes; b *= 4)
     sizes.push_back(b);
   auto gbps = [](size_t bytes, double s) {
     return s > 0 ? double(bytes) / s / 1e9 : 0.0;
