@@ -107,6 +107,24 @@ std::shared_ptr<Work> ShmCommunicator::post(std::vector<CommOp> ops) {
                                        uint32_t(op.tag & 0xffffff));
       }
     }
+    // An idle object starts the group's sends and receives on the posting
+    // thread (never blocking: one progress pass if nobody else is making
+    // progress), so a send's bytes leave without waiting for the worker
+    // thread to wake; the worker thread then only waits. Groups with a send
+    // or receive to self keep the worker's checks (they may fail before
+    // anything is posted).
+    bool self =
+        std::any_of(entry.ops.begin(), entry.ops.end(), [&](const CommOp &op) {
+          return isP2P(op) && op.peer == rank();
+        });
+    if (queue_.empty() && !inFlight_ && !self) {
+      prepareP2P(entry, rank());
+      for (ShmRequest &r : entry.p2p)
+        group_->post(&r);
+      entry.preposted = true;
+      if (!entry.p2p.empty())
+        group_->tryProgress();
+    }
     queue_.push_back(std::move(entry));
   }
   cv_.notify_all();
@@ -192,6 +210,23 @@ Status ShmCommunicator::failed(Status st, const CommOp *op,
                     " (sizes and tags must agree)");
 }
 
+void ShmCommunicator::prepareP2P(Entry &entry, int rank) {
+  for (const CommOp &op : entry.ops)
+    if (isP2P(op) && op.count != 0 && op.peer != rank)
+      entry.p2pOps.push_back(&op);
+  entry.p2p.resize(entry.p2pOps.size());
+  for (size_t i = 0; i < entry.p2pOps.size(); ++i) {
+    const CommOp &op = *entry.p2pOps[i];
+    ShmRequest &r = entry.p2p[i];
+    r.isSend = op.kind == CommOpKind::Send;
+    r.peer = op.peer;
+    r.tag = op.tag == kAutoTag ? 0 : op.tag;
+    r.bytes = op.count * dtypeSize(op.dtype);
+    r.src = static_cast<const char *>(op.input);
+    r.dst = static_cast<char *>(op.output);
+  }
+}
+
 Status ShmCommunicator::runEntry(Entry &entry) {
   auto deadline = Clock::now() + group_->timeout();
   std::vector<const CommOp *> selfSends, selfRecvs;
@@ -221,27 +256,18 @@ Status ShmCommunicator::runEntry(Entry &entry) {
                       ": a receive from self needs a send to self with the "
                       "same tag in the same group");
 
-  // Point-to-point ops: handed over at once, waited for last.
-  std::vector<ShmRequest> p2p;
-  std::vector<const CommOp *> p2pOps;
-  for (const CommOp &op : entry.ops)
-    if (isP2P(op) && op.count != 0 && op.peer != rank())
-      p2pOps.push_back(&op);
-  p2p.resize(p2pOps.size());
-  std::vector<ShmRequest *> waitFor;
-  for (size_t i = 0; i < p2pOps.size(); ++i) {
-    const CommOp &op = *p2pOps[i];
-    ShmRequest &r = p2p[i];
-    r.isSend = op.kind == CommOpKind::Send;
-    r.peer = op.peer;
-    r.tag = op.tag == kAutoTag ? 0 : op.tag;
-    r.bytes = op.count * dtypeSize(op.dtype);
-    r.src = static_cast<const char *>(op.input);
-    r.dst = static_cast<char *>(op.output);
-    waitFor.push_back(&r);
+  // Point-to-point ops: handed over at once (by post() when the object was
+  // idle), waited for last.
+  if (!entry.preposted) {
+    prepareP2P(entry, rank());
+    for (ShmRequest &r : entry.p2p)
+      group_->post(&r);
   }
-  for (ShmRequest *r : waitFor)
-    group_->post(r);
+  std::vector<ShmRequest> &p2p = entry.p2p;
+  const std::vector<const CommOp *> &p2pOps = entry.p2pOps;
+  std::vector<ShmRequest *> waitFor;
+  for (ShmRequest &r : p2p)
+    waitFor.push_back(&r);
 
   auto fail = [&](Status st) {
     // Complete first so that the op reports its own failure, not the

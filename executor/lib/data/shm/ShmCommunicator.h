@@ -57,7 +57,14 @@ private:
     std::vector<CommOp> ops;
     std::vector<uint32_t> collectiveTags; // one per collective, in order
     std::shared_ptr<Work> work;
+    /// The group's sends and receives to peers (their buffers keep their
+    /// addresses when the entry moves), and whether post() already handed
+    /// them to the ShmGroup.
+    std::vector<ShmRequest> p2p;
+    std::vector<const CommOp *> p2pOps;
+    bool preposted = false;
   };
+  static void prepareP2P(Entry &entry, int rank);
   /// The sends and receives of one step of a collective.
   struct Exchange {
     std::vector<ShmRequest> reqs;

@@ -77,6 +77,19 @@ void ShmGroup::post(ShmRequest *req) {
   matchRecv(req->peer, req, completed);
 }
 
+void ShmGroup::tryProgress() {
+  bool completed = false;
+  {
+    std::unique_lock<std::mutex> lock(mu_, std::try_to_lock);
+    if (!lock || broken_.load())
+      return;
+    // A protocol error resurfaces in the waiting thread's next pass.
+    (void)progress(completed);
+  }
+  if (completed && localWaiters_.load() > 0)
+    ringDoorbell(segments_[rank_].header());
+}
+
 void ShmGroup::matchRecv(int p, ShmRequest *req, bool &completed) {
   Peer &peer = peers_[p];
   for (auto it = peer.unexpected.begin(); it != peer.unexpected.end(); ++it) {

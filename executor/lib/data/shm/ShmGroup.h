@@ -77,6 +77,8 @@ public:
 
   /// Hands `req` to the group (never blocks). Ignored once broken.
   void post(ShmRequest *req);
+  /// One progress pass unless another thread is making progress.
+  void tryProgress();
   /// Drives progress until every one of `reqs` is done. On a failure
   /// returns the status (naming the peer where one is at fault) and sets
   /// `culprit` to the request it was waiting for; the caller then breaks
