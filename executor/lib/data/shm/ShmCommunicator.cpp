@@ -186,9 +186,13 @@ void ShmCommunicator::run() {
                   brokenText(name_, group_->brokenStatus()));
     else
       st = runEntry(entry);
+    {
+      // Idle before the poster wakes, so that its next group takes the
+      // fast path of post(); the group's ops are all done already.
+      std::lock_guard<std::mutex> lock(mutex_);
+      inFlight_.reset();
+    }
     entry.work->complete(st);
-    std::lock_guard<std::mutex> lock(mutex_);
-    inFlight_.reset();
   }
 }
 
