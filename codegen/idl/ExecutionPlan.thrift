@@ -18,7 +18,7 @@
 
 namespace cpp monarch.plan
 
-const i32 FORMAT_VERSION = 1
+const i32 FORMAT_VERSION = 2
 
 /// Element types of buffers and signature values.
 enum DType {
@@ -284,11 +284,44 @@ struct ControllerProgram {
 // Kernel libraries and the whole plan
 //===----------------------------------------------------------------------===//
 
+/// A matmul of a CUDA kernel run as one cuBLAS call
+/// (cublasGemmStridedBatchedEx; cublasGemmEx when batch is 1), between the
+/// kernel's PTX launches, at its `monarch.gemm` manifest line. Fields are
+/// cuBLAS's arguments (column-major: the row-major C = A.B is computed as
+/// C^T = B^T.A^T, so `a` is the kernel's B operand). Operands: "aI" (kernel
+/// argument) or "sJ" (temporary) with an optional "+BYTES" offset.
+/// Version 2 added this table: a version-1 reader would have ignored it and
+/// run kernels without their matmuls.
+struct GemmCall {
+  1: bool transA,
+  2: bool transB,
+  3: i64 m,
+  4: i64 n,
+  5: i64 k,
+  6: i64 lda,
+  7: i64 ldb,
+  8: i64 ldc,
+  9: i64 strideA,
+  10: i64 strideB,
+  11: i64 strideC,
+  12: i64 batch,
+  13: DType typeA,
+  14: DType typeB,
+  15: DType typeC,
+  16: double alpha,
+  17: double beta,
+  18: string a,
+  19: string b,
+  20: string c,
+}
+
 struct CompiledKernel {
   /// Index into ExecutionPlan.kernels.
   1: i32 kernel,
   /// The exported symbol; `extern "C" void symbol(void **buffers)`.
   2: string symbol,
+  /// CUDA: the kernel's matmuls, in manifest order.
+  3: list<GemmCall> gemms,
 }
 
 /// What a worker of `target` loads: an ELF shared object for the CPU, PTX

@@ -17,13 +17,14 @@
 // CHAIN: st.global
 // SM80: .target sm_80
 
-// The matmul zero-fills its output, then one thread per element runs the
-// k loop (not cuBLAS).
+// An f32 matmul is a cuBLAS call (kernels-cuda-cublas.mlir); an integer
+// matmul, which cuBLAS does not run, zero-fills its output, then one thread
+// per element runs the k loop.
 // MM: // monarch.launch [[SYM:monarch_kernel_[0-9a-f]+]] [[SYM]]_L0 grid=32,1,1 block=1,48,1 operands=a2
 // MM-NEXT: // monarch.launch [[SYM]] [[SYM]]_L1 grid=32,1,1 block=1,48,1 operands=a0,a1,a2
+// MM-NOT: monarch.gemm
 // MM: .visible .entry [[SYM]]_L1(
-// MM: mul.rn.f32
-// MM-NEXT: add.rn.f32
+// MM: mad.lo.s32
 
 // A reduction to a scalar is sequential work: a one-thread launch. Its
 // 0-d accumulator is a scratch buffer.
@@ -47,12 +48,12 @@ func.func private @chain(%a: tensor<1000xf32>, %b: tensor<1000xf32>, %out: memre
   bufferization.materialize_in_destination %r in restrict writable %out : (tensor<1000xf32>, memref<1000xf32>) -> ()
   return
 }
-func.func private @mm(%a: tensor<32x64xf32>, %b: tensor<64x48xf32>, %out: memref<32x48xf32>) {
-  %zero = arith.constant 0.0 : f32
-  %e = tensor.empty() : tensor<32x48xf32>
-  %z = linalg.fill ins(%zero : f32) outs(%e : tensor<32x48xf32>) -> tensor<32x48xf32>
-  %c = linalg.matmul ins(%a, %b : tensor<32x64xf32>, tensor<64x48xf32>) outs(%z : tensor<32x48xf32>) -> tensor<32x48xf32>
-  bufferization.materialize_in_destination %c in restrict writable %out : (tensor<32x48xf32>, memref<32x48xf32>) -> ()
+func.func private @mm(%a: tensor<32x64xi32>, %b: tensor<64x48xi32>, %out: memref<32x48xi32>) {
+  %zero = arith.constant 0 : i32
+  %e = tensor.empty() : tensor<32x48xi32>
+  %z = linalg.fill ins(%zero : i32) outs(%e : tensor<32x48xi32>) -> tensor<32x48xi32>
+  %c = linalg.matmul ins(%a, %b : tensor<32x64xi32>, tensor<64x48xi32>) outs(%z : tensor<32x48xi32>) -> tensor<32x48xi32>
+  bufferization.materialize_in_destination %c in restrict writable %out : (tensor<32x48xi32>, memref<32x48xi32>) -> ()
   return
 }
 func.func private @rowsum(%a: tensor<16x64xf32>, %out: memref<f32>) {

@@ -5,11 +5,13 @@
 // three example programs and a few larger kernels twice, for the CPU and
 // for CUDA (PTX, KernelTarget::Cuda), runs the CPU library through
 // MonarchKernelRuntime and the PTX through the CUDA driver API following
-// the launch manifest (CudaPipeline.cpp), and compares every output.
+// the launch manifest and the cuBLAS table (MonarchCudaRuntime), and
+// compares every output.
 // Prints one line per kernel group and a summary; exits 0 when all match,
 // 1 on a mismatch or error, 77 when there is no CUDA device (skip).
 //
 //===----------------------------------------------------------------------===//
+#include "monarch/Codegen/CudaRuntime.h"
 #include "monarch/Codegen/KernelCompiler.h"
 #include "monarch/Codegen/KernelRuntime.h"
 #include "monarch/Transforms/Pipelines.h"
@@ -25,11 +27,8 @@
 #include "llvm/Support/Format.h"
 #include "llvm/Support/raw_ostream.h"
 
-#include <cuda.h>
-#include <dlfcn.h>
-
 #include <cstring>
-#include <type_traits>
+#include <memory>
 
 #include <chrono>
 #include <cmath>
@@ -47,178 +46,59 @@ namespace {
 /// driver (what ctest runs on machines without a GPU).
 bool compileOnly = false;
 
-struct Launch {
-  std::string entry;
-  unsigned grid[3], block[3];
-  std::vector<std::string> operands; // aN or sN
-};
+/// The device, when there is one (not in --compile-only).
+std::unique_ptr<codegen::CudaDevice> device;
 
-struct GpuKernel {
-  CUmodule module = nullptr;
-  std::vector<int64_t> scratchBytes;
-  std::vector<Launch> launches;
-};
-
-/// The CUDA driver, opened at run time (libcuda.so.1) so that this binary
-/// also starts, and skips, on machines without a GPU driver.
-struct Driver {
-  decltype(&::cuInit) Init = nullptr;
-  decltype(&::cuGetErrorString) GetErrorString = nullptr;
-  decltype(&::cuDeviceGetCount) DeviceGetCount = nullptr;
-  decltype(&::cuDeviceGet) DeviceGet = nullptr;
-  decltype(&::cuDeviceGetName) DeviceGetName = nullptr;
-  decltype(&::cuDevicePrimaryCtxRetain) DevicePrimaryCtxRetain = nullptr;
-  decltype(&::cuDevicePrimaryCtxRelease) DevicePrimaryCtxRelease = nullptr;
-  decltype(&::cuCtxSetCurrent) CtxSetCurrent = nullptr;
-  decltype(&::cuCtxSynchronize) CtxSynchronize = nullptr;
-  decltype(&::cuModuleLoadData) ModuleLoadData = nullptr;
-  decltype(&::cuModuleGetFunction) ModuleGetFunction = nullptr;
-  decltype(&::cuMemAlloc) MemAlloc = nullptr;
-  decltype(&::cuMemFree) MemFree = nullptr;
-  decltype(&::cuMemcpyHtoD) MemcpyHtoD = nullptr;
-  decltype(&::cuMemcpyDtoH) MemcpyDtoH = nullptr;
-  decltype(&::cuLaunchKernel) LaunchKernel = nullptr;
-
-  bool open() {
-    void *lib = ::dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-    if (!lib)
-      return false;
-    bool ok = true;
-    auto load = [&](auto &fn, const char *name) {
-      fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(
-          ::dlsym(lib, name));
-      ok = ok && fn;
-    };
-    load(Init, "cuInit");
-    load(GetErrorString, "cuGetErrorString");
-    load(DeviceGetCount, "cuDeviceGetCount");
-    load(DeviceGet, "cuDeviceGet");
-    load(DeviceGetName, "cuDeviceGetName");
-    load(DevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain");
-    load(DevicePrimaryCtxRelease, "cuDevicePrimaryCtxRelease_v2");
-    load(CtxSetCurrent, "cuCtxSetCurrent");
-    load(CtxSynchronize, "cuCtxSynchronize");
-    load(ModuleLoadData, "cuModuleLoadData");
-    load(ModuleGetFunction, "cuModuleGetFunction");
-    load(MemAlloc, "cuMemAlloc_v2");
-    load(MemFree, "cuMemFree_v2");
-    load(MemcpyHtoD, "cuMemcpyHtoD_v2");
-    load(MemcpyDtoH, "cuMemcpyDtoH_v2");
-    load(LaunchKernel, "cuLaunchKernel");
-    return ok;
+/// Runs one kernel on the GPU through MonarchCudaRuntime: arguments are
+/// copied in, the manifest's launches and cuBLAS calls run, outputs are
+/// copied back.
+bool runOnGpu(codegen::LoadedCudaLibrary &lib, const std::string &symbol,
+              std::vector<std::vector<uint8_t>> &args, unsigned numInputs,
+              double &seconds) {
+  std::vector<uint64_t> ptrs;
+  auto release = [&] {
+    for (uint64_t p : ptrs)
+      device->free(p);
+  };
+  auto fail = [&](const executor::Status &s) {
+    llvm::errs() << s.toString() << "\n";
+    release();
+    return false;
+  };
+  for (auto &arg : args) {
+    auto p = device->alloc(arg.size());
+    if (!p.isOk())
+      return fail(p.status());
+    ptrs.push_back(*p);
+    if (auto s = device->copyToDevice(*p, arg.data(), arg.size()); !s)
+      return fail(s);
   }
-} cu;
-
-#define CU_CHECK(expr)                                                         \
-  do {                                                                         \
-    CUresult _r = (expr);                                                      \
-    if (_r != CUDA_SUCCESS) {                                                  \
-      const char *_s = nullptr;                                                \
-      cu.GetErrorString(_r, &_s);                                              \
-      llvm::errs() << #expr << ": " << (_s ? _s : "unknown") << "\n";          \
-      return false;                                                            \
-    }                                                                          \
-  } while (0)
-
-/// Splits a CUDA KernelLibrary into per-kernel PTX modules and manifests.
-bool loadGpuLibrary(const std::string &binary,
-                    std::map<std::string, GpuKernel> &kernels) {
-  const std::string marker = "// monarch.ptx-module ";
-  size_t pos = binary.find(marker);
-  while (pos != std::string::npos) {
-    size_t next = binary.find(marker, pos + marker.size());
-    std::string section = binary.substr(
-        pos, next == std::string::npos ? std::string::npos : next - pos);
-    std::istringstream lines(section);
-    std::string line, symbol;
-    GpuKernel kernel;
-    while (std::getline(lines, line)) {
-      std::istringstream words(line);
-      std::string slashes, tag;
-      words >> slashes >> tag;
-      if (tag == "monarch.ptx-module") {
-        words >> symbol;
-      } else if (tag == "monarch.scratch") {
-        std::string sym;
-        size_t index;
-        int64_t bytes;
-        words >> sym >> index >> bytes;
-        kernel.scratchBytes.resize(
-            std::max(kernel.scratchBytes.size(), index + 1));
-        kernel.scratchBytes[index] = bytes;
-      } else if (tag == "monarch.launch") {
-        Launch launch;
-        std::string sym, grid, block, operands;
-        words >> sym >> launch.entry >> grid >> block >> operands;
-        if (std::sscanf(grid.c_str(), "grid=%u,%u,%u", &launch.grid[0],
-                        &launch.grid[1], &launch.grid[2]) != 3 ||
-            std::sscanf(block.c_str(), "block=%u,%u,%u", &launch.block[0],
-                        &launch.block[1], &launch.block[2]) != 3) {
-          llvm::errs() << "bad manifest line: " << line << "\n";
-          return false;
-        }
-        std::istringstream ops(operands.substr(operands.find('=') + 1));
-        std::string op;
-        while (std::getline(ops, op, ','))
-          if (!op.empty())
-            launch.operands.push_back(op);
-        kernel.launches.push_back(launch);
-      }
-    }
-    if (!compileOnly)
-      CU_CHECK(cu.ModuleLoadData(&kernel.module, section.c_str()));
-    kernels[symbol] = kernel;
-    pos = next;
-  }
-  return true;
-}
-
-/// Runs one kernel on the GPU: arguments are copied in, scratch allocated,
-/// the launches run in order, outputs copied back.
-bool runOnGpu(GpuKernel &kernel, std::vector<std::vector<uint8_t>> &args,
-              unsigned numInputs, double &seconds) {
-  std::vector<CUdeviceptr> argPtrs(args.size()), scratch;
-  for (size_t i = 0; i < args.size(); ++i) {
-    CU_CHECK(cu.MemAlloc(&argPtrs[i], std::max<size_t>(args[i].size(), 4)));
-    CU_CHECK(cu.MemcpyHtoD(argPtrs[i], args[i].data(), args[i].size()));
-  }
-  for (int64_t bytes : kernel.scratchBytes) {
-    CUdeviceptr p;
-    CU_CHECK(cu.MemAlloc(&p, std::max<int64_t>(bytes, 4)));
-    scratch.push_back(p);
-  }
-  CU_CHECK(cu.CtxSynchronize());
   auto start = std::chrono::steady_clock::now();
-  for (Launch &launch : kernel.launches) {
-    CUfunction fn;
-    CU_CHECK(cu.ModuleGetFunction(&fn, kernel.module, launch.entry.c_str()));
-    std::vector<CUdeviceptr> values;
-    for (const std::string &op : launch.operands) {
-      size_t index = std::stoul(op.substr(1));
-      values.push_back(op[0] == 'a' ? argPtrs.at(index) : scratch.at(index));
-    }
-    std::vector<void *> params;
-    for (CUdeviceptr &v : values)
-      params.push_back(&v);
-    CU_CHECK(cu.LaunchKernel(fn, launch.grid[0], launch.grid[1], launch.grid[2],
-                             launch.block[0], launch.block[1], launch.block[2],
-                             0, nullptr, params.data(), nullptr));
-  }
-  CU_CHECK(cu.CtxSynchronize());
+  if (auto s = lib.run(symbol, ptrs); !s)
+    return fail(s);
   seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
           .count();
   for (size_t i = numInputs; i < args.size(); ++i)
-    CU_CHECK(cu.MemcpyDtoH(args[i].data(), argPtrs[i], args[i].size()));
-  for (CUdeviceptr p : argPtrs)
-    cu.MemFree(p);
-  for (CUdeviceptr p : scratch)
-    cu.MemFree(p);
+    if (auto s = device->copyToHost(args[i].data(), ptrs[i], args[i].size());
+        !s)
+      return fail(s);
+  release();
   return true;
 }
 
+/// The cuBLAS tables of a compiled CUDA library, by symbol.
+std::map<std::string, std::vector<codegen::GemmCall>>
+gemmTables(const codegen::KernelLibrary &lib) {
+  std::map<std::string, std::vector<codegen::GemmCall>> out;
+  for (const codegen::CompiledKernel &k : lib.kernels)
+    if (!k.gemms.empty())
+      out[k.symbol] = k.gemms;
+  return out;
+}
+
 struct Totals {
-  int kernels = 0, failed = 0;
+  int kernels = 0, failed = 0, gemms = 0, launches = 0;
 };
 
 /// Compiles `kernels` of `module` for both targets and compares them.
@@ -228,36 +108,59 @@ void checkGroup(const std::string &name, mlir::ModuleOp module,
   cudaOptions.target = codegen::KernelTarget::Cuda;
   auto cpu = codegen::compileKernels(module, kernels, cpuOptions);
   auto cuda = codegen::compileKernels(module, kernels, cudaOptions);
-  std::map<std::string, GpuKernel> gpu;
   auto cpuLib = mlir::succeeded(cpu)
                     ? codegen::LoadedKernelLibrary::load(cpu->binary, name)
                     : codegen::LoadedKernelLibrary::load("", name);
-  if (mlir::failed(cpu) || mlir::failed(cuda) || !cpuLib ||
-      !loadGpuLibrary(cuda->binary, gpu)) {
-    llvm::outs() << "FAIL " << name << ": compiling or loading failed\n";
+  std::map<std::string, codegen::CudaKernelProgram> parsed;
+  std::unique_ptr<codegen::LoadedCudaLibrary> gpuLib;
+  std::string why;
+  if (mlir::succeeded(cuda)) {
+    auto p = codegen::parseCudaLibrary(cuda->binary, gemmTables(*cuda));
+    if (p.isOk())
+      parsed = std::move(*p);
+    else
+      why = p.status().toString();
+    if (p.isOk() && !compileOnly) {
+      auto l = codegen::LoadedCudaLibrary::load(*device, cuda->binary,
+                                                gemmTables(*cuda));
+      if (l.isOk())
+        gpuLib = std::move(*l);
+      else
+        why = l.status().toString();
+    }
+  }
+  if (mlir::failed(cpu) || mlir::failed(cuda) || !cpuLib || !why.empty()) {
+    llvm::outs() << "FAIL " << name << ": compiling or loading failed " << why
+                 << "\n";
     totals.failed += kernels.size();
     totals.kernels += kernels.size();
     return;
   }
+  int gemms = 0, launches = 0;
+  for (const codegen::CompiledKernel &k : cuda->kernels) {
+    auto it = parsed.find(k.symbol);
+    if (it == parsed.end())
+      continue;
+    gemms += it->second.gemms.size();
+    launches += it->second.numLaunches();
+  }
+  totals.gemms += gemms;
+  totals.launches += launches;
   if (compileOnly) {
     int bad = 0;
     for (size_t k = 0; k < kernels.size(); ++k) {
-      auto it = gpu.find(cuda->kernels[k].symbol);
-      bool ok = it != gpu.end() && !it->second.launches.empty();
-      for (const Launch &l : ok ? it->second.launches : std::vector<Launch>())
-        for (const std::string &op : l.operands) {
-          size_t index = std::stoul(op.substr(1));
-          ok = ok &&
-               (op[0] == 'a'
-                    ? index < mlir::func::FuncOp(kernels[k]).getNumArguments()
-                    : index < it->second.scratchBytes.size());
-        }
+      auto it = parsed.find(cuda->kernels[k].symbol);
+      bool ok = it != parsed.end() && !it->second.steps.empty() &&
+                it->second.numArgs ==
+                    mlir::func::FuncOp(kernels[k]).getNumArguments();
       bad += !ok;
     }
     totals.kernels += kernels.size();
     totals.failed += bad;
     llvm::outs() << (bad ? "FAIL " : "ok   ") << name << ": " << kernels.size()
-                 << " kernels compiled for CPU and CUDA, manifests checked\n";
+                 << " kernels compiled for CPU and CUDA (" << gemms
+                 << " cuBLAS calls, " << launches
+                 << " PTX launches), manifests checked\n";
     return;
   }
   std::mt19937 rng(11);
@@ -287,8 +190,7 @@ void checkGroup(const std::string &name, mlir::ModuleOp module,
       pointers.push_back(a.data());
     bool ok = (*cpuLib)->call(ck.symbol, pointers.data()).isOk();
     double seconds = 0;
-    ok = ok && gpu.count(gk.symbol) &&
-         runOnGpu(gpu[gk.symbol], gpuArgs, ck.numInputs, seconds);
+    ok = ok && runOnGpu(*gpuLib, gk.symbol, gpuArgs, ck.numInputs, seconds);
     gpuSeconds += seconds;
     for (size_t i = ck.numInputs; ok && i < cpuArgs.size(); ++i) {
       auto shaped = mlir::cast<mlir::ShapedType>(fn.getArgumentTypes()[i]);
@@ -311,10 +213,11 @@ void checkGroup(const std::string &name, mlir::ModuleOp module,
   }
   totals.kernels += kernels.size();
   totals.failed += failed;
-  llvm::outs() << llvm::format("%-4s %-22s %3zu kernels  max rel err %.2e  "
-                               "gpu %.3f ms\n",
+  llvm::outs() << llvm::format("%-4s %-22s %3zu kernels  %2d cuBLAS  %3d PTX  "
+                               "max rel err %.2e  gpu %.3f ms\n",
                                failed ? "FAIL" : "ok", name.c_str(),
-                               kernels.size(), worst, gpuSeconds * 1e3);
+                               kernels.size(), gemms, launches, worst,
+                               gpuSeconds * 1e3);
 }
 
 const char *kLargeKernels = R"mlir(
@@ -380,29 +283,6 @@ func.func private @softmax(%a: tensor<256x1000xf32>, %out: memref<256x1000xf32>)
 }
 )mlir";
 
-/// Opens the driver and the first device's primary context. Returns false
-/// (skip) without a driver or device; sets `name` empty on a real error.
-bool openDevice(CUdevice &device, std::string &name) {
-  int devices = 0;
-  if (!cu.open() || cu.Init(0) != CUDA_SUCCESS ||
-      cu.DeviceGetCount(&devices) != CUDA_SUCCESS || devices == 0) {
-    llvm::outs() << "SKIP: no CUDA driver or device\n";
-    return false;
-  }
-  CUcontext context;
-  char buffer[256] = {0};
-  if (cu.DeviceGet(&device, 0) != CUDA_SUCCESS ||
-      cu.DeviceGetName(buffer, sizeof(buffer), device) != CUDA_SUCCESS ||
-      cu.DevicePrimaryCtxRetain(&context, device) != CUDA_SUCCESS ||
-      cu.CtxSetCurrent(context) != CUDA_SUCCESS) {
-    llvm::outs() << "FAIL: cannot create a CUDA context\n";
-    name.clear();
-    return true;
-  }
-  name = buffer;
-  return true;
-}
-
 } // namespace
 
 int main(int argc, char **argv) {
@@ -414,11 +294,16 @@ int main(int argc, char **argv) {
       examples = argv[i];
   }
   std::string deviceName = "no device (compile only)";
-  CUdevice device = 0;
-  if (!compileOnly && !openDevice(device, deviceName))
-    return 77;
-  if (!compileOnly && deviceName.empty())
-    return 1;
+  if (!compileOnly) {
+    auto opened = codegen::CudaDevice::open();
+    if (!opened.isOk()) {
+      llvm::outs() << "no device, skipped: " << opened.status().message()
+                   << "\n";
+      return 77;
+    }
+    device = std::move(*opened);
+    deviceName = device->name();
+  }
   llvm::outs() << "device: " << deviceName << "\n";
 
   mlir::DialectRegistry registry;
@@ -458,13 +343,14 @@ int main(int argc, char **argv) {
 
   if (compileOnly)
     llvm::outs() << "summary: " << totals.kernels - totals.failed << " of "
-                 << totals.kernels
-                 << " kernels compiled for both targets (nothing executed)\n";
+                 << totals.kernels << " kernels compiled for both targets ("
+                 << totals.gemms << " matmuls as cuBLAS calls, "
+                 << totals.launches << " PTX launches; nothing executed)\n";
   else
     llvm::outs() << "summary: " << totals.kernels - totals.failed << " of "
                  << totals.kernels << " kernels match the CPU on " << deviceName
-                 << "\n";
-  if (!compileOnly)
-    cu.DevicePrimaryCtxRelease(device);
+                 << " (" << totals.gemms << " cuBLAS calls, " << totals.launches
+                 << " PTX launches)\n";
+  device.reset();
   return totals.failed ? 1 : 0;
 }

@@ -10,8 +10,9 @@
 //   to-gpu and gpu-kernel-outlining produce one gpu.func per launch; math is
 //   approximated by polynomials (no libdevice); convert-gpu-to-nvvm with bare
 //   pointers; gpu-module-to-binary{format=isa} gives PTX for options.cudaArch.
-// Matmuls are generated loops too (one thread per output element, k
-// sequential); they are not mapped to cuBLAS.
+// Matmuls that cuBLAS can run become host-side calls first (CudaGemm.cpp)
+// and `monarch.gemm` lines of the manifest; the others are generated loops
+// (one thread per output element, k sequential).
 //
 // The host side that remains (allocations of temporaries, launches with
 // constant grid/block sizes, views of arguments) is recorded in a manifest
@@ -19,7 +20,10 @@
 //   // monarch.kernel SYMBOL args=N
 //   // monarch.scratch SYMBOL INDEX BYTES
 //   // monarch.launch SYMBOL ENTRY grid=X,Y,Z block=X,Y,Z operands=a0,s1,...
-// (aI: kernel argument I; sJ: scratch buffer J, zero-initialized never).
+//   // monarch.gemm SYMBOL INDEX operands=A,B,C
+// (aI: kernel argument I; sJ: scratch buffer J, zero-initialized never; a
+// gemm operand may add a byte offset, "a0+64"; INDEX is the kernel's
+// GemmCall, operands in cuBLAS order). Launches and gemms run in order.
 //
 //===----------------------------------------------------------------------===//
 #include "KernelPipelines.h"
@@ -61,8 +65,9 @@ LogicalResult runPipeline(ModuleOp module, llvm::StringRef pipeline,
 /// Ops that stay on the host: they only describe buffers.
 bool isHostOp(Operation *op) {
   return isa<scf::ParallelOp, memref::AllocOp, memref::DeallocOp,
-             memref::ExpandShapeOp, memref::CollapseShapeOp, arith::ConstantOp,
-             func::ReturnOp>(op);
+             memref::ExpandShapeOp, memref::CollapseShapeOp, memref::SubViewOp,
+             memref::CastOp, arith::ConstantOp, func::CallOp, func::ReturnOp>(
+      op);
 }
 
 /// Moves top-level scalar reads and pure computations that only parallel
@@ -217,8 +222,37 @@ describeOperand(Value value, func::FuncOp fn,
   return failure();
 }
 
+/// A gemm operand: the argument or temporary under a chain of views, plus
+/// the view's static byte offset.
+FailureOr<std::string>
+describeGemmOperand(Value value, func::FuncOp fn,
+                    const DenseMap<Value, unsigned> &scratch) {
+  auto type = cast<MemRefType>(value.getType());
+  SmallVector<int64_t> strides;
+  int64_t offset = 0;
+  if (failed(type.getStridesAndOffset(strides, offset)) ||
+      ShapedType::isDynamic(offset))
+    return failure();
+  while (Operation *def = value.getDefiningOp()) {
+    if (auto v = dyn_cast<memref::SubViewOp>(def))
+      value = v.getSource();
+    else if (auto v = dyn_cast<memref::CastOp>(def))
+      value = v.getSource();
+    else if (isa<memref::ExpandShapeOp, memref::CollapseShapeOp>(def))
+      value = def->getOperand(0);
+    else
+      break;
+  }
+  FailureOr<std::string> base = describeOperand(value, fn, scratch);
+  if (failed(base))
+    return failure();
+  int64_t bytes = offset * ((type.getElementTypeBitWidth() + 7) / 8);
+  return bytes ? *base + "+" + std::to_string(bytes) : *base;
+}
+
 /// The manifest lines of the host function (see the file comment).
 FailureOr<std::string> buildManifest(func::FuncOp fn, llvm::StringRef symbol,
+                                     std::vector<GemmCall> &gemms,
                                      std::string &message) {
   std::string text;
   llvm::raw_string_ostream os(text);
@@ -271,8 +305,37 @@ FailureOr<std::string> buildManifest(func::FuncOp fn, llvm::StringRef symbol,
         }
       continue;
     }
+    if (auto call = dyn_cast<func::CallOp>(op)) {
+      auto index = call->getAttrOfType<IntegerAttr>(kGemmAttrName);
+      if (!index || index.getInt() < 0 ||
+          static_cast<size_t>(index.getInt()) >= gemms.size() ||
+          call.getNumOperands() != 3) {
+        message = "internal error: a call that is not a gemm";
+        return failure();
+      }
+      GemmCall &gemm = gemms[index.getInt()];
+      std::string names[3];
+      for (unsigned i = 0; i < 3; ++i) {
+        FailureOr<std::string> desc =
+            describeGemmOperand(call.getOperand(i), fn, scratch);
+        if (failed(desc)) {
+          message = "gemm operand #" + std::to_string(i) +
+                    " is neither a kernel argument nor a temporary";
+          return failure();
+        }
+        names[i] = *desc;
+      }
+      // The call's operands are the kernel's (A, B, C); cuBLAS gets (B, A).
+      gemm.a = names[1];
+      gemm.b = names[0];
+      gemm.c = names[2];
+      os << "// monarch.gemm " << symbol << " " << index.getInt()
+         << " operands=" << gemm.a << "," << gemm.b << "," << gemm.c << "\n";
+      continue;
+    }
     if (isa<memref::DeallocOp, memref::ExpandShapeOp, memref::CollapseShapeOp,
-            arith::ConstantOp, func::ReturnOp>(op))
+            memref::SubViewOp, memref::CastOp, arith::ConstantOp,
+            func::ReturnOp>(op))
       continue;
     message = "'" + op.getName().getStringRef().str() +
               "' would run on the host; the CUDA target supports only "
@@ -287,12 +350,14 @@ FailureOr<std::string> buildManifest(func::FuncOp fn, llvm::StringRef symbol,
 FailureOr<std::string> lowerKernelToPtx(ModuleOp scratch,
                                         llvm::StringRef symbol,
                                         const KernelCompileOptions &opts,
+                                        std::vector<GemmCall> &gemms,
                                         std::string &message) {
   auto fn = scratch.lookupSymbol<func::FuncOp>(kImplName);
   if (!fn) {
     message = "internal error: no kernel function";
     return failure();
   }
+  extractGemms(scratch, fn, gemms);
   if (failed(runPipeline(scratch,
                          "func.func(convert-linalg-to-parallel-loops,"
                          "canonicalize,cse),fold-memref-alias-ops",
@@ -344,7 +409,7 @@ FailureOr<std::string> lowerKernelToPtx(ModuleOp scratch,
               "canonicalize,cse,reconcile-unrealized-casts)",
           message)))
     return failure();
-  FailureOr<std::string> manifest = buildManifest(fn, symbol, message);
+  FailureOr<std::string> manifest = buildManifest(fn, symbol, gemms, message);
   if (failed(manifest))
     return failure();
   if (failed(runPipeline(scratch, "gpu-module-to-binary{format=isa}", message)))
@@ -355,7 +420,7 @@ FailureOr<std::string> lowerKernelToPtx(ModuleOp scratch,
       if (auto object = dyn_cast<gpu::ObjectAttr>(attr))
         ptx += object.getObject().getValue().str();
   });
-  if (ptx.empty()) {
+  if (ptx.empty() && gemms.empty()) {
     message = "no PTX was produced";
     return failure();
   }

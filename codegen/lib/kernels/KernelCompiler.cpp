@@ -146,11 +146,14 @@ std::string printModule(ModuleOp module) {
 /// Runs the target pipeline on one scratch kernel up to LLVM IR (CPU) or PTX
 /// (CUDA, appended to `ptx`). With `stopAt`, stops after that stage and
 /// prints it into `stageText`.
-LogicalResult lowerScratchKernel(
-    ScratchKernel &scratch, func::FuncOp origin, unsigned numArgs,
-    const KernelCompileOptions &options, llvm::LLVMContext &llvmCtx,
-    std::unique_ptr<llvm::Module> &llvmModule, std::string &ptx,
-    std::optional<KernelStage> stopAt = {}, std::string *stageText = nullptr) {
+LogicalResult lowerScratchKernel(ScratchKernel &scratch, func::FuncOp origin,
+                                 unsigned numArgs,
+                                 const KernelCompileOptions &options,
+                                 llvm::LLVMContext &llvmCtx,
+                                 std::unique_ptr<llvm::Module> &llvmModule,
+                                 std::string &ptx, std::vector<GemmCall> &gemms,
+                                 std::optional<KernelStage> stopAt = {},
+                                 std::string *stageText = nullptr) {
   auto fail = [&](const llvm::Twine &stage) {
     origin.emitError("failed to compile kernel '")
         << origin.getSymName() << "' (" << stage << ")";
@@ -182,8 +185,8 @@ LogicalResult lowerScratchKernel(
     return success();
   if (cuda) {
     std::string message;
-    FailureOr<std::string> kernelPtx =
-        detail::lowerKernelToPtx(module, scratch.symbol, options, message);
+    FailureOr<std::string> kernelPtx = detail::lowerKernelToPtx(
+        module, scratch.symbol, options, gemms, message);
     if (failed(kernelPtx))
       return fail("PTX generation: " + message);
     if (stopsAt(KernelStage::LLVMDialect))
@@ -255,14 +258,16 @@ FailureOr<KernelLibrary> compileKernels(ModuleOp module,
         symbolIndex.try_emplace(compiled.symbol, library.kernels.size());
     if (inserted) {
       std::unique_ptr<llvm::Module> llvmModule;
-      if (failed(lowerScratchKernel(*scratch, kernel,
-                                    compiled.numInputs + compiled.numOutputs,
-                                    options, llvmCtx, llvmModule, ptx)))
+      if (failed(lowerScratchKernel(
+              *scratch, kernel, compiled.numInputs + compiled.numOutputs,
+              options, llvmCtx, llvmModule, ptx, compiled.gemms)))
         return failure();
       if (llvmModule &&
           llvm::Linker::linkModules(*linked, std::move(llvmModule)))
         return kernel.emitError("failed to link the LLVM IR of kernel '")
                << kernel.getSymName() << "'";
+    } else {
+      compiled.gemms = library.kernels[it->second].gemms;
     }
     compiled.compileSeconds =
         std::chrono::duration<double>(Clock::now() - start).count();
@@ -322,8 +327,9 @@ compileKernelToStage(func::FuncOp kernel, KernelStage stage,
   llvm::LLVMContext llvmCtx;
   std::unique_ptr<llvm::Module> llvmModule;
   std::string ptx, text;
+  std::vector<GemmCall> gemms;
   if (failed(lowerScratchKernel(*scratch, kernel, numInputs + numOutputs,
-                                options, llvmCtx, llvmModule, ptx, stage,
+                                options, llvmCtx, llvmModule, ptx, gemms, stage,
                                 &text)))
     return failure();
   return text;

@@ -76,11 +76,23 @@ llvm::Expected<std::string> emitSharedObject(llvm::Module &module,
 llvm::Expected<std::string> emitAssembly(llvm::Module &module,
                                          const KernelCompileOptions &opts);
 
-/// Lowers a bufferized scratch module through gpu/nvvm and returns PTX.
-/// Sets `message` and fails on error.
+/// Attribute of the `func.call` standing for a matmul run by cuBLAS: the
+/// index of its GemmCall.
+inline constexpr llvm::StringLiteral kGemmAttrName = "monarch_gemm";
+
+/// CUDA: replaces the top-level matmuls of the bufferized `fn` that cuBLAS
+/// can run by calls tagged kGemmAttrName and appends their GemmCalls
+/// (operands are filled in by the manifest). Others stay linalg ops.
+void extractGemms(mlir::ModuleOp scratch, mlir::func::FuncOp fn,
+                  std::vector<GemmCall> &gemms);
+
+/// Lowers a bufferized scratch module through gpu/nvvm and returns its
+/// manifest and PTX; the kernel's matmuls become `gemms`. Sets `message`
+/// and fails on error.
 mlir::FailureOr<std::string> lowerKernelToPtx(mlir::ModuleOp scratch,
                                               llvm::StringRef symbol,
                                               const KernelCompileOptions &opts,
+                                              std::vector<GemmCall> &gemms,
                                               std::string &message);
 
 } // namespace monarch::codegen::detail

@@ -655,7 +655,7 @@ private:
       if (index < 0)
         return module.emitError("kernel compiler returned unknown kernel @")
                << k.name;
-      blob.kernels.push_back(CompiledKernelRef{index, k.symbol});
+      blob.kernels.push_back(CompiledKernelRef{index, k.symbol, k.gemms});
     }
     plan.libraries.push_back(std::move(blob));
 #endif

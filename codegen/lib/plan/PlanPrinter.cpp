@@ -151,10 +151,47 @@ private:
     if (plan.libraries.empty())
       os << " none (kernels not compiled)";
     os << "\n";
-    for (const KernelLibraryBlob &lib : plan.libraries)
+    for (const KernelLibraryBlob &lib : plan.libraries) {
+      size_t gemms = 0;
+      for (const CompiledKernelRef &k : lib.kernels)
+        gemms += k.gemms.size();
       os << "  " << targetName(lib.target) << ": " << lib.code.size()
          << " bytes, " << lib.kernels.size() << " of " << plan.kernels.size()
-         << " kernels compiled\n";
+         << " kernels compiled";
+      if (gemms)
+        os << ", " << gemms << " matmuls as cuBLAS calls";
+      os << "\n";
+      for (const CompiledKernelRef &k : lib.kernels)
+        for (size_t g = 0; g < k.gemms.size(); ++g)
+          os << "    k" << k.kernel << " gemm " << g << ": "
+             << gemmString(k.gemms[g]) << "\n";
+    }
+  }
+
+  /// "cublasGemmEx(N, T, m=8, n=4, k=16, a=a1 lda=8, b=a0 ldb=16, c=a2
+  /// ldc=8, f32*f32->f32, alpha=1, beta=0)".
+  static std::string gemmString(const GemmCall &g) {
+    auto num = [](double v) {
+      std::ostringstream o;
+      o << v;
+      return o.str();
+    };
+    std::string s =
+        g.batch == 1 ? "cublasGemmEx(" : "cublasGemmStridedBatchedEx(";
+    s += std::string(g.transA ? "T" : "N") + ", " + (g.transB ? "T" : "N") +
+         ", m=" + std::to_string(g.m) + ", n=" + std::to_string(g.n) +
+         ", k=" + std::to_string(g.k) + ", a=" + g.a +
+         " lda=" + std::to_string(g.lda) + ", b=" + g.b +
+         " ldb=" + std::to_string(g.ldb) + ", c=" + g.c +
+         " ldc=" + std::to_string(g.ldc);
+    if (g.batch != 1)
+      s += ", batch=" + std::to_string(g.batch) +
+           " strides=" + std::to_string(g.strideA) + "," +
+           std::to_string(g.strideB) + "," + std::to_string(g.strideC);
+    s += std::string(", ") + dtypeName(g.typeA) + "*" + dtypeName(g.typeB) +
+         "->" + dtypeName(g.typeC) + ", alpha=" + num(g.alpha) +
+         ", beta=" + num(g.beta) + ")";
+    return s;
   }
 
   Row instruction(const Instruction &in, size_t index) const {

@@ -12,7 +12,7 @@
 namespace monarch::codegen::detail {
 namespace t = ::monarch::plan;
 
-static_assert(kPlanFormatVersion == 1,
+static_assert(kPlanFormatVersion == 2,
               "bump FORMAT_VERSION in ExecutionPlan.thrift together with "
               "kPlanFormatVersion");
 
@@ -266,6 +266,30 @@ plan::ExecutionPlan toThrift(const ExecutionPlan &p) {
               t::CompiledKernel y;
               y.__set_kernel(k.kernel);
               y.__set_symbol(k.symbol);
+              y.__set_gemms(mapAll<t::GemmCall>(k.gemms, [](const GemmCall &g) {
+                t::GemmCall z;
+                z.__set_transA(g.transA);
+                z.__set_transB(g.transB);
+                z.__set_m(g.m);
+                z.__set_n(g.n);
+                z.__set_k(g.k);
+                z.__set_lda(g.lda);
+                z.__set_ldb(g.ldb);
+                z.__set_ldc(g.ldc);
+                z.__set_strideA(g.strideA);
+                z.__set_strideB(g.strideB);
+                z.__set_strideC(g.strideC);
+                z.__set_batch(g.batch);
+                z.__set_typeA(cast<t::DType::type>(g.typeA));
+                z.__set_typeB(cast<t::DType::type>(g.typeB));
+                z.__set_typeC(cast<t::DType::type>(g.typeC));
+                z.__set_alpha(g.alpha);
+                z.__set_beta(g.beta);
+                z.__set_a(g.a);
+                z.__set_b(g.b);
+                z.__set_c(g.c);
+                return z;
+              }));
               return y;
             }));
         return x;
@@ -451,8 +475,31 @@ executor::StatusOr<ExecutionPlan> fromThrift(const plan::ExecutionPlan &p) {
     KernelLibraryBlob x;
     x.target = cast<PlanTarget>(l.target);
     x.code = l.code;
-    for (const t::CompiledKernel &k : l.kernels)
-      x.kernels.push_back(CompiledKernelRef{k.kernel, k.symbol});
+    for (const t::CompiledKernel &k : l.kernels) {
+      CompiledKernelRef y{k.kernel, k.symbol, {}};
+      for (const t::GemmCall &g : k.gemms)
+        y.gemms.push_back(GemmCall{g.transA,
+                                   g.transB,
+                                   g.m,
+                                   g.n,
+                                   g.k,
+                                   g.lda,
+                                   g.ldb,
+                                   g.ldc,
+                                   g.strideA,
+                                   g.strideB,
+                                   g.strideC,
+                                   g.batch,
+                                   cast<DType>(g.typeA),
+                                   cast<DType>(g.typeB),
+                                   cast<DType>(g.typeC),
+                                   g.alpha,
+                                   g.beta,
+                                   g.a,
+                                   g.b,
+                                   g.c});
+      x.kernels.push_back(std::move(y));
+    }
     r.libraries.push_back(std::move(x));
   }
   return r;

@@ -77,8 +77,58 @@ public:
         if (k.symbol.empty())
           return invalid(where + ": empty symbol for kernel '" +
                          plan.kernels[k.kernel].name + "'");
+        if (!k.gemms.empty() && lib.target != PlanTarget::Cuda)
+          return invalid(where + ": cuBLAS calls in a library for the " +
+                         "cpu target");
+        for (size_t g = 0; g < k.gemms.size(); ++g)
+          if (Status st = gemm(k.gemms[g], plan.kernels[k.kernel]); !st)
+            return st.withContext(where + ", kernel '" +
+                                  plan.kernels[k.kernel].name + "' gemm " +
+                                  std::to_string(g));
       }
     }
+    return Status::ok();
+  }
+
+private:
+  /// An operand "aI" / "sJ" with an optional "+BYTES"; arguments in range.
+  static bool validGemmOperand(const std::string &op, const Kernel &kernel) {
+    if (op.size() < 2 || (op[0] != 'a' && op[0] != 's'))
+      return false;
+    size_t plus = op.find('+');
+    std::string index =
+        op.substr(1, plus == std::string::npos ? plus : plus - 1);
+    std::string offset = plus == std::string::npos ? "0" : op.substr(plus + 1);
+    auto digits = [](const std::string &d) {
+      return !d.empty() && d.size() < 18 &&
+             d.find_first_not_of("0123456789") == std::string::npos;
+    };
+    if (!digits(index) || !digits(offset))
+      return false;
+    return op[0] == 's' ||
+           std::stoll(index) < int64_t(kernel.numInputs) + kernel.numOutputs;
+  }
+
+  static Status gemm(const GemmCall &g, const Kernel &kernel) {
+    auto floatType = [](DType t) {
+      return t == DType::F32 || t == DType::F16 || t == DType::BF16 ||
+             t == DType::F64;
+    };
+    if (g.m <= 0 || g.n <= 0 || g.k <= 0 || g.batch <= 0)
+      return invalid("non-positive dimension (m=" + std::to_string(g.m) +
+                     ", n=" + std::to_string(g.n) +
+                     ", k=" + std::to_string(g.k) +
+                     ", batch=" + std::to_string(g.batch) + ")");
+    if (g.lda < (g.transA ? g.k : g.m) || g.ldb < (g.transB ? g.n : g.k) ||
+        g.ldc < g.m)
+      return invalid("a leading dimension is smaller than its matrix's rows");
+    if (g.strideA < 0 || g.strideB < 0 || g.strideC < 0)
+      return invalid("negative batch stride");
+    if (!floatType(g.typeA) || !floatType(g.typeB) || !floatType(g.typeC))
+      return invalid("element types must be f32, f16, bf16 or f64");
+    for (const std::string *op : {&g.a, &g.b, &g.c})
+      if (!validGemmOperand(*op, kernel))
+        return invalid("bad operand '" + *op + "'");
     return Status::ok();
   }
 

@@ -245,6 +245,38 @@ TEST(PlanValidation, RejectsInconsistentPlans) {
     p.libraries[0].kernels[0].kernel = 5;
     expectInvalid(p, "kernel library 0: kernel index 5 out of range");
   }
+  // The cuBLAS table of the CUDA library (library 1).
+  {
+    ExecutionPlan p = samplePlan();
+    p.libraries[1].kernels[0].gemms[0].m = 0;
+    expectInvalid(p, "kernel library 1, kernel 'k0' gemm 0: non-positive "
+                     "dimension (m=0");
+  }
+  {
+    ExecutionPlan p = samplePlan();
+    p.libraries[1].kernels[0].gemms[0].lda = 1;
+    expectInvalid(p, "leading dimension is smaller");
+  }
+  {
+    ExecutionPlan p = samplePlan();
+    p.libraries[1].kernels[0].gemms[0].b = "a3"; // k0 has 3 arguments
+    expectInvalid(p, "bad operand 'a3'");
+  }
+  {
+    ExecutionPlan p = samplePlan();
+    p.libraries[1].kernels[0].gemms[0].c = "s1+x";
+    expectInvalid(p, "bad operand 's1+x'");
+  }
+  {
+    ExecutionPlan p = samplePlan();
+    p.libraries[1].kernels[0].gemms[0].typeC = DType::I32;
+    expectInvalid(p, "element types must be f32, f16, bf16 or f64");
+  }
+  {
+    ExecutionPlan p = samplePlan();
+    p.libraries[0].kernels[0].gemms = p.libraries[1].kernels[0].gemms;
+    expectInvalid(p, "cuBLAS calls in a library for the cpu target");
+  }
 }
 
 TEST(PlanPrinter, PrintsATablePerRank) {

@@ -150,7 +150,17 @@ inline ExecutionPlan samplePlan() {
                                           std::string("\x7f"
                                                       "ELF\0\1\2",
                                                       7),
-                                          {{0, "k0_impl"}}});
+                                          {{0, "k0_impl", {}}}});
+  // A CUDA library whose kernel k0 is one cuBLAS call (every GemmCall field
+  // set to a distinct value, so the round trip checks each).
+  GemmCall gemm{true,       false, 4,   8,    2,       5,          3,
+                6,          0,     0,   0,    1,       DType::F16, DType::F16,
+                DType::F32, 1.5,   0.0, "a1", "a0+64", "a2"};
+  p.libraries.push_back(KernelLibraryBlob{
+      PlanTarget::Cuda,
+      "// monarch.ptx-module k0_cuda\n// monarch.kernel k0_cuda args=3\n"
+      "// monarch.gemm k0_cuda 0 operands=a1,a0+64,a2\n",
+      {{0, "k0_cuda", {gemm}}}});
   return p;
 }
 

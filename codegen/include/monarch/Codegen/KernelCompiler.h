@@ -17,6 +17,8 @@
 #ifndef MONARCH_CODEGEN_KERNELCOMPILER_H
 #define MONARCH_CODEGEN_KERNELCOMPILER_H
 
+#include "monarch/Codegen/Plan.h"
+
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Support/LLVM.h"
@@ -48,6 +50,9 @@ struct CompiledKernel {
   std::string symbol;
   unsigned numInputs = 0;
   unsigned numOutputs = 0;
+  /// CUDA: the kernel's matmuls, executed as cuBLAS calls at the
+  /// `monarch.gemm` lines of its launch manifest (docs/kernels.md).
+  std::vector<GemmCall> gemms;
   /// Wall time spent on this kernel: checks, canonicalization and hashing,
   /// plus the MLIR pipeline and translation unless an identical kernel was
   /// compiled before it.

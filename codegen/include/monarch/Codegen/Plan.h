@@ -22,7 +22,7 @@ namespace monarch::codegen {
 
 /// The plan format this build reads and writes (ExecutionPlan.thrift's
 /// FORMAT_VERSION; a static_assert in the serializer keeps them equal).
-inline constexpr int32_t kPlanFormatVersion = 1;
+inline constexpr int32_t kPlanFormatVersion = 2;
 
 enum class DType : int32_t {
   F32 = 1,
@@ -298,9 +298,32 @@ struct ControllerProgram {
   bool operator==(const ControllerProgram &) const = default;
 };
 
+/// A matmul of a CUDA kernel, executed as one cuBLAS call
+/// (`cublasGemmStridedBatchedEx`, or `cublasGemmEx` when batch is 1) between
+/// the kernel's PTX launches. Every field is a cuBLAS argument in cuBLAS's
+/// column-major convention: the row-major C = A·B of the kernel is computed
+/// as Cᵀ = Bᵀ·Aᵀ, so `a` is the kernel's B operand and `b` its A operand.
+/// Operands are "aI" (kernel argument I) or "sJ" (temporary J), plus a byte
+/// offset ("a0+64").
+struct GemmCall {
+  bool transA = false, transB = false;
+  int64_t m = 0, n = 0, k = 0;
+  int64_t lda = 0, ldb = 0, ldc = 0;
+  /// Elements between consecutive matrices of a batch (0 when batch is 1).
+  int64_t strideA = 0, strideB = 0, strideC = 0;
+  int64_t batch = 1;
+  DType typeA = DType::F32, typeB = DType::F32, typeC = DType::F32;
+  double alpha = 1.0, beta = 1.0;
+  std::string a, b, c;
+  bool operator==(const GemmCall &) const = default;
+};
+
 struct CompiledKernelRef {
   int32_t kernel = 0; ///< Index into ExecutionPlan::kernels.
   std::string symbol; ///< `extern "C" void symbol(void **buffers)`.
+  /// CUDA: the kernel's matmuls as cuBLAS calls, in the order of the
+  /// `monarch.gemm` lines of its launch manifest.
+  std::vector<GemmCall> gemms = {};
   bool operator==(const CompiledKernelRef &) const = default;
 };
 
