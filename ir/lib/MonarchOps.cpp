@@ -615,6 +615,47 @@ LogicalResult ReduceScatterOp::verify() {
                           getAxis());
 }
 
+/// The block count `k` an all_to_all implies (1 when split == concat), or
+/// failure after a diagnostic.
+static FailureOr<int64_t> allToAllFactor(AllToAllOp op) {
+  auto in = op.getInput().getType(), out = op.getResult().getType();
+  int64_t s = op.getSplit(), c = op.getConcat(), rank = in.getRank();
+  if (in.getElementType() != out.getElementType())
+    return op.emitOpError("element types differ: ")
+           << in.getElementType() << " vs " << out.getElementType();
+  if (in.getRank() != out.getRank())
+    return op.emitOpError("operand and result ranks differ");
+  if (!in.hasStaticShape() || !out.hasStaticShape())
+    return op.emitOpError("needs static shapes");
+  for (int64_t axis : {s, c})
+    if (axis >= rank)
+      return op.emitOpError("axis ")
+             << axis << " is out of range for rank " << rank;
+  for (int64_t i = 0; i < rank; ++i)
+    if ((i != s && i != c) || s == c)
+      if (in.getDimSize(i) != out.getDimSize(i))
+        return op.emitOpError("dimension ")
+               << i << " must be equal on both sides, got " << in.getDimSize(i)
+               << " and " << out.getDimSize(i);
+  if (s == c)
+    return int64_t{1};
+  int64_t inS = in.getDimSize(s), outS = out.getDimSize(s);
+  int64_t inC = in.getDimSize(c), outC = out.getDimSize(c);
+  if (outS <= 0 || inC <= 0 || inS % outS != 0 || outC % inC != 0 ||
+      inS / outS != outC / inC)
+    return op.emitOpError("split dimension ")
+           << s << " (" << inS << " -> " << outS << ") and concat dimension "
+           << c << " (" << inC << " -> " << outC
+           << ") must change by the same factor";
+  return inS / outS;
+}
+
+LogicalResult AllToAllOp::verify() {
+  if (failed(verifyMeshCollective(*this, getDims())))
+    return failure();
+  return success(succeeded(allToAllFactor(*this)));
+}
+
 LogicalResult ProcessIndexOp::verify() {
   return verifyMeshCollective(*this, getDims());
 }
@@ -680,6 +721,29 @@ LogicalResult ActorMeshOp::verifySymbolUses(SymbolTableCollection &tables) {
       if (static_cast<int64_t>(b.getRoot()) >= n) {
         op->emitOpError("root ") << b.getRoot() << " is outside the " << n
                                  << " ranks of the group on @" << getSymName();
+        return WalkResult::interrupt();
+      }
+      return WalkResult::advance();
+    }
+    if (auto a = dyn_cast<AllToAllOp>(op)) {
+      int64_t n = groupSize(op, *this, mesh, a.getDims());
+      if (n < 0)
+        return WalkResult::interrupt();
+      FailureOr<int64_t> k = allToAllFactor(a);
+      if (failed(k))
+        return WalkResult::interrupt();
+      int64_t splitSize = a.getInput().getType().getDimSize(a.getSplit());
+      if (a.getSplit() != a.getConcat() && *k != n) {
+        op->emitOpError("exchanges ")
+            << *k << " blocks but the group on @" << getSymName() << " has "
+            << n << " ranks";
+        return WalkResult::interrupt();
+      }
+      if (splitSize % n != 0) {
+        op->emitOpError("dimension ")
+            << a.getSplit() << " of size " << splitSize
+            << " does not split into the " << n << " ranks of the group on @"
+            << getSymName();
         return WalkResult::interrupt();
       }
       return WalkResult::advance();

@@ -548,31 +548,11 @@ struct MonarchPartitionPass
             dimNames(b, mesh, rs.getGridAxes()),
             rs.getScatterAxis().getZExtValue(), kind);
       } else if (auto a2a = dyn_cast<shard::AllToAllOp>(op)) {
-        // Gather along the concatenated axis, then keep this rank's block
-        // of the split axis: n times the bytes of a true all-to-all, but
-        // expressed with the collectives every backend has.
-        auto in = cast<RankedTensorType>(a2a.getInput().getType());
-        auto out = cast<RankedTensorType>(a2a.getResult().getType());
-        int64_t concat = a2a.getConcatAxis().getSExtValue();
-        int64_t split = a2a.getSplitAxis().getSExtValue();
-        ArrayAttr dims = dimNames(b, mesh, a2a.getGridAxes());
-        SmallVector<int64_t> gathered(in.getShape());
-        gathered[concat] = out.getDimSize(concat);
-        Value full = AllGatherOp::create(
-            b, op->getLoc(),
-            RankedTensorType::get(gathered, in.getElementType()),
-            a2a.getInput(), dims, static_cast<uint64_t>(concat));
-        Value index = ProcessIndexOp::create(b, op->getLoc(), dims);
-        Value block = arith::ConstantIndexOp::create(b, op->getLoc(),
-                                                     out.getDimSize(split));
-        Value offset = arith::MulIOp::create(b, op->getLoc(), index, block);
-        SmallVector<OpFoldResult> offsets(out.getRank(), b.getIndexAttr(0)),
-            sizes, strides(out.getRank(), b.getIndexAttr(1));
-        for (int64_t d : out.getShape())
-          sizes.push_back(b.getIndexAttr(d));
-        offsets[split] = offset;
-        replacement = tensor::ExtractSliceOp::create(b, op->getLoc(), out, full,
-                                                     offsets, sizes, strides);
+        replacement = AllToAllOp::create(
+            b, op->getLoc(), a2a.getResult().getType(), a2a.getInput(),
+            dimNames(b, mesh, a2a.getGridAxes()),
+            a2a.getSplitAxis().getZExtValue(),
+            a2a.getConcatAxis().getZExtValue());
       } else if (auto li = dyn_cast<shard::ProcessLinearIndexOp>(op)) {
         SmallVector<shard::GridAxis> all;
         for (int64_t i = 0, e = mesh.getMeshShape().size(); i < e; ++i)

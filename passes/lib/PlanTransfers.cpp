@@ -302,6 +302,9 @@ struct MonarchPlanTransfersPass
         todo.push_back(op);
       if (auto r = dyn_cast<ReduceScatterOp>(op); r && r.getAxis() != 0)
         todo.push_back(op);
+      if (auto a = dyn_cast<AllToAllOp>(op);
+          a && (a.getSplit() != 0 || a.getConcat() != 0))
+        todo.push_back(op);
     });
     for (Operation *op : todo) {
       OpBuilder b(op);
@@ -321,6 +324,27 @@ struct MonarchPlanTransfersPass
         Value v = rearrange(b, loc, gathered, local, n, a, /*gather=*/true);
         g.getResult().replaceAllUsesWith(v);
         replaced[g.getResult()] = v;
+      } else if (auto x = dyn_cast<AllToAllOp>(op)) {
+        // Blocks of the split dimension to the front (rank j's block at
+        // j), exchanged along 0, then joined along the concat dimension.
+        auto in = x.getInput().getType();
+        SmallVector<int64_t> blockShape(in.getShape());
+        blockShape[x.getSplit()] /= n;
+        auto block = RankedTensorType::get(blockShape, in.getElementType());
+        Value packed = x.getSplit() == 0
+                           ? x.getInput()
+                           : rearrange(b, loc, x.getInput(), block, n,
+                                       x.getSplit(), /*gather=*/false);
+        auto exchanged =
+            AllToAllOp::create(b, loc, packed.getType(), packed, x.getDims(),
+                               uint64_t{0}, uint64_t{0});
+        exchanged->setAttr(kGroupAttr, group);
+        Value v = x.getConcat() == 0
+                      ? exchanged.getResult()
+                      : rearrange(b, loc, exchanged, block, n, x.getConcat(),
+                                  /*gather=*/true);
+        x.getResult().replaceAllUsesWith(v);
+        replaced[x.getResult()] = v;
       } else {
         auto r = cast<ReduceScatterOp>(op);
         int64_t a = r.getAxis();
@@ -479,8 +503,8 @@ struct MonarchPlanTransfersPass
             "uses actor state, rank queries or calls inside a region; "
             "planning supports them only at the top of an endpoint");
       if (auto dims = clone->getAttrOfType<ArrayAttr>("dims"))
-        if (isa<AllReduceOp, AllGatherOp, ReduceScatterOp, BroadcastFromOp>(
-                clone))
+        if (isa<AllReduceOp, AllGatherOp, ReduceScatterOp, BroadcastFromOp,
+                AllToAllOp>(clone))
           clone->setAttr(kGroupAttr,
                          b.getDenseI64ArrayAttr(groupOf(*mesh, local, dims)));
     }
@@ -878,7 +902,7 @@ LogicalResult MonarchPlanTransfersPass::lower(RankCode &code, PlanOp plan,
     if (isa<func::ReturnOp>(op))
       continue;
     bool isComm = isa<ChannelSendOp, ChannelRecvOp, AllReduceOp, AllGatherOp,
-                      ReduceScatterOp, BroadcastFromOp>(op);
+                      ReduceScatterOp, BroadcastFromOp, AllToAllOp>(op);
     if (!isComm) {
       if (!isCloneable(&op, memo))
         run.push_back(&op);
@@ -963,6 +987,12 @@ LogicalResult MonarchPlanTransfersPass::lower(RankCode &code, PlanOp plan,
         return op.emitOpError("scatters along axis ")
                << rs.getAxis()
                << "; plans scatter along axis 0 only (transpose first)";
+    } else if (auto a = dyn_cast<AllToAllOp>(op)) {
+      kind = CollectiveKind::AllToAll;
+      if (a.getSplit() != 0 || a.getConcat() != 0)
+        return op.emitOpError("exchanges along dimensions ")
+               << a.getSplit() << " and " << a.getConcat()
+               << "; plans exchange along dimension 0 only (transpose first)";
     } else {
       auto bf = cast<BroadcastFromOp>(op);
       kind = CollectiveKind::Broadcast;

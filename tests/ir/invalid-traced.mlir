@@ -1176,3 +1176,80 @@ monarch.actor_class @A {
   }
 }
 monarch.actor_mesh @a = @A on @m
+
+// -----
+
+monarch.actor_class @A {
+  monarch.endpoint @f(%x: tensor<2x8xf32>) {
+    // expected-error @+1 {{'monarch.all_to_all' op split dimension 1 (8 -> 2) and concat dimension 0 (2 -> 4) must change by the same factor}}
+    %y = monarch.all_to_all %x over ["gpus"] split 1 concat 0 : tensor<2x8xf32> -> tensor<4x2xf32>
+    monarch.return
+  }
+}
+
+// -----
+
+monarch.actor_class @A {
+  monarch.endpoint @f(%x: tensor<2x8x3xf32>) {
+    // expected-error @+1 {{'monarch.all_to_all' op dimension 2 must be equal on both sides, got 3 and 1}}
+    %y = monarch.all_to_all %x over ["gpus"] split 1 concat 0 : tensor<2x8x3xf32> -> tensor<8x2x1xf32>
+    monarch.return
+  }
+}
+
+// -----
+
+monarch.actor_class @A {
+  monarch.endpoint @f(%x: tensor<2x8xf32>) {
+    // expected-error @+1 {{'monarch.all_to_all' op axis 2 is out of range for rank 2}}
+    %y = monarch.all_to_all %x over ["gpus"] split 2 concat 0 : tensor<2x8xf32> -> tensor<2x8xf32>
+    monarch.return
+  }
+}
+
+// -----
+
+monarch.actor_class @A {
+  monarch.endpoint @f(%x: tensor<8xf32>) {
+    // expected-error @+1 {{'monarch.all_to_all' op dimension 0 must be equal on both sides, got 8 and 4}}
+    %y = monarch.all_to_all %x over ["gpus"] split 0 concat 0 : tensor<8xf32> -> tensor<4xf32>
+    monarch.return
+  }
+}
+
+// -----
+
+shard.grid @g(shape = 2x4)
+monarch.proc_mesh @m(hosts = 2, gpus = 4) grid @g
+monarch.actor_class @A {
+  monarch.endpoint @f(%x: tensor<2x8xf32>) {
+    // A factor of 4 on a group of 2.
+    // expected-error @+1 {{'monarch.all_to_all' op exchanges 4 blocks but the group on @a has 2 ranks}}
+    %y = monarch.all_to_all %x over ["hosts"] split 1 concat 0 : tensor<2x8xf32> -> tensor<8x2xf32>
+    monarch.return
+  }
+}
+monarch.actor_mesh @a = @A on @m
+
+// -----
+
+shard.grid @g(shape = 2x4)
+monarch.proc_mesh @m(hosts = 2, gpus = 4) grid @g
+monarch.actor_class @A {
+  monarch.endpoint @f(%x: tensor<6xf32>) {
+    // expected-error @+1 {{'monarch.all_to_all' op dimension 0 of size 6 does not split into the 4 ranks of the group on @a}}
+    %y = monarch.all_to_all %x over ["gpus"] split 0 concat 0 : tensor<6xf32> -> tensor<6xf32>
+    monarch.return
+  }
+}
+monarch.actor_mesh @a = @A on @m
+
+// -----
+
+monarch.actor_class @A {
+  monarch.endpoint @f(%x: tensor<?x8xf32>) {
+    // expected-error @+1 {{'monarch.all_to_all' op needs static shapes}}
+    %y = monarch.all_to_all %x over ["gpus"] split 1 concat 0 : tensor<?x8xf32> -> tensor<?x2xf32>
+    monarch.return
+  }
+}

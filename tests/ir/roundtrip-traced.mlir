@@ -118,6 +118,18 @@ monarch.actor_class @Worker {
     monarch.return %full, %part, %back, %b2 : tensor<8x4xf32>, tensor<2x4xf32>, tensor<4x4xf32>, tensor<4x4xf32>
   }
 
+  // all_to_all moving a split from dimension 0 to 1, and keeping the shape.
+  // CHECK-NEXT:    monarch.endpoint @exchange(%arg0: tensor<2x8xf32>) -> (tensor<8x2xf32>, tensor<8x2xf32>) {
+  // CHECK-NEXT:      %0 = all_to_all %arg0 over ["gpus"] split 1 concat 0 : tensor<2x8xf32> -> tensor<8x2xf32>
+  // CHECK-NEXT:      %1 = all_to_all %0 over ["gpus"] split 0 concat 0 : tensor<8x2xf32> -> tensor<8x2xf32>
+  // CHECK-NEXT:      {{^ *}}return %0, %1 : tensor<8x2xf32>, tensor<8x2xf32>
+  // CHECK-NEXT:    }
+  monarch.endpoint @exchange(%x: tensor<2x8xf32>) -> (tensor<8x2xf32>, tensor<8x2xf32>) {
+    %y = monarch.all_to_all %x over ["gpus"] split 1 concat 0 : tensor<2x8xf32> -> tensor<8x2xf32>
+    %z = monarch.all_to_all %y over ["gpus"] split 0 concat 0 : tensor<8x2xf32> -> tensor<8x2xf32>
+    monarch.return %y, %z : tensor<8x2xf32>, tensor<8x2xf32>
+  }
+
   // An endpoint with no arguments and no results.
   // CHECK-NEXT:    monarch.endpoint @noop() {
   // CHECK-NEXT:      {{^ *}}return{{$}}

@@ -495,9 +495,10 @@ bool ProgramGenerator::annotate(unsigned which, bool forUsers,
       if (type.getDimSize(d) % mesh.shape[axis] == 0)
         dims.push_back(d);
     // Mostly the mesh's usual dimension: splits that disagree make
-    // shard-partition reshard with all_to_all, which monarch-partition
-    // rejects (not supported yet). Fresh values (fed or received) may take
-    // any; computed ones are likely split along the usual one already.
+    // shard-partition reshard with all_to_all (planned as a transpose, an
+    // axis-0 all_to_all and a transpose back). Fresh values (fed or
+    // received) may take any; computed ones are likely split along the
+    // usual one already.
     bool fresh = v.origin == Origin::Feed || v.origin == Origin::Transfer;
     if (llvm::is_contained(dims, mesh.splitDim) && (!fresh || chance(rng, 0.8)))
       dim = mesh.splitDim;
@@ -1620,8 +1621,8 @@ TEST_F(PipelineBugTest, AnnotationAfterAUse) {
 // whose result has the wrong shape ("inferred input/output operand #2 has
 // shape's dimension #0 to be 4, but found 2").
 // Fixed: each repeated operand gets its own annotated value, and the
-// shard.all_to_all propagation then asks for becomes an all_gather plus a
-// local slice; kept as a regression test.
+// shard.all_to_all propagation then asks for becomes a monarch.all_to_all;
+// kept as a regression test.
 TEST_F(PipelineBugTest, SameValueAsBothMatmulOperands) {
   EXPECT_TRUE(compiles(R"mlir(
     shard.grid @grid(shape = 2)

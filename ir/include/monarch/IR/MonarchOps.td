@@ -416,6 +416,31 @@ def Monarch_ReduceScatterOp : Monarch_MeshCollectiveOp<"reduce_scatter"> {
   }];
 }
 
+def Monarch_AllToAllOp : Monarch_MeshCollectiveOp<"all_to_all"> {
+  let summary = "Exchange blocks: split one tensor dimension, join another";
+  let description = [{
+    Each rank splits its operand along `split` into `n` equal blocks (`n`
+    the product of the sizes of `dims`) and sends block `j` to the `j`-th
+    rank of its group; the result joins the blocks it receives, in rank
+    order, along `concat`. Moving a sharded dimension (split over "gpus"
+    along 0, then along 1) is one all_to_all: each rank sends and receives
+    `(n-1)/n` of its operand, where an all_gather followed by a slice would
+    move `n-1` times the operand. With `split == concat` the shape is kept.
+
+    ```mlir
+    %y = monarch.all_to_all %x over ["gpus"] split 1 concat 0
+        : tensor<2x8xf32> -> tensor<8x2xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$input, StrArrayAttr:$dims,
+                       Monarch_NonNegI64:$split, Monarch_NonNegI64:$concat);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = [{
+    $input `over` $dims `split` $split `concat` $concat attr-dict `:`
+    type($input) `->` type($result)
+  }];
+}
+
 def Monarch_BroadcastFromOp : Monarch_MeshCollectiveOp<"broadcast_from",
     [SameOperandsAndResultType]> {
   let summary = "Broadcast a value from one rank over mesh dimensions";
