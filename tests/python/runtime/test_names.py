@@ -1,25 +1,11 @@
 """A compiled function named like an actor mesh runs (its symbol is renamed,
 the actor's is kept so its state is found across functions)."""
-import os
-import pathlib
 
 import numpy as np
-import pytest
 
-try:
-    from monarch_compile._native import native
-except ImportError as err:
-    pytest.skip(f"the native extension is not built: {err}",
-                allow_module_level=True)
-if not hasattr(native, "Controller"):
-    pytest.skip("this build's extension has no Controller binding",
-                allow_module_level=True)
-_WORKER = pathlib.Path(os.environ.get("MONARCH_WORKER_BIN") or (
-    pathlib.Path(native.__file__).resolve().parent.parent / "bin" /
-    "monarch-worker"))
-if not _WORKER.exists():
-    pytest.skip(f"monarch-worker is not built ({_WORKER})",
-                allow_module_level=True)
+from _procs import require_workers  # noqa: E402
+
+require_workers()
 
 import monarch_compile as mc  # noqa: E402
 

@@ -12,29 +12,10 @@ import numpy as np
 import pytest
 
 
-def _worker():
-    try:
-        from monarch_compile._native import native
-    except ImportError as err:
-        pytest.skip(f"the native extension is not built: {err}",
-                    allow_module_level=True)
-    if not hasattr(native, "Controller"):
-        pytest.skip("this build's extension has no Controller binding",
-                    allow_module_level=True)
-    if not hasattr(native.Controller, "set_recovery_policy"):
-        pytest.skip("this build's extension predates the restart policy",
-                    allow_module_level=True)
-    import pathlib
-    env = os.environ.get("MONARCH_WORKER_BIN")
-    if env:
-        return pathlib.Path(env)
-    return (pathlib.Path(native.__file__).resolve().parent.parent / "bin" /
-            "monarch-worker")
+from _procs import require_workers  # noqa: E402
 
-
-if not _worker().exists():
-    pytest.skip("monarch-worker is not built: recovery tests need real "
-                "worker processes", allow_module_level=True)
+require_workers("set_recovery_policy",
+                why="recovery tests need real worker processes")
 
 import monarch_compile as mc  # noqa: E402
 from monarch_compile import _runtime  # noqa: E402

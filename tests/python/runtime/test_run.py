@@ -10,27 +10,9 @@ import numpy as np
 import pytest
 
 
-def _worker():
-    """The monarch-worker the runtime will start; skips the module when the
-    extension lacks the executor binding or the worker is not built."""
-    try:
-        from monarch_compile._native import native
-    except ImportError as err:
-        pytest.skip(f"the native extension is not built: {err}",
-                    allow_module_level=True)
-    if not hasattr(native, "Controller"):
-        pytest.skip("this build's extension has no Controller binding",
-                    allow_module_level=True)
-    env = os.environ.get("MONARCH_WORKER_BIN")
-    if env:
-        return pathlib.Path(env)
-    return pathlib.Path(native.__file__).resolve().parent.parent / "bin" / "monarch-worker"
+from _procs import require_workers  # noqa: E402
 
-
-WORKER = _worker()
-if not WORKER.exists():
-    pytest.skip(f"monarch-worker is not built ({WORKER}): runtime tests need "
-                "real worker processes", allow_module_level=True)
+WORKER = require_workers()
 
 import monarch_compile as mc  # noqa: E402
 from monarch_compile import _runtime  # noqa: E402

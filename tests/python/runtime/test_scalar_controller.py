@@ -2,32 +2,13 @@
 runtime scalar arguments: monarch-split-control-data sinks it into the
 worker programs (docs/plan.md), so the controller still only sends
 messages. Numerics against numpy, for several argument values of one trace."""
-import os
-import pathlib
 
 import numpy as np
-import pytest
 
 
-def _worker():
-    try:
-        from monarch_compile._native import native
-    except ImportError as err:
-        pytest.skip(f"the native extension is not built: {err}",
-                    allow_module_level=True)
-    if not hasattr(native, "Controller"):
-        pytest.skip("this build's extension has no Controller binding",
-                    allow_module_level=True)
-    env = os.environ.get("MONARCH_WORKER_BIN")
-    if env:
-        return pathlib.Path(env)
-    return (pathlib.Path(native.__file__).resolve().parent.parent / "bin" /
-            "monarch-worker")
+from _procs import require_workers  # noqa: E402
 
-
-if not _worker().exists():
-    pytest.skip("monarch-worker is not built: runtime tests need real "
-                "worker processes", allow_module_level=True)
+require_workers()
 
 import monarch_compile as mc  # noqa: E402
 
