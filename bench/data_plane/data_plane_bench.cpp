@@ -9,7 +9,10 @@
 //    Communicator, and through Gloo's API directly (its own sum, on the
 //    calling thread) as the peer to be at parity with: algbw = bytes / time,
 //    busbw = algbw * 2(n-1)/n, which equals algbw at two ranks.
-// Prints GB/s and the ratios to the floor; asserts nothing.
+// Prints GB/s and the ratios to the floor; asserts nothing. Both processes
+// share a host, where the CPU backend would use shared memory: this bench
+// sets MONARCH_SHM=0 to measure the Gloo TCP path (bench/transfer compares
+// the shared-memory path).
 //
 //===----------------------------------------------------------------------===//
 
@@ -242,6 +245,8 @@ std::vector<Row> run(int rank, const std::string &dir) {
 } // namespace
 
 int main() {
+  // The Gloo TCP path, not the same-host shared-memory one (see above).
+  ::setenv("MONARCH_SHM", "0", /*overwrite=*/1);
   std::string dir = (std::filesystem::temp_directory_path() /
                      ("monarch-data-plane-bench-" + std::to_string(::getpid())))
                         .string();
