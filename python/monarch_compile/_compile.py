@@ -270,12 +270,11 @@ class Compiled:
             raise err.with_traceback(None) from None
 
     def _takes_no_arguments(self):
-        try:
-            params = inspect.signature(self.fn).parameters.values()
-        except (TypeError, ValueError):
+        if self._signature is None:
             return False
         return all(p.default is not inspect.Parameter.empty or
-                   p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in params)
+                   p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
+                   for p in self._signature.parameters.values())
 
     def _spec_for(self, args, loc):
         # A function of no arguments needs no example arguments.
