@@ -318,21 +318,20 @@ private:
 struct PipelinePass {
   const char *name;   // flag
   const char *column; // table header
-  bool last;          // the IR verifier runs after it (runStagePipelines)
   std::function<std::unique_ptr<Pass>()> create;
 };
 
 std::vector<PipelinePass> pipelinePasses() {
   return {
-      {"monarch-partition", "partition", false,
+      {"monarch-partition", "partition",
        [] { return monarch::createMonarchPartition(); }},
-      {"monarch-split-control-data", "split", false,
+      {"monarch-split-control-data", "split",
        [] { return monarch::createMonarchSplitControlData(); }},
-      {"monarch-plan-transfers", "plan", false,
+      {"monarch-plan-transfers", "plan",
        [] { return monarch::createMonarchPlanTransfers(); }},
-      {"monarch-schedule", "schedule", false,
+      {"monarch-schedule", "schedule",
        [] { return monarch::createMonarchSchedule(); }},
-      {"monarch-verify-plan", "verify-plan", true,
+      {"monarch-verify-plan", "verify-plan",
        [] { return monarch::createMonarchVerifyPlan(); }},
   };
 }
@@ -439,7 +438,7 @@ Measurement measure(int64_t size, const Options &options,
         return failWith(std::string(info.name) + " failed");
       // Verified where monarch-compile verifies: once, on the result
       // (--verify-each-pass: after every pass, the PassManager default).
-      if (!info.last && !options.verifyEachPass) {
+      if (i + 1 != passes.size() && !options.verifyEachPass) {
         if (verbose)
           printOpCounts(*module, info.name);
         continue;
