@@ -67,42 +67,16 @@ void populateStagePipelines(OpPassManager &pm, Stage from, Stage to,
     populatePlanPipeline(pm, options);
 }
 
-namespace {
-
-/// Forwards to an instrumentation owned by the caller, so one observer sees
-/// the passes of every per-stage pass manager in order.
-class ForwardingInstrumentation : public PassInstrumentation {
-public:
-  explicit ForwardingInstrumentation(PassInstrumentation &target)
-      : target(target) {}
-  void runBeforePass(Pass *pass, Operation *op) override {
-    target.runBeforePass(pass, op);
-  }
-  void runAfterPass(Pass *pass, Operation *op) override {
-    target.runAfterPass(pass, op);
-  }
-  void runAfterPassFailed(Pass *pass, Operation *op) override {
-    target.runAfterPassFailed(pass, op);
-  }
-
-private:
-  PassInstrumentation &target;
-};
-
-} // namespace
-
 LogicalResult runStagePipelines(ModuleOp module, Stage from, Stage to,
                                 const PipelineOptions &options,
-                                const StageRunOptions &run,
-                                std::string *reproducer) {
+                                StageRunOptions run, std::string *reproducer) {
   if (to <= from)
     return success();
   PassManager pm(module.getContext(), ModuleOp::getOperationName());
   pm.enableVerifier(run.verifyEachPass);
   populateStagePipelines(pm, from, to, options);
   if (run.observer)
-    pm.addInstrumentation(
-        std::make_unique<ForwardingInstrumentation>(*run.observer));
+    pm.addInstrumentation(std::move(run.observer));
   auto describe = [&] {
     if (!reproducer)
       return;

@@ -266,21 +266,20 @@ int main(int argc, char **argv) {
   options.groupBytes = flags.groupBytes;
   monarch::StageRunOptions run;
   run.verifyEachPass = flags.verifyEach;
-  std::unique_ptr<monarch::DumpAfterEachPass> dumper;
   if (!flags.dumpDir.empty()) {
     if (std::error_code ec = llvm::sys::fs::create_directories(flags.dumpDir))
       return fail("cannot create dump directory " + flags.dumpDir + ": " +
                   ec.message());
-    dumper = std::make_unique<monarch::DumpAfterEachPass>(flags.dumpDir);
+    auto dumper = std::make_unique<monarch::DumpAfterEachPass>(flags.dumpDir);
     dumper->write(*module, "00-input.mlir");
-    run.observer = dumper.get();
+    run.observer = std::move(dumper);
     // Dumps are for finding the pass at fault: check after every pass.
     run.verifyEachPass = true;
   }
 
   std::string pipeline;
   if (failed(monarch::runStagePipelines(*module, monarch::Stage::Traced, to,
-                                        options, run, &pipeline))) {
+                                        options, std::move(run), &pipeline))) {
     llvm::errs() << "monarch-compile: compiling to '" << flags.stageName
                  << "' failed; reproduce with:\n  monarch-opt "
                  << (flags.input == "-" ? "<stdin>" : flags.input)

@@ -13,6 +13,7 @@
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassOptions.h"
 
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -55,8 +56,8 @@ struct StageRunOptions {
   /// of once on the result. For finding the pass at fault; the tests run
   /// the pipelines this way.
   bool verifyEachPass = false;
-  /// Observes every pass (e.g. `--dump-dir`); not owned.
-  mlir::PassInstrumentation *observer = nullptr;
+  /// Observes every pass (e.g. `--dump-dir`).
+  std::unique_ptr<mlir::PassInstrumentation> observer;
 };
 
 /// Runs the stage pipelines from `from` (exclusive) up to `to` (inclusive)
@@ -69,7 +70,7 @@ struct StageRunOptions {
 /// `monarch-opt --pass-pipeline=...`.
 mlir::LogicalResult runStagePipelines(mlir::ModuleOp module, Stage from,
                                       Stage to, const PipelineOptions &options,
-                                      const StageRunOptions &run = {},
+                                      StageRunOptions run = {},
                                       std::string *reproducer = nullptr);
 
 /// Registers the pipelines with the pass registry (for monarch-opt):
