@@ -52,6 +52,12 @@ struct RegisterRequest {
   6: i32 port,
   7: i64 pid,
   8: string hostname,
+  /// An abstract Unix socket name serving the same WorkerService, for a
+  /// controller on the same host (empty: none).
+  9: string localSocket,
+  /// Host, kernel, pid namespace and user (SharedArea.h): a controller with
+  /// the same identity can share memory with this worker.
+  10: string hostIdentity,
 }
 
 /// What the controller tells a worker at registration.
@@ -149,12 +155,34 @@ struct Feed {
   /// The plan's feed index (`monarch.feed_buffer N`).
   1: i32 index,
   2: Tensor tensor,
+  /// When >= 0, the bytes are not in tensor.data but at this offset of the
+  /// request's staging area (stagingBytes of them).
+  3: i64 stagingOffset = -1,
+  4: i64 stagingBytes = 0,
 }
 
 struct Fetch {
   /// The plan's fetch index (`monarch.fetch_buffer N`).
   1: i32 index,
   2: Tensor tensor,
+  /// As in Feed: where in the staging area the worker wrote the bytes.
+  3: i64 stagingOffset = -1,
+  4: i64 stagingBytes = 0,
+}
+
+/// A controller on the worker's host passes feeds and fetches through a
+/// shared memory area (a memfd of the controller's, opened by the worker
+/// through /proc/<pid>/fd/<fd>) instead of the message.
+struct Staging {
+  1: i64 pid,
+  2: i32 fd,
+  /// The area's size; it only changes when the controller replaces it.
+  3: i64 bytes,
+  /// Fetches of at least minFetchBytes go at [fetchOffset, bytes), 64-byte
+  /// aligned, in the order of the program's fetch instructions; smaller
+  /// ones, and those that do not fit, travel in the reply.
+  4: i64 fetchOffset,
+  5: i64 minFetchBytes,
 }
 
 struct RunStepRequest {
@@ -163,6 +191,7 @@ struct RunStepRequest {
   3: i64 step,
   /// Only the feeds this rank's program reads.
   4: list<Feed> feeds,
+  5: optional Staging staging,
 }
 
 /// One Chrome-trace complete event ("ph":"X") recorded by a worker.

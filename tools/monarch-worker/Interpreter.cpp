@@ -497,11 +497,11 @@ void Interpreter::abort(const std::string &reason) {
   s.abortAll(reason);
 }
 
-StepFailure
-Interpreter::runStep(int64_t step,
-                     const std::map<int, const std::string *> &feeds,
-                     std::vector<std::pair<int, std::string>> &fetches,
-                     std::vector<TraceRecord> &trace) {
+StepFailure Interpreter::runStep(int64_t step,
+                                 const std::map<int, std::string_view> &feeds,
+                                 FetchArea *fetchArea,
+                                 std::vector<FetchResult> &fetches,
+                                 std::vector<TraceRecord> &trace) {
   Impl &s = *impl_;
   const RankProgram &p = program_;
   {
@@ -555,21 +555,32 @@ Interpreter::runStep(int64_t step,
         if (it == feeds.end())
           throw std::runtime_error("feed " + std::to_string(instr.index) +
                                    " was not sent to this rank");
-        if (static_cast<int64_t>(it->second->size()) != instr.buffer.bytes())
-          throw std::runtime_error(
-              "feed " + std::to_string(instr.index) + " has " +
-              std::to_string(it->second->size()) + " bytes, the buffer " +
-              std::to_string(instr.buffer.bytes()));
-        std::memcpy(s.ptr(instr.buffer), it->second->data(),
-                    it->second->size());
+        if (static_cast<int64_t>(it->second.size()) != instr.buffer.bytes())
+          throw std::runtime_error("feed " + std::to_string(instr.index) +
+                                   " has " + std::to_string(it->second.size()) +
+                                   " bytes, the buffer " +
+                                   std::to_string(instr.buffer.bytes()));
+        std::memcpy(s.ptr(instr.buffer), it->second.data(), it->second.size());
         break;
       }
-      case OpKind::Fetch:
-        fetches.emplace_back(
-            instr.index,
-            std::string(s.ptr(instr.buffer),
-                        static_cast<size_t>(instr.buffer.bytes())));
+      case OpKind::Fetch: {
+        FetchResult &out = fetches.emplace_back();
+        out.index = instr.index;
+        int64_t bytes = instr.buffer.bytes();
+        int64_t at = fetchArea ? (fetchArea->next + 63) / 64 * 64 : 0;
+        if (fetchArea && bytes >= fetchArea->minBytes &&
+            at + bytes <= fetchArea->end) {
+          std::memcpy(fetchArea->area->data() + at, s.ptr(instr.buffer),
+                      static_cast<size_t>(bytes));
+          out.area = fetchArea->area;
+          out.offset = at;
+          out.size = bytes;
+          fetchArea->next = at + bytes;
+        } else {
+          out.bytes.assign(s.ptr(instr.buffer), static_cast<size_t>(bytes));
+        }
         break;
+      }
       case OpKind::State:
         break;
       case OpKind::Wait: {

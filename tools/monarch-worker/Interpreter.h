@@ -20,11 +20,14 @@
 #include "monarch/Executor/Status.h"
 #include "monarch/Executor/Store.h"
 
+#include "core/SharedArea.h"
+
 #include <atomic>
 #include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <string_view>
 
 namespace monarch::worker {
 
@@ -67,6 +70,29 @@ struct TraceRecord {
   int64_t durationUs = 0;
 };
 
+/// One fetch of a step: its bytes, either owned or in the staging area the
+/// controller shares with this worker (kept mapped while referenced).
+struct FetchResult {
+  int index = 0;
+  std::string bytes;
+  std::shared_ptr<const executor::SharedArea> area;
+  int64_t offset = -1;
+  int64_t size = 0;
+  std::string_view view() const {
+    return area ? std::string_view(area->data() + offset, size)
+                : std::string_view(bytes);
+  }
+};
+
+/// Where fetches of at least `minBytes` go instead of a string: the next
+/// free byte of [next, end) of `area` (64-byte aligned).
+struct FetchArea {
+  std::shared_ptr<executor::SharedArea> area;
+  int64_t next = 0;
+  int64_t end = 0;
+  int64_t minBytes = 0;
+};
+
 struct StepFailure {
   executor::Status status;
   /// The failing instruction, -1 when not one.
@@ -99,10 +125,11 @@ public:
   ~Interpreter();
 
   /// Runs the program once. `feeds` maps feed index to bytes; fetches are
-  /// appended as (index, bytes). Returns Ok or the first failure.
+  /// appended, written to `fetchArea` when it is given and they fit.
+  /// Returns Ok or the first failure.
   StepFailure runStep(int64_t step,
-                      const std::map<int, const std::string *> &feeds,
-                      std::vector<std::pair<int, std::string>> &fetches,
+                      const std::map<int, std::string_view> &feeds,
+                      FetchArea *fetchArea, std::vector<FetchResult> &fetches,
                       std::vector<TraceRecord> &trace);
 
   /// Fails the running step and every later one; aborts the communicators.

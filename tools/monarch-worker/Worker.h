@@ -81,7 +81,7 @@ private:
 
 struct LoadedPlan {
   std::unique_ptr<Interpreter> interpreter;
-  std::vector<std::pair<int, std::string>> lastFetches;
+  std::vector<FetchResult> lastFetches;
 };
 
 class Worker {
@@ -105,6 +105,12 @@ public:
   std::mutex progressMutex;
   std::string runningPlan;
   std::shared_ptr<LoadedPlan> running;
+
+  /// The controller's staging area for this worker (RunStepRequest.staging),
+  /// mapped at its first use and again when the controller replaces it.
+  std::mutex stagingMutex;
+  std::shared_ptr<executor::SharedArea> staging;
+  std::pair<int64_t, int> stagingKey{-1, -1};
 
   std::unique_ptr<ControlStore> store;
   std::shared_ptr<ActorStates> states = std::make_shared<ActorStates>();
@@ -135,6 +141,7 @@ public:
 private:
   void heartbeatLoop();
   std::unique_ptr<ControlServer> server_;
+  std::unique_ptr<ControlServer> localServer_;
   std::thread heartbeat_;
   std::mutex heartbeatMutex_;
   std::unique_ptr<ControllerConnection> heartbeatConn_;

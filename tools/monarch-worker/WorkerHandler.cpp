@@ -99,6 +99,25 @@ public:
     }
   }
 
+  /// The staging area the request names, mapped once per area.
+  std::shared_ptr<SharedArea> mapStaging(const control::Staging &staging) {
+    std::lock_guard<std::mutex> lock(w_.stagingMutex);
+    std::pair<int64_t, int> key{staging.pid, staging.fd};
+    if (w_.staging && w_.stagingKey == key &&
+        static_cast<int64_t>(w_.staging->bytes()) == staging.bytes)
+      return w_.staging;
+    if (staging.bytes <= 0)
+      throwStatus(
+          Status(StatusCode::InvalidArgument, "runStep: empty staging area"));
+    auto area = SharedArea::open(staging.pid, staging.fd,
+                                 static_cast<size_t>(staging.bytes));
+    if (!area.isOk())
+      throwStatus(area.status().withContext("runStep: staging area"));
+    w_.staging = std::make_shared<SharedArea>(std::move(area).value());
+    w_.stagingKey = key;
+    return w_.staging;
+  }
+
   void runStep(control::RunStepReply &reply,
                const control::RunStepRequest &request) override {
     requireToken(w_.token, request.token, "runStep");
@@ -112,19 +131,45 @@ public:
                            "no plan named '" + request.plan + "' is loaded"));
       plan = it->second;
     }
-    std::map<int, const std::string *> feeds;
-    for (const control::Feed &feed : request.feeds)
-      feeds[feed.index] = &feed.tensor.data;
+    std::shared_ptr<SharedArea> area;
+    FetchArea fetchArea;
+    if (request.__isset.staging) {
+      area = mapStaging(request.staging);
+      fetchArea.area = area;
+      fetchArea.next = request.staging.fetchOffset;
+      fetchArea.end = static_cast<int64_t>(area->bytes());
+      fetchArea.minBytes = request.staging.minFetchBytes;
+      if (fetchArea.next < 0 || fetchArea.next > fetchArea.end)
+        throwStatus(Status(StatusCode::InvalidArgument,
+                           "runStep: staging fetchOffset " +
+                               std::to_string(fetchArea.next) +
+                               " is outside the area"));
+    }
+    std::map<int, std::string_view> feeds;
+    for (const control::Feed &feed : request.feeds) {
+      if (feed.stagingOffset < 0) {
+        feeds[feed.index] = feed.tensor.data;
+        continue;
+      }
+      if (!area || feed.stagingBytes < 0 ||
+          feed.stagingOffset + feed.stagingBytes >
+              static_cast<int64_t>(area->bytes()))
+        throwStatus(Status(StatusCode::InvalidArgument,
+                           "runStep: feed " + std::to_string(feed.index) +
+                               " points outside the staging area"));
+      feeds[feed.index] = std::string_view(area->data() + feed.stagingOffset,
+                                           feed.stagingBytes);
+    }
     {
       std::lock_guard<std::mutex> lock(w_.progressMutex);
       w_.runningPlan = request.plan;
       w_.running = plan;
     }
-    std::vector<std::pair<int, std::string>> fetches;
+    std::vector<FetchResult> fetches;
     std::vector<TraceRecord> trace;
     int64_t start = nowUs();
-    StepFailure failure =
-        plan->interpreter->runStep(request.step, feeds, fetches, trace);
+    StepFailure failure = plan->interpreter->runStep(
+        request.step, feeds, area ? &fetchArea : nullptr, fetches, trace);
     {
       std::lock_guard<std::mutex> lock(w_.progressMutex);
       w_.running.reset();
@@ -147,16 +192,21 @@ public:
     }
     reply.elapsedUs = nowUs() - start;
     const RankProgram &p = plan->interpreter->program();
-    for (auto &[index, bytes] : fetches) {
+    for (const FetchResult &result : fetches) {
       control::Fetch fetch;
-      fetch.index = index;
+      fetch.index = result.index;
       for (const Instruction &in : p.instructions)
-        if (in.kind == OpKind::Fetch && in.index == index) {
+        if (in.kind == OpKind::Fetch && in.index == result.index) {
           fetch.tensor.dtype = in.buffer.numpy;
           fetch.tensor.shape = in.buffer.shape;
           break;
         }
-      fetch.tensor.data = bytes;
+      if (result.area) {
+        fetch.stagingOffset = result.offset;
+        fetch.stagingBytes = result.size;
+      } else {
+        fetch.tensor.data = result.bytes;
+      }
       reply.fetches.push_back(std::move(fetch));
     }
     plan->lastFetches = std::move(fetches);
@@ -182,11 +232,11 @@ public:
                          "no plan named '" + planName + "' is loaded"));
     for (int32_t index : indices) {
       bool found = false;
-      for (auto &[i, bytes] : it->second->lastFetches)
-        if (i == index) {
+      for (const FetchResult &result : it->second->lastFetches)
+        if (result.index == index) {
           control::Fetch f;
-          f.index = i;
-          f.tensor.data = bytes;
+          f.index = result.index;
+          f.tensor.data = std::string(result.view());
           reply.push_back(std::move(f));
           found = true;
         }

@@ -144,13 +144,25 @@ Status Worker::init() {
 
   // Serve first, so the address we register is live.
   std::string bindHost = envOr("MONARCH_WORKER_HOST", "127.0.0.1");
+  auto handler = makeWorkerHandler(*this);
   auto server = ControlServer::start(
-      std::make_shared<control::WorkerServiceProcessor>(
-          makeWorkerHandler(*this)),
-      bindHost, 0, limits, "worker " + std::to_string(rank));
+      std::make_shared<control::WorkerServiceProcessor>(handler), bindHost, 0,
+      limits, "worker " + std::to_string(rank));
   if (!server.isOk())
     return server.status();
   server_ = std::move(server).value();
+  // The same service on a local socket, for a controller on this host.
+  if (localControlEnabled()) {
+    auto local = ControlServer::startLocal(
+        std::make_shared<control::WorkerServiceProcessor>(handler),
+        "monarch-worker-" + std::to_string(::getpid()) + "-" +
+            std::to_string(server_->port()),
+        limits, "worker " + std::to_string(rank));
+    if (local.isOk())
+      localServer_ = std::move(local).value();
+    else
+      spdlog::debug("{}; serving TCP only", local.status().message());
+  }
 
   // Register; the controller may still be coming up (env launcher). The
   // store connection exists before registering: loadPlan may follow at once.
@@ -173,6 +185,9 @@ Status Worker::init() {
   request.worldSize = worldSize;
   request.host = bindHost == "0.0.0.0" ? "" : bindHost;
   request.port = server_->port();
+  if (localServer_)
+    request.localSocket = localServer_->localName();
+  request.hostIdentity = hostIdentity();
   request.pid = ::getpid();
   char hostname[256] = {};
   ::gethostname(hostname, sizeof(hostname) - 1);

@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "ThriftGlue.h"
+#include "ReadAheadTransport.h"
 
 #include <spdlog/spdlog.h>
 #include <thrift/TOutput.h>
@@ -51,14 +52,15 @@ std::shared_ptr<TConfiguration> WireLimits::configuration() const {
 namespace {
 
 /// Framed transports bounded by the job's limits (the stock factory uses the
-/// library default configuration).
+/// library default configuration), reading ahead from the socket.
 class BoundedFramedFactory : public TTransportFactory {
 public:
   explicit BoundedFramedFactory(std::shared_ptr<TConfiguration> config)
       : config_(std::move(config)) {}
   std::shared_ptr<TTransport>
   getTransport(std::shared_ptr<TTransport> trans) override {
-    return std::make_shared<TFramedTransport>(trans, config_);
+    return std::make_shared<TFramedTransport>(
+        std::make_shared<ReadAheadTransport>(std::move(trans)), config_);
   }
 
 private:
@@ -72,10 +74,21 @@ void rememberConnection(const std::shared_ptr<TTransport> &transport) {
   std::shared_ptr<TTransport> inner = transport;
   if (auto framed = std::dynamic_pointer_cast<TFramedTransport>(inner))
     inner = framed->getUnderlyingTransport();
+  if (auto ahead = std::dynamic_pointer_cast<ReadAheadTransport>(inner))
+    inner = ahead->getUnderlyingTransport();
   if (auto socket = std::dynamic_pointer_cast<TSocket>(inner)) {
+    // Called before every request: a connection's thread keeps its answer.
+    if (socket->getSocketFD() == currentFd && !currentPeerText.empty())
+      return;
     currentFd = socket->getSocketFD();
-    currentPeerText =
-        socket->getPeerAddress() + ":" + std::to_string(socket->getPeerPort());
+    sockaddr_storage addr{};
+    socklen_t len = sizeof(addr);
+    bool local = ::getsockname(currentFd, reinterpret_cast<sockaddr *>(&addr),
+                               &len) == 0 &&
+                 addr.ss_family == AF_UNIX;
+    currentPeerText = local ? std::string("local socket")
+                            : socket->getPeerAddress() + ":" +
+                                  std::to_string(socket->getPeerPort());
   }
 }
 
@@ -112,11 +125,35 @@ StatusOr<std::unique_ptr<ControlServer>>
 ControlServer::start(std::shared_ptr<TProcessor> processor,
                      const std::string &host, int port,
                      const WireLimits &limits, std::string name) {
+  return serve(
+      std::move(processor), std::make_shared<TServerSocket>(host, port),
+      host + ":" + std::to_string(port), host, limits, std::move(name));
+}
+
+StatusOr<std::unique_ptr<ControlServer>>
+ControlServer::startLocal(std::shared_ptr<TProcessor> processor,
+                          const std::string &name, const WireLimits &limits,
+                          std::string label) {
+  // A leading NUL puts the name in Linux's abstract namespace: nothing is
+  // created on disk, and it goes away with the last descriptor.
+  std::string path = std::string(1, '\0') + name;
+  auto server =
+      serve(std::move(processor), std::make_shared<TServerSocket>(path),
+            "local socket @" + name, "", limits, std::move(label));
+  if (server.isOk())
+    (*server)->localName_ = name;
+  return server;
+}
+
+StatusOr<std::unique_ptr<ControlServer>>
+ControlServer::serve(std::shared_ptr<TProcessor> processor,
+                     std::shared_ptr<TServerSocket> socket,
+                     const std::string &where, const std::string &host,
+                     const WireLimits &limits, std::string name) {
   redirectThriftLogging();
   std::unique_ptr<ControlServer> server(new ControlServer());
   server->name_ = std::move(name);
   server->host_ = host;
-  auto socket = std::make_shared<TServerSocket>(host, port);
   // Idle connections are interrupted when the server stops.
   socket->setInterruptableChildren(true);
   auto config = limits.configuration();
@@ -147,8 +184,7 @@ ControlServer::start(std::shared_ptr<TProcessor> processor,
     if (failure->load() || std::chrono::steady_clock::now() > deadline) {
       server->thread_.join();
       return Status(StatusCode::Unavailable,
-                    server->name_ + ": cannot listen on " + host + ":" +
-                        std::to_string(port) + ": " +
+                    server->name_ + ": cannot listen on " + where + ": " +
                         (why->empty() ? std::string("timed out") : *why));
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
@@ -178,16 +214,33 @@ StatusOr<std::unique_ptr<ControlConnection<ClientT>>>
 ControlConnection<ClientT>::connect(const std::string &host, int port,
                                     const WireLimits &limits,
                                     int connectTimeoutMs, int recvTimeoutMs) {
+  ControlEndpoint endpoint;
+  endpoint.host = host;
+  endpoint.port = port;
+  return connect(endpoint, limits, connectTimeoutMs, recvTimeoutMs);
+}
+
+template <typename ClientT>
+StatusOr<std::unique_ptr<ControlConnection<ClientT>>>
+ControlConnection<ClientT>::connect(const ControlEndpoint &endpoint,
+                                    const WireLimits &limits,
+                                    int connectTimeoutMs, int recvTimeoutMs) {
   std::unique_ptr<ControlConnection> conn(new ControlConnection());
-  conn->host_ = host;
-  conn->port_ = port;
+  conn->endpoint_ = endpoint;
   auto config = limits.configuration();
-  conn->socket_ = std::make_shared<TSocket>(host, port, config);
+  if (endpoint.local.empty()) {
+    conn->socket_ =
+        std::make_shared<TSocket>(endpoint.host, endpoint.port, config);
+    conn->socket_->setNoDelay(true);
+  } else {
+    conn->socket_ = std::make_shared<TSocket>(
+        std::string(1, '\0') + endpoint.local, config);
+  }
   conn->socket_->setConnTimeout(connectTimeoutMs);
   conn->socket_->setRecvTimeout(recvTimeoutMs);
   conn->socket_->setSendTimeout(recvTimeoutMs);
-  conn->socket_->setNoDelay(true);
-  conn->transport_ = std::make_shared<TFramedTransport>(conn->socket_, config);
+  conn->transport_ = std::make_shared<TFramedTransport>(
+      std::make_shared<ReadAheadTransport>(conn->socket_), config);
   auto protocol = std::make_shared<TBinaryProtocol>(
       conn->transport_, limits.maxMessageBytes, 0, true, true);
   conn->client_ = std::make_unique<ClientT>(protocol);
@@ -197,6 +250,11 @@ ControlConnection<ClientT>::connect(const std::string &host, int port,
     return status;
   conn->fd_ = conn->socket_->getSocketFD();
   return conn;
+}
+
+std::string ControlEndpoint::describe() const {
+  return local.empty() ? host + ":" + std::to_string(port)
+                       : "local socket @" + local;
 }
 
 template <typename ClientT> void ControlConnection<ClientT>::shutdownSocket() {
@@ -262,6 +320,11 @@ Status callThrift(const std::string &what, const std::function<void()> &call,
       *transportFailed = true;
     return Status(StatusCode::Unavailable, what + ": " + e.what());
   }
+}
+
+bool localControlEnabled() {
+  const char *text = std::getenv("MONARCH_LOCAL_CONTROL");
+  return !text || std::string(text) != "0";
 }
 
 bool tokenMatches(const std::string &expected, const std::string &given) {

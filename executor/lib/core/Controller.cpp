@@ -234,6 +234,21 @@ Controller::start(ControllerOptions options) {
   return controller;
 }
 
+StatusOr<std::unique_ptr<WorkerConnection>>
+dialWorker(const ControlEndpoint &endpoint, const WireLimits &limits,
+           int connectTimeoutMs, int recvTimeoutMs) {
+  if (!endpoint.local.empty()) {
+    auto conn = WorkerConnection::connect(endpoint, limits, connectTimeoutMs,
+                                          recvTimeoutMs);
+    if (conn.isOk() || endpoint.port == 0)
+      return conn;
+    spdlog::debug("{}; dialing {}:{} instead", conn.status().message(),
+                  endpoint.host, endpoint.port);
+  }
+  return WorkerConnection::connect(endpoint.host, endpoint.port, limits,
+                                   connectTimeoutMs, recvTimeoutMs);
+}
+
 Status Controller::Impl::launchWorkers() {
   {
     // Under the lock: a concurrent stop() either sees these workers (and
@@ -272,14 +287,12 @@ Status Controller::Impl::launchWorkers() {
   // One dispatch connection per worker; no receive timeout (a step may be
   // long: hangs are the heartbeats' business).
   for (int r = 0; r < options.worldSize; ++r) {
-    std::string host;
-    int port;
+    ControlEndpoint endpoint;
     {
       std::lock_guard<std::mutex> lock(mutex);
-      host = ranks[r].host;
-      port = ranks[r].port;
+      endpoint = ranks[r].endpoint();
     }
-    auto conn = WorkerConnection::connect(host, port, limits, 5000, 0);
+    auto conn = dialWorker(endpoint, limits, 5000, 0);
     if (!conn.isOk())
       return conn.status().withContext("rank " + std::to_string(r));
     std::lock_guard<std::mutex> lock(mutex);
@@ -306,10 +319,9 @@ Status Controller::stop() {
     for (const RankState &rank : s.ranks) {
       if (!rank.registered || rank.exited)
         continue;
-      std::string host = rank.host;
-      int port = rank.port;
-      askers.emplace_back([&s, host, port] {
-        auto conn = WorkerConnection::connect(host, port, s.limits, 300, 300);
+      ControlEndpoint endpoint = rank.endpoint();
+      askers.emplace_back([&s, endpoint] {
+        auto conn = dialWorker(endpoint, s.limits, 300, 300);
         if (conn.isOk())
           (void)callThrift("shutdown",
                            [&] { (*conn)->client().shutdown(s.token); });

@@ -375,7 +375,8 @@ StatusOr<Controller::Checkpoint> Controller::checkpointOnce() {
 
 StatusOr<std::vector<HostTensor>>
 Controller::runStepOnce(const std::string &plan,
-                        const std::vector<HostTensor> &inputs, int64_t &step) {
+                        const std::vector<const HostTensor *> &inputs,
+                        int64_t &step) {
   Impl &s = *impl_;
   std::lock_guard<std::recursive_mutex> call(s.callMutex);
   if (Status h = health(); !h)
@@ -395,7 +396,7 @@ Controller::runStepOnce(const std::string &plan,
                   "plan '" + plan + "' takes " + std::to_string(expected) +
                       " inputs, got " + std::to_string(inputs.size()));
   for (auto &[index, type] : sig->feeds) {
-    const HostTensor &in = inputs[index];
+    const HostTensor &in = *inputs[index];
     if (in.dtype != type.first || in.shape != type.second)
       return Status(StatusCode::InvalidArgument,
                     "input " + std::to_string(index) + " of plan '" + plan +
@@ -422,12 +423,16 @@ Controller::runStepOnce(const std::string &plan,
     for (int r : ranks) {
       control::Feed feed;
       feed.index = index;
-      feed.tensor.dtype = inputs[index].dtype;
-      feed.tensor.shape = inputs[index].shape;
-      feed.tensor.data = inputs[index].data;
-      bytes[r] += static_cast<int64_t>(feed.tensor.data.size());
+      feed.tensor.dtype = inputs[index]->dtype;
+      feed.tensor.shape = inputs[index]->shape;
+      // The bytes: in the message or staged (below).
       requests[r].feeds.push_back(std::move(feed));
     }
+  if (Status st = s.stageRequests(*sig, inputs, requests); !st)
+    return st;
+  for (int r = 0; r < n; ++r)
+    for (const control::Feed &feed : requests[r].feeds)
+      bytes[r] += static_cast<int64_t>(feed.tensor.data.size());
   for (int r = 0; r < n; ++r)
     if (bytes[r] + 65536 > s.limits.maxMessageBytes)
       return Status(StatusCode::InvalidArgument,
@@ -494,6 +499,10 @@ Controller::runStepOnce(const std::string &plan,
     bool found = false;
     for (control::Fetch &fetch : gather->replies[rank].fetches)
       if (fetch.index == index) {
+        auto data = s.fetchedBytes(rank, fetch);
+        if (!data.isOk())
+          return data.status();
+        fetch.tensor.data = std::move(data).value();
         outputs[index] = fromWire(std::move(fetch.tensor));
         found = true;
         break;

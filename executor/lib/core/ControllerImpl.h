@@ -17,6 +17,7 @@
 
 #include "ThriftGlue.h"
 #include "TraceWriter.h"
+#include "core/SharedArea.h"
 
 #include <atomic>
 #include <condition_variable>
@@ -85,11 +86,22 @@ struct RankState {
   int port = 0;
   int64_t pid = 0;
   std::string hostname;
+  /// The worker's local socket when it shares the controller's host.
+  std::string local;
+  bool sameHost = false;
   Clock::time_point lastSeen;
   control::Progress progress;
   /// The connection runStep/loadPlan use; owned by this rank's dispatcher.
   std::unique_ptr<WorkerConnection> conn;
+
+  ControlEndpoint endpoint() const { return {host, port, local}; }
 };
+
+/// Connects to a worker through its local socket when it has one, falling
+/// back to TCP (a worker in another network namespace with our hostname).
+StatusOr<std::unique_ptr<WorkerConnection>>
+dialWorker(const ControlEndpoint &endpoint, const WireLimits &limits,
+           int connectTimeoutMs, int recvTimeoutMs);
 
 struct Controller::Impl {
   ControllerOptions options;
@@ -135,6 +147,11 @@ struct Controller::Impl {
   std::map<std::string, int64_t> nextStep;
   /// Serializes loadPlan/runStep: one step at a time per job.
   std::recursive_mutex callMutex;
+  /// Ours, compared with each worker's at registration.
+  std::string hostIdentity = executor::hostIdentity();
+  /// Per same-host rank: the area its large feeds and fetches go through
+  /// (ControllerStaging.cpp); guarded by callMutex.
+  std::vector<std::unique_ptr<SharedArea>> staging;
   TraceWriter trace;
 
   // Recovery (ControllerRecovery.cpp); guarded by callMutex, stats by mutex.
@@ -183,6 +200,16 @@ struct Controller::Impl {
 
   // ControllerService.cpp
   std::shared_ptr<apache::thrift::TProcessor> makeProcessor();
+
+  // ControllerStaging.cpp (callMutex held)
+  /// Gives each request's feeds their bytes from `inputs`: the large feeds
+  /// of same-host ranks in their staging areas (telling those workers where
+  /// to write large fetches), the others in the message.
+  Status stageRequests(const PlanSignature &sig,
+                       const std::vector<const HostTensor *> &inputs,
+                       std::vector<control::RunStepRequest> &requests);
+  /// The bytes of fetch `f` of rank `r`'s reply, wherever they are.
+  StatusOr<std::string> fetchedBytes(int r, control::Fetch &f);
 
 private:
   void finalizeLocked(Status status);

@@ -12,6 +12,7 @@
 #include "ControllerImpl.h"
 
 #include <cstring>
+#include <deque>
 
 namespace monarch::executor {
 namespace {
@@ -130,14 +131,20 @@ Controller::call(const std::string &name, const std::vector<HostTensor> &args) {
     }
   }
 
-  std::map<int, HostTensor> fetched; // by step index
-  auto resolve = [&](const cg::ValueRef &ref,
-                     const cg::ValueType &type) -> StatusOr<HostTensor> {
+  // Values are borrowed, not copied: arguments stay in `args`, each step's
+  // outputs and each constant are kept in `kept` (stable addresses) until
+  // the results are taken out of them. A 256 KB tensor copied costs more
+  // than sending it (page faults of the fresh allocation included).
+  std::deque<std::vector<HostTensor>> kept;
+  std::map<int, const HostTensor *> fetched; // by step index
+  auto resolve =
+      [&](const cg::ValueRef &ref,
+          const cg::ValueType &type) -> StatusOr<const HostTensor *> {
     switch (ref.kind) {
     case cg::ValueKind::Argument:
       if (ref.index < 0 || ref.index >= static_cast<int>(args.size()))
         return Status(StatusCode::InvalidArgument, "argument out of range");
-      return args[ref.index];
+      return &args[ref.index];
     case cg::ValueKind::Fetched: {
       auto it = fetched.find(ref.index);
       if (it == fetched.end())
@@ -146,14 +153,19 @@ Controller::call(const std::string &name, const std::vector<HostTensor> &args) {
                           " fetched nothing (yet)");
       return it->second;
     }
-    case cg::ValueKind::Constant:
-      return constant(ref.constant, type);
+    case cg::ValueKind::Constant: {
+      auto value = constant(ref.constant, type);
+      if (!value.isOk())
+        return value.status();
+      kept.emplace_back().push_back(std::move(value).value());
+      return &kept.back().back();
+    }
     }
     return Status(StatusCode::InvalidArgument, "unknown value kind");
   };
 
-  std::map<int, std::map<int, HostTensor>> feeds; // plan -> input -> value
-  std::map<int, std::vector<HostTensor>> outputs; // plan -> last outputs
+  std::map<int, std::map<int, const HostTensor *>> feeds; // plan -> input
+  std::map<int, std::vector<HostTensor> *> outputs;       // plan -> last
   auto planAt = [&](int32_t p) -> const cg::StepPlan * {
     return p >= 0 && p < static_cast<int32_t>(file.plans.size())
                ? &file.plans[p]
@@ -164,7 +176,7 @@ Controller::call(const std::string &name, const std::vector<HostTensor> &args) {
     for (const std::vector<int32_t> &plans : pending)
       for (int32_t p : plans) {
         const cg::StepPlan *plan = planAt(p);
-        std::vector<HostTensor> inputs(plan->inputs.size());
+        std::vector<const HostTensor *> inputs(plan->inputs.size());
         for (size_t i = 0; i < inputs.size(); ++i) {
           auto it = feeds[p].find(static_cast<int>(i));
           if (it == feeds[p].end())
@@ -173,10 +185,11 @@ Controller::call(const std::string &name, const std::vector<HostTensor> &args) {
                               " of plan '" + plan->symbol + "' was never fed");
           inputs[i] = it->second;
         }
-        auto result = runStep(plan->symbol, inputs);
+        auto result = runStepRefs(plan->symbol, inputs);
         if (!result.isOk())
           return result.status();
-        outputs[p] = std::move(result).value();
+        kept.push_back(std::move(result).value());
+        outputs[p] = &kept.back();
       }
     pending.clear();
     return Status::ok();
@@ -189,7 +202,7 @@ Controller::call(const std::string &name, const std::vector<HostTensor> &args) {
       if (!value.isOk())
         return value.status().withContext("'" + name + "' step " +
                                           std::to_string(k));
-      feeds[step.plan][step.index] = std::move(value).value();
+      feeds[step.plan][step.index] = *value;
       break;
     }
     case cg::ControlStepKind::ControlMsg: {
@@ -197,7 +210,7 @@ Controller::call(const std::string &name, const std::vector<HostTensor> &args) {
         auto value = resolve(scalar.value, scalar.type);
         if (!value.isOk())
           return value.status();
-        feeds[scalar.plan][scalar.input] = std::move(value).value();
+        feeds[scalar.plan][scalar.input] = *value;
       }
       // Sent when something needs it, so feeds that follow the message in
       // program order still reach it.
@@ -212,11 +225,11 @@ Controller::call(const std::string &name, const std::vector<HostTensor> &args) {
         return st;
       auto it = outputs.find(step.plan);
       if (it == outputs.end() || step.index < 0 ||
-          step.index >= static_cast<int>(it->second.size()))
+          step.index >= static_cast<int>(it->second->size()))
         return Status(StatusCode::InvalidArgument,
                       "'" + name + "' step " + std::to_string(k) +
                           " fetches an output of a plan that did not run");
-      fetched[static_cast<int>(k)] = it->second[step.index];
+      fetched[static_cast<int>(k)] = &(*it->second)[step.index];
       break;
     }
     case cg::ControlStepKind::Await:
@@ -228,14 +241,29 @@ Controller::call(const std::string &name, const std::vector<HostTensor> &args) {
   }
   if (Status st = flush(); !st)
     return st;
-  std::vector<HostTensor> results;
+  // Results are moved out of what we kept, unless one value is returned
+  // twice (or is an argument, which the caller owns).
+  std::map<const HostTensor *, int> uses;
+  std::vector<const HostTensor *> values;
   for (size_t i = 0; i < program.results.size(); ++i) {
     cg::ValueType type =
         i < program.outputs.size() ? program.outputs[i] : cg::ValueType{};
     auto value = resolve(program.results[i], type);
     if (!value.isOk())
       return value.status().withContext("result " + std::to_string(i));
-    results.push_back(std::move(value).value());
+    values.push_back(*value);
+    ++uses[*value];
+  }
+  std::vector<HostTensor> results;
+  results.reserve(values.size());
+  for (const HostTensor *value : values) {
+    bool argument = false;
+    for (const HostTensor &a : args)
+      argument |= &a == value;
+    if (!argument && uses[value] == 1)
+      results.push_back(std::move(*const_cast<HostTensor *>(value)));
+    else
+      results.push_back(*value);
   }
   return results;
 }

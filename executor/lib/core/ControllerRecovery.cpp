@@ -42,6 +42,16 @@ Controller::loadPlan(const std::string &planBytes) {
 StatusOr<std::vector<HostTensor>>
 Controller::runStep(const std::string &plan,
                     const std::vector<HostTensor> &inputs) {
+  std::vector<const HostTensor *> refs;
+  refs.reserve(inputs.size());
+  for (const HostTensor &t : inputs)
+    refs.push_back(&t);
+  return runStepRefs(plan, refs);
+}
+
+StatusOr<std::vector<HostTensor>>
+Controller::runStepRefs(const std::string &plan,
+                        const std::vector<const HostTensor *> &inputs) {
   std::lock_guard<std::recursive_mutex> call(impl_->callMutex);
   int attempts = 0;
   Status first;
@@ -188,7 +198,8 @@ bool Controller::takeCheckpoint() {
 }
 
 void Controller::noteStep(const std::string &plan,
-                          const std::vector<HostTensor> &inputs, int64_t step) {
+                          const std::vector<const HostTensor *> &inputs,
+                          int64_t step) {
   Impl &s = *impl_;
   if (!s.policy.enabled())
     return;
@@ -203,7 +214,11 @@ void Controller::noteStep(const std::string &plan,
   if (s.stepsSinceCheckpoint + 1 >= s.policy.checkpointEvery &&
       takeCheckpoint())
     return;
-  s.journal.push_back({true, plan, inputs, step, -1});
+  std::vector<HostTensor> kept;
+  kept.reserve(inputs.size());
+  for (const HostTensor *t : inputs)
+    kept.push_back(*t);
+  s.journal.push_back({true, plan, std::move(kept), step, -1});
   ++s.stepsSinceCheckpoint;
   std::lock_guard<std::mutex> lock(s.mutex);
   s.stats.journalEntries = static_cast<int64_t>(s.journal.size());
@@ -341,7 +356,10 @@ Status Controller::restartOnce(int attempt) {
   for (const Impl::JournalEntry &entry : s.journal) {
     if (entry.isStep) {
       int64_t step = entry.step;
-      if (auto out = runStepOnce(entry.name, entry.inputs, step); !out.isOk())
+      std::vector<const HostTensor *> refs;
+      for (const HostTensor &t : entry.inputs)
+        refs.push_back(&t);
+      if (auto out = runStepOnce(entry.name, refs, step); !out.isOk())
         return failJob(out.status(), "replaying step " +
                                          std::to_string(entry.step) +
                                          " of plan '" + entry.name + "'");

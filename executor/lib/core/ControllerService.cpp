@@ -74,6 +74,12 @@ public:
     rank.port = request.port;
     rank.pid = request.pid;
     rank.hostname = request.hostname;
+    // A worker that shares our host, kernel, pid namespace and user is
+    // reached through its local socket and stages feeds and fetches in
+    // shared memory (docs/executor.md, "Same-host fast path").
+    rank.sameHost =
+        localControlEnabled() && request.hostIdentity == impl_.hostIdentity;
+    rank.local = rank.sameHost ? request.localSocket : std::string();
     rank.lastSeen = Clock::now();
     ++impl_.numRegistered;
     impl_.cv.notify_all();

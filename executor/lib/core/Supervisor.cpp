@@ -99,21 +99,17 @@ void Controller::Impl::runTeardown(std::string reason) {
   }
   // Abort every rank's communicators so ranks blocked on the failed one
   // return; each on its own connection (the dispatch ones may be blocked).
-  std::vector<std::pair<std::string, int>> targets;
+  std::vector<ControlEndpoint> targets;
   {
     std::lock_guard<std::mutex> lock(mutex);
     for (const RankState &rank : ranks)
       if (rank.registered && !rank.exited)
-        targets.push_back({rank.host, rank.port});
-      else
-        targets.push_back({"", 0});
+        targets.push_back(rank.endpoint());
   }
   std::vector<std::thread> aborters;
-  for (auto [host, port] : targets) {
-    if (port == 0)
-      continue;
-    aborters.emplace_back([this, host, port, reason] {
-      auto conn = WorkerConnection::connect(host, port, limits, 300, 300);
+  for (const ControlEndpoint &endpoint : targets) {
+    aborters.emplace_back([this, endpoint, reason] {
+      auto conn = dialWorker(endpoint, limits, 300, 300);
       if (!conn.isOk())
         return;
       (void)callThrift("abort", [&] {

@@ -222,9 +222,13 @@ TEST(ExecutorControl, TraceHasEveryRanksOps) {
 }
 
 TEST(ExecutorControl, MessagesAboveTheLimitAreRefused) {
+  // Same-host workers stage large inputs outside the messages
+  // (SameHostTest.cpp): take the message path.
   ::setenv("MONARCH_MAX_MESSAGE_BYTES", "65536", 1);
+  ::setenv("MONARCH_LOCAL_CONTROL", "0", 1);
   auto c = startOrDie(options(2));
   ::unsetenv("MONARCH_MAX_MESSAGE_BYTES");
+  ::unsetenv("MONARCH_LOCAL_CONTROL");
   ASSERT_TRUE(c);
   ASSERT_TRUE(c->loadPlan(serialize(allReducePlan(2, 32768))).isOk());
   std::vector<float> big(32768, 1.0f);

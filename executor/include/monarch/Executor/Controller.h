@@ -219,8 +219,13 @@ private:
   StatusOr<std::vector<std::string>> loadPlanOnce(const std::string &bytes);
   /// `step` < 0 takes the plan's next step number and stores it there.
   StatusOr<std::vector<HostTensor>>
-  runStepOnce(const std::string &plan, const std::vector<HostTensor> &inputs,
-              int64_t &step);
+  runStepOnce(const std::string &plan,
+              const std::vector<const HostTensor *> &inputs, int64_t &step);
+  /// runStep over borrowed inputs: controller programs pass their values
+  /// without copying them.
+  StatusOr<std::vector<HostTensor>>
+  runStepRefs(const std::string &plan,
+              const std::vector<const HostTensor *> &inputs);
   Status setActorStateOnce(const std::string &key, const HostTensor &value,
                            int rank);
   StatusOr<HostTensor> getActorStateOnce(const std::string &key, int rank);
@@ -237,8 +242,8 @@ private:
   /// reload, restore, replay.
   Status restartOnce(int attempt);
   /// After a successful step of `plan` (journal, checkpoint).
-  void noteStep(const std::string &plan, const std::vector<HostTensor> &inputs,
-                int64_t step);
+  void noteStep(const std::string &plan,
+                const std::vector<const HostTensor *> &inputs, int64_t step);
   void noteSetState(const std::string &key, const HostTensor &value, int rank);
   /// Takes a checkpoint and drops the journal; false if it failed.
   bool takeCheckpoint();

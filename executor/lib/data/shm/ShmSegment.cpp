@@ -13,7 +13,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <fcntl.h>
-#include <fstream>
 #include <linux/futex.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -32,71 +31,34 @@ size_t ringsOffset(int ranks) {
                  kPage);
 }
 
-std::string errnoText() { return std::strerror(errno); }
-
 } // namespace
 
-Segment &Segment::operator=(Segment &&other) noexcept {
-  if (this != &other) {
-    this->~Segment();
-    base_ = other.base_;
-    size_ = other.size_;
-    ringBytes_ = other.ringBytes_;
-    ranks_ = other.ranks_;
-    fd_ = other.fd_;
-    other.base_ = nullptr;
-    other.fd_ = -1;
-  }
-  return *this;
-}
-
-Segment::~Segment() {
-  if (base_)
-    ::munmap(base_, size_);
-  base_ = nullptr;
-  closeFd();
-}
-
-void Segment::closeFd() {
-  if (fd_ >= 0)
-    ::close(fd_);
-  fd_ = -1;
-}
+void Segment::closeFd() { area_.closeFd(); }
 
 size_t Segment::sizeFor(int ranks, size_t ringBytes) {
   return ringsOffset(ranks) + size_t(ranks) * roundUp(ringBytes, kPage);
 }
 
 RingHeader &Segment::ring(int sender) const {
-  auto *rings = reinterpret_cast<RingHeader *>(static_cast<char *>(base_) +
-                                               sizeof(SegmentHeader));
+  auto *rings =
+      reinterpret_cast<RingHeader *>(area_.data() + sizeof(SegmentHeader));
   return rings[sender];
 }
 
 char *Segment::ringData(int sender) const {
-  return static_cast<char *>(base_) + ringsOffset(ranks_) +
+  return area_.data() + ringsOffset(ranks_) +
          size_t(sender) * roundUp(ringBytes_, kPage);
 }
 
 StatusOr<Segment> Segment::create(const std::string &name, int ranks, int owner,
                                   size_t ringBytes) {
-  std::string label = "monarch-shm:" + name;
-  int fd = static_cast<int>(
-      ::syscall(SYS_memfd_create, label.c_str(), unsigned(MFD_CLOEXEC)));
-  if (fd < 0)
-    return Status(StatusCode::Unavailable, "memfd_create: " + errnoText());
+  auto area = SharedArea::create("shm:" + name, sizeFor(ranks, ringBytes));
+  if (!area.isOk())
+    return area.status();
   Segment seg;
-  seg.fd_ = fd;
+  seg.area_ = std::move(area).value();
   seg.ranks_ = ranks;
   seg.ringBytes_ = ringBytes;
-  seg.size_ = sizeFor(ranks, ringBytes);
-  if (::ftruncate(fd, static_cast<off_t>(seg.size_)) != 0)
-    return Status(StatusCode::Unavailable, "ftruncate: " + errnoText());
-  void *p =
-      ::mmap(nullptr, seg.size_, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-  if (p == MAP_FAILED)
-    return Status(StatusCode::Unavailable, "mmap: " + errnoText());
-  seg.base_ = p;
   // A fresh memfd reads as zeros: atomics start at 0, state Alive.
   SegmentHeader &h = seg.header();
   h.magic = kSegmentMagic;
@@ -108,27 +70,19 @@ StatusOr<Segment> Segment::create(const std::string &name, int ranks, int owner,
 
 StatusOr<Segment> Segment::open(int pid, int fd, int ranks, int owner,
                                 size_t ringBytes) {
+  size_t size = sizeFor(ranks, ringBytes);
+  auto area = SharedArea::open(pid, fd, size);
   std::string path =
       "/proc/" + std::to_string(pid) + "/fd/" + std::to_string(fd);
-  int mine = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
-  if (mine < 0)
-    return Status(StatusCode::Unavailable,
-                  "cannot open " + path + ": " + errnoText());
-  Segment seg;
-  seg.fd_ = mine;
-  seg.ranks_ = ranks;
-  seg.ringBytes_ = ringBytes;
-  seg.size_ = sizeFor(ranks, ringBytes);
-  struct stat st;
-  if (::fstat(mine, &st) != 0 || size_t(st.st_size) != seg.size_)
+  if (!area.isOk())
+    return area.status();
+  if (area->bytes() != size)
     return Status(StatusCode::Unavailable,
                   path + " is not a segment of the expected size");
-  void *p =
-      ::mmap(nullptr, seg.size_, PROT_READ | PROT_WRITE, MAP_SHARED, mine, 0);
-  if (p == MAP_FAILED)
-    return Status(StatusCode::Unavailable, "mmap " + path + ": " + errnoText());
-  seg.base_ = p;
-  seg.closeFd(); // the mapping keeps it alive
+  Segment seg;
+  seg.area_ = std::move(area).value();
+  seg.ranks_ = ranks;
+  seg.ringBytes_ = ringBytes;
   SegmentHeader &h = seg.header();
   if (h.magic != kSegmentMagic || h.ranks != uint32_t(ranks) ||
       h.owner != uint32_t(owner) || h.ringBytes != ringBytes)
@@ -175,21 +129,6 @@ void ringCopyOut(char *ring, size_t cap, uint64_t pos, void *dst, size_t len) {
   std::memcpy(dst, ring + at, first);
   if (first < len)
     std::memcpy(static_cast<char *>(dst) + first, ring, len - first);
-}
-
-std::string hostIdentity() {
-  std::string boot;
-  std::ifstream("/proc/sys/kernel/random/boot_id") >> boot;
-  char ns[128] = {0};
-  ssize_t n = ::readlink("/proc/self/ns/pid", ns, sizeof(ns) - 1);
-  char host[256] = {0};
-  ::gethostname(host, sizeof(host) - 1);
-  // Tests and debugging: pretend to be on another host (forces TCP).
-  if (const char *fake = std::getenv("MONARCH_SHM_HOST"); fake && *fake)
-    std::snprintf(host, sizeof(host), "%s", fake);
-  return std::string(host) + "/" + boot + "/" +
-         (n > 0 ? std::string(ns, n) : std::string("?")) + "/uid" +
-         std::to_string(::getuid());
 }
 
 } // namespace monarch::executor::shm_backend

@@ -17,6 +17,7 @@
 #ifndef MONARCH_EXECUTOR_DATA_SHM_SHMSEGMENT_H
 #define MONARCH_EXECUTOR_DATA_SHM_SHMSEGMENT_H
 
+#include "core/SharedArea.h"
 #include "monarch/Executor/Status.h"
 
 #include <atomic>
@@ -56,12 +57,6 @@ struct alignas(64) RingHeader {
 class Segment {
 public:
   Segment() = default;
-  Segment(const Segment &) = delete;
-  Segment &operator=(const Segment &) = delete;
-  Segment(Segment &&other) noexcept { *this = std::move(other); }
-  Segment &operator=(Segment &&other) noexcept;
-  ~Segment();
-
   /// Bytes of a segment for `ranks` members with rings of `ringBytes`.
   static size_t sizeFor(int ranks, size_t ringBytes);
   /// A new memfd-backed segment owned by `owner`; keeps the fd open (for
@@ -72,20 +67,20 @@ public:
   static StatusOr<Segment> open(int pid, int fd, int ranks, int owner,
                                 size_t ringBytes);
   void closeFd();
-  int fd() const { return fd_; }
+  int fd() const { return area_.fd(); }
 
-  SegmentHeader &header() const { return *static_cast<SegmentHeader *>(base_); }
+  SegmentHeader &header() const {
+    return *reinterpret_cast<SegmentHeader *>(area_.data());
+  }
   RingHeader &ring(int sender) const;
   char *ringData(int sender) const;
   size_t ringBytes() const { return ringBytes_; }
-  bool valid() const { return base_ != nullptr; }
+  bool valid() const { return area_.valid(); }
 
 private:
-  void *base_ = nullptr;
-  size_t size_ = 0;
+  SharedArea area_;
   size_t ringBytes_ = 0;
   int ranks_ = 0;
-  int fd_ = -1;
 };
 
 /// Increments `h.doorbell` and wakes its sleepers, if any.
@@ -100,11 +95,8 @@ void ringCopyIn(char *ring, size_t cap, uint64_t pos, const void *src,
                 size_t len);
 void ringCopyOut(char *ring, size_t cap, uint64_t pos, void *dst, size_t len);
 
-/// Identifies the host, kernel, pid namespace and user this process runs
-/// as: members with equal ids can map each other's segments.
-/// MONARCH_SHM_HOST, when set, replaces the host name (tests use it to put
-/// ranks on "different hosts").
-std::string hostIdentity();
+/// Whether members can map each other's segments (core/SharedArea.h).
+using executor::hostIdentity;
 
 } // namespace monarch::executor::shm_backend
 
