@@ -14,6 +14,7 @@
 //===----------------------------------------------------------------------===//
 #include "PlanCompile.h"
 
+#include "monarch/Executor/BufferPool.h"
 #include "monarch/Executor/Controller.h"
 
 #include <nanobind/nanobind.h>
@@ -24,6 +25,7 @@
 #include <nanobind/stl/tuple.h>
 #include <nanobind/stl/vector.h>
 
+#include <cstring>
 #include <memory>
 #include <stdexcept>
 
@@ -70,13 +72,16 @@ PyTensor toPy(const HostTensor &h) {
 using InArray = nb::ndarray<nb::ro, nb::c_contig, nb::device::cpu>;
 using InTensor = std::tuple<std::string, std::vector<int64_t>, InArray>;
 
-/// One copy: the array's bytes into the HostTensor.
+/// One copy: the array's bytes into the HostTensor (pooled storage, given
+/// back after the call).
 HostTensor toHost(const InTensor &t) {
   HostTensor h;
   h.dtype = std::get<0>(t);
   h.shape = std::get<1>(t);
   const InArray &a = std::get<2>(t);
-  h.data.assign(static_cast<const char *>(a.data()), a.nbytes());
+  h.data = takeBytes(a.nbytes());
+  if (a.nbytes() != 0)
+    std::memcpy(h.data.data(), a.data(), a.nbytes());
   return h;
 }
 
@@ -99,8 +104,12 @@ nb::object toNumpy(HostTensor &&h) {
   else
     return nb::cast(toPy(h));
   auto *owner = new std::string(std::move(h.data));
-  nb::capsule capsule(
-      owner, [](void *p) noexcept { delete static_cast<std::string *>(p); });
+  // The bytes go back to the pool when numpy frees the array.
+  nb::capsule capsule(owner, [](void *p) noexcept {
+    auto *bytes = static_cast<std::string *>(p);
+    recycleBytes(std::move(*bytes));
+    delete bytes;
+  });
   std::vector<size_t> shape(h.shape.begin(), h.shape.end());
   nb::ndarray<nb::numpy> array(owner->data(), shape.size(), shape.data(),
                                capsule, nullptr, dt);
@@ -207,6 +216,8 @@ void bindExecutor(nb::module_ &m) {
              {
                nb::gil_scoped_release release;
                out = c.call(program, in);
+               for (HostTensor &h : in)
+                 recycleBytes(std::move(h.data));
              }
              std::vector<nb::object> results;
              for (HostTensor &h : check(std::move(out)))

@@ -13,6 +13,7 @@
 //===----------------------------------------------------------------------===//
 #include "ControllerImpl.h"
 
+#include "monarch/Executor/BufferPool.h"
 #include "monarch/Executor/Npy.h"
 
 #include <spdlog/spdlog.h>
@@ -117,8 +118,9 @@ StatusOr<std::string> Controller::Impl::fetchedBytes(int r, control::Fetch &f) {
     return Status(StatusCode::Internal,
                   "rank " + std::to_string(r) + " returned fetch " +
                       std::to_string(f.index) + " outside its staging area");
-  return std::string(area->data() + f.stagingOffset,
-                     static_cast<size_t>(f.stagingBytes));
+  std::string bytes = takeBytes(static_cast<size_t>(f.stagingBytes));
+  std::memcpy(bytes.data(), area->data() + f.stagingOffset, bytes.size());
+  return bytes;
 }
 
 } // namespace monarch::executor

@@ -7,11 +7,13 @@
 // exists exactly when the path is on; staged tensors give the same numbers
 // as the message path, beyond the message size limit, while the area grows;
 // MONARCH_LOCAL_CONTROL=0 restores the message path and its limit; a request
-// naming a bad staging area is refused without harming the worker.
+// naming a bad staging area is refused without harming the worker. Also the
+// buffer pool that feeds and fetches draw their bytes from.
 //
 //===----------------------------------------------------------------------===//
 #include "TestPlans.h"
 
+#include "monarch/Executor/BufferPool.h"
 #include "monarch/Executor/Controller.h"
 
 #include "ThriftGlue.h"
@@ -157,6 +159,29 @@ TEST(SameHost, ABadStagingAreaIsRefused) {
   expectAllReduces(**c, "step", 1, 4);
   EXPECT_TRUE((*c)->health().isOk());
   EXPECT_TRUE((*c)->stop().isOk());
+}
+
+TEST(BufferPool, LargeBuffersAreReusedSmallOnesAreNot) {
+  std::string a = takeBytes(300 << 10);
+  ASSERT_EQ(a.size(), size_t(300) << 10);
+  const char *storage = a.data();
+  recycleBytes(std::move(a));
+  // Within twice the size: the same storage comes back, resized.
+  std::string b = takeBytes(200 << 10);
+  EXPECT_EQ(b.data(), storage);
+  EXPECT_EQ(b.size(), size_t(200) << 10);
+  // Too small for it (more than twice as small): a fresh buffer.
+  recycleBytes(std::move(b));
+  std::string c = takeBytes(100 << 10);
+  EXPECT_NE(c.data(), storage);
+  std::string d = takeBytes(300 << 10);
+  EXPECT_EQ(d.data(), storage);
+  // Small buffers are never pooled.
+  std::string small = takeBytes(1000);
+  EXPECT_EQ(small.size(), 1000u);
+  recycleBytes(std::move(small));
+  recycleBytes(std::move(c));
+  recycleBytes(std::move(d));
 }
 
 } // namespace
