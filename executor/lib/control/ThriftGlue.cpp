@@ -14,6 +14,8 @@
 #include <thrift/transport/TServerSocket.h>
 #include <thrift/transport/TTransportException.h>
 
+#include <cerrno>
+#include <chrono>
 #include <cstdlib>
 #include <fcntl.h>
 #include <sys/socket.h>
@@ -255,6 +257,21 @@ ControlConnection<ClientT>::connect(const ControlEndpoint &endpoint,
 std::string ControlEndpoint::describe() const {
   return local.empty() ? host + ":" + std::to_string(port)
                        : "local socket @" + local;
+}
+
+template <typename ClientT>
+void ControlConnection<ClientT>::spinUntilReadable(int us) {
+  int fd = fd_.load();
+  if (fd < 0 || us <= 0)
+    return;
+  auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::microseconds(us);
+  char byte;
+  do {
+    if (::recv(fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT) != -1 ||
+        (errno != EAGAIN && errno != EWOULDBLOCK))
+      return; // data, end of stream or an error: the read will tell
+  } while (std::chrono::steady_clock::now() < deadline);
 }
 
 template <typename ClientT> void ControlConnection<ClientT>::shutdownSocket() {

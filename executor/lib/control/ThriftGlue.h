@@ -115,6 +115,10 @@ public:
   void setRecvTimeout(int ms) { socket_->setRecvTimeout(ms); }
   /// Makes a blocked call on another thread fail now.
   void shutdownSocket();
+  /// Spins (no system call blocks) for up to `us` microseconds until a
+  /// reply has arrived: a reply expected within that window is then read
+  /// without the sleep and wake-up a blocking read costs.
+  void spinUntilReadable(int us);
   void close();
   std::string peer() const { return endpoint_.describe(); }
 

@@ -169,6 +169,15 @@ Controller::start(ControllerOptions options) {
   Impl &s = *impl;
   s.options = std::move(options);
   s.limits = WireLimits::fromEnv();
+  if (const char *text = std::getenv("MONARCH_REPLY_SPIN_US")) {
+    char *end = nullptr;
+    long value = std::strtol(text, &end, 10);
+    if (*end == '\0' && value >= 0 && value <= 1000000)
+      s.replySpinUs = static_cast<int>(value);
+    else
+      spdlog::warn("ignoring MONARCH_REPLY_SPIN_US={} (expected 0..1000000)",
+                   text);
+  }
   s.token =
       s.options.jobToken.empty() ? generateJobToken() : s.options.jobToken;
   s.jobId = generateJobToken().substr(0, 8);

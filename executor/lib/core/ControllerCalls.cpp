@@ -471,8 +471,10 @@ Controller::runStepOnce(const std::string &plan,
           [&] {
             if (phase == 0)
               conns[r]->client().send_runStep((*shared)[r]);
-            else
+            else {
+              conns[r]->spinUntilReadable(s.replySpinUs);
               conns[r]->client().recv_runStep(gather->replies[r]);
+            }
           },
           &serviceError, &transportFailed);
       if (phase == 0)

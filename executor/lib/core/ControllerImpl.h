@@ -147,6 +147,9 @@ struct Controller::Impl {
   std::map<std::string, int64_t> nextStep;
   /// Serializes loadPlan/runStep: one step at a time per job.
   std::recursive_mutex callMutex;
+  /// How long runStep spins for each reply before blocking (ms-long steps
+  /// lose nothing; a short step skips a wake-up). MONARCH_REPLY_SPIN_US.
+  int replySpinUs = 30;
   /// Ours, compared with each worker's at registration.
   std::string hostIdentity = executor::hostIdentity();
   /// Per same-host rank: the area its large feeds and fetches go through
