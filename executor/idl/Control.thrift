@@ -68,6 +68,9 @@ struct WorkerConfig {
   3: i32 controllerTimeoutMs,
   4: string logLevel,
   5: bool trace,
+  /// The job's generation (restarts so far). The worker sends it back with
+  /// every later request: one from a replaced generation is ignored.
+  6: i32 generation,
 }
 
 /// Where a worker is, piggybacked on heartbeats so that a crash or a hang can
@@ -95,6 +98,8 @@ struct HeartbeatRequest {
   3: Progress progress,
   /// Log lines produced since the previous heartbeat.
   4: list<LogRecord> logs,
+  /// WorkerConfig.generation (-1: before registration).
+  5: i32 generation = -1,
 }
 
 struct HeartbeatReply {
@@ -116,6 +121,7 @@ struct ErrorReport {
   /// location ("model.py:12:5") carried by the plan.
   8: string op,
   9: string location,
+  10: i32 generation = -1,
 }
 
 service ControllerService {
@@ -125,20 +131,26 @@ service ControllerService {
       throws (1: ControlError error),
 
   // Rendezvous store (Gloo's rendezvous, the NCCL unique id). Keys are
-  // scoped by the caller; values are opaque bytes.
-  void storeSet(1: string token, 2: string key, 3: binary value)
+  // scoped by the caller; values are opaque bytes. `generation` as in
+  // HeartbeatRequest: a replaced generation gets ABORTED.
+  void storeSet(1: string token, 2: string key, 3: binary value,
+                4: i32 generation = -1)
       throws (1: ControlError error),
   /// Waits up to timeoutMs for the key; DEADLINE_EXCEEDED otherwise.
-  binary storeGet(1: string token, 2: string key, 3: i32 timeoutMs)
+  binary storeGet(1: string token, 2: string key, 3: i32 timeoutMs,
+                  4: i32 generation = -1)
       throws (1: ControlError error),
-  void storeWait(1: string token, 2: list<string> keys, 3: i32 timeoutMs)
+  void storeWait(1: string token, 2: list<string> keys, 3: i32 timeoutMs,
+                 4: i32 generation = -1)
       throws (1: ControlError error),
   /// Adds delta to the integer stored at key (0 when absent), returns it.
-  i64 storeAdd(1: string token, 2: string key, 3: i64 delta)
+  i64 storeAdd(1: string token, 2: string key, 3: i64 delta,
+               4: i32 generation = -1)
       throws (1: ControlError error),
 
   void reportError(1: ErrorReport report) throws (1: ControlError error),
-  void forwardLogs(1: string token, 2: i32 rank, 3: list<LogRecord> logs)
+  void forwardLogs(1: string token, 2: i32 rank, 3: list<LogRecord> logs,
+                   4: i32 generation = -1)
       throws (1: ControlError error),
 }
 

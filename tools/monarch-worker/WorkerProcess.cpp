@@ -53,6 +53,7 @@ void Worker::report(const std::string &plan, int64_t step, const StepFailure &f,
   control::ErrorReport report;
   report.token = token;
   report.rank = rank;
+  report.generation = config.generation;
   report.code = static_cast<control::ErrorCode::type>(f.status.code());
   report.message = f.status.message();
   report.plan = plan;
@@ -228,6 +229,7 @@ Status Worker::init() {
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
+  store->setGeneration(config.generation);
   if (!config.logLevel.empty())
     logger->set_level(spdlog::level::from_str(config.logLevel));
   setConfigured();
@@ -250,6 +252,7 @@ void Worker::heartbeatLoop() {
     control::HeartbeatRequest request;
     request.token = token;
     request.rank = rank;
+    request.generation = config.generation;
     request.progress = progress();
     request.logs = sink->drain();
     control::HeartbeatReply reply;
@@ -322,7 +325,7 @@ int Worker::run() {
                                                 limits, 300, 300);
       if (conn.isOk())
         (void)callThrift("forwardLogs", [&] {
-          (*conn)->client().forwardLogs(token, rank, logs);
+          (*conn)->client().forwardLogs(token, rank, logs, config.generation);
         });
     }
   }

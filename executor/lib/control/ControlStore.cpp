@@ -48,15 +48,17 @@ Status ControlStore::call(
 }
 
 Status ControlStore::set(const std::string &key, const std::string &value) {
-  return call("set '" + key + "'", std::chrono::milliseconds(0),
-              [&](auto &client) { client.storeSet(token_, key, value); });
+  return call(
+      "set '" + key + "'", std::chrono::milliseconds(0),
+      [&](auto &client) { client.storeSet(token_, key, value, generation_); });
 }
 
 StatusOr<std::string> ControlStore::get(const std::string &key,
                                         std::chrono::milliseconds timeout) {
   std::string value;
   Status status = call("get '" + key + "'", timeout, [&](auto &client) {
-    client.storeGet(value, token_, key, static_cast<int32_t>(timeout.count()));
+    client.storeGet(value, token_, key, static_cast<int32_t>(timeout.count()),
+                    generation_);
   });
   if (!status)
     return status;
@@ -66,15 +68,17 @@ StatusOr<std::string> ControlStore::get(const std::string &key,
 Status ControlStore::wait(const std::vector<std::string> &keys,
                           std::chrono::milliseconds timeout) {
   return call("wait", timeout, [&](auto &client) {
-    client.storeWait(token_, keys, static_cast<int32_t>(timeout.count()));
+    client.storeWait(token_, keys, static_cast<int32_t>(timeout.count()),
+                     generation_);
   });
 }
 
 StatusOr<int64_t> ControlStore::add(const std::string &key, int64_t delta) {
   int64_t value = 0;
-  Status status =
-      call("add '" + key + "'", std::chrono::milliseconds(0),
-           [&](auto &client) { value = client.storeAdd(token_, key, delta); });
+  Status status = call(
+      "add '" + key + "'", std::chrono::milliseconds(0), [&](auto &client) {
+        value = client.storeAdd(token_, key, delta, generation_);
+      });
   if (!status)
     return status;
   return value;

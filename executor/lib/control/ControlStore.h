@@ -14,6 +14,7 @@
 
 #include "ThriftGlue.h"
 
+#include <atomic>
 #include <mutex>
 
 namespace monarch::executor {
@@ -30,6 +31,8 @@ public:
   Status wait(const std::vector<std::string> &keys,
               std::chrono::milliseconds timeout) override;
   StatusOr<int64_t> add(const std::string &key, int64_t delta) override;
+  /// Sent with every call once registration told it (WorkerConfig).
+  void setGeneration(int generation) { generation_ = generation; }
 
 private:
   ControlStore() = default;
@@ -41,6 +44,7 @@ private:
   std::string host_;
   int port_ = 0;
   std::string token_;
+  std::atomic<int> generation_{-1};
   WireLimits limits_;
   std::unique_ptr<ControllerConnection> conn_;
 };

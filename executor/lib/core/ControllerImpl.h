@@ -53,6 +53,7 @@ public:
   explicit GenerationStore(std::unique_ptr<Store> base)
       : base_(std::move(base)) {}
   void setGeneration(int generation) { generation_ = generation; }
+  int generation() const { return generation_.load(); }
   Status set(const std::string &key, const std::string &value) override {
     return base_->set(prefix() + key, value);
   }

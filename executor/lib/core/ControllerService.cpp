@@ -93,11 +93,19 @@ public:
         static_cast<int32_t>(impl_.options.controllerTimeout.count());
     reply.logLevel = impl_.options.logLevel;
     reply.trace = !impl_.options.tracePath.empty();
+    reply.generation = impl_.generationStore->generation();
   }
 
   void heartbeat(control::HeartbeatReply &reply,
                  const control::HeartbeatRequest &request) override {
     requireToken(impl_.token, request.token, "heartbeat");
+    if (stale(request.generation)) {
+      // Killed already, or about to be: it must not pass for the live rank.
+      reply.shutdown = true;
+      reply.reason = "replaced by generation " +
+                     std::to_string(impl_.generationStore->generation());
+      return;
+    }
     {
       std::lock_guard<std::mutex> lock(impl_.mutex);
       RankState *rank = rankLocked(request.rank);
@@ -114,14 +122,17 @@ public:
   }
 
   void storeSet(const std::string &token, const std::string &key,
-                const std::string &value) override {
+                const std::string &value, int32_t generation) override {
     requireToken(impl_.token, token, "storeSet");
+    refuseStale(generation, "storeSet");
     check(impl_.store->set(key, value));
   }
 
   void storeGet(std::string &reply, const std::string &token,
-                const std::string &key, int32_t timeoutMs) override {
+                const std::string &key, int32_t timeoutMs,
+                int32_t generation) override {
     requireToken(impl_.token, token, "storeGet");
+    refuseStale(generation, "storeGet");
     // Wait in slices so a stopping controller does not hang on a waiter.
     Clock::time_point deadline =
         Clock::now() + std::chrono::milliseconds(std::max(0, timeoutMs));
@@ -147,17 +158,18 @@ public:
   }
 
   void storeWait(const std::string &token, const std::vector<std::string> &keys,
-                 int32_t timeoutMs) override {
+                 int32_t timeoutMs, int32_t generation) override {
     requireToken(impl_.token, token, "storeWait");
     for (const std::string &key : keys) {
       std::string ignored;
-      storeGet(ignored, token, key, timeoutMs);
+      storeGet(ignored, token, key, timeoutMs, generation);
     }
   }
 
   int64_t storeAdd(const std::string &token, const std::string &key,
-                   int64_t delta) override {
+                   int64_t delta, int32_t generation) override {
     requireToken(impl_.token, token, "storeAdd");
+    refuseStale(generation, "storeAdd");
     StatusOr<int64_t> value = impl_.store->add(key, delta);
     if (!value.isOk())
       throwStatus(value.status());
@@ -166,6 +178,12 @@ public:
 
   void reportError(const control::ErrorReport &report) override {
     requireToken(impl_.token, report.token, "reportError");
+    if (stale(report.generation)) {
+      spdlog::debug("ignoring an error report of rank {} from generation {}: "
+                    "{}",
+                    report.rank, report.generation, report.message);
+      return;
+    }
     Status status = toStatus([&] {
       ControlError e;
       e.code = report.code;
@@ -185,8 +203,11 @@ public:
   }
 
   void forwardLogs(const std::string &token, int32_t rank,
-                   const std::vector<control::LogRecord> &logs) override {
+                   const std::vector<control::LogRecord> &logs,
+                   int32_t generation) override {
     requireToken(impl_.token, token, "forwardLogs");
+    if (stale(generation))
+      return;
     {
       std::lock_guard<std::mutex> lock(impl_.mutex);
       rankLocked(rank);
@@ -196,6 +217,19 @@ public:
   }
 
 private:
+  /// From a worker of a generation a restart replaced (-1: a worker that
+  /// has not registered yet, or an older peer, is taken as current).
+  bool stale(int32_t generation) const {
+    return generation >= 0 && generation != impl_.generationStore->generation();
+  }
+  void refuseStale(int32_t generation, const char *request) const {
+    if (stale(generation))
+      throwStatus(Status(StatusCode::Aborted, std::string(request) +
+                                                  " from generation " +
+                                                  std::to_string(generation) +
+                                                  ", replaced by a restart"));
+  }
+
   RankState *rankLocked(int rank) {
     if (rank < 0 || rank >= static_cast<int>(impl_.ranks.size()) ||
         !impl_.ranks[rank].registered)

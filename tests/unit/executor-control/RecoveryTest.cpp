@@ -13,6 +13,8 @@
 
 #include "monarch/Executor/Controller.h"
 
+#include "ThriftGlue.h"
+
 #include <gtest/gtest.h>
 
 #include <csignal>
@@ -309,6 +311,60 @@ TEST(ExecutorRecovery, BadPoliciesAreRefused) {
   EXPECT_EQ(c->setRecoveryPolicy(zero).code(), StatusCode::InvalidArgument);
   EXPECT_FALSE(c->recoveryPolicy().enabled());
   EXPECT_TRUE(c->stop().isOk());
+}
+
+TEST(Recovery, RequestsFromAReplacedGenerationAreIgnored) {
+  auto c = startOrDie(options(2, 2, 1));
+  ASSERT_TRUE(c);
+  ASSERT_TRUE(c->loadPlan(serialize(allReducePlan(2))).isOk());
+  std::vector<float> x = {1, 2, 3, 4};
+  ASSERT_TRUE(c->runStep("step", {floats(x)}).isOk());
+  ASSERT_EQ(::kill(static_cast<pid_t>(c->workerPid(1)), SIGKILL), 0);
+  ASSERT_TRUE(waitFailed(*c, std::chrono::milliseconds(2000)));
+  ASSERT_TRUE(c->runStep("step", {floats(x)}).isOk()); // generation 1 now
+  ASSERT_EQ(c->recoveryStats().restarts, 1);
+
+  // What a worker of generation 0 might still have had in flight.
+  auto address = parseHostPort(c->address());
+  ASSERT_TRUE(address.isOk()) << address.status().toString();
+  auto conn = ControllerConnection::connect(address->first, address->second,
+                                            WireLimits(), 1000, 5000);
+  ASSERT_TRUE(conn.isOk()) << conn.status().toString();
+  auto &client = (*conn)->client();
+  Status st = callThrift(
+      "storeSet", [&] { client.storeSet(c->jobToken(), "comm/x", "old", 0); });
+  EXPECT_EQ(st.code(), StatusCode::Aborted) << st.toString();
+  EXPECT_NE(st.message().find("replaced by a restart"), std::string::npos)
+      << st.toString();
+  st = callThrift("storeSet",
+                  [&] { client.storeSet(c->jobToken(), "comm/x", "new", 1); });
+  EXPECT_TRUE(st.isOk()) << st.toString();
+  control::HeartbeatRequest beat;
+  beat.token = c->jobToken();
+  beat.rank = 1;
+  beat.generation = 0;
+  control::HeartbeatReply reply;
+  ASSERT_TRUE(
+      callThrift("heartbeat", [&] { client.heartbeat(reply, beat); }).isOk());
+  EXPECT_TRUE(reply.shutdown);
+  EXPECT_NE(reply.reason.find("replaced by generation 1"), std::string::npos)
+      << reply.reason;
+  control::ErrorReport report;
+  report.token = c->jobToken();
+  report.rank = 1;
+  report.code = control::ErrorCode::INTERNAL;
+  report.message = "a late error of the dead generation";
+  report.generation = 0;
+  ASSERT_TRUE(
+      callThrift("reportError", [&] { client.reportError(report); }).isOk());
+  // Ignored: the live job neither failed nor restarted.
+  EXPECT_TRUE(c->health().isOk());
+  auto sum = c->runStep("step", {floats(x)});
+  ASSERT_TRUE(sum.isOk()) << sum.status().toString();
+  EXPECT_EQ(toFloats((*sum)[0]), (std::vector<float>{2, 4, 6, 8}));
+  EXPECT_EQ(c->recoveryStats().restarts, 1);
+  EXPECT_TRUE(c->stop().isOk());
+  EXPECT_TRUE(noWorkerChildren());
 }
 
 } // namespace
