@@ -84,11 +84,7 @@ void expectNear(const Matrix &got, const Matrix &want, float tol,
 }
 
 std::unique_ptr<Controller> start(int ranks) {
-  ControllerOptions o;
-  o.worldSize = ranks;
-  o.workerBinary = MONARCH_WORKER_BIN;
-  o.logLevel = "warn";
-  auto c = Controller::start(o);
+  auto c = Controller::start(localOptions(ranks));
   EXPECT_TRUE(c.isOk()) << c.status().toString();
   return c.isOk() ? std::move(c).value() : nullptr;
 }

@@ -34,14 +34,7 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-ControllerOptions options(int ranks) {
-  ControllerOptions o;
-  o.worldSize = ranks;
-  o.workerBinary = MONARCH_WORKER_BIN;
-  o.startTimeout = std::chrono::milliseconds(20000);
-  o.logLevel = "warn";
-  return o;
-}
+ControllerOptions options(int ranks) { return localOptions(ranks); }
 
 std::vector<pid_t> pidsOf(Controller &c) {
   std::vector<pid_t> pids;

@@ -29,11 +29,7 @@ using Clock = std::chrono::steady_clock;
 namespace {
 
 ControllerOptions options(int ranks, int maxRetries, int checkpointEvery) {
-  ControllerOptions o;
-  o.worldSize = ranks;
-  o.workerBinary = MONARCH_WORKER_BIN;
-  o.startTimeout = std::chrono::milliseconds(20000);
-  o.logLevel = "warn";
+  ControllerOptions o = localOptions(ranks);
   o.recovery.maxRetries = maxRetries;
   o.recovery.checkpointEvery = checkpointEvery;
   return o;

@@ -28,14 +28,7 @@ using namespace monarch::testing;
 
 namespace {
 
-ControllerOptions options(int ranks) {
-  ControllerOptions o;
-  o.worldSize = ranks;
-  o.workerBinary = MONARCH_WORKER_BIN;
-  o.startTimeout = std::chrono::milliseconds(20000);
-  o.logLevel = "warn";
-  return o;
-}
+ControllerOptions options(int ranks) { return localOptions(ranks); }
 
 /// Sets an environment variable for the scope (the controller reads it,
 /// and the workers it launches inherit it).

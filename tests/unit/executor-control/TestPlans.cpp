@@ -322,4 +322,13 @@ std::string readFile(const std::string &path) {
   return ss.str();
 }
 
+executor::ControllerOptions localOptions(int ranks) {
+  executor::ControllerOptions o;
+  o.worldSize = ranks;
+  o.workerBinary = MONARCH_WORKER_BIN;
+  o.startTimeout = std::chrono::milliseconds(20000);
+  o.logLevel = "warn";
+  return o;
+}
+
 } // namespace monarch::testing

@@ -54,6 +54,10 @@ std::vector<pid_t> childrenOf(pid_t parent);
 
 std::string readFile(const std::string &path);
 
+/// A local job of `ranks` monarch-worker processes (MONARCH_WORKER_BIN),
+/// 20 s to register, worker logs at warn.
+executor::ControllerOptions localOptions(int ranks);
+
 } // namespace monarch::testing
 
 #endif
