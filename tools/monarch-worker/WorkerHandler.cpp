@@ -112,7 +112,9 @@ public:
     auto area = SharedArea::open(staging.pid, staging.fd,
                                  static_cast<size_t>(staging.bytes));
     if (!area.isOk())
-      throwStatus(area.status().withContext("runStep: staging area"));
+      throwStatus(area.status().withContext(
+          "runStep: the controller's staging area (MONARCH_LOCAL_CONTROL=0 "
+          "sends tensors in the messages instead)"));
     w_.staging = std::make_shared<SharedArea>(std::move(area).value());
     w_.stagingKey = key;
     return w_.staging;

@@ -76,11 +76,16 @@ Status Controller::Impl::stageRequests(
           size *= 2;
         auto created =
             SharedArea::create("staging-rank-" + std::to_string(r), size);
-        if (!created.isOk())
-          return created.status().withContext("staging area of rank " +
-                                              std::to_string(r));
-        slot = std::make_unique<SharedArea>(std::move(created).value());
-        spdlog::debug("staging area of rank {}: {} bytes", r, size);
+        if (created.isOk()) {
+          slot = std::make_unique<SharedArea>(std::move(created).value());
+          spdlog::debug("staging area of rank {}: {} bytes", r, size);
+        } else {
+          // No memfd (or no memory for it): the message path still works.
+          spdlog::warn("staging area of rank {} ({} bytes): {}; sending its "
+                       "tensors in the messages",
+                       r, size, created.status().message());
+          slot.reset();
+        }
       }
       area = slot.get();
     }
