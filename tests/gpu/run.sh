@@ -9,7 +9,11 @@
 #     MonarchCudaRuntime) against the CPU library and prints one line per
 #     program and a summary;
 #  3. runs monarch-cuda-runtime-tests (cuBLAS table, manifests, device run
-#     against a host reference).
+#     against a host reference);
+#  4. runs plans whose communicators use NCCL through a real controller and
+#     monarch-worker (device arena, NCCL all_reduce and send to self on one
+#     rank) against the values fed (NcclPlans.* in
+#     monarch-executor-control-tests; it must run, not skip).
 # Without a device, steps 2-3 print "no device, skipped" and the script
 # exits 0; a mismatch or error exits 1.
 #   tests/gpu/run.sh            (BUILD_DIR defaults to build-gpu)
@@ -25,7 +29,8 @@ if [ ! -f "$BUILD/build.ninja" ]; then
     { tail -20 "$BUILD/cmake.log"; exit 1; }
 fi
 ninja -C "$BUILD" -j"${JOBS:-$(nproc)}" gpu-kernel-check \
-  monarch-cuda-runtime-tests >"$BUILD/ninja.log" 2>&1 ||
+  monarch-cuda-runtime-tests monarch-worker monarch-executor-control-tests \
+  >"$BUILD/ninja.log" 2>&1 ||
   { tail -30 "$BUILD/ninja.log"; exit 1; }
 
 echo "== 1. compile for CPU and CUDA (cuBLAS calls / PTX launches)"
@@ -42,4 +47,13 @@ fi
 
 echo "== 3. CUDA runtime tests"
 "$BUILD/bin/monarch-cuda-runtime-tests" --gtest_brief=1
+echo "== 4. NCCL plans on a worker's device arena"
+out="$("$BUILD/bin/monarch-executor-control-tests" --gtest_filter='NcclPlans.*' 2>&1)" ||
+  { echo "$out" | tail -30; echo "FAILED: NCCL plans"; exit 1; }
+echo "$out" | tail -3
+if echo "$out" | grep -q SKIPPED; then
+  echo "$out" | grep -m1 "no CUDA device"
+  echo "FAILED: a device is visible but the worker could not use it"
+  exit 1
+fi
 echo "all GPU checks passed"

@@ -10,6 +10,8 @@
 //===----------------------------------------------------------------------===//
 #include "Interpreter.h"
 
+#include "DeviceArena.h"
+
 #include <chrono>
 #include <condition_variable>
 #include <cstdlib>
@@ -54,6 +56,8 @@ struct Interpreter::Impl {
   std::vector<codegen::KernelFunction> kernelFns;
   std::vector<std::vector<void *>> kernelArgs;
   char *arena = nullptr;
+  /// Device plans (RankProgram::device): the arena on the GPU instead.
+  std::unique_ptr<DeviceArena> device;
   std::shared_ptr<ActorStates> states;
   /// Arena ranges that are actor state, and where that state lives.
   struct StateRegion {
@@ -62,8 +66,11 @@ struct Interpreter::Impl {
   };
   std::vector<StateRegion> stateRegions;
 
-  /// Where a buffer's bytes are: in actor state, or in the arena.
+  /// Where a buffer's bytes are: in actor state, or in the arena (a
+  /// device address for device plans, whose state is in the arena).
   char *ptr(const BufferRef &b) const {
+    if (device)
+      return device->at(b.offset);
     for (const StateRegion &r : stateRegions)
       if (b.offset >= r.offset && b.offset + b.bytes() <= r.offset + r.bytes)
         return r.storage + (b.offset - r.offset);
@@ -112,7 +119,22 @@ struct Interpreter::Impl {
         stream.thread.join();
     duplicates.clear();
     comms.clear();
+    device.reset();
     std::free(arena);
+  }
+
+  /// Device plans: actor state into the arena before a step, back to the
+  /// host after it.
+  Status syncStates(bool toDevice) {
+    if (!device)
+      return Status::ok();
+    for (const StateRegion &r : stateRegions) {
+      Status st = toDevice ? device->copyIn(r.offset, r.storage, r.bytes)
+                           : device->copyOut(r.storage, r.offset, r.bytes);
+      if (!st)
+        return st.withContext("actor state");
+    }
+    return Status::ok();
   }
 
   void record(const Instruction &instr, int stream, int64_t start) {
@@ -158,6 +180,14 @@ struct Interpreter::Impl {
 
   Status runLaunch(int i) {
     const Instruction &instr = program->instructions[i];
+    if (device) {
+      std::vector<int64_t> offsets;
+      for (const BufferRef &b : instr.ins)
+        offsets.push_back(b.offset);
+      for (const BufferRef &b : instr.outs)
+        offsets.push_back(b.offset);
+      return device->launch(instr.kernelSymbol, offsets);
+    }
     if (!kernelFns[i])
       return Status(StatusCode::Internal,
                     "kernel " + instr.kernelSymbol + " was not loaded");
@@ -343,14 +373,21 @@ StatusOr<std::unique_ptr<Interpreter>> Interpreter::create(RankProgram program,
                                                      " names no communicator");
   }
 
-  s.arena = static_cast<char *>(std::aligned_alloc(
-      64, static_cast<size_t>((std::max<int64_t>(p.arenaBytes, 1) + 63) / 64 *
-                              64)));
-  if (!s.arena)
-    return Status(StatusCode::Internal, "cannot allocate an arena of " +
-                                            std::to_string(p.arenaBytes) +
-                                            " bytes");
-  std::memset(s.arena, 0, static_cast<size_t>(p.arenaBytes));
+  if (p.device) {
+    auto device = DeviceArena::create(p, s.options.comm.cudaDevice);
+    if (!device.isOk())
+      return device.status();
+    s.device = std::move(device).value();
+  } else {
+    s.arena = static_cast<char *>(std::aligned_alloc(
+        64, static_cast<size_t>((std::max<int64_t>(p.arenaBytes, 1) + 63) / 64 *
+                                64)));
+    if (!s.arena)
+      return Status(StatusCode::Internal, "cannot allocate an arena of " +
+                                              std::to_string(p.arenaBytes) +
+                                              " bytes");
+    std::memset(s.arena, 0, static_cast<size_t>(p.arenaBytes));
+  }
 
   // Actor state lives outside the arena, shared with the worker's other
   // plans. A buffer must lie inside a state region or outside all of them.
@@ -395,7 +432,7 @@ StatusOr<std::unique_ptr<Interpreter>> Interpreter::create(RankProgram program,
   bool anyLaunch = false;
   for (const Instruction &instr : p.instructions)
     anyLaunch |= instr.kind == OpKind::Launch;
-  if (anyLaunch) {
+  if (anyLaunch && !s.device) {
     auto lib = codegen::LoadedKernelLibrary::load(
         p.kernelLibrary, "kernels of rank " + std::to_string(p.rank));
     if (!lib.isOk())
@@ -521,6 +558,8 @@ StepFailure Interpreter::runStep(int64_t step,
   currentStep_ = step;
   size_t n = p.instructions.size();
   int i = 0;
+  if (Status st = s.syncStates(/*toDevice=*/true); !st)
+    s.fail(st, -1);
   try {
     for (; i < static_cast<int>(n); ++i) {
       current_ = i;
@@ -560,7 +599,15 @@ StepFailure Interpreter::runStep(int64_t step,
                                    " has " + std::to_string(it->second.size()) +
                                    " bytes, the buffer " +
                                    std::to_string(instr.buffer.bytes()));
-        std::memcpy(s.ptr(instr.buffer), it->second.data(), it->second.size());
+        if (s.device) {
+          Status st = s.device->copyIn(instr.buffer.offset, it->second.data(),
+                                       it->second.size());
+          if (!st)
+            throw std::runtime_error(st.message());
+        } else {
+          std::memcpy(s.ptr(instr.buffer), it->second.data(),
+                      it->second.size());
+        }
         break;
       }
       case OpKind::Fetch: {
@@ -568,16 +615,25 @@ StepFailure Interpreter::runStep(int64_t step,
         out.index = instr.index;
         int64_t bytes = instr.buffer.bytes();
         int64_t at = fetchArea ? (fetchArea->next + 63) / 64 * 64 : 0;
+        char *dst;
         if (fetchArea && bytes >= fetchArea->minBytes &&
             at + bytes <= fetchArea->end) {
-          std::memcpy(fetchArea->area->data() + at, s.ptr(instr.buffer),
-                      static_cast<size_t>(bytes));
+          dst = fetchArea->area->data() + at;
           out.area = fetchArea->area;
           out.offset = at;
           out.size = bytes;
           fetchArea->next = at + bytes;
         } else {
-          out.bytes.assign(s.ptr(instr.buffer), static_cast<size_t>(bytes));
+          out.bytes.resize(static_cast<size_t>(bytes));
+          dst = out.bytes.data();
+        }
+        if (s.device) {
+          Status st = s.device->copyOut(dst, instr.buffer.offset,
+                                        static_cast<size_t>(bytes));
+          if (!st)
+            throw std::runtime_error(st.message());
+        } else {
+          std::memcpy(dst, s.ptr(instr.buffer), static_cast<size_t>(bytes));
         }
         break;
       }
@@ -626,6 +682,14 @@ StepFailure Interpreter::runStep(int64_t step,
     std::unique_lock<std::mutex> lock(s.mutex);
     s.cv.wait(lock, [&] { return s.pendingEntries == 0; });
   }
+  bool ok;
+  {
+    std::lock_guard<std::mutex> lock(s.mutex);
+    ok = !s.stepFailed && !s.aborted;
+  }
+  if (ok)
+    if (Status st = s.syncStates(/*toDevice=*/false); !st)
+      s.fail(st, -1);
   current_ = -1;
   currentStep_ = -1;
   {

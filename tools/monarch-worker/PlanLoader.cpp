@@ -169,15 +169,17 @@ loadRankPrograms(const std::string &planBytes, int worldRank, int worldSize) {
   const cg::ExecutionPlan &plan = *decoded;
   RankMap ranks(plan);
 
-  // The CPU kernel library and each kernel's exported symbol.
-  const cg::KernelLibraryBlob *library = nullptr;
+  // The kernel libraries (CPU, CUDA) and each kernel's symbol in them.
+  const cg::KernelLibraryBlob *library = nullptr, *cudaLibrary = nullptr;
   for (const cg::KernelLibraryBlob &lib : plan.libraries)
-    if (lib.target == cg::PlanTarget::Cpu)
-      library = &lib;
-  std::map<int32_t, std::string> symbols;
+    (lib.target == cg::PlanTarget::Cpu ? library : cudaLibrary) = &lib;
+  std::map<int32_t, std::string> cpuSymbols, cudaSymbols;
   if (library)
     for (const cg::CompiledKernelRef &k : library->kernels)
-      symbols[k.kernel] = k.symbol;
+      cpuSymbols[k.kernel] = k.symbol;
+  if (cudaLibrary)
+    for (const cg::CompiledKernelRef &k : cudaLibrary->kernels)
+      cudaSymbols[k.kernel] = k.symbol;
 
   std::vector<RankProgram> out;
   for (const cg::StepPlan &step : plan.plans) {
@@ -212,19 +214,26 @@ loadRankPrograms(const std::string &planBytes, int worldRank, int worldSize) {
               static_cast<int>(in.collective.stream));
       }
     }
+    // NCCL moves device memory: a plan using an NCCL communicator keeps
+    // every buffer on the device, so all its communicators must be NCCL.
+    std::set<cg::Backend> used;
+    for (auto &[c, streams] : commStreams)
+      if (c >= 0 && c < static_cast<int32_t>(plan.communicators.size()))
+        used.insert(plan.communicators[c].backend);
+    program.device = used.count(cg::Backend::Nccl) != 0;
+    if (program.device && used.size() > 1)
+      return Status(StatusCode::InvalidArgument,
+                    "plan @" + step.symbol +
+                        " mixes nccl and gloo communicators: its buffers are "
+                        "either on the device (nccl) or on the host (gloo)");
+    const std::map<int32_t, std::string> &symbols =
+        program.device ? cudaSymbols : cpuSymbols;
     for (size_t c = 0; c < plan.communicators.size(); ++c) {
       const cg::Communicator &comm = plan.communicators[c];
       CommunicatorSpec spec;
       spec.name = comm.name;
       spec.backend =
           comm.backend == cg::Backend::Nccl ? Backend::Nccl : Backend::Gloo;
-      // Arenas are host memory: NCCL would be handed host pointers.
-      if (spec.backend == Backend::Nccl &&
-          commStreams.count(static_cast<int32_t>(c)))
-        return Status(StatusCode::Unimplemented,
-                      "plan @" + step.symbol + ": communicator @" + comm.name +
-                          " uses nccl, but monarch-worker runs host (Gloo) "
-                          "plans only: device arenas are not built yet");
       // Communicators the plan does not use are not created.
       if (commStreams.count(static_cast<int32_t>(c)))
         for (int64_t r : comm.ranks) {
@@ -261,7 +270,11 @@ loadRankPrograms(const std::string &planBytes, int worldRank, int worldSize) {
         if (it == symbols.end())
           return Status(StatusCode::InvalidArgument,
                         "plan @" + step.symbol + ": " + instr.name +
-                            " has no compiled code for the CPU");
+                            (program.device
+                                 ? " has no compiled code for CUDA (its "
+                                   "communicators use nccl: compile with "
+                                   "--target=cuda)"
+                                 : " has no compiled code for the CPU"));
         instr.kernelSymbol = it->second;
         for (const cg::Buffer &b : in.launch.ins)
           instr.ins.push_back(buffer(b));
@@ -323,8 +336,13 @@ loadRankPrograms(const std::string &planBytes, int worldRank, int worldSize) {
       }
       program.instructions.push_back(std::move(instr));
     }
-    if (launches && library)
+    if (program.device) {
+      if (cudaLibrary)
+        program.cudaLibrary =
+            std::make_shared<const cg::KernelLibraryBlob>(*cudaLibrary);
+    } else if (launches && library) {
       program.kernelLibrary = library->code;
+    }
     out.push_back(std::move(program));
   }
   return out;

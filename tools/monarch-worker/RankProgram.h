@@ -14,8 +14,13 @@
 #include "monarch/Executor/DType.h"
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
+
+namespace monarch::codegen {
+struct KernelLibraryBlob;
+} // namespace monarch::codegen
 
 namespace monarch::worker {
 
@@ -106,6 +111,11 @@ struct RankProgram {
   std::vector<CommunicatorSpec> communicators;
   /// The compiled kernels (an ELF shared object), empty when no launch.
   std::string kernelLibrary;
+  /// Buffers live on the CUDA device (the plan's communicators use NCCL):
+  /// the arena is device memory and kernels come from `cudaLibrary` (PTX
+  /// and cuBLAS calls, `monarch-compile --target=cuda`). DeviceArena.h.
+  bool device = false;
+  std::shared_ptr<const codegen::KernelLibraryBlob> cudaLibrary;
 };
 
 } // namespace monarch::worker

@@ -10,6 +10,8 @@
 
 #include "PlanLoader.h"
 
+#include "monarch/Executor/Device.h"
+
 using namespace monarch::executor;
 
 namespace monarch::worker {
@@ -71,6 +73,8 @@ public:
       if (const char *ms = std::getenv("MONARCH_COMM_TIMEOUT_MS"))
         options.comm.timeout = std::chrono::milliseconds(std::atol(ms));
       options.comm.hostname = envOr("MONARCH_WORKER_HOST", "127.0.0.1");
+      if (program.device)
+        options.comm.cudaDevice = cudaOrdinal();
       std::string name = program.planName;
       options.dropConnections = [this] { w_.dropConnections(); };
       // The first failure of a step is reported before the communicators
@@ -97,6 +101,22 @@ public:
                     info.numInstructions, info.arenaBytes);
       reply.push_back(std::move(info));
     }
+  }
+
+  /// The CUDA device of this worker's device plans (and their NCCL
+  /// communicators): MONARCH_CUDA_DEVICE, else the local rank
+  /// (LOCAL_RANK, SLURM_LOCALID, else the rank) modulo the devices visible.
+  int cudaOrdinal() const {
+    if (const char *d = std::getenv("MONARCH_CUDA_DEVICE"))
+      return std::atoi(d);
+    int local = w_.rank;
+    for (const char *name : {"LOCAL_RANK", "SLURM_LOCALID"})
+      if (const char *v = std::getenv(name)) {
+        local = std::atoi(v);
+        break;
+      }
+    DeviceInfo info = probeDevices();
+    return info.cudaDevices > 0 ? local % info.cudaDevices : 0;
   }
 
   /// The staging area the request names, mapped once per area.

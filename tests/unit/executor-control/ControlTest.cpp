@@ -138,13 +138,7 @@ TEST(ExecutorControl, CheckpointRestoresActorState) {
 TEST(ExecutorControl, BadInputsAreRejectedWithoutFailingTheJob) {
   auto c = startOrDie(options(2));
   ASSERT_TRUE(c);
-  monarch::codegen::ExecutionPlan nccl = allReducePlan(2);
-  nccl.communicators[0].backend = monarch::codegen::Backend::Nccl;
-  auto rejected = c->loadPlan(serialize(nccl));
-  ASSERT_FALSE(rejected.isOk());
-  EXPECT_EQ(rejected.status().code(), StatusCode::Unimplemented);
-  EXPECT_NE(rejected.status().message().find("uses nccl"), std::string::npos)
-      << rejected.status().message();
+  // (NCCL plans on a worker without a GPU: DevicePlanTest.cpp.)
   ASSERT_TRUE(c->loadPlan(serialize(allReducePlan(2))).isOk());
   auto wrongShape = c->runStep("step", {floats({1, 2, 3})});
   ASSERT_FALSE(wrongShape.isOk());

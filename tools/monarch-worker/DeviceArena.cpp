@@ -1,0 +1,92 @@
+//===- DeviceArena.cpp - A rank program's buffers on a CUDA device --------===//
+//
+// See DeviceArena.h.
+//
+//===----------------------------------------------------------------------===//
+#include "DeviceArena.h"
+
+#include "monarch/Codegen/CudaRuntime.h"
+#include "monarch/Codegen/Plan.h"
+
+#include <algorithm>
+
+using namespace monarch::executor;
+
+namespace monarch::worker {
+
+StatusOr<std::unique_ptr<DeviceArena>> DeviceArena::create(const RankProgram &p,
+                                                           int ordinal) {
+  std::unique_ptr<DeviceArena> arena(new DeviceArena());
+  auto device = codegen::CudaDevice::open(ordinal);
+  if (!device.isOk())
+    // Not a failure of the job: this worker cannot run such plans at all.
+    return Status(StatusCode::Unimplemented,
+                  "plan @" + p.planName +
+                      " keeps its buffers on a CUDA device (its "
+                      "communicators use nccl), and this worker has none: " +
+                      device.status().message());
+  arena->device_ = std::move(device).value();
+  arena->bytes_ = std::max<int64_t>(p.arenaBytes, 1);
+  auto base = arena->device_->alloc(static_cast<size_t>(arena->bytes_));
+  if (!base.isOk())
+    return base.status().withContext("device arena of plan @" + p.planName);
+  arena->base_ = *base;
+  // Zeroed like the host arena (receive buffers start at 0).
+  std::vector<char> zeros(static_cast<size_t>(arena->bytes_), 0);
+  if (Status st = arena->copyIn(0, zeros.data(), zeros.size()); !st)
+    return st;
+  bool launches = false;
+  for (const Instruction &instr : p.instructions)
+    launches |= instr.kind == OpKind::Launch;
+  if (launches) {
+    if (!p.cudaLibrary)
+      return Status(StatusCode::InvalidArgument,
+                    "plan @" + p.planName +
+                        " launches kernels on the device but has no CUDA "
+                        "library (compile with --target=cuda)");
+    auto library = codegen::LoadedCudaLibrary::load(
+        *arena->device_, p.cudaLibrary->code,
+        codegen::gemmsBySymbol(*p.cudaLibrary));
+    if (!library.isOk())
+      return library.status().withContext("CUDA kernels of plan @" +
+                                          p.planName);
+    arena->library_ = std::move(library).value();
+  }
+  return arena;
+}
+
+DeviceArena::~DeviceArena() {
+  library_.reset();
+  if (device_ && base_)
+    device_->free(base_);
+}
+
+char *DeviceArena::at(int64_t offset) const {
+  return reinterpret_cast<char *>(static_cast<uintptr_t>(base_ + offset));
+}
+
+Status DeviceArena::copyIn(int64_t offset, const void *src, size_t bytes) {
+  if (offset < 0 || offset + static_cast<int64_t>(bytes) > bytes_)
+    return Status(StatusCode::InvalidArgument, "copy outside the arena");
+  return bytes ? device_->copyToDevice(base_ + offset, src, bytes)
+               : Status::ok();
+}
+
+Status DeviceArena::copyOut(void *dst, int64_t offset, size_t bytes) {
+  if (offset < 0 || offset + static_cast<int64_t>(bytes) > bytes_)
+    return Status(StatusCode::InvalidArgument, "copy outside the arena");
+  return bytes ? device_->copyToHost(dst, base_ + offset, bytes) : Status::ok();
+}
+
+Status DeviceArena::launch(const std::string &symbol,
+                           const std::vector<int64_t> &offsets) {
+  if (!library_)
+    return Status(StatusCode::Internal, "no CUDA library loaded");
+  std::vector<uint64_t> args;
+  args.reserve(offsets.size());
+  for (int64_t offset : offsets)
+    args.push_back(base_ + static_cast<uint64_t>(offset));
+  return library_->run(symbol, args);
+}
+
+} // namespace monarch::worker
