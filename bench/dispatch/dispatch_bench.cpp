@@ -8,8 +8,10 @@
 // (TCP_NODELAY) and over Unix socket pairs. Same-host workers are dialed
 // through Unix sockets (docs/executor.md, "Same-host fast path"), so the
 // Unix floor is the like-for-like one and the 1.5x target is judged on it.
-// The floors block in recv; the controller spins up to
-// MONARCH_REPLY_SPIN_US (30 us) for each reply first. Floor and step
+// The floors block in recv (the third one's reader spins first); the
+// controller spins up to MONARCH_REPLY_SPIN_US (30 us) for each reply, and
+// workers spin 20 us for their next request when every worker and the
+// controller can have a core (here: 1 worker on 2 cores). Floor and step
 // batches alternate (A B A B) so that noise on a shared machine hits both.
 // Prints a table; the target is reported, never asserted.
 //

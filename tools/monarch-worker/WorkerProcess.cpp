@@ -14,14 +14,32 @@
 
 #include "Control_constants.h"
 
+#include <algorithm>
 #include <csignal>
 #include <cstdlib>
+#include <sched.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 using namespace monarch::executor;
 
 namespace monarch::worker {
+namespace {
+/// How long the local control connection polls for the next request after
+/// answering one (docs/executor.md, "Same-host fast path"):
+/// MONARCH_WORKER_SPIN_US when set, else 20 us when every worker and the
+/// controller can have a core of their own, else 0 (spinning workers would
+/// take the cores the others need).
+int requestSpinUs(int worldSize) {
+  if (const char *text = std::getenv("MONARCH_WORKER_SPIN_US"))
+    return std::clamp(std::atoi(text), 0, 1000000);
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  int cpus =
+      ::sched_getaffinity(0, sizeof(set), &set) == 0 ? CPU_COUNT(&set) : 1;
+  return worldSize + 1 <= cpus ? 20 : 0;
+}
+} // namespace
 
 using Clock = std::chrono::steady_clock;
 
@@ -158,7 +176,7 @@ Status Worker::init() {
         std::make_shared<control::WorkerServiceProcessor>(handler),
         "monarch-worker-" + std::to_string(::getpid()) + "-" +
             std::to_string(server_->port()),
-        limits, "worker " + std::to_string(rank));
+        limits, "worker " + std::to_string(rank), requestSpinUs(worldSize));
     if (local.isOk())
       localServer_ = std::move(local).value();
     else

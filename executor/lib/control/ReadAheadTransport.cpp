@@ -5,10 +5,31 @@
 //===----------------------------------------------------------------------===//
 #include "ReadAheadTransport.h"
 
+#include <thrift/transport/TSocket.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <chrono>
 #include <cstring>
+#include <sys/socket.h>
 
 namespace monarch::executor {
+
+void ReadAheadTransport::spin() {
+  auto socket =
+      std::dynamic_pointer_cast<apache::thrift::transport::TSocket>(inner_);
+  int fd = socket ? socket->getSocketFD() : -1;
+  if (fd < 0)
+    return;
+  auto until =
+      std::chrono::steady_clock::now() + std::chrono::microseconds(spinUs_);
+  char byte;
+  do {
+    if (::recv(fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT) != -1 ||
+        (errno != EAGAIN && errno != EWOULDBLOCK))
+      return;
+  } while (std::chrono::steady_clock::now() < until);
+}
 
 uint32_t ReadAheadTransport::read(uint8_t *buf, uint32_t len) {
   if (begin_ == end_) {
@@ -16,6 +37,8 @@ uint32_t ReadAheadTransport::read(uint8_t *buf, uint32_t len) {
     if (len >= kBufferBytes)
       return inner_->read(buf, len);
     begin_ = 0;
+    if (spinUs_ > 0)
+      spin();
     end_ = inner_->read(buffer_.data(), kBufferBytes);
     if (end_ == 0)
       return 0;

@@ -24,9 +24,14 @@ class ReadAheadTransport
 public:
   static constexpr uint32_t kBufferBytes = 64 << 10;
 
+  /// With `spinUs` > 0, a read that finds nothing buffered first polls the
+  /// socket without blocking for up to that long (see spinUntilReadable in
+  /// ThriftGlue.h): a worker's next request, in a loop of short steps,
+  /// then arrives without a sleep and a wake-up.
   explicit ReadAheadTransport(
-      std::shared_ptr<apache::thrift::transport::TTransport> inner)
-      : inner_(std::move(inner)), buffer_(kBufferBytes) {}
+      std::shared_ptr<apache::thrift::transport::TTransport> inner,
+      int spinUs = 0)
+      : inner_(std::move(inner)), buffer_(kBufferBytes), spinUs_(spinUs) {}
 
   const std::shared_ptr<apache::thrift::transport::TTransport> &
   getUnderlyingTransport() const {
@@ -46,9 +51,11 @@ public:
   void flush() override { inner_->flush(); }
 
 private:
+  void spin();
   std::shared_ptr<apache::thrift::transport::TTransport> inner_;
   std::vector<uint8_t> buffer_;
   uint32_t begin_ = 0, end_ = 0;
+  int spinUs_ = 0;
 };
 
 } // namespace monarch::executor

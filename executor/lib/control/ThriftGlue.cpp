@@ -57,16 +57,18 @@ namespace {
 /// library default configuration), reading ahead from the socket.
 class BoundedFramedFactory : public TTransportFactory {
 public:
-  explicit BoundedFramedFactory(std::shared_ptr<TConfiguration> config)
-      : config_(std::move(config)) {}
+  BoundedFramedFactory(std::shared_ptr<TConfiguration> config, int spinUs)
+      : config_(std::move(config)), spinUs_(spinUs) {}
   std::shared_ptr<TTransport>
   getTransport(std::shared_ptr<TTransport> trans) override {
     return std::make_shared<TFramedTransport>(
-        std::make_shared<ReadAheadTransport>(std::move(trans)), config_);
+        std::make_shared<ReadAheadTransport>(std::move(trans), spinUs_),
+        config_);
   }
 
 private:
   std::shared_ptr<TConfiguration> config_;
+  int spinUs_;
 };
 
 thread_local int currentFd = -1;
@@ -123,25 +125,25 @@ private:
 
 //===--- Server -----------------------------------------------------------===//
 
-StatusOr<std::unique_ptr<ControlServer>>
-ControlServer::start(std::shared_ptr<TProcessor> processor,
-                     const std::string &host, int port,
-                     const WireLimits &limits, std::string name) {
-  return serve(
-      std::move(processor), std::make_shared<TServerSocket>(host, port),
-      host + ":" + std::to_string(port), host, limits, std::move(name));
+StatusOr<std::unique_ptr<ControlServer>> ControlServer::start(
+    std::shared_ptr<TProcessor> processor, const std::string &host, int port,
+    const WireLimits &limits, std::string name, int requestSpinUs) {
+  return serve(std::move(processor),
+               std::make_shared<TServerSocket>(host, port),
+               host + ":" + std::to_string(port), host, limits, std::move(name),
+               requestSpinUs);
 }
 
 StatusOr<std::unique_ptr<ControlServer>>
 ControlServer::startLocal(std::shared_ptr<TProcessor> processor,
                           const std::string &name, const WireLimits &limits,
-                          std::string label) {
+                          std::string label, int requestSpinUs) {
   // A leading NUL puts the name in Linux's abstract namespace: nothing is
   // created on disk, and it goes away with the last descriptor.
   std::string path = std::string(1, '\0') + name;
-  auto server =
-      serve(std::move(processor), std::make_shared<TServerSocket>(path),
-            "local socket @" + name, "", limits, std::move(label));
+  auto server = serve(
+      std::move(processor), std::make_shared<TServerSocket>(path),
+      "local socket @" + name, "", limits, std::move(label), requestSpinUs);
   if (server.isOk())
     (*server)->localName_ = name;
   return server;
@@ -151,7 +153,8 @@ StatusOr<std::unique_ptr<ControlServer>>
 ControlServer::serve(std::shared_ptr<TProcessor> processor,
                      std::shared_ptr<TServerSocket> socket,
                      const std::string &where, const std::string &host,
-                     const WireLimits &limits, std::string name) {
+                     const WireLimits &limits, std::string name,
+                     int requestSpinUs) {
   redirectThriftLogging();
   std::unique_ptr<ControlServer> server(new ControlServer());
   server->name_ = std::move(name);
@@ -159,7 +162,8 @@ ControlServer::serve(std::shared_ptr<TProcessor> processor,
   // Idle connections are interrupted when the server stops.
   socket->setInterruptableChildren(true);
   auto config = limits.configuration();
-  auto transports = std::make_shared<BoundedFramedFactory>(config);
+  auto transports =
+      std::make_shared<BoundedFramedFactory>(config, requestSpinUs);
   auto protocols = std::make_shared<TBinaryProtocolFactory>(
       /*string_limit=*/limits.maxMessageBytes, /*container_limit=*/0,
       /*strict_read=*/true, /*strict_write=*/true);

@@ -56,15 +56,17 @@ struct ControlEndpoint {
 
 class ControlServer {
 public:
+  /// `requestSpinUs`: how long a connection, once idle, polls for its next
+  /// request before blocking (ReadAheadTransport).
   static StatusOr<std::unique_ptr<ControlServer>>
   start(std::shared_ptr<apache::thrift::TProcessor> processor,
         const std::string &host, int port, const WireLimits &limits,
-        std::string name);
+        std::string name, int requestSpinUs = 0);
   /// Listens on the abstract Unix socket `name` (see ControlEndpoint).
   static StatusOr<std::unique_ptr<ControlServer>>
   startLocal(std::shared_ptr<apache::thrift::TProcessor> processor,
              const std::string &name, const WireLimits &limits,
-             std::string label);
+             std::string label, int requestSpinUs = 0);
   ~ControlServer();
 
   int port() const { return port_; }
@@ -87,7 +89,7 @@ private:
   serve(std::shared_ptr<apache::thrift::TProcessor> processor,
         std::shared_ptr<apache::thrift::transport::TServerSocket> socket,
         const std::string &where, const std::string &host,
-        const WireLimits &limits, std::string name);
+        const WireLimits &limits, std::string name, int requestSpinUs);
   std::string name_;
   std::string host_;
   std::string localName_;
