@@ -1,6 +1,7 @@
-//===- DeviceArena.cpp - A rank program's buffers on a CUDA device --------===//
+//===- CudaDeviceArena.cpp - DeviceArena on the CUDA runtime --------------===//
 //
-// See DeviceArena.h.
+// Built as libMonarchWorkerCuda.so (see DeviceArena.h), loaded by the
+// worker only for device plans.
 //
 //===----------------------------------------------------------------------===//
 #include "DeviceArena.h"
@@ -13,10 +14,29 @@
 using namespace monarch::executor;
 
 namespace monarch::worker {
+namespace {
 
-StatusOr<std::unique_ptr<DeviceArena>> DeviceArena::create(const RankProgram &p,
-                                                           int ordinal) {
-  std::unique_ptr<DeviceArena> arena(new DeviceArena());
+class CudaDeviceArena final : public DeviceArena {
+public:
+  static StatusOr<std::unique_ptr<DeviceArena>> create(const RankProgram &p,
+                                                       int ordinal);
+  ~CudaDeviceArena() override;
+  char *at(int64_t offset) const override;
+  Status copyIn(int64_t offset, const void *src, size_t bytes) override;
+  Status copyOut(void *dst, int64_t offset, size_t bytes) override;
+  Status launch(const std::string &symbol,
+                const std::vector<int64_t> &offsets) override;
+
+private:
+  std::unique_ptr<codegen::CudaDevice> device_;
+  std::unique_ptr<codegen::LoadedCudaLibrary> library_;
+  uint64_t base_ = 0;
+  int64_t bytes_ = 0;
+};
+
+StatusOr<std::unique_ptr<DeviceArena>>
+CudaDeviceArena::create(const RankProgram &p, int ordinal) {
+  std::unique_ptr<CudaDeviceArena> arena(new CudaDeviceArena());
   auto device = codegen::CudaDevice::open(ordinal);
   if (!device.isOk())
     // Not a failure of the job: this worker cannot run such plans at all.
@@ -52,34 +72,34 @@ StatusOr<std::unique_ptr<DeviceArena>> DeviceArena::create(const RankProgram &p,
                                           p.planName);
     arena->library_ = std::move(library).value();
   }
-  return arena;
+  return std::unique_ptr<DeviceArena>(std::move(arena));
 }
 
-DeviceArena::~DeviceArena() {
+CudaDeviceArena::~CudaDeviceArena() {
   library_.reset();
   if (device_ && base_)
     device_->free(base_);
 }
 
-char *DeviceArena::at(int64_t offset) const {
+char *CudaDeviceArena::at(int64_t offset) const {
   return reinterpret_cast<char *>(static_cast<uintptr_t>(base_ + offset));
 }
 
-Status DeviceArena::copyIn(int64_t offset, const void *src, size_t bytes) {
+Status CudaDeviceArena::copyIn(int64_t offset, const void *src, size_t bytes) {
   if (offset < 0 || offset + static_cast<int64_t>(bytes) > bytes_)
     return Status(StatusCode::InvalidArgument, "copy outside the arena");
   return bytes ? device_->copyToDevice(base_ + offset, src, bytes)
                : Status::ok();
 }
 
-Status DeviceArena::copyOut(void *dst, int64_t offset, size_t bytes) {
+Status CudaDeviceArena::copyOut(void *dst, int64_t offset, size_t bytes) {
   if (offset < 0 || offset + static_cast<int64_t>(bytes) > bytes_)
     return Status(StatusCode::InvalidArgument, "copy outside the arena");
   return bytes ? device_->copyToHost(dst, base_ + offset, bytes) : Status::ok();
 }
 
-Status DeviceArena::launch(const std::string &symbol,
-                           const std::vector<int64_t> &offsets) {
+Status CudaDeviceArena::launch(const std::string &symbol,
+                               const std::vector<int64_t> &offsets) {
   if (!library_)
     return Status(StatusCode::Internal, "no CUDA library loaded");
   std::vector<uint64_t> args;
@@ -89,4 +109,13 @@ Status DeviceArena::launch(const std::string &symbol,
   return library_->run(symbol, args);
 }
 
+} // namespace
 } // namespace monarch::worker
+
+extern "C" __attribute__((visibility("default"))) void
+monarch_worker_create_device_arena(
+    const monarch::worker::RankProgram *p, int ordinal,
+    monarch::executor::StatusOr<std::unique_ptr<monarch::worker::DeviceArena>>
+        *out) {
+  *out = monarch::worker::CudaDeviceArena::create(*p, ordinal);
+}
