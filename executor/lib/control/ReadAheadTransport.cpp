@@ -15,20 +15,22 @@
 
 namespace monarch::executor {
 
-void ReadAheadTransport::spin() {
-  auto socket =
-      std::dynamic_pointer_cast<apache::thrift::transport::TSocket>(inner_);
-  int fd = socket ? socket->getSocketFD() : -1;
-  if (fd < 0)
+void spinUntilReadable(int fd, int us) {
+  if (fd < 0 || us <= 0)
     return;
-  auto until =
-      std::chrono::steady_clock::now() + std::chrono::microseconds(spinUs_);
+  auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(us);
   char byte;
   do {
     if (::recv(fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT) != -1 ||
         (errno != EAGAIN && errno != EWOULDBLOCK))
-      return;
+      return; // data, end of stream or an error: the read will tell
   } while (std::chrono::steady_clock::now() < until);
+}
+
+void ReadAheadTransport::spin() {
+  auto socket =
+      std::dynamic_pointer_cast<apache::thrift::transport::TSocket>(inner_);
+  spinUntilReadable(socket ? socket->getSocketFD() : -1, spinUs_);
 }
 
 uint32_t ReadAheadTransport::read(uint8_t *buf, uint32_t len) {

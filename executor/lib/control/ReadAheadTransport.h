@@ -19,6 +19,12 @@
 
 namespace monarch::executor {
 
+/// Polls socket `fd` without blocking for up to `us` microseconds, until it
+/// has bytes (or an end or error) to read: a reply or request expected
+/// within that window is then read without the sleep and wake-up of a
+/// blocking read.
+void spinUntilReadable(int fd, int us);
+
 class ReadAheadTransport
     : public apache::thrift::transport::TVirtualTransport<ReadAheadTransport> {
 public:

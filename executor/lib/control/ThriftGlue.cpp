@@ -14,7 +14,6 @@
 #include <thrift/transport/TServerSocket.h>
 #include <thrift/transport/TTransportException.h>
 
-#include <cerrno>
 #include <chrono>
 #include <cstdlib>
 #include <fcntl.h>
@@ -265,17 +264,7 @@ std::string ControlEndpoint::describe() const {
 
 template <typename ClientT>
 void ControlConnection<ClientT>::spinUntilReadable(int us) {
-  int fd = fd_.load();
-  if (fd < 0 || us <= 0)
-    return;
-  auto deadline =
-      std::chrono::steady_clock::now() + std::chrono::microseconds(us);
-  char byte;
-  do {
-    if (::recv(fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT) != -1 ||
-        (errno != EAGAIN && errno != EWOULDBLOCK))
-      return; // data, end of stream or an error: the read will tell
-  } while (std::chrono::steady_clock::now() < deadline);
+  executor::spinUntilReadable(fd_.load(), us);
 }
 
 template <typename ClientT> void ControlConnection<ClientT>::shutdownSocket() {
