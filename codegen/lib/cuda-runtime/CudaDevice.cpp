@@ -165,7 +165,13 @@ CudaDevice::~CudaDevice() {
   driver().DevicePrimaryCtxRelease(impl_->device);
 }
 
+Status CudaDevice::makeCurrent() {
+  return cuError(driver().CtxSetCurrent(impl_->context), "cuCtxSetCurrent");
+}
+
 StatusOr<uint64_t> CudaDevice::alloc(size_t bytes) {
+  if (Status s = makeCurrent(); !s)
+    return s;
   CUdeviceptr p = 0;
   if (Status s = cuError(driver().MemAlloc(&p, std::max<size_t>(bytes, 4)),
                          "cuMemAlloc of " + std::to_string(bytes) + " bytes");
@@ -175,19 +181,25 @@ StatusOr<uint64_t> CudaDevice::alloc(size_t bytes) {
 }
 
 void CudaDevice::free(uint64_t pointer) {
-  if (pointer)
+  if (pointer && makeCurrent())
     driver().MemFree(static_cast<CUdeviceptr>(pointer));
 }
 
 Status CudaDevice::copyToDevice(uint64_t dst, const void *src, size_t bytes) {
+  if (Status s = makeCurrent(); !s)
+    return s;
   return cuError(driver().MemcpyHtoD(dst, src, bytes), "cuMemcpyHtoD");
 }
 
 Status CudaDevice::copyToHost(void *dst, uint64_t src, size_t bytes) {
+  if (Status s = makeCurrent(); !s)
+    return s;
   return cuError(driver().MemcpyDtoH(dst, src, bytes), "cuMemcpyDtoH");
 }
 
 Status CudaDevice::synchronize() {
+  if (Status s = makeCurrent(); !s)
+    return s;
   return cuError(driver().CtxSynchronize(), "cuCtxSynchronize");
 }
 
@@ -262,6 +274,8 @@ Status LoadedCudaLibrary::run(const std::string &symbol,
     return Status(StatusCode::InvalidArgument,
                   symbol + " takes " + std::to_string(kernel.numArgs) +
                       " buffers, got " + std::to_string(args.size()));
+  if (Status s = device_.makeCurrent(); !s)
+    return s;
   std::vector<uint64_t> scratch;
   auto release = [&] {
     for (uint64_t p : scratch)
@@ -323,6 +337,7 @@ Status noCuda() {
 StatusOr<std::unique_ptr<CudaDevice>> CudaDevice::open(int) { return noCuda(); }
 CudaDevice::CudaDevice(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 CudaDevice::~CudaDevice() = default;
+Status CudaDevice::makeCurrent() { return noCuda(); }
 StatusOr<uint64_t> CudaDevice::alloc(size_t) { return noCuda(); }
 void CudaDevice::free(uint64_t) {}
 Status CudaDevice::copyToDevice(uint64_t, const void *, size_t) {

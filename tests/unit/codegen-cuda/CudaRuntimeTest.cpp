@@ -22,6 +22,7 @@
 #include <cmath>
 #include <cstring>
 #include <random>
+#include <thread>
 
 using namespace monarch::codegen;
 
@@ -372,6 +373,31 @@ TEST(CudaGemmTableTest, EmulatedCublasCallsMatchTheCpuKernels) {
     for (size_t i = 0; i < args.back().size(); ++i)
       ASSERT_NEAR(host.back()[i], args.back()[i], 1e-5) << "element " << i;
   }
+}
+
+TEST(CudaDeviceTest, UsableFromAThreadOtherThanTheOpener) {
+  // A worker opens the device while loading a plan and uses it from its
+  // request and stream threads.
+  auto device = CudaDevice::open();
+  if (!device.isOk())
+    GTEST_SKIP() << "no device, skipped: " << device.status().message();
+  std::vector<float> in = {1.0f, 2.0f, 3.0f, 4.0f}, out(4, 0.0f);
+  monarch::executor::Status status = monarch::executor::Status::ok();
+  std::thread other([&] {
+    auto p = (*device)->alloc(in.size() * sizeof(float));
+    if (!p.isOk()) {
+      status = p.status();
+      return;
+    }
+    status = (*device)->copyToDevice(*p, in.data(), in.size() * sizeof(float));
+    if (status)
+      status =
+          (*device)->copyToHost(out.data(), *p, out.size() * sizeof(float));
+    (*device)->free(*p);
+  });
+  other.join();
+  ASSERT_TRUE(status.isOk()) << status.toString();
+  EXPECT_EQ(out, in);
 }
 
 TEST(CudaDeviceTest, OpeningWithoutADeviceIsUnavailableNotACrash) {

@@ -80,6 +80,10 @@ public:
   CudaDevice &operator=(const CudaDevice &) = delete;
 
   const std::string &name() const { return name_; }
+  /// Makes the device's context current on the calling thread. Every call
+  /// below (and LoadedCudaLibrary::run) does this first, so a device opened
+  /// on one thread can be used from others (a worker's streams).
+  executor::Status makeCurrent();
   executor::StatusOr<uint64_t> alloc(size_t bytes);
   void free(uint64_t pointer);
   executor::Status copyToDevice(uint64_t dst, const void *src, size_t bytes);
