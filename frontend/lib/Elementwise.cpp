@@ -161,14 +161,15 @@ Result<Value> TraceBuilder::unary(UnaryOp op, Value x, SourceLoc loc) {
   if (!r)
     return r.error();
   Type elem = elemOf(**r);
+  bool integral =
+      op == UnaryOp::Neg || op == UnaryOp::Relu || op == UnaryOp::Abs;
+  // Transcendental functions of integers and booleans compute in float, as
+  // numpy's do (float64 there, float32 here); so do booleans everywhere.
+  if (!isFloat(elem) && (!integral || elem.isInteger(1)))
+    elem = Float32Type::get(&I.ctx);
   bool fp = isFloat(elem);
-  if (elem.isInteger(1) ||
-      (!fp && op != UnaryOp::Neg && op != UnaryOp::Relu && op != UnaryOp::Abs))
-    return I.error(loc, std::string("unsupported op: ") + unaryName(op) +
-                            " on " + I.typeStr(**r) +
-                            " (cast to a float type first)");
   auto body = [&](OpBuilder &b, Location l, ValueRange e) -> mlir::Value {
-    mlir::Value v = e[0];
+    mlir::Value v = convertElement(b, l, e[0], elem);
     auto c = [&](double value) { return constantLike(b, l, elem, value); };
     switch (op) {
     case UnaryOp::Neg:
@@ -227,14 +228,43 @@ static const char *binaryName(BinaryOp op) {
     return "minimum";
   case BinaryOp::Pow:
     return "power (**)";
+  case BinaryOp::FloorDiv:
+    return "floor divide (//)";
+  case BinaryOp::Mod:
+    return "remainder (%)";
   }
   return "?";
 }
 
-/// The element type two operands compute in: tensors must agree; a scalar
-/// takes the tensor's type (like a Python number in numpy).
+/// numpy's promotion lattice over our dtypes: bool < int32 < float16,
+/// bfloat16 < float32. Where numpy would widen to float64 (int32 with a
+/// float type, float16 with bfloat16), float32 stands in for it.
+static Type promoteTypes(Type a, Type b) {
+  if (a == b)
+    return a;
+  if (a.isInteger(1))
+    return b;
+  if (b.isInteger(1))
+    return a;
+  MLIRContext *ctx = a.getContext();
+  if (!isFloat(a) && !isFloat(b))
+    return a; // only int32 remains
+  if (isFloat(a) && isFloat(b) &&
+      llvm::cast<FloatType>(a).getWidth() !=
+          llvm::cast<FloatType>(b).getWidth())
+    return llvm::cast<FloatType>(a).getWidth() >
+                   llvm::cast<FloatType>(b).getWidth()
+               ? a
+               : b;
+  return Float32Type::get(ctx);
+}
+
+/// The element type two operands compute in (NEP 50): tensors promote as
+/// `promoteTypes`; a scalar is weak and takes the tensor's type, unless a
+/// float scalar meets an integer or bool tensor (numpy computes in float
+/// then) or an int scalar meets a bool tensor.
 static Result<Type> commonElement(TraceBuilder::Impl &I, Value a, Value b,
-                                  const SourceLoc &l, const std::string &what) {
+                                  const SourceLoc &l) {
   Result<ValueRecord *> ra = I.get(a, l);
   if (!ra)
     return ra.error();
@@ -244,25 +274,75 @@ static Result<Type> commonElement(TraceBuilder::Impl &I, Value a, Value b,
   Type ea = elemOf(**ra), eb = elemOf(**rb);
   if (ea == eb)
     return ea;
-  if ((*ra)->scalar != (*rb)->scalar)
-    return (*ra)->scalar ? eb : ea;
-  return I.error(l, "dtype mismatch in " + what + ": " + I.typeStr(**ra) +
-                        " and " + I.typeStr(**rb) +
-                        " (cast one of them explicitly)");
+  if ((*ra)->scalar != (*rb)->scalar) {
+    Type scalar = (*ra)->scalar ? ea : eb;
+    Type tensor = (*ra)->scalar ? eb : ea;
+    if (isFloat(scalar) && !isFloat(tensor))
+      return Float32Type::get(&I.ctx);
+    if (scalar.isInteger(32) && tensor.isInteger(1))
+      return scalar;
+    return tensor;
+  }
+  return promoteTypes(ea, eb);
+}
+
+/// `a // b` in `t` with numpy's semantics: floored; an integer divisor of 0
+/// gives 0 (numpy warns and returns 0), and INT_MIN // -1 wraps instead of
+/// trapping.
+static mlir::Value floorDivide(OpBuilder &b, Location l, mlir::Value x,
+                               mlir::Value y, Type t) {
+  if (isFloat(t))
+    return math::FloorOp::create(b, l, arith::DivFOp::create(b, l, x, y));
+  mlir::Value zero = constantLike(b, l, t, 0);
+  mlir::Value one = constantLike(b, l, t, 1);
+  mlir::Value minusOne = constantLike(b, l, t, -1);
+  mlir::Value isZero =
+      arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq, y, zero);
+  mlir::Value isMinusOne =
+      arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq, y, minusOne);
+  mlir::Value safe = arith::SelectOp::create(
+      b, l, arith::OrIOp::create(b, l, isZero, isMinusOne), one, y);
+  mlir::Value q = arith::FloorDivSIOp::create(b, l, x, safe);
+  mlir::Value negated = arith::SubIOp::create(b, l, zero, x);
+  return arith::SelectOp::create(
+      b, l, isZero, zero,
+      arith::SelectOp::create(b, l, isMinusOne, negated, q));
+}
+
+/// `a % b` with numpy's semantics: the remainder has the divisor's sign
+/// (`a - (a // b) * b`); an integer divisor of 0 gives 0.
+static mlir::Value remainder(OpBuilder &b, Location l, mlir::Value x,
+                             mlir::Value y, Type t) {
+  mlir::Value q = floorDivide(b, l, x, y, t);
+  if (isFloat(t))
+    return arith::SubFOp::create(b, l, x, arith::MulFOp::create(b, l, q, y));
+  mlir::Value zero = constantLike(b, l, t, 0);
+  mlir::Value r =
+      arith::SubIOp::create(b, l, x, arith::MulIOp::create(b, l, q, y));
+  mlir::Value isZero =
+      arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq, y, zero);
+  return arith::SelectOp::create(b, l, isZero, zero, r);
 }
 
 Result<Value> TraceBuilder::binary(BinaryOp op, Value a, Value b,
                                    SourceLoc loc) {
   Impl &I = *pimpl;
-  Result<Type> elem = commonElement(I, a, b, loc, binaryName(op));
+  Result<Type> elem = commonElement(I, a, b, loc);
   if (!elem)
     return elem.error();
   Type t = *elem;
+  // numpy's `/` is true division: integers and booleans divide as floats
+  // (float64 in numpy, float32 here); `//` and `%` of booleans as int32.
+  if (op == BinaryOp::Div && !isFloat(t))
+    t = Float32Type::get(&I.ctx);
+  if ((op == BinaryOp::FloorDiv || op == BinaryOp::Mod) && t.isInteger(1))
+    t = I.b.getI32Type();
   bool fp = isFloat(t);
-  if (t.isInteger(1) || (!fp && op == BinaryOp::Pow))
+  if ((t.isInteger(1) && op != BinaryOp::Max && op != BinaryOp::Min) ||
+      (!fp && op == BinaryOp::Pow))
     return I.error(loc, std::string("unsupported op: ") + binaryName(op) +
                             " on " + (t.isInteger(1) ? "bool" : "int32") +
-                            " tensors");
+                            " tensors (cast to float32 first)");
   auto body = [&](OpBuilder &nb, Location l, ValueRange e) -> mlir::Value {
     mlir::Value x = convertElement(nb, l, e[0], t);
     mlir::Value y = convertElement(nb, l, e[1], t);
@@ -277,12 +357,19 @@ Result<Value> TraceBuilder::binary(BinaryOp op, Value a, Value b,
       return fp ? arith::MulFOp::create(nb, l, x, y).getResult()
                 : arith::MulIOp::create(nb, l, x, y).getResult();
     case BinaryOp::Div:
-      return fp ? arith::DivFOp::create(nb, l, x, y).getResult()
-                : arith::DivSIOp::create(nb, l, x, y).getResult();
+      return arith::DivFOp::create(nb, l, x, y);
+    case BinaryOp::FloorDiv:
+      return floorDivide(nb, l, x, y, t);
+    case BinaryOp::Mod:
+      return remainder(nb, l, x, y, t);
     case BinaryOp::Max:
+      if (t.isInteger(1))
+        return arith::OrIOp::create(nb, l, x, y);
       return fp ? arith::MaximumFOp::create(nb, l, x, y).getResult()
                 : arith::MaxSIOp::create(nb, l, x, y).getResult();
     case BinaryOp::Min:
+      if (t.isInteger(1))
+        return arith::AndIOp::create(nb, l, x, y);
       return fp ? arith::MinimumFOp::create(nb, l, x, y).getResult()
                 : arith::MinSIOp::create(nb, l, x, y).getResult();
     case BinaryOp::Pow:
@@ -296,7 +383,7 @@ Result<Value> TraceBuilder::binary(BinaryOp op, Value a, Value b,
 Result<Value> TraceBuilder::compare(CompareOp op, Value a, Value b,
                                     SourceLoc loc) {
   Impl &I = *pimpl;
-  Result<Type> elem = commonElement(I, a, b, loc, "comparison");
+  Result<Type> elem = commonElement(I, a, b, loc);
   if (!elem)
     return elem.error();
   Type t = *elem;
@@ -363,7 +450,7 @@ Result<Value> TraceBuilder::select(Value cond, Value a, Value b,
   if (!elemOf(**rc).isInteger(1))
     return I.error(loc, "the condition of where/select must be bool, not " +
                             I.typeStr(**rc));
-  Result<Type> elem = commonElement(I, a, b, loc, "where/select");
+  Result<Type> elem = commonElement(I, a, b, loc);
   if (!elem)
     return elem.error();
   Type t = *elem;

@@ -8,9 +8,11 @@
 //===----------------------------------------------------------------------===//
 
 #include "TraceBuilderImpl.h"
+#include "monarch/Frontend/TraceBuilderMLIR.h"
 
 #include "monarch/Transforms/Pipelines.h"
 
+#include "mlir/IR/SymbolTable.h"
 #include "mlir/Pass/PassManager.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -45,6 +47,33 @@ static Result<OwningOpRef<ModuleOp>> lowerCopy(TraceBuilder::Impl &I,
     return I.error({}, "lowering to '" + stageName + "' failed" +
                            (diags.empty() ? std::string(" (no diagnostic)")
                                           : ":\n" + diags));
+  return copy;
+}
+
+ModuleOp tracedModule(const TraceBuilder &builder) {
+  return const_cast<TraceBuilder::Impl &>(builder.impl()).module.get();
+}
+
+Result<OwningOpRef<ModuleOp>> cloneTracedModule(const TraceBuilder &builder,
+                                                llvm::StringRef functionName) {
+  const TraceBuilder::Impl &I = builder.impl();
+  if (!I.stack.empty())
+    return I.error({}, "tracing is still in progress");
+  OwningOpRef<ModuleOp> copy =
+      llvm::cast<ModuleOp>(tracedModule(builder)->clone());
+  std::string from = builder.functionName();
+  if (functionName.empty() || functionName == from)
+    return copy;
+  if (from.empty())
+    return I.error({}, "no controller function was traced");
+  if (SymbolTable::lookupSymbolIn(*copy, functionName))
+    return I.error({}, "cannot rename the traced function to '" +
+                           functionName.str() + "': the symbol is taken");
+  Operation *fn = SymbolTable::lookupSymbolIn(*copy, from);
+  if (failed(SymbolTable::replaceAllSymbolUses(
+          fn, StringAttr::get(copy->getContext(), functionName), *copy)))
+    return I.error({}, "cannot rename the uses of '" + from + "'");
+  SymbolTable::setSymbolName(fn, functionName);
   return copy;
 }
 

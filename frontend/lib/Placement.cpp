@@ -74,7 +74,9 @@ Result<mlir::Value> TraceBuilder::Impl::sharding(const std::string &mesh,
   MeshOpInterface m = lookupMesh(mesh);
   if (!m)
     return error(l, "unknown mesh '" + mesh + "'");
-  SmallVector<SmallVector<int16_t>> axes(rank);
+  // At least one (empty) entry: upstream prints an empty split_axes as `[]`,
+  // which its parser does not accept; `[[]]` is replicated at every rank.
+  SmallVector<SmallVector<int16_t>> axes(std::max<int64_t>(rank, 1));
   for (size_t i = 0; i < dist.split.size() && i < axes.size(); ++i)
     for (const std::string &name : dist.split[i])
       axes[i].push_back(static_cast<int16_t>(m.getDimIndex(name)));

@@ -123,8 +123,9 @@ void separateRepeatedOperands(Block &block) {
 /// `shard.shard %v to <replicated>` at the builder's position.
 shard::ShardOp annotateReplicated(OpBuilder &b, Location loc, Value v,
                                   FlatSymbolRefAttr grid) {
-  auto sharding =
-      shard::ShardingOp::create(b, loc, grid, ArrayRef<shard::GridAxesAttr>{});
+  // `[[]]`, not `[]`: upstream's parser rejects the empty array it prints.
+  shard::GridAxesAttr none = shard::GridAxesAttr::get(b.getContext(), {});
+  auto sharding = shard::ShardingOp::create(b, loc, grid, ArrayRef(none));
   return shard::ShardOp::create(b, loc, v, sharding,
                                 /*annotate_for_users=*/false);
 }

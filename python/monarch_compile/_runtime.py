@@ -23,7 +23,6 @@ reported with a RuntimeWarning and counted in `mc.recovery_stats(mesh)`.
 import os
 import pathlib
 import numbers
-import re
 import warnings
 import weakref
 
@@ -228,14 +227,9 @@ def _program_name(rt, spec):
 
 
 def _compile(compiled, spec, program):
-    traced = spec.builder.str(True)
-    if program != spec.trace.name:
-        traced, count = re.subn(
-            rf"(func\.func @){re.escape(spec.trace.name)}\(",
-            rf"\g<1>{program}(", traced, count=1)
-        assert count == 1, "the traced function was not found"
     try:
-        plan, _hit = native.compile_plan(traced, "gloo", compiled.__name__)
+        plan, _hit = native.compile_plan(spec.builder, program, "gloo",
+                                         compiled.__name__)
     except native.PlanCompileError as err:
         raise errors.ExecutionError(
             f"cannot compile {compiled.__name__}() to a plan: {err}") from None

@@ -141,6 +141,18 @@ class Tensor:
     def __rtruediv__(self, o):
         return binary("div", o, self, user_loc())
 
+    def __floordiv__(self, o):
+        return binary("floordiv", self, o, user_loc())
+
+    def __rfloordiv__(self, o):
+        return binary("floordiv", o, self, user_loc())
+
+    def __mod__(self, o):
+        return binary("mod", self, o, user_loc())
+
+    def __rmod__(self, o):
+        return binary("mod", o, self, user_loc())
+
     def __pow__(self, o):
         return binary("pow", self, o, user_loc())
 
@@ -240,12 +252,18 @@ def as_value(trace, x, like, loc):
     if isinstance(x, (bool, np.bool_)):
         x = int(x)
     if isinstance(x, numbers.Number) and not isinstance(x, complex):
+        # NEP 50: a Python number is weak and takes the tensor's dtype,
+        # except that a float meeting an integer or bool tensor computes in
+        # float (numpy's float64; float32 here) and an int meeting a bool
+        # tensor in int32.
+        is_float = isinstance(x, float) or (isinstance(x, numbers.Real) and
+                                            not isinstance(x, numbers.Integral))
         dtype = like.dtype if isinstance(like, Tensor) else (
-            "float32" if isinstance(x, float) else "int32")
-        if dtype == "bool":
-            dtype = "float32" if isinstance(x, float) else "int32"
-        if dtype == "int32" and isinstance(x, float) and not float(x).is_integer():
+            "float32" if is_float else "int32")
+        if is_float and dtype in ("int32", "bool"):
             dtype = "float32"
+        elif dtype == "bool":
+            dtype = "int32"
         return trace.call("constant", float(x), dtype, loc, loc=loc)
     if isinstance(x, np.ndarray) or hasattr(x, "__array__"):
         raise errors.UnsupportedError(

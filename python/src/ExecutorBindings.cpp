@@ -1,7 +1,7 @@
 //===- ExecutorBindings.cpp - Plans and the Controller for Python --------===//
 //
-// The running half of `_monarch_native`: `compile_plan` (traced module text
-// to `.mcplan` bytes, PlanCompile.h) and a thin `Controller` over
+// The running half of `_monarch_native`: `compile_plan` (a TraceBuilder's
+// traced module to `.mcplan` bytes, PlanCompile.h) and a thin `Controller` over
 // monarch::executor::Controller. Tensors cross as (dtype, shape, bytes)
 // triples; every executor Status that is not ok becomes an `ExecutionError`
 // (a RuntimeError) carrying the controller's message, which names the rank,
@@ -157,20 +157,23 @@ void bindExecutor(nb::module_ &m) {
 
   m.def(
       "compile_plan",
-      [](const std::string &traced, const std::string &backend,
+      [](const monarch::frontend::TraceBuilder &builder,
+         const std::string &program, const std::string &backend,
          const std::string &source) {
         monarch::python::PlanCompileResult r;
         {
           nb::gil_scoped_release release;
-          r = monarch::python::compileTracedModule(traced, backend, source);
+          r = monarch::python::compileTrace(builder, program, backend, source);
         }
         if (!r.ok)
           throw PlanCompileError(r.error);
         return std::make_pair(nb::bytes(r.bytes.data(), r.bytes.size()),
                               r.cacheHit);
       },
-      nb::arg("traced"), nb::arg("backend") = "gloo", nb::arg("source") = "",
-      "Traced module text (with locations) -> (.mcplan bytes, cache hit).");
+      nb::arg("builder"), nb::arg("program") = "", nb::arg("backend") = "gloo",
+      nb::arg("source") = "",
+      "The traced module of `builder` (in memory), its function renamed to "
+      "`program` -> (.mcplan bytes, cache hit).");
 
   nb::class_<PyController>(m, "Controller")
       .def_static(

@@ -135,9 +135,11 @@ UnaryOp toUnary(const std::string &n) {
 
 BinaryOp toBinary(const std::string &n) {
   static const std::pair<const char *, BinaryOp> table[] = {
-      {"add", BinaryOp::Add}, {"sub", BinaryOp::Sub}, {"mul", BinaryOp::Mul},
-      {"div", BinaryOp::Div}, {"max", BinaryOp::Max}, {"min", BinaryOp::Min},
-      {"pow", BinaryOp::Pow}};
+      {"add", BinaryOp::Add}, {"sub", BinaryOp::Sub},
+      {"mul", BinaryOp::Mul}, {"div", BinaryOp::Div},
+      {"max", BinaryOp::Max}, {"min", BinaryOp::Min},
+      {"pow", BinaryOp::Pow}, {"floordiv", BinaryOp::FloorDiv},
+      {"mod", BinaryOp::Mod}};
   for (auto &[name, op] : table)
     if (n == name)
       return op;

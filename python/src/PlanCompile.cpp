@@ -1,9 +1,11 @@
 //===- PlanCompile.cpp - Traced module text to plan bytes -------*- C++ -*-===//
 //
-// What `monarch-compile IN.mlir -o OUT.mcplan` does, as a function: parse,
-// consult the compile cache, run the stage pipelines to `planned`, build and
-// serialize the plan, store it in the cache. Diagnostics are collected as
-// text and returned.
+// What `monarch-compile IN.mlir -o OUT.mcplan` does, as a function, on the
+// traced module itself: copy it (renaming the controller function), consult
+// the compile cache, run the stage pipelines to `planned`, build and
+// serialize the plan, store it in the cache. The module never goes through
+// text (the printer/parser round trip is tested in lit, not relied on
+// here). Diagnostics are collected as text and returned.
 //
 //===----------------------------------------------------------------------===//
 #include "PlanCompile.h"
@@ -11,13 +13,13 @@
 #include "monarch/Codegen/PlanBuilder.h"
 #include "monarch/Codegen/PlanCache.h"
 #include "monarch/Codegen/PlanFile.h"
+#include "monarch/Frontend/TraceBuilderMLIR.h"
 #include "monarch/Transforms/Pipelines.h"
 #include "monarch/Transforms/Registration.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
-#include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -52,15 +54,19 @@ std::string optionsKey(const std::string &backend,
 
 } // namespace
 
-PlanCompileResult compileTracedModule(const std::string &tracedModule,
-                                      const std::string &backend,
-                                      const std::string &source) {
+PlanCompileResult compileTrace(const frontend::TraceBuilder &builder,
+                               const std::string &program,
+                               const std::string &backend,
+                               const std::string &source) {
   PlanCompileResult result;
-  DialectRegistry registry;
-  monarch::registerMonarchDialects(registry);
-  MLIRContext context(registry);
-  context.loadAllAvailableDialects();
-  context.printOpOnDiagnostic(false);
+  frontend::Result<OwningOpRef<ModuleOp>> copy =
+      frontend::cloneTracedModule(builder, program);
+  if (!copy) {
+    result.error = copy.error().str();
+    return result;
+  }
+  OwningOpRef<ModuleOp> module = std::move(*copy);
+  MLIRContext &context = *module->getContext();
   std::string diagnostics;
   llvm::raw_string_ostream diagOs(diagnostics);
   ScopedDiagnosticHandler handler(&context, [&](Diagnostic &diag) {
@@ -72,13 +78,6 @@ PlanCompileResult compileTracedModule(const std::string &tracedModule,
     }
     return success();
   });
-
-  OwningOpRef<ModuleOp> module =
-      parseSourceString<ModuleOp>(tracedModule, ParserConfig(&context));
-  if (!module) {
-    result.error = "cannot parse the traced module:\n" + diagnostics;
-    return result;
-  }
 
   PlanBuildOptions buildOptions;
   buildOptions.compilerVersion = MONARCH_VERSION;
@@ -94,7 +93,7 @@ PlanCompileResult compileTracedModule(const std::string &tracedModule,
         reinterpret_cast<const void *>(&monarch::populateStagePipelines),
         reinterpret_cast<const void *>(&monarch::registerMonarchDialects),
         reinterpret_cast<const void *>(&buildExecutionPlan),
-        reinterpret_cast<const void *>(&compileTracedModule)};
+        reinterpret_cast<const void *>(&compileTrace)};
     cacheKey = planCacheKey(canonical, compilerFingerprint(anchors),
                             optionsKey(backend, buildOptions.kernels));
     if (std::optional<std::string> hit = cache.lookup(cacheKey)) {

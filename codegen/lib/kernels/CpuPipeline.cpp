@@ -30,6 +30,7 @@
 #include "mlir/Dialect/Math/Transforms/Approximation.h"
 #include "mlir/Dialect/Math/Transforms/Passes.h"
 #include "mlir/Dialect/SCF/Transforms/TileUsingInterface.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/Vector/Transforms/VectorRewritePatterns.h"
 #include "mlir/InitAllDialects.h"
 #include "mlir/InitAllExtensions.h"
@@ -121,6 +122,60 @@ LogicalResult tileAndVectorize(RewriterBase &rewriter, linalg::LinalgOp op) {
   return success();
 }
 
+/// Whether `v` has no defined contents: a `tensor.empty`, or slices of one.
+bool isUndefinedTensor(mlir::Value v) {
+  while (auto slice = v.getDefiningOp<tensor::ExtractSliceOp>())
+    v = slice.getSource();
+  return v.getDefiningOp<tensor::EmptyOp>() != nullptr;
+}
+
+/// Gives every destructive use of a tensor but the first its own copy.
+///
+/// CSE merges equal destinations (two matmuls of one shape share one
+/// zero-filled init, and after tiling one fill loop), so one tensor may be
+/// the destination of several in-place writers. One-shot bufferization
+/// alone would copy where needed, but `eliminate-empty-tensors` then roots
+/// the shared fill in one writer's `restrict` output buffer: the other
+/// writer runs in place in that buffer too, and the `restrict` promise
+/// (nothing else aliases the output) hides the conflict from the analysis,
+/// so one result overwrites the other. So each further writer of a tensor
+/// with contents gets a copy taken right after its definition, before any
+/// writer runs. Tensors without contents (an empty, or a slice of one) are
+/// left shared: empty-tensor elimination follows each chain on its own
+/// there, and a copy would only break the pairing of a slice with the
+/// insertion of its result.
+void privatizeDestinations(ModuleOp scratch,
+                           const bufferization::BufferizationOptions &options) {
+  bufferization::AnalysisState state(options);
+  auto isWrite = [&](OpOperand &use) {
+    return isa<TensorType>(use.get().getType()) &&
+           options.dynCastBufferizableOp(use.getOwner()) &&
+           state.bufferizesToMemoryWrite(use);
+  };
+  SmallVector<mlir::Value> shared;
+  scratch.walk([&](Operation *op) {
+    for (mlir::Value result : op->getResults())
+      if (isa<RankedTensorType>(result.getType()) &&
+          !isUndefinedTensor(result) &&
+          llvm::count_if(result.getUses(), isWrite) > 1)
+        shared.push_back(result);
+  });
+  OpBuilder b(scratch.getContext());
+  for (mlir::Value v : shared) {
+    SmallVector<OpOperand *> writers;
+    for (OpOperand &use : v.getUses())
+      if (isWrite(use))
+        writers.push_back(&use);
+    Operation *def = v.getDefiningOp();
+    b.setInsertionPointAfter(def);
+    for (OpOperand *use : llvm::drop_begin(writers)) {
+      auto type = cast<RankedTensorType>(v.getType());
+      use->set(bufferization::AllocTensorOp::create(b, def->getLoc(), type,
+                                                    ValueRange{}, v));
+    }
+  }
+}
+
 } // namespace
 
 void loadKernelDialects(MLIRContext &ctx) {
@@ -192,9 +247,6 @@ LogicalResult scheduleCpuKernel(ModuleOp scratch,
 }
 
 LogicalResult bufferizeKernel(ModuleOp scratch) {
-  if (failed(runPipeline(scratch, "eliminate-empty-tensors,"
-                                  "empty-tensor-to-alloc-tensor")))
-    return failure();
   bufferization::OneShotBufferizationOptions options;
   options.bufferizeFunctionBoundaries = true;
   options.setFunctionBoundaryTypeConversion(
@@ -212,6 +264,10 @@ LogicalResult bufferizeKernel(ModuleOp scratch) {
     linalg::CopyOp::create(b, loc, from, to);
     return success();
   };
+  privatizeDestinations(scratch, options);
+  if (failed(runPipeline(scratch, "eliminate-empty-tensors,"
+                                  "empty-tensor-to-alloc-tensor")))
+    return failure();
   bufferization::BufferizationState state;
   if (failed(bufferization::runOneShotModuleBufferize(scratch, options, state)))
     return failure();

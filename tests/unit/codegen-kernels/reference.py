@@ -64,6 +64,7 @@ CASES = {
     "softmax": lambda a: [softmax(a, axis=1)],
     "matmul": lambda a, b: [a @ b],
     "matmul_bias_relu": lambda a, b, c: [np.maximum(a @ b + c, 0)],
+    "two_matmuls": lambda a, b, c: [a @ b, a @ c],
     "mixed_f16": lambda a, b: [a.astype(np.float64) * 2 + b],
     "mixed_bf16": lambda a, b: [a * b - 1.0, (a * b).sum(axis=1)],
     "transpose_add": lambda a, b: [a.T + b],

@@ -214,9 +214,25 @@ TEST_F(TraceBuilderTest, BroadcastingReductionsAndCasts) {
   EXPECT_EQ(tb.info(*half).dtype, DType::BF16);
   auto ints = tb.cast(args[2], DType::I32);
   ASSERT_TRUE(ints.ok());
-  EXPECT_TRUE(contains(err(tb.unary(UnaryOp::Exp, *ints)), "unsupported op"));
-  EXPECT_TRUE(contains(err(tb.binary(BinaryOp::Add, *ints, args[2])),
-                       "dtype mismatch"));
+  // numpy's promotion: exp of int32, int32 + float32 and int32 / int32 are
+  // float (float64 in numpy, float32 here); int32 // int32 stays int32.
+  auto expInts = tb.unary(UnaryOp::Exp, *ints);
+  ASSERT_TRUE(expInts.ok());
+  EXPECT_EQ(tb.info(*expInts).dtype, DType::F32);
+  auto mixed = tb.binary(BinaryOp::Add, *ints, args[2]);
+  ASSERT_TRUE(mixed.ok());
+  EXPECT_EQ(tb.info(*mixed).dtype, DType::F32);
+  auto quotient = tb.binary(BinaryOp::Div, *ints, *ints);
+  ASSERT_TRUE(quotient.ok());
+  EXPECT_EQ(tb.info(*quotient).dtype, DType::F32);
+  auto floored = tb.binary(BinaryOp::FloorDiv, *ints, *ints);
+  ASSERT_TRUE(floored.ok());
+  EXPECT_EQ(tb.info(*floored).dtype, DType::I32);
+  auto halfPlusFloat = tb.binary(BinaryOp::Mul, *half, args[2]);
+  ASSERT_TRUE(halfPlusFloat.ok());
+  EXPECT_EQ(tb.info(*halfPlusFloat).dtype, DType::F32);
+  EXPECT_TRUE(
+      contains(err(tb.binary(BinaryOp::Pow, *ints, *ints)), "unsupported op"));
   auto cmp = tb.compare(CompareOp::Gt, args[2], *two);
   ASSERT_TRUE(cmp.ok());
   EXPECT_EQ(tb.info(*cmp).dtype, DType::I1);

@@ -144,7 +144,10 @@ struct ValueInfo {
 };
 
 enum class UnaryOp { Neg, Relu, Exp, Log, Tanh, Sigmoid, Gelu, Sqrt, Abs };
-enum class BinaryOp { Add, Sub, Mul, Div, Max, Min, Pow };
+/// `Div` is true division (integers divide as float32, as numpy's `/`);
+/// `FloorDiv` and `Mod` are numpy's `//` and `%` (floored, the remainder
+/// has the divisor's sign; an integer divisor of 0 gives 0, as numpy does).
+enum class BinaryOp { Add, Sub, Mul, Div, Max, Min, Pow, FloorDiv, Mod };
 enum class CompareOp { Lt, Le, Gt, Ge, Eq, Ne };
 enum class ReduceOp { Sum, Mean, Max, Min };
 
@@ -263,7 +266,12 @@ public:
                          SourceLoc loc = SourceLoc::current());
   Result<Value> unary(UnaryOp op, Value x,
                       SourceLoc loc = SourceLoc::current());
-  /// Elementwise with numpy broadcasting; scalars broadcast too.
+  /// Elementwise with numpy broadcasting; scalars broadcast too. Operand
+  /// dtypes promote as numpy's do (NEP 50): a scalar constant is weak and
+  /// takes the tensor's dtype unless it is a float meeting an integer
+  /// tensor; bool < int32 < float16, bfloat16 < float32 otherwise, with
+  /// float32 standing in for numpy's float64 (int32 with a float type,
+  /// float16 with bfloat16).
   Result<Value> binary(BinaryOp op, Value a, Value b,
                        SourceLoc loc = SourceLoc::current());
   Result<Value> compare(CompareOp op, Value a, Value b,

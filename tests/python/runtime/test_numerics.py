@@ -1,0 +1,127 @@
+"""Regression tests for wrong numbers and internal errors found by trying
+ordinary programs (issue 13) and by the differential fuzzer (tests/fuzz):
+each runs end to end on real workers and is compared with numpy."""
+
+import numpy as np
+import pytest
+
+from _procs import require_workers  # noqa: E402
+
+require_workers()
+
+import monarch_compile as mc  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def meshes():
+    made = {}
+
+    def get(**dims):
+        key = tuple(sorted(dims.items()))
+        if key not in made:
+            made[key] = mc.mesh(**dims)
+        return made[key]
+
+    yield get
+    for m in made.values():
+        m.stop()
+
+
+def rand(rng, *shape):
+    return rng.standard_normal(shape).astype(np.float32)
+
+
+@pytest.mark.parametrize("m,k,n", [(8, 8, 8), (12, 12, 12), (33, 33, 33),
+                                   (16, 16, 20), (64, 30, 20), (16, 16, 16)])
+def test_two_matmul_results_of_one_kernel(meshes, m, k, n):
+    # Both products share one CSE'd zero-filled init in one fused kernel;
+    # the second used to come back as the first.
+    rng = np.random.default_rng(m * 1000 + n)
+    x, w1, w2 = rand(rng, m, k), rand(rng, k, n), rand(rng, k, n)
+
+    @mc.compile(mesh=meshes(gpus=1))
+    def f(x, w1, w2):
+        return x @ w1, x @ w2
+
+    a, b = f(x, w1, w2)
+    np.testing.assert_allclose(a, x @ w1, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(b, x @ w2, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("gpus", [1, 4])
+def test_matmul_and_its_input_as_results(meshes, gpus):
+    rng = np.random.default_rng(gpus)
+    x, w1, w2 = rand(rng, 8, 8), rand(rng, 8, 8), rand(rng, 8, 8)
+
+    @mc.compile(mesh=meshes(gpus=gpus))
+    def f(x, w1, w2):
+        h0 = x @ w1
+        return mc.replicate(mc.relu(h0) @ w2), mc.replicate(h0)
+
+    y, h = f(x, w1, w2)
+    np.testing.assert_allclose(h, x @ w1, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(y, np.maximum(x @ w1, 0) @ w2, rtol=1e-4,
+                               atol=1e-4)
+
+
+def test_python_scalars_promote_as_numpy_does(meshes):
+    # NEP 50: a Python float meeting an int32 tensor computes in float.
+    x = np.array([-7, 7, 3], np.int32)
+
+    @mc.compile(mesh=meshes(gpus=1))
+    def f(x):
+        return x * 2.5, x + 0.5, x * 2.0, x * 2, 1.5 - x
+
+    got = f(x)
+    want = (x * 2.5, x + 0.5, x * 2.0, x * 2, 1.5 - x)
+    for g, w in zip(got, want):
+        assert g.dtype == (np.int32 if w.dtype == np.int64 or
+                           w.dtype == np.int32 else np.float32)
+        np.testing.assert_allclose(g, w, rtol=1e-6)
+
+
+def test_integer_division_is_true_floor_and_remainder(meshes):
+    a = np.array([-7, 7, -7, 7, 5, 0, -2147483648], np.int32)
+    b = np.array([2, -2, -2, 2, 0, 3, -1], np.int32)
+
+    @mc.compile(mesh=meshes(gpus=1))
+    def f(a, b):
+        return a / b, a // b, a % b, a // 2, a % 3
+
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        want = (a / b, a // b, a % b, a // 2, a % 3)
+    got = f(a, b)
+    assert got[0].dtype == np.float32
+    np.testing.assert_allclose(got[0], want[0].astype(np.float32), rtol=1e-6)
+    for g, w in zip(got[1:], want[1:]):
+        assert g.dtype == np.int32
+        np.testing.assert_array_equal(g, w)
+
+
+def test_float_floor_division_and_remainder(meshes):
+    rng = np.random.default_rng(3)
+    x = (rng.standard_normal(16) * 5).astype(np.float32)
+    y = np.where(rng.random(16) < 0.5, -1.5, 2.25).astype(np.float32)
+
+    @mc.compile(mesh=meshes(gpus=1))
+    def f(x, y):
+        return x // y, x % y
+
+    q, r = f(x, y)
+    np.testing.assert_allclose(q, x // y, rtol=1e-6)
+    np.testing.assert_allclose(r, x % y, rtol=1e-5, atol=1e-5)
+
+
+def test_data_parallel_loss_of_a_0d_value(meshes):
+    # A 0-d sharding printed as `split_axes = []` did not parse again.
+    rng = np.random.default_rng(5)
+    x, w, t = rand(rng, 8, 4), rand(rng, 4, 3), rand(rng, 8, 3)
+
+    @mc.compile(mesh=meshes(gpus=4))
+    def loss(x, w, t):
+        err = mc.shard(x, gpus=0) @ w - mc.shard(t, gpus=0)
+        return mc.replicate((err**2).mean())
+
+    np.testing.assert_allclose(loss(x, w, t), ((x @ w - t) ** 2).mean(),
+                               rtol=1e-5)
+    assert "split_axes = []" not in loss.ir("traced")
