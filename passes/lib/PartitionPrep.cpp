@@ -238,6 +238,82 @@ bool annotateRemainingAsReplicated(func::FuncOp fn) {
   return changed;
 }
 
+void splitMultiStepReshards(func::FuncOp fn) {
+  Block &block = fn.getBody().front();
+  SmallVector<shard::ShardOp> reshards;
+  for (auto s : block.getOps<shard::ShardOp>())
+    if (auto prev = s.getSrc().getDefiningOp<shard::ShardOp>())
+      if (!prev.getAnnotateForUsers())
+        reshards.push_back(s);
+  for (shard::ShardOp s : reshards) {
+    auto prev = s.getSrc().getDefiningOp<shard::ShardOp>();
+    auto from = prev.getSharding().getDefiningOp<shard::ShardingOp>();
+    auto to = s.getSharding().getDefiningOp<shard::ShardingOp>();
+    if (!from || !to || sameSharding(from, to) ||
+        !from.getStaticHaloSizes().empty() ||
+        !to.getStaticHaloSizes().empty() ||
+        !from.getStaticShardedDimsOffsets().empty() ||
+        !to.getStaticShardedDimsOffsets().empty())
+      continue;
+    auto axesOf = [](shard::ShardingOp sh) {
+      SmallVector<SmallVector<int16_t>> out;
+      for (shard::GridAxesAttr a : sh.getSplitAxes().getAxes())
+        out.emplace_back(a.asArrayRef());
+      return out;
+    };
+    SmallVector<SmallVector<int16_t>> cur = axesOf(from), want = axesOf(to);
+    size_t rank = std::max(cur.size(), want.size());
+    cur.resize(rank);
+    want.resize(rank);
+    // Per tensor dimension, the grid axes both agree on (a common prefix)
+    // stay; the others are removed last-first, then the wanted ones added.
+    SmallVector<size_t> keep(rank);
+    int64_t steps = 0;
+    for (size_t d = 0; d < rank; ++d) {
+      while (keep[d] < cur[d].size() && keep[d] < want[d].size() &&
+             cur[d][keep[d]] == want[d][keep[d]])
+        ++keep[d];
+      steps += (cur[d].size() - keep[d]) + (want[d].size() - keep[d]);
+    }
+    // One axis moving from one tensor dimension to another is one step
+    // too (upstream's all_to_all).
+    SmallVector<int16_t> removed, added;
+    for (size_t d = 0; d < rank; ++d) {
+      removed.append(cur[d].begin() + keep[d], cur[d].end());
+      added.append(want[d].begin() + keep[d], want[d].end());
+    }
+    if (steps <= 1 || (steps == 2 && removed == added))
+      continue;
+    OpBuilder b(s);
+    FlatSymbolRefAttr grid = from.getGridAttr();
+    Value v = s.getSrc();
+    auto annotate = [&] {
+      SmallVector<shard::GridAxesAttr> attrs;
+      size_t used = cur.size();
+      while (used > 1 && cur[used - 1].empty())
+        --used;
+      for (size_t d = 0; d < std::max<size_t>(used, 1); ++d)
+        attrs.push_back(shard::GridAxesAttr::get(b.getContext(), cur[d]));
+      auto sharding = shard::ShardingOp::create(b, s.getLoc(), grid, attrs);
+      v = shard::ShardOp::create(b, s.getLoc(), v, sharding,
+                                 /*annotate_for_users=*/false);
+    };
+    // The last step is `s` itself.
+    for (size_t d = rank; d-- > 0;)
+      while (cur[d].size() > keep[d] && --steps > 0) {
+        cur[d].pop_back();
+        annotate();
+      }
+    for (size_t d = 0; d < rank && steps > 1; ++d)
+      while (cur[d].size() < want[d].size() && steps > 1) {
+        cur[d].push_back(want[d][cur[d].size()]);
+        --steps;
+        annotate();
+      }
+    s.getSrcMutable().set(v);
+  }
+}
+
 Operation *findUnannotatedOp(func::FuncOp fn) {
   for (Operation &op : fn.getBody().front())
     if (isShardable(&op))

@@ -33,6 +33,13 @@ void prepareForPropagation(mlir::func::FuncOp fn, bool replicateInputs);
 /// added annotations, after which propagation must run again.
 bool annotateRemainingAsReplicated(mlir::func::FuncOp fn);
 
+/// After propagation: upstream shard-partition reshards in one step (it
+/// gathers or slices one grid axis, or moves one), and silently builds
+/// ill-typed IR for a pair of annotations further apart (e.g. split over
+/// both axes of a 2-D grid to replicated). Inserts annotations between such
+/// pairs so that each step removes or adds one grid axis.
+void splitMultiStepReshards(mlir::func::FuncOp fn);
+
 /// The first shardable op whose tensor results still have no sharding, or
 /// null: partitioning it would crash upstream.
 mlir::Operation *findUnannotatedOp(mlir::func::FuncOp fn);

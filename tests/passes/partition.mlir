@@ -187,3 +187,34 @@ func.func @only_annotated(%x: tensor<8xf32>) -> tensor<4xf32> {
   %r = monarch.fetch %y from @m : tensor<4xf32>
   return %r : tensor<4xf32>
 }
+
+// -----
+
+// On a 2-D grid, a value split over both axes then replicated: upstream
+// reshards one grid axis per step, so the pass inserts the step between
+// (gather "gpus", then "hosts"); in one step the result was ill-typed.
+
+// CHECK-LABEL: monarch.endpoint @run
+// CHECK-SAME:    tensor<4x4xf32> {monarch.dist = #monarch.dist<{{\[\["hosts"\], \["gpus"\]\]}}>}) -> tensor<8x8xf32>
+// CHECK:         %[[G1:.*]] = all_gather %{{.*}} over ["gpus"] axis 1 : tensor<4x4xf32> -> tensor<4x8xf32>
+// CHECK:         %[[G2:.*]] = all_gather %[[G1]] over ["hosts"] axis 0 : tensor<4x8xf32> -> tensor<8x8xf32>
+// CHECK:         linalg.generic {{.*}} ins(%[[G2]] : tensor<8x8xf32>)
+#id2 = affine_map<(d0, d1) -> (d0, d1)>
+shard.grid @grid22(shape = 2x2)
+monarch.proc_mesh @mesh22(hosts = 2, gpus = 2) grid @grid22
+func.func @double(%x: tensor<8x8xf32>) -> tensor<8x8xf32> {
+  %xf = monarch.feed %x to @mesh22 : tensor<8x8xf32>
+  %s = shard.sharding @grid22 split_axes = [[0], [1]] : !shard.sharding
+  %xs = shard.shard %xf to %s : tensor<8x8xf32>
+  %two = arith.constant 2.0 : f32
+  %e = tensor.empty() : tensor<8x8xf32>
+  %y = linalg.generic {indexing_maps = [#id2, #id2], iterator_types = ["parallel", "parallel"]} ins(%xs : tensor<8x8xf32>) outs(%e : tensor<8x8xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %m = arith.mulf %in, %two : f32
+    linalg.yield %m : f32
+  } -> tensor<8x8xf32>
+  %rep = shard.sharding @grid22 split_axes = [[]] : !shard.sharding
+  %yr = shard.shard %y to %rep : tensor<8x8xf32>
+  %out = monarch.fetch %yr from @mesh22 : tensor<8x8xf32>
+  return %out : tensor<8x8xf32>
+}

@@ -233,8 +233,7 @@ struct Interpreter::Impl {
           instr.buffer.dtype, instr.reduce);
       break;
     case CommOpKind::Broadcast:
-      op = CommOp::broadcast(in, out, count, instr.buffer.dtype,
-                             commRank(instr.root));
+      op = CommOp::broadcast(in, out, count, instr.buffer.dtype, instr.root);
       break;
     case CommOpKind::AllToAll:
       op = CommOp::allToAll(in, out, count / std::max(1, size),

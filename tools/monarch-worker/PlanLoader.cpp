@@ -307,12 +307,10 @@ loadRankPrograms(const std::string &planBytes, int worldRank, int worldSize) {
         instr.stream = static_cast<int>(c.stream);
         instr.group = c.group ? static_cast<int>(*c.group) : -1;
         instr.communicator = c.communicator;
-        if (c.root) {
-          auto root = ranks.world(step.mesh, *c.root);
-          if (!root.isOk())
-            return root.status();
-          instr.root = *root;
-        }
+        // A root is a position in the communicator (the plan's semantics,
+        // checked by validatePlan), not a rank of the mesh.
+        if (c.root)
+          instr.root = static_cast<int>(*c.root);
         break;
       }
       case cg::InstrKind::Wait:
