@@ -75,7 +75,9 @@ Result<mlir::Value> TraceBuilder::Impl::sharding(const std::string &mesh,
   if (!m)
     return error(l, "unknown mesh '" + mesh + "'");
   // At least one (empty) entry: upstream prints an empty split_axes as `[]`,
-  // which its parser does not accept; `[[]]` is replicated at every rank.
+  // which its parser does not accept; `[[]]` is replicated at every rank
+  // (monarch-partition turns it back into `[]` on 0-d values, the form
+  // upstream propagation expects there).
   SmallVector<SmallVector<int16_t>> axes(std::max<int64_t>(rank, 1));
   for (size_t i = 0; i < dist.split.size() && i < axes.size(); ++i)
     for (const std::string &name : dist.split[i])

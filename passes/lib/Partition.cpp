@@ -400,7 +400,7 @@ struct MonarchPartitionPass
               : DistAttr());
       }
 
-      partition::splitMultiStepReshards(tmp);
+      partition::prepareForPartition(tmp);
       {
         // shard-partition may fail without saying why; never fail silently.
         bool reported = false;

@@ -123,9 +123,14 @@ void separateRepeatedOperands(Block &block) {
 /// `shard.shard %v to <replicated>` at the builder's position.
 shard::ShardOp annotateReplicated(OpBuilder &b, Location loc, Value v,
                                   FlatSymbolRefAttr grid) {
-  // `[[]]`, not `[]`: upstream's parser rejects the empty array it prints.
+  // Upstream propagation wants `[]` on a 0-d value (`[[]]` names a
+  // dimension it does not have) and `[[]]` elsewhere.
   shard::GridAxesAttr none = shard::GridAxesAttr::get(b.getContext(), {});
-  auto sharding = shard::ShardingOp::create(b, loc, grid, ArrayRef(none));
+  auto type = dyn_cast<RankedTensorType>(v.getType());
+  auto sharding = shard::ShardingOp::create(
+      b, loc, grid,
+      type && type.getRank() == 0 ? ArrayRef<shard::GridAxesAttr>{}
+                                  : ArrayRef(none));
   return shard::ShardOp::create(b, loc, v, sharding,
                                 /*annotate_for_users=*/false);
 }
@@ -189,9 +194,70 @@ FlatSymbolRefAttr findGrid(Block &block) {
 
 } // namespace
 
+/// A 0-d value annotated `split_axes = [[]]` (what the tracer builds, as
+/// `[]` does not parse back) gets `[]`: upstream propagation reads `[[]]`
+/// as naming dimension 0 and builds a sharding without a grid from it.
+static void normalizeZeroRankShardings(Block &block) {
+  for (auto s : llvm::to_vector(block.getOps<shard::ShardOp>())) {
+    auto type = dyn_cast<RankedTensorType>(s.getSrc().getType());
+    auto sharding = s.getSharding().getDefiningOp<shard::ShardingOp>();
+    if (!type || type.getRank() != 0 || !sharding ||
+        sharding.getSplitAxes().getAxes().empty() || !isReplicated(sharding))
+      continue;
+    OpBuilder b(s);
+    auto flat =
+        shard::ShardingOp::create(b, sharding.getLoc(), sharding.getGridAttr(),
+                                  ArrayRef<shard::GridAxesAttr>{});
+    s.getShardingMutable().assign(flat);
+  }
+}
+
+/// Splits over grid axes of extent 1 are no splits; dropping them keeps
+/// upstream resharding off its size-1 paths (it crashed building an
+/// all_slice over such an axis).
+static void dropUnitAxisSplits(Block &block) {
+  auto module = block.getParentOp()->getParentOfType<ModuleOp>();
+  if (!module)
+    return;
+  for (auto sharding : llvm::to_vector(block.getOps<shard::ShardingOp>())) {
+    auto grid = module.lookupSymbol<shard::GridOp>(sharding.getGridAttr());
+    if (!grid)
+      continue;
+    ArrayRef<int64_t> extents = grid.getShape();
+    bool unit = false;
+    SmallVector<SmallVector<int16_t>> axes;
+    for (shard::GridAxesAttr a : sharding.getSplitAxes().getAxes()) {
+      axes.emplace_back();
+      for (int16_t axis : a.asArrayRef()) {
+        if (axis >= 0 && axis < static_cast<int16_t>(extents.size()) &&
+            extents[axis] == 1) {
+          unit = true;
+          continue;
+        }
+        axes.back().push_back(axis);
+      }
+    }
+    if (!unit)
+      continue;
+    while (axes.size() > 1 && axes.back().empty())
+      axes.pop_back();
+    SmallVector<shard::GridAxesAttr> attrs;
+    for (auto &a : axes)
+      attrs.push_back(shard::GridAxesAttr::get(sharding.getContext(), a));
+    OpBuilder b(sharding);
+    auto replacement = shard::ShardingOp::create(
+        b, sharding.getLoc(), sharding.getGridAttr(), attrs,
+        sharding.getStaticHaloSizes(), sharding.getStaticShardedDimsOffsets());
+    sharding.getResult().replaceAllUsesWith(replacement.getResult());
+    sharding.erase();
+  }
+}
+
 void prepareForPropagation(func::FuncOp fn, bool replicateInputs) {
   Block &block = fn.getBody().front();
   dropDeadOps(block);
+  dropUnitAxisSplits(block);
+  normalizeZeroRankShardings(block);
   // Segment inputs are global values, so replicated is what they are; the
   // users that want them split get a local slice. Left to propagation, an
   // input between differently split users can end up with layouts
@@ -238,8 +304,7 @@ bool annotateRemainingAsReplicated(func::FuncOp fn) {
   return changed;
 }
 
-void splitMultiStepReshards(func::FuncOp fn) {
-  Block &block = fn.getBody().front();
+static void splitMultiStepReshards(Block &block) {
   SmallVector<shard::ShardOp> reshards;
   for (auto s : block.getOps<shard::ShardOp>())
     if (auto prev = s.getSrc().getDefiningOp<shard::ShardOp>())
@@ -312,6 +377,41 @@ void splitMultiStepReshards(func::FuncOp fn) {
       }
     s.getSrcMutable().set(v);
   }
+}
+
+/// A value with several plain annotations (propagation annotates a result
+/// once per use): upstream takes one of them for the source of another and
+/// crashes resharding. The first stays; an equal one is merged into it, a
+/// different one becomes a request of its users, resharded from the first.
+static void mergeRepeatedAnnotations(Block &block) {
+  for (auto first : llvm::to_vector(block.getOps<shard::ShardOp>())) {
+    if (first.getAnnotateForUsers() || !first->getBlock())
+      continue;
+    Value v = first.getSrc();
+    for (Operation *user : llvm::to_vector(v.getUsers())) {
+      auto other = dyn_cast<shard::ShardOp>(user);
+      if (!other || other == first || other.getAnnotateForUsers() ||
+          other->isBeforeInBlock(first))
+        continue;
+      auto a = first.getSharding().getDefiningOp<shard::ShardingOp>();
+      auto b = other.getSharding().getDefiningOp<shard::ShardingOp>();
+      if (a && b && sameSharding(a, b)) {
+        other.getResult().replaceAllUsesWith(first.getResult());
+        other.erase();
+        continue;
+      }
+      other.getSrcMutable().assign(first.getResult());
+      other.setAnnotateForUsers(true);
+    }
+  }
+}
+
+void prepareForPartition(func::FuncOp fn) {
+  Block &block = fn.getBody().front();
+  // Propagation may itself choose a grid axis of extent 1.
+  dropUnitAxisSplits(block);
+  mergeRepeatedAnnotations(block);
+  splitMultiStepReshards(block);
 }
 
 Operation *findUnannotatedOp(func::FuncOp fn) {

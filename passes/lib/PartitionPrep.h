@@ -33,12 +33,14 @@ void prepareForPropagation(mlir::func::FuncOp fn, bool replicateInputs);
 /// added annotations, after which propagation must run again.
 bool annotateRemainingAsReplicated(mlir::func::FuncOp fn);
 
-/// After propagation: upstream shard-partition reshards in one step (it
-/// gathers or slices one grid axis, or moves one), and silently builds
-/// ill-typed IR for a pair of annotations further apart (e.g. split over
-/// both axes of a 2-D grid to replicated). Inserts annotations between such
-/// pairs so that each step removes or adds one grid axis.
-void splitMultiStepReshards(mlir::func::FuncOp fn);
+/// After propagation, before upstream shard-partition: drops splits over
+/// grid axes of extent 1 (upstream crashes resharding over them), and since
+/// upstream reshards in one step (it gathers or slices one grid axis, or
+/// moves one) and silently builds ill-typed IR for a pair of annotations
+/// further apart (split over both axes of a 2-D grid, then replicated),
+/// inserts annotations between such pairs so that each step removes or adds
+/// one grid axis.
+void prepareForPartition(mlir::func::FuncOp fn);
 
 /// The first shardable op whose tensor results still have no sharding, or
 /// null: partitioning it would crash upstream.

@@ -11,6 +11,13 @@
 // then only ever touches i8 memory, and the in-memory format no longer
 // depends on the lowering.
 //
+// The same holds inside a kernel: a boolean tensor that fusion leaves in
+// memory (a comparison read through a slice or a transpose, say) would be
+// written as packed bits by a vector store and read back a byte per element
+// by a scalar loop or a differently shaped vector. So after fusion every i1
+// tensor left becomes i8 too (widenBooleanTensors): generics read `byte != 0`
+// and write `extui`, every other op only changes its element type.
+//
 //===----------------------------------------------------------------------===//
 #include "KernelPipelines.h"
 
@@ -18,8 +25,10 @@
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Linalg/Transforms/Transforms.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/PatternMatch.h"
 
 using namespace mlir;
 
@@ -107,6 +116,105 @@ LogicalResult widenBooleanArguments(func::FuncOp kernel, llvm::StringRef name) {
   if (changed)
     kernel.setFunctionType(
         FunctionType::get(ctx, argTypes, kernel.getResultTypes()));
+  return success();
+}
+
+namespace {
+
+RankedTensorType asBytes(Type type) {
+  auto tensor = dyn_cast<RankedTensorType>(type);
+  if (!tensor || !tensor.getElementType().isInteger(1))
+    return {};
+  return tensor.clone(IntegerType::get(type.getContext(), 8));
+}
+
+/// Block arguments of `generic` that are now i8 but still i1: made i8, with
+/// `byte != 0` for their uses; yielded i1 values of i8 outputs: `extui`.
+void widenGenericBody(linalg::GenericOp generic) {
+  Block &body = generic.getRegion().front();
+  MLIRContext *ctx = generic.getContext();
+  Type i8 = IntegerType::get(ctx, 8), i1 = IntegerType::get(ctx, 1);
+  OpBuilder b(ctx);
+  for (OpOperand &operand : generic->getOpOperands()) {
+    auto type = dyn_cast<RankedTensorType>(operand.get().getType());
+    BlockArgument arg = body.getArgument(operand.getOperandNumber());
+    if (!type || !type.getElementType().isInteger(8) ||
+        !arg.getType().isInteger(1))
+      continue;
+    arg.setType(i8);
+    b.setInsertionPointToStart(&body);
+    Value zero = arith::ConstantIntOp::create(b, arg.getLoc(), i8, 0);
+    Value bit = arith::CmpIOp::create(b, arg.getLoc(), arith::CmpIPredicate::ne,
+                                      arg, zero);
+    arg.replaceAllUsesExcept(bit, bit.getDefiningOp());
+  }
+  auto yield = cast<linalg::YieldOp>(body.getTerminator());
+  b.setInsertionPoint(yield);
+  for (auto [index, result] : llvm::enumerate(generic->getResults())) {
+    Value yielded = yield.getOperand(index);
+    if (!cast<RankedTensorType>(result.getType())
+             .getElementType()
+             .isInteger(8) ||
+        yielded.getType() != i1)
+      continue;
+    yield->setOperand(index,
+                      arith::ExtUIOp::create(b, yield.getLoc(), i8, yielded));
+  }
+}
+
+} // namespace
+
+LogicalResult widenBooleanTensors(func::FuncOp kernel) {
+  MLIRContext *ctx = kernel.getContext();
+  Type i8 = IntegerType::get(ctx, 8);
+  // Named ops with boolean results (a transpose the reference lowering did
+  // not generalize) become generics, whose bodies can convert.
+  SmallVector<linalg::LinalgOp> named;
+  kernel.walk([&](linalg::LinalgOp op) {
+    if (!isa<linalg::GenericOp, linalg::FillOp>(op) &&
+        llvm::any_of(op->getResultTypes(),
+                     [](Type t) { return bool(asBytes(t)); }))
+      named.push_back(op);
+  });
+  IRRewriter rewriter(ctx);
+  for (linalg::LinalgOp op : named) {
+    rewriter.setInsertionPoint(op);
+    if (failed(linalg::generalizeNamedOp(rewriter, op)))
+      return op->emitOpError("has boolean results and cannot be generalized");
+  }
+  SmallVector<linalg::GenericOp> generics;
+  WalkResult walk = kernel.walk([&](Operation *op) -> WalkResult {
+    bool changed = false;
+    for (Value r : op->getResults())
+      if (RankedTensorType bytes = asBytes(r.getType())) {
+        r.setType(bytes);
+        changed = true;
+      }
+    if (auto fill = dyn_cast<linalg::FillOp>(op); fill && changed) {
+      OpBuilder b(fill);
+      Value value = fill.getInputs()[0];
+      if (value.getType().isInteger(1))
+        fill.getInputsMutable()[0].assign(
+            arith::ExtUIOp::create(b, fill.getLoc(), i8, value));
+      // The region of a named op is built from its operand types.
+      OpBuilder rb(fill);
+      auto replacement = linalg::FillOp::create(
+          rb, fill.getLoc(), fill.getInputs()[0], fill.getOutputs()[0]);
+      fill->replaceAllUsesWith(replacement);
+      fill->erase();
+      return WalkResult::skip();
+    }
+    if (auto generic = dyn_cast<linalg::GenericOp>(op))
+      generics.push_back(generic);
+    else if (changed && isa<linalg::LinalgOp>(op))
+      return op->emitOpError("has a boolean tensor result; only generics and "
+                             "fills may produce one in a kernel");
+    return WalkResult::advance();
+  });
+  if (walk.wasInterrupted())
+    return failure();
+  for (linalg::GenericOp generic : generics)
+    widenGenericBody(generic);
   return success();
 }
 

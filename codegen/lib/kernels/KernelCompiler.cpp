@@ -171,6 +171,9 @@ LogicalResult lowerScratchKernel(ScratchKernel &scratch, func::FuncOp origin,
   bool reference = options.referenceLowering && !cuda;
   if (!reference && failed(detail::prepareKernel(module)))
     return fail("tensor preparation");
+  for (auto fn : module.getOps<func::FuncOp>())
+    if (failed(detail::widenBooleanTensors(fn)))
+      return fail("boolean tensors");
   if (stopsAt(KernelStage::Prepared))
     return success();
   if (!cuda && !reference) {

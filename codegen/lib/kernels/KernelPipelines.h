@@ -40,6 +40,12 @@ void loadKernelDialects(mlir::MLIRContext &ctx);
 mlir::LogicalResult widenBooleanArguments(mlir::func::FuncOp kernel,
                                           llvm::StringRef name);
 
+/// Makes every i1 tensor left in `kernel` after fusion i8 (one byte per
+/// element in memory, as the arguments are): generics convert at their
+/// block arguments and yields, other ops change only their types. Fails on
+/// a named linalg op other than a fill producing booleans.
+mlir::LogicalResult widenBooleanTensors(mlir::func::FuncOp kernel);
+
 /// Tensor-level clean-up shared by every target: canonicalize, generalize
 /// non-contraction named ops and fuse elementwise producers into consumers.
 mlir::LogicalResult prepareKernel(mlir::ModuleOp scratch);

@@ -455,4 +455,34 @@ TEST_F(OpsKernelTest, TwoMatmulsSharingOneInit) {
   }
 }
 
+// A comparison that fusion leaves in memory, read through a slice and a
+// transpose: vector stores packed its bits while the transpose read a byte
+// per element (found by the differential fuzzer as `mc.shard(b.T, gpus=0)`
+// of `b = x == x`). Boolean temporaries are bytes now.
+TEST_F(OpsKernelTest, BooleanTemporaryReadThroughASliceAndATranspose) {
+  check({"slice_transpose_bool",
+         R"mlir(
+#id = affine_map<(d0, d1) -> (d0, d1)>
+func.func private @k(%a: tensor<4x37xf32>, %out: memref<20x4xi1>) {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<4x37xi1>
+  %g = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%a : tensor<4x37xf32>) outs(%e : tensor<4x37xi1>) {
+  ^bb0(%x: f32, %o: i1):
+    %c = arith.cmpf ogt, %x, %zero : f32
+    linalg.yield %c : i1
+  } -> tensor<4x37xi1>
+  %s = tensor.extract_slice %g[0, 5] [4, 20] [1, 1] : tensor<4x37xi1> to tensor<4x20xi1>
+  %e2 = tensor.empty() : tensor<20x4xi1>
+  %t = linalg.transpose ins(%s : tensor<4x20xi1>) outs(%e2 : tensor<20x4xi1>) permutation = [1, 0]
+  bufferization.materialize_in_destination %t in restrict writable %out : (tensor<20x4xi1>, memref<20x4xi1>) -> ()
+  return
+}
+)mlir",
+         {randomBuffer("f32", {4, 37}, rng)},
+         {HostBuffer("i1", {20, 4})},
+         0,
+         0});
+}
+
 } // namespace
