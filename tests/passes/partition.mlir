@@ -218,3 +218,60 @@ func.func @double(%x: tensor<8x8xf32>) -> tensor<8x8xf32> {
   %out = monarch.fetch %yr from @mesh22 : tensor<8x8xf32>
   return %out : tensor<8x8xf32>
 }
+
+// -----
+
+// A 0-d value annotated replicated as the tracer writes it (`[[]]`, since
+// upstream cannot parse the `[]` it prints): partitioned, not crashed.
+
+// CHECK-LABEL: monarch.endpoint @run(%{{.*}}: tensor<f32>) -> tensor<f32>
+// CHECK:         arith.mulf
+#map0d = affine_map<() -> ()>
+module {
+  shard.grid @grid0d(shape = 1x1)
+  monarch.proc_mesh @mesh0d(hosts = 1, gpus = 1) grid @grid0d
+  func.func @scale0d(%arg0: tensor<f32>) -> tensor<f32> {
+    %cst = arith.constant 2.000000e+00 : f32
+    %0 = monarch.feed %arg0 to @mesh0d : tensor<f32>
+    %sharding = shard.sharding @grid0d split_axes = [[]] : !shard.sharding
+    %sharding_annotated = shard.shard %0 to %sharding : tensor<f32>
+    %1 = tensor.empty() : tensor<f32>
+    %2 = linalg.generic {indexing_maps = [#map0d, #map0d], iterator_types = []} ins(%sharding_annotated : tensor<f32>) outs(%1 : tensor<f32>) {
+    ^bb0(%in: f32, %out: f32):
+      %4 = arith.mulf %in, %cst : f32
+      linalg.yield %4 : f32
+    } -> tensor<f32>
+    %3 = monarch.fetch %2 from @mesh0d : tensor<f32>
+    return %3 : tensor<f32>
+  }
+}
+
+// -----
+
+// A result used twice, once with a request to split it over a grid axis of
+// extent 1: upstream resharding crashed on both the unit axis and the two
+// plain annotations propagation gives the value.
+
+// CHECK-LABEL: monarch.endpoint @run(%{{.*}}: tensor<1x1x1xf32>) -> (tensor<1xf32>, tensor<1xf32>)
+// CHECK:         %[[R:.*]] = linalg.reduce
+// CHECK:         return %[[R]], %[[R]]
+  shard.grid @grid111(shape = 1x1)
+  monarch.proc_mesh @mesh111(hosts = 1, gpus = 1) grid @grid111
+  func.func @twice(%arg0: tensor<1x1x1xf32>) -> (tensor<1xf32>, tensor<1xf32>) {
+    %0 = monarch.feed %arg0 to @mesh111 : tensor<1x1x1xf32>
+    %sharding = shard.sharding @grid111 split_axes = [[]] : !shard.sharding
+    %sharding_annotated = shard.shard %0 to %sharding : tensor<1x1x1xf32>
+    %1 = tensor.empty() : tensor<1xf32>
+    %cst = arith.constant 0xFF800000 : f32
+    %2 = linalg.fill ins(%cst : f32) outs(%1 : tensor<1xf32>) -> tensor<1xf32>
+    %reduced = linalg.reduce ins(%sharding_annotated : tensor<1x1x1xf32>) outs(%2 : tensor<1xf32>) dimensions = [0, 1] 
+      (%in: f32, %init: f32) {
+        %5 = arith.maximumf %in, %init : f32
+        linalg.yield %5 : f32
+      }
+    %sharding_0 = shard.sharding @grid111 split_axes = [[1]] : !shard.sharding
+    %sharding_annotated_1 = shard.shard %reduced to %sharding_0 annotate_for_users : tensor<1xf32>
+    %3 = monarch.fetch %sharding_annotated_1 from @mesh111 : tensor<1xf32>
+    %4 = monarch.fetch %reduced from @mesh111 : tensor<1xf32>
+    return %3, %4 : tensor<1xf32>, tensor<1xf32>
+  }
