@@ -18,7 +18,7 @@ DEB_PACKAGES=(
   libspdlog-dev libfmt-dev libcli11-dev libgtest-dev libgmock-dev
   libopenblas-dev clang-22 libclang-rt-22-dev lld-22
 )
-PY_MODULES=(numpy pytest lit nanobind)
+PY_MODULES=(numpy pytest lit nanobind ml_dtypes)
 
 missing=()
 for pkg in "${DEB_PACKAGES[@]}"; do

@@ -10,6 +10,8 @@
 
 #include "TraceBuilderImpl.h"
 
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+
 #include "mlir/IR/Verifier.h"
 
 using namespace mlir;
@@ -166,14 +168,22 @@ Status TraceBuilder::endEndpoint(const std::vector<Value> &results,
     Result<ValueRecord *> r = I.get(v, loc);
     if (!r)
       return r.error();
-    outs.push_back((*r)->value);
+    mlir::Value out = (*r)->value;
+    // A scalar result leaves as a 0-d tensor: a value on the mesh like any
+    // other (fetched, used by tensor work, reduced with out="sum").
+    if (!isa<RankedTensorType>(out.getType()))
+      out = tensor::FromElementsOp::create(
+          I.b, I.loc(loc), RankedTensorType::get({}, out.getType()),
+          ValueRange{out});
+    outs.push_back(out);
   }
   for (size_t i = 0; i < resultDists.size(); ++i) {
     if (resultDists[i].isReplicated())
       continue;
-    if (!isa<RankedTensorType>(outs[i].getType()))
+    if (!resultDists[i].partial &&
+        llvm::cast<RankedTensorType>(outs[i].getType()).getRank() == 0)
       return I.error(loc, "result #" + std::to_string(i) +
-                              " is a scalar and cannot be split or partial");
+                              " is a scalar and cannot be split");
     std::vector<int64_t> big(
         llvm::cast<RankedTensorType>(outs[i].getType()).getRank(), 0);
     if (Status s = I.checkDist(scope->mesh, resultDists[i], big, loc, "result");

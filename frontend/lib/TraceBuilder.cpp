@@ -458,7 +458,9 @@ TraceBuilder::beginFunction(const std::string &name,
   return handles;
 }
 
-/// Drops tensor work nothing uses (shard-partition crashes on dead ops).
+/// Drops tensor work nothing uses (shard-partition crashes on dead ops), and
+/// feeds and transfers of values nothing reads (they would move data for
+/// nothing).
 static void eraseDeadTensorOps(func::FuncOp fn) {
   bool changed = true;
   while (changed) {
@@ -471,7 +473,7 @@ static void eraseDeadTensorOps(func::FuncOp fn) {
         continue;
       StringRef ns = op->getDialect() ? op->getDialect()->getNamespace() : "";
       if (ns == "linalg" || ns == "tensor" || ns == "arith" || ns == "math" ||
-          ns == "shard") {
+          ns == "shard" || isa<FeedOp, TransferOp>(op)) {
         op->erase();
         changed = true;
       }

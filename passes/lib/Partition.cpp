@@ -226,8 +226,30 @@ struct MonarchPartitionPass
     return success();
   }
 
+  /// Erases work nothing uses: side-effect-free ops, and feeds and
+  /// transfers of values nothing reads. A dead feed would otherwise keep a
+  /// controller input that no worker reads (the controller refuses plans
+  /// whose feeds are not 0..N-1), and upstream partitioning crashes on dead
+  /// tensor ops.
+  static void eraseDeadWork(func::FuncOp fn) {
+    bool changed = true;
+    while (changed) {
+      changed = false;
+      SmallVector<Operation *> ops;
+      for (Operation &op : fn.getBody().front().without_terminator())
+        ops.push_back(&op);
+      for (Operation *op : llvm::reverse(ops))
+        if (op->getNumResults() != 0 && op->use_empty() &&
+            (isa<FeedOp, TransferOp>(op) || isOpTriviallyDead(op))) {
+          op->erase();
+          changed = true;
+        }
+    }
+  }
+
   LogicalResult partitionProgram(func::FuncOp fn,
                                  SymbolTableCollection &tables) {
+    eraseDeadWork(fn);
     // Upstream shard-partition crashes on a tensor dimension split over
     // several grid axes (partitionTriviallyShardableOperation); say so.
     WalkResult multiAxis = fn.walk([&](shard::ShardingOp sharding) {

@@ -8,10 +8,11 @@ import re
 
 import numpy as np
 
-from . import _runtime, _trace, errors
+from . import _pytree, _runtime, _trace, errors
 from ._location import def_loc, user_loc
 from ._source import return_loc
-from ._tensor import DTYPES, Tensor, as_value, dtype_name
+from ._tensor import (DTYPES, Tensor, as_value, binary, cast, dtype_name,
+                      reduce, unary)
 
 
 class Param:
@@ -184,7 +185,13 @@ def endpoint(fn=None, *, out=None):
     form the global result: None (replicated: the ranks agree), a dict
     {mesh dim: tensor dim} (split, like mc.shard), a reduction name
     ("sum", "avg", "max", "min": partial results reduced over the ranks), or
-    a tuple of those, one per result."""
+    a tuple of those, one per result tensor (flattened order).
+
+    A single value (not a tuple) applies to EVERY result: `out="sum"` on an
+    endpoint returning (loss, grads) sums both. `out=None` is a promise, not
+    checked by default: if the ranks' results differ, one rank's value comes
+    back. Set MONARCH_CHECK_REPLICATED=1 (read when tracing) to check it at
+    run time (extra collectives; mc.ExecutionError on a mismatch)."""
     if fn is None:
         return lambda f: _Endpoint(f, out)
     return _Endpoint(fn, out)
@@ -225,22 +232,21 @@ class BoundEndpoint:
 
 
 def _flatten(result, loc, what):
-    if result is None:
-        return [], "none"
-    if isinstance(result, Tensor):
-        return [result], "single"
-    if isinstance(result, (tuple, list)) and all(isinstance(r, Tensor) for r in result):
-        return list(result), "tuple"
-    raise errors.UnsupportedError(
-        f"{what} must return a traced tensor, a tuple of them, or None; got "
-        f"{type(result).__name__}", *loc)
+    try:
+        return _pytree.flatten(result, Tensor)
+    except _pytree.NotATree as err:
+        raise errors.UnsupportedError(
+            f"{what} must return traced tensors, in (nested) tuples, lists or "
+            f"dicts with string keys, or None; got {err}", *loc) from None
 
 
 def _out_dists(out, results, loc):
     specs = list(out) if isinstance(out, (tuple, list)) else [out] * len(results)
     if len(specs) != len(results):
         raise errors.TraceError(
-            f"out= gives {len(specs)} distributions for {len(results)} results",
+            f"out= gives {len(specs)} distributions for {len(results)} results "
+            "(a tuple gives one per result tensor, in the order of the "
+            "flattened results; a single value applies to every result)",
             *loc)
     dists = []
     for spec, r in zip(specs, results):
@@ -326,15 +332,49 @@ def _endpoint_symbol(trace, cls_sym, actor, ep, argtypes, dists, mesh_sym, loc):
         rloc = return_loc(ep.fn)
         flat, structure = _flatten(result, rloc, f"endpoint {ep.name}")
         out = _out_dists(ep.out, flat, rloc)
-        trace.call("end_endpoint", [r._id for r in flat], out, rloc, loc=rloc)
+        probes = (_replication_probes(trace, ep, flat, actor._mc_mesh, rloc)
+                  if trace.check_replicated else [])
+        out += [([], None)] * (2 * len(probes))
+        ids = [r._id for r in flat] + [t._id for p in probes for t in p[1:]]
+        trace.call("end_endpoint", ids, out, rloc, loc=rloc)
     except BaseException:
         if trace.builder.in_endpoint():
             trace.builder.abandon_endpoint()
         raise
     finally:
         trace.endpoint_stack.pop()
-    trace.endpoints[key] = (sym, structure)
+    trace.endpoints[key] = (sym, structure, [p[0] for p in probes])
     return trace.endpoints[key]
+
+
+def _replication_probes(trace, ep, flat, mesh, loc):
+    """MONARCH_CHECK_REPLICATED=1: for each result declared replicated
+    (`out=None`, the default) on a mesh of several ranks, two float32 0-d
+    values computed on the ranks: the largest difference between ranks
+    (all_reduce max - min) and the largest magnitude. The compiled function
+    fetches them and `_runtime.check_replicated` compares them."""
+    if mesh.size <= 1:
+        return []
+    specs = (list(ep.out) if isinstance(ep.out, (tuple, list))
+             else [ep.out] * len(flat))
+    dims = list(mesh.dims)
+    probes = []
+    for i, (r, spec) in enumerate(zip(flat, specs)):
+        if spec is not None or r.dtype not in DTYPES or r._scalar:
+            continue
+        hi = _over_ranks(trace, r, dims, "max", loc)
+        lo = _over_ranks(trace, r, dims, "min", loc)
+        scale = _over_ranks(trace, unary("abs", r, loc), dims, "max", loc)
+        probes.append(((i, r.dtype),
+                       cast(binary("sub", hi, lo, loc), "float32", loc),
+                       cast(scale, "float32", loc)))
+    return probes
+
+
+def _over_ranks(trace, x, dims, op, loc):
+    """all_reduce(x, dims, op), then the largest element (a 0-d value)."""
+    x = Tensor(trace, trace.call("all_reduce", x._id, dims, op, loc, loc=loc))
+    return reduce("max", x, None, False, loc) if x.shape else x
 
 
 def _invoke(actor, ep, args, broadcast, loc):
@@ -382,14 +422,17 @@ def _invoke(actor, ep, args, broadcast, loc):
                            loc=loc)
         argtypes.append((list(local), dtype, False))
         dists.append(([list(d) for d in split], None))
-    sym, structure = _endpoint_symbol(trace, cls_sym, actor, ep, argtypes, dists,
-                                      mesh_sym, loc)
+    sym, structure, probes = _endpoint_symbol(trace, cls_sym, actor, ep,
+                                              argtypes, dists, mesh_sym, loc)
     if broadcast:
         trace.call("broadcast", am, sym, ids, loc, loc=loc)
         return None
     results = [Tensor(trace, r) for r in trace.call("call", am, sym, ids, loc, loc=loc)]
-    if structure == "none":
-        return None
-    if structure == "single":
-        return results[0]
-    return tuple(results)
+    if probes:
+        extra = results[len(results) - 2 * len(probes):]
+        del results[len(results) - 2 * len(probes):]
+        for n, (index, dtype) in enumerate(probes):
+            trace.replication_probes.append(
+                (f"{cls}.{ep.name}", index, dtype, loc, extra[2 * n],
+                 extra[2 * n + 1]))
+    return _pytree.unflatten(structure, results)

@@ -13,7 +13,7 @@ import os
 
 import numpy as np
 
-from . import _runtime, _trace, errors
+from . import _pytree, _runtime, _trace, errors
 from ._location import def_loc, user_loc
 from ._source import return_loc
 from ._tensor import DTYPES, Tensor, dtype_name
@@ -38,13 +38,18 @@ def _as_array(x):
 
 
 class Specialization:
-    """One trace of a compiled function: its module and what it returns."""
+    """One trace of a compiled function: its module and what it returns
+    (`structure`, a `_pytree` treedef, and the dtypes of its leaves)."""
 
-    def __init__(self, trace, key, structure, num_inputs):
+    def __init__(self, trace, key, structure, num_inputs, result_dtypes=()):
         self.trace = trace
         self.key = key
         self.structure = structure
         self.num_inputs = num_inputs
+        self.result_dtypes = tuple(result_dtypes)
+        # MONARCH_CHECK_REPLICATED=1: (endpoint, result index, dtype, loc)
+        # of each checked result; two values each follow the results.
+        self.replication_probes = []
 
     @property
     def builder(self):
@@ -211,26 +216,30 @@ class Compiled:
                            else a for k, a in zip(key, args)]
             result = self.fn(*traced_args)
             rloc = return_loc(self.fn)
-            if result is None:
-                flat, structure = [], "none"
-            elif isinstance(result, Tensor):
-                flat, structure = [result], "single"
-            elif isinstance(result, (tuple, list)) and all(
-                    isinstance(r, Tensor) for r in result):
-                flat, structure = list(result), "tuple"
-            else:
+            try:
+                flat, structure = _pytree.flatten(result, Tensor)
+            except _pytree.NotATree as err:
                 raise errors.UnsupportedError(
-                    f"{self.__name__} must return a traced tensor, a tuple of "
-                    f"them, or None; got {type(result).__name__}", *rloc)
+                    f"{self.__name__} must return traced tensors, in (nested) "
+                    "tuples, lists or dicts with string keys, or None; got "
+                    f"{err}", *rloc) from None
             for r in flat:
                 if r._trace is not trace:
                     raise errors.TraceError(
                         "a result comes from another trace", *rloc)
-            trace.call("end_function", [r._id for r in flat], rloc, loc=rloc)
+            # MONARCH_CHECK_REPLICATED=1: the probes of endpoint calls come
+            # back after the results (_runtime.check_replicated).
+            probes = trace.replication_probes
+            ids = [r._id for r in flat] + [t._id for p in probes
+                                           for t in p[4:]]
+            trace.call("end_function", ids, rloc, loc=rloc)
             # A mesh or actor named like the function keeps its name; the
             # function's symbol then differs from its Python name.
             trace.name = trace.builder.function_name()
-        return Specialization(trace, key, structure, len(argtypes))
+        spec = Specialization(trace, key, structure, len(argtypes),
+                              [r.dtype for r in flat])
+        spec.replication_probes = [p[:4] for p in probes]
+        return spec
 
     # Public API -----------------------------------------------------------
     def __call__(self, *args, **kwargs):

@@ -28,7 +28,7 @@ import weakref
 
 import numpy as np
 
-from . import errors
+from . import _pytree, errors
 from ._native import native
 
 STAGES = ("traced", "partitioned", "split", "planned")
@@ -296,16 +296,33 @@ def _to_host(a):
 
 
 def _to_arg(a):
-    """(dtype, shape, C-contiguous array) of a call argument; 0-d stays 0-d."""
+    """(dtype, shape, C-contiguous array) of a call argument; 0-d stays 0-d.
+    bfloat16 (ml_dtypes) crosses as its bits (uint16): only bytes cross."""
     a = np.require(np.asarray(a), requirements="C")
-    return (a.dtype.name, list(a.shape), a)
+    name = a.dtype.name
+    if name == "bfloat16":
+        a = a.view(np.uint16)
+    return (name, list(a.shape), a)
+
+
+def _bfloat16(what="bfloat16 results"):
+    """numpy's bfloat16 dtype (ml_dtypes, as in JAX); a clear error without."""
+    try:
+        import ml_dtypes
+    except ImportError:
+        raise errors.ExecutionError(
+            f"{what} come back as ml_dtypes.bfloat16 arrays, but ml_dtypes is "
+            "not installed: `pip install ml_dtypes`, or cast to float32 "
+            "before returning (x.astype(mc.float32))") from None
+    return np.dtype(ml_dtypes.bfloat16)
 
 
 def _from_host(t):
     if isinstance(t, np.ndarray):
         return t
     dtype, shape, data = t
-    return np.frombuffer(data, dtype=np.dtype(dtype)).reshape(shape).copy()
+    dt = _bfloat16() if dtype == "bfloat16" else np.dtype(dtype)
+    return np.frombuffer(data, dtype=dt).reshape(shape).copy()
 
 
 def _mesh_of(compiled, spec):
@@ -326,12 +343,15 @@ def _mesh_of(compiled, spec):
 
 def run_compiled(compiled, specialization, inputs):
     """Runs `specialization` of `compiled` on `inputs` (numpy arrays);
-    returns numpy arrays shaped like the function's result."""
+    returns numpy arrays in the structure of the function's result
+    (bfloat16 as ml_dtypes.bfloat16)."""
     spec = specialization
     rt = _runtime_for(_mesh_of(compiled, spec))
     rt.apply_policy(compiled)
     loaded = spec.__dict__.get("_mc_loaded")
     if loaded is None or loaded.runtime is not rt or not loaded.loaded:
+        if "bfloat16" in spec.result_dtypes:
+            _bfloat16(f"the bfloat16 results of {compiled.__name__}()")
         program = _program_name(rt, spec)
         loaded = _Loaded(rt, _compile(compiled, spec, program), program)
         spec._mc_loaded = loaded
@@ -344,11 +364,33 @@ def run_compiled(compiled, specialization, inputs):
                                              loaded.program, args)]
     finally:
         rt.report_restarts(compiled)
-    if spec.structure == "none":
-        return None
-    if spec.structure == "single":
-        return outs[0]
-    return tuple(outs)
+    if spec.replication_probes:
+        n = len(spec.result_dtypes)
+        check_replicated(compiled, spec.replication_probes, outs[n:])
+        del outs[n:]
+    return _pytree.unflatten(spec.structure, outs)
+
+
+# Largest difference between ranks, relative to the largest magnitude, that
+# MONARCH_CHECK_REPLICATED=1 lets pass for a result declared replicated.
+_REPLICATED_RTOL = {"float32": 1e-5, "float16": 1e-2, "bfloat16": 1e-1}
+
+
+def check_replicated(compiled, probes, values):
+    """MONARCH_CHECK_REPLICATED=1: raises if the ranks of an endpoint
+    disagreed on a result it declared replicated (`out=None`)."""
+    for n, (endpoint, index, dtype, loc) in enumerate(probes):
+        spread, scale = float(values[2 * n]), float(values[2 * n + 1])
+        if spread <= _REPLICATED_RTOL.get(dtype, 0.0) * scale:
+            continue
+        raise errors.ExecutionError(
+            f"{loc[0]}:{loc[1]}:{loc[2]}: {compiled.__name__}(): result "
+            f"#{index} of {endpoint} is declared replicated (out=None, the "
+            "default) but its ranks disagree (largest difference "
+            f"{spread:g}, largest magnitude {scale:g}); say how the "
+            "per-rank results form the global one with @mc.endpoint(out="
+            "...): {mesh dim: tensor dim} for a split result, \"sum\" for "
+            "partial sums (checked because MONARCH_CHECK_REPLICATED is set)")
 
 
 def run_endpoint(actor, endpoint_name, args, broadcast):

@@ -35,7 +35,6 @@ class Tensor:
 
     __slots__ = ("_trace", "_id", "shape", "dtype", "_scalar")
     __array_priority__ = 1000
-    __array_ufunc__ = None  # numpy defers to our reflected operators
 
     def __init__(self, trace, vid):
         self._trace = trace
@@ -104,6 +103,18 @@ class Tensor:
 
     def __array__(self, *args, **kwargs):
         self._concrete("conversion to numpy (__array__)")
+
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        """`np.exp(t)`, `np.maximum(t, 0)`, `ndarray + t`...: the ufuncs we
+        have ops for are traced; others raise an UnsupportedError."""
+        from ._numpy import array_ufunc
+        return array_ufunc(ufunc, method, inputs, kwargs)
+
+    def __array_function__(self, func, types, args, kwargs):
+        """`np.sum(t)`, `np.where(c, a, b)`, `np.reshape(t, s)`...: traced
+        like the `mc.` function; others raise an UnsupportedError."""
+        from ._numpy import array_function
+        return array_function(func, types, args, kwargs)
 
     def __iter__(self):
         raise errors.UnsupportedError(

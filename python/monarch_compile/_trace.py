@@ -5,6 +5,7 @@ One trace builds one module holding one compiled function and everything it
 uses. Meshes, actor classes and actor meshes are declared in the module the
 first time the traced code touches them.
 """
+import os
 import re
 import threading
 
@@ -35,9 +36,14 @@ class Trace:
         self.actor_names = {}  # id(actor) -> actor mesh symbol
         self.actors = {}  # actor mesh symbol -> actor
         self.actor_classes = {}  # actor mesh symbol -> class symbol
-        self.endpoints = {}  # (class symbol, method, key) -> (symbol, info)
+        self.endpoints = {}  # (class, method, key) -> (sym, treedef, probes)
         self.endpoint_stack = []  # EndpointTrace objects
         self.used = set()
+        # MONARCH_CHECK_REPLICATED=1: endpoint results declared replicated
+        # are checked after each call (_actors._replication_probes).
+        self.check_replicated = os.environ.get(
+            "MONARCH_CHECK_REPLICATED", "") not in ("", "0")
+        self.replication_probes = []  # (endpoint, index, dtype, loc, d, m)
 
     # Activation -------------------------------------------------------------
     def __enter__(self):

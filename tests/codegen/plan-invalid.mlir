@@ -7,7 +7,7 @@
 // DTYPE: dtype.mlir:3:1: error: 'monarch.plan' op element type 'f8E4M3FN' has no ExecutionPlan dtype
 // DTYPE: monarch-compile: error: cannot build the ExecutionPlan of '{{.*}}dtype.mlir'
 // CTL: controller.mlir:9:8: error: 'arith.addf' op in controller function @ctl cannot be expressed in an ExecutionPlan
-// NOPLAN: noplan.mlir:0:0: error: module has no monarch.plan: compile it to the 'planned' stage first
+// NOPLAN: noplan.mlir:0:0: error: module has no monarch.plan and no controller program: compile it to the 'planned' stage first
 
 //--- dtype.mlir
 shard.grid @g(shape = 2)

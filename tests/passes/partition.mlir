@@ -275,3 +275,27 @@ module {
     %4 = monarch.fetch %reduced from @mesh111 : tensor<1xf32>
     return %3, %4 : tensor<1xf32>, tensor<1xf32>
   }
+
+// -----
+
+// An argument fed to the mesh and never read: its feed is dropped (the
+// controller refused the plan: "feed indices are not 0..N-1").
+
+// CHECK-LABEL: func.func @dead_feed
+// CHECK-NOT:     monarch.feed %arg0
+// CHECK:         monarch.feed %arg1
+#mapdf = affine_map<(d0) -> (d0)>
+shard.grid @griddf(shape = 1)
+monarch.proc_mesh @meshdf(gpus = 1) grid @griddf
+func.func @dead_feed(%arg0: tensor<4xf32>, %arg1: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = monarch.feed %arg0 to @meshdf : tensor<4xf32>
+  %1 = monarch.feed %arg1 to @meshdf : tensor<4xf32>
+  %2 = tensor.empty() : tensor<4xf32>
+  %3 = linalg.generic {indexing_maps = [#mapdf, #mapdf], iterator_types = ["parallel"]} ins(%1 : tensor<4xf32>) outs(%2 : tensor<4xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %s = math.sqrt %in : f32
+    linalg.yield %s : f32
+  } -> tensor<4xf32>
+  %4 = monarch.fetch %3 from @meshdf : tensor<4xf32>
+  return %4 : tensor<4xf32>
+}

@@ -183,13 +183,14 @@ static std::optional<ReductionKind> toReduction(::monarch::ReductionKind k) {
 LogicalResult verifyPlannedModule(ModuleOp module) {
   if (failed(mlir::verify(module)))
     return failure();
-  bool ok = true, anyPlan = false;
+  bool ok = true, anyPlan = false, anyProgram = false;
   for (Operation &op : module.getBody()->getOperations()) {
     if (isa<PlanOp>(op))
       anyPlan = true;
     auto fn = dyn_cast<func::FuncOp>(op);
     if (!fn || fn.isExternal())
       continue;
+    anyProgram = true;
     if (fn->hasAttr(MonarchDialect::getWorkerForAttrName())) {
       fn.emitOpError("is a worker program that no monarch.plan replaced "
                      "(compile to 'planned' first)");
@@ -205,9 +206,11 @@ LogicalResult verifyPlannedModule(ModuleOp module) {
       }
     });
   }
-  if (ok && !anyPlan) {
-    module.emitError("module has no monarch.plan: compile it to the "
-                     "'planned' stage first");
+  // A controller program with no mesh work (`def f(x): return x`) needs no
+  // worker plan; a module with neither is not a program.
+  if (ok && !anyPlan && !anyProgram) {
+    module.emitError("module has no monarch.plan and no controller program: "
+                     "compile it to the 'planned' stage first");
     ok = false;
   }
   return success(ok);
@@ -490,7 +493,9 @@ private:
   static bool isController(func::FuncOp fn) {
     if (fn.isExternal() || fn->hasAttr(MonarchDialect::getWorkerForAttrName()))
       return false;
-    bool any = false;
+    // A public function is a program even without mesh work (one that
+    // returns its arguments); kernels are private.
+    bool any = fn.isPublic();
     fn.walk([&](Operation *op) {
       if (isa<ControlMsgOp, FeedInputOp, FetchOutputOp, AwaitOp>(op))
         any = true;
