@@ -27,11 +27,15 @@ static Result<Value> elementwise(TraceBuilder::Impl &I,
                                  Type resultElem, BodyFn body,
                                  const SourceLoc &l, const std::string &what) {
   std::vector<ValueRecord *> recs;
+  // Whether each operand is a scalar, read now: `materialize` below may grow
+  // the value table and leave the record pointers dangling.
+  std::vector<bool> isScalar;
   for (Value v : operands) {
     Result<ValueRecord *> r = I.get(v, l);
     if (!r)
       return r.error();
     recs.push_back(*r);
+    isScalar.push_back((*r)->scalar);
   }
   // Broadcast shape of the tensor operands.
   std::vector<int64_t> out;
@@ -77,7 +81,7 @@ static Result<Value> elementwise(TraceBuilder::Impl &I,
   SmallVector<int> slot; // operand -> input index, -1 for scalars
   int64_t rank = static_cast<int64_t>(out.size());
   for (size_t i = 0; i < operands.size(); ++i) {
-    if (recs[i]->scalar) {
+    if (isScalar[i]) {
       slot.push_back(-1);
       continue;
     }

@@ -11,6 +11,7 @@
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
 #include "mlir/Dialect/Shard/Interfaces/ShardingInterface.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "llvm/ADT/MapVector.h"
 
 using namespace mlir;
 
@@ -169,10 +170,12 @@ bool hasSharding(Value v) {
 /// itself is laid out: upstream partitioning then keeps %v in layout S for
 /// its user whatever the user's own layout, and builds ill-typed ops when
 /// they differ. Saying that %v is in layout S (a plain annotation) lets
-/// propagation reshard it for the user instead.
+/// propagation reshard it for the user instead. Only when that annotation
+/// is %v's one use: with others (a replicated result besides a split one),
+/// upstream propagation built annotations before the values they annotate.
 void annotateSourcesOfForUsers(Block &block) {
   for (auto s : block.getOps<shard::ShardOp>())
-    if (s.getAnnotateForUsers() &&
+    if (s.getAnnotateForUsers() && s.getSrc().hasOneUse() &&
         !s.getSrc().getDefiningOp<shard::ShardOp>() &&
         !soleAnnotation(s.getSrc()) &&
         llvm::none_of(s.getSrc().getUsers(), [&](Operation *u) {
@@ -384,16 +387,15 @@ static void splitMultiStepReshards(Block &block) {
 /// crashes resharding. The first stays; an equal one is merged into it, a
 /// different one becomes a request of its users, resharded from the first.
 static void mergeRepeatedAnnotations(Block &block) {
-  for (auto first : llvm::to_vector(block.getOps<shard::ShardOp>())) {
-    if (first.getAnnotateForUsers() || !first->getBlock())
-      continue;
-    Value v = first.getSrc();
-    for (Operation *user : llvm::to_vector(v.getUsers())) {
-      auto other = dyn_cast<shard::ShardOp>(user);
-      if (!other || other == first || other.getAnnotateForUsers() ||
-          other->isBeforeInBlock(first))
-        continue;
-      auto a = first.getSharding().getDefiningOp<shard::ShardingOp>();
+  llvm::MapVector<Value, SmallVector<shard::ShardOp>> plain;
+  for (auto s : block.getOps<shard::ShardOp>())
+    if (!s.getAnnotateForUsers())
+      plain[s.getSrc()].push_back(s);
+  for (auto &[v, annotations] : plain) {
+    // Block order: the first dominates the others.
+    shard::ShardOp first = annotations.front();
+    auto a = first.getSharding().getDefiningOp<shard::ShardingOp>();
+    for (shard::ShardOp other : llvm::drop_begin(annotations)) {
       auto b = other.getSharding().getDefiningOp<shard::ShardingOp>();
       if (a && b && sameSharding(a, b)) {
         other.getResult().replaceAllUsesWith(first.getResult());
@@ -406,10 +408,24 @@ static void mergeRepeatedAnnotations(Block &block) {
   }
 }
 
+/// `shard.shard (shard.shard %v to A annotate_for_users) to B
+/// annotate_for_users` (`mc.shard` of a value `mc.shard` made): upstream
+/// reshards plain-to-requested pairs only and crashed cloning this chain.
+/// The inner request becomes a plain annotation: %v is resharded to A
+/// there, then to B for the users.
+static void settleChainedRequests(Block &block) {
+  for (auto s : block.getOps<shard::ShardOp>())
+    if (s.getAnnotateForUsers())
+      if (auto inner = s.getSrc().getDefiningOp<shard::ShardOp>();
+          inner && inner.getAnnotateForUsers())
+        inner.setAnnotateForUsers(false);
+}
+
 void prepareForPartition(func::FuncOp fn) {
   Block &block = fn.getBody().front();
   // Propagation may itself choose a grid axis of extent 1.
   dropUnitAxisSplits(block);
+  settleChainedRequests(block);
   mergeRepeatedAnnotations(block);
   splitMultiStepReshards(block);
 }

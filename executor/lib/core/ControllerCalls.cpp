@@ -228,14 +228,26 @@ Controller::loadPlanOnce(const std::string &planBytes) {
           holders.push_back(r);
       }
     }
+    // Feeds and fetches index the plan's inputs and outputs. An input no
+    // rank reads (a scalar only dead work used) has no feed.
+    size_t numInputs = sig.feeds.size(), numOutputs = sig.fetches.size();
+    for (const codegen::StepPlan &step : file->plans)
+      if (step.symbol == sig.name) {
+        numInputs = std::max(numInputs, step.inputs.size());
+        numOutputs = std::max(numOutputs, step.outputs.size());
+      }
     for (auto &[index, _] : sig.feeds)
-      if (index < 0 || index >= static_cast<int>(sig.feeds.size()))
+      if (index < 0 || index >= static_cast<int>(numInputs))
         return Status(StatusCode::InvalidArgument,
-                      "plan '" + sig.name + "': feed indices are not 0..N-1");
+                      "plan '" + sig.name + "': feed " + std::to_string(index) +
+                          " is not one of its " + std::to_string(numInputs) +
+                          " inputs");
     for (auto &[index, _] : sig.fetches)
-      if (index < 0 || index >= static_cast<int>(sig.fetches.size()))
+      if (index < 0 || index >= static_cast<int>(numOutputs))
         return Status(StatusCode::InvalidArgument,
-                      "plan '" + sig.name + "': fetch indices are not 0..N-1");
+                      "plan '" + sig.name + "': fetch " +
+                          std::to_string(index) + " is not one of its " +
+                          std::to_string(numOutputs) + " outputs");
     sigs.push_back(std::move(sig));
   }
   std::lock_guard<std::mutex> lock(s.mutex);

@@ -1,0 +1,348 @@
+"""Hand-written fuzz programs of known bugs.
+
+test_fuzz.py runs `KNOWN` (bugs not fixed yet) as strict xfails: when one is
+fixed its test passes, which fails as XPASS, and its entry should move to
+`FIXED` (regression programs that must pass). Each entry: name -> (reason,
+Program).
+"""
+
+from program import Actor, Endpoint, Input, Op, Program
+
+M1x1 = (("hosts", 1), ("gpus", 1))
+M1x2 = (("hosts", 1), ("gpus", 2))
+M1x4 = (("hosts", 1), ("gpus", 4))
+M2x2 = (("hosts", 2), ("gpus", 2))
+
+
+def _x(name, shape, dtype="float32", seed=1, positive=False):
+    return Input(name, shape, dtype, seed, positive)
+
+
+def _bin(out, op, a, b):
+    return Op("binary", (out,), (a, b), {"op": op})
+
+
+def _shard(out, x, **spec):
+    return Op("shard", (out,), (x,), {"spec": spec})
+
+
+def _actor(cls, body, args, results, out=None):
+    """An actor `a` without state whose endpoint `e` is `body`."""
+    return Actor(
+        "a", cls, f"known_{cls.lower()}", [], [Endpoint("e", args, body, results, out)]
+    )
+
+
+def _call(outs, *args):
+    return Op("call", tuple(outs), args, {"actor": "a", "endpoint": "e"})
+
+
+KNOWN = {
+}
+
+FIXED = {
+    "reduce-scatter-exported": (
+        "mc.reduce_scatter is not exported",
+        Program(
+            mesh=M1x4,
+            inputs=[_x("x", (8, 4))],
+            ops=[Op("call", ("y",), ("x",), {"actor": "a", "endpoint": "rs"})],
+            results=["y"],
+            actors=[
+                Actor(
+                    var="a",
+                    cls="Scatter",
+                    spawn_name="known_rs",
+                    params=[],
+                    endpoints=[
+                        Endpoint(
+                            "rs",
+                            ["v"],
+                            [
+                                Op(
+                                    "reduce_scatter",
+                                    ("r",),
+                                    ("v",),
+                                    {"dims": ["gpus"], "axis": 0, "op": "sum"},
+                                )
+                            ],
+                            ["r"],
+                            out={"gpus": 0},
+                        )
+                    ],
+                )
+            ],
+            tag="reduce_scatter",
+        ),
+    ),
+    "unused-argument": (
+        "an argument only dead work uses: 'feed indices are not 0..N-1' when the plan loads",
+        Program(
+            mesh=M1x1,
+            inputs=[_x("x", (4,), seed=1), _x("y", (4,), seed=2)],
+            ops=[_bin("dead", "add", "x", 1.0), _bin("z", "mul", "y", 2.0)],
+            results=["z"],
+            tag="unused_argument",
+        ),
+    ),
+    "identity-function": (
+        "a function returning its argument: 'module has no monarch.plan'",
+        Program(
+            mesh=M1x1, inputs=[_x("x", (4,))], ops=[], results=["x"], tag="identity"
+        ),
+    ),
+    "zero-d-arguments": (
+        "0-d array arguments: x / y of two 0-d float32 arrays kills the process (SIGSEGV in "
+        "compile_plan); x * 2.0 of one: 'module has no monarch.plan'",
+        Program(
+            mesh=M1x1,
+            inputs=[
+                _x("x", (), seed=1, positive=True),
+                _x("y", (), seed=2, positive=True),
+            ],
+            ops=[_bin("q", "div", "x", "y")],
+            results=["q"],
+            tag="zero_d_args",
+        ),
+    ),
+    "segfault-reduce-then-shard": (
+        "the controller process dies (SIGSEGV) on a 1x1 mesh: max over two axes, a dead "
+        "use, then mc.shard of the reduced value also returned unsharded",
+        Program(
+            mesh=M1x1,
+            inputs=[_x("x", (1, 1, 1))],
+            ops=[
+                Op(
+                    "reduce",
+                    ("m",),
+                    ("x",),
+                    {"op": "max", "axis": (-3, 1), "keepdims": False},
+                ),
+                _bin("dead", "mul", "m", "m"),
+                _shard("s", "m", gpus=0),
+            ],
+            results=["s", "m"],
+            tag="segv_reduce_shard",
+        ),
+    ),
+    "endpoint-number-argument": (
+        "an endpoint called with only a Python number, returning it: 'monarch.call op is "
+        "still used after splitting'",
+        Program(
+            mesh=M1x1,
+            inputs=[],
+            ops=[_call(["y"], 3.0)],
+            results=["y"],
+            actors=[_actor("Echo", [], ["v"], ["v"])],
+            tag="endpoint_number",
+        ),
+    ),
+    "endpoint-number-result-used": (
+        "the scalar result of an endpoint used by controller work: 'arith.negf op sharding "
+        "interface is not implemented'",
+        Program(
+            mesh=M1x1,
+            inputs=[_x("x", (4,))],
+            ops=[_call(["y"], "x", 0.5), Op("unary", ("n",), ("y",), {"op": "neg"})],
+            results=["n"],
+            actors=[_actor("Pass", [], ["u", "v"], ["v"])],
+            tag="endpoint_number_result",
+        ),
+    ),
+    "bfloat16-result": (
+        "a bfloat16 result does not convert to numpy (TypeError: data type 'bfloat16' not "
+        "understood; DESIGN.md: ml_dtypes.bfloat16)",
+        Program(
+            mesh=M1x1,
+            inputs=[_x("x", (4,))],
+            ops=[Op("astype", ("b",), ("x",), {"dtype": "bfloat16"})],
+            results=["b"],
+            tag="bf16_result",
+        ),
+    ),
+    "transposed-sharded-bool": (
+        "a transposed, sharded boolean result comes back wrong",
+        Program(
+            mesh=M1x2,
+            inputs=[_x("x", (2, 2))],
+            ops=[
+                Op("compare", ("b",), ("x", "x"), {"op": "eq"}),
+                Op("transpose", ("t",), ("b",), {"axes": None}),
+                _shard("s", "t", gpus=0),
+            ],
+            results=["s"],
+            tag="bool_transpose_shard",
+        ),
+    ),
+    "shard-over-two-dims-one-of-size-1": (
+        "mc.shard(x.T, hosts=1, gpus=0) on a 1x2 mesh: 'linalg.transpose' does not verify",
+        Program(
+            mesh=M1x2,
+            inputs=[_x("x", (2, 2))],
+            ops=[
+                Op("transpose", ("t",), ("x",), {"axes": None}),
+                _shard("s", "t", hosts=1, gpus=0),
+            ],
+            results=["s"],
+            tag="shard_two_dims",
+        ),
+    ),
+    "reshard-matmul-result": (
+        "resharding a matmul result (with a dead use) onto two mesh dims: 'partitioning "
+        "made result #0 ... which no sharding annotation explains'",
+        Program(
+            mesh=M1x2,
+            inputs=[_x("x", (2, 1), seed=1), _x("y", (1, 2), seed=2)],
+            ops=[
+                Op("matmul", ("m",), ("x", "y")),
+                _bin("dead", "add", "m", "m"),
+                _shard("s", "m", hosts=1),
+                _shard("r", "s", hosts=0, gpus=1),
+            ],
+            results=["r"],
+            tag="reshard_matmul",
+        ),
+    ),
+    "endpoint-broadcast-2x2": (
+        "mc.broadcast(x, 'gpus', root=0) in an endpoint on a 2x2 mesh fails at run time",
+        Program(
+            mesh=M2x2,
+            inputs=[_x("x", (4, 4))],
+            ops=[
+                Op("shard", ("s",), ("x",), {"spec": {"gpus": 0}}),
+                Op("call", ("y",), ("s",), {"actor": "a", "endpoint": "bcast"}),
+            ],
+            results=["y"],
+            actors=[
+                Actor(
+                    var="a",
+                    cls="Bcast",
+                    spawn_name="known_bcast",
+                    params=[],
+                    endpoints=[
+                        Endpoint(
+                            "bcast",
+                            ["v"],
+                            [
+                                Op(
+                                    "broadcast",
+                                    ("b",),
+                                    ("v",),
+                                    {"dims": ["gpus"], "root": 0},
+                                )
+                            ],
+                            ["b"],
+                        )
+                    ],
+                )
+            ],
+            tag="bcast_2x2",
+        ),
+    ),
+    "broadcast-over-size-1-dim": (
+        "mc.broadcast over a mesh dim of size 1 in an endpoint fails at run time: 'root -1 "
+        "is not a rank of a 1-rank communicator'",
+        Program(
+            mesh=M1x2,
+            inputs=[_x("x", (4,))],
+            ops=[_call(["y"], "x")],
+            results=["y"],
+            actors=[
+                _actor(
+                    "Bcast1",
+                    [Op("broadcast", ("b",), ("v",), {"dims": ["hosts"], "root": 0})],
+                    ["v"],
+                    ["b"],
+                )
+            ],
+            tag="bcast_size1",
+        ),
+    ),
+    "two-matmuls-one-kernel": (
+        "two matmul results of the same shape from one kernel: the second is wrong",
+        Program(
+            mesh=M1x4,
+            inputs=[
+                _x("x", (8, 8), seed=1),
+                _x("w1", (8, 8), seed=2),
+                _x("w2", (8, 8), seed=3),
+            ],
+            ops=[Op("matmul", ("a",), ("x", "w1")), Op("matmul", ("b",), ("x", "w2"))],
+            results=["a", "b"],
+            tag="two_matmuls",
+        ),
+    ),
+    "int32-times-float": (
+        "int32 tensor * 2.5 computes * 2 (numpy: float result of * 2.5)",
+        Program(
+            mesh=M1x4,
+            inputs=[_x("x", (8,), "int32")],
+            ops=[_bin("y", "mul", "x", 2.5)],
+            results=["y"],
+            tag="int_times_float",
+        ),
+    ),
+    "int32-true-division": (
+        "int32 / int32 truncates (numpy true-divides into floats)",
+        Program(
+            mesh=M1x4,
+            inputs=[
+                _x("x", (8,), "int32", 1),
+                _x("y", (8,), "int32", 2, positive=True),
+            ],
+            ops=[_bin("q", "div", "x", "y")],
+            results=["q"],
+            tag="int_div",
+        ),
+    ),
+    "sharded-0d-mean": (
+        "a 0-d value computed from sharded ones: 'cannot parse the traced module'",
+        Program(
+            mesh=M1x4,
+            inputs=[
+                _x("x", (8, 4), seed=1),
+                _x("w", (4, 3), seed=2),
+                _x("t", (8, 3), seed=3),
+            ],
+            ops=[
+                Op("shard", ("xs",), ("x",), {"spec": {"gpus": 0}}),
+                Op("shard", ("ts",), ("t",), {"spec": {"gpus": 0}}),
+                Op("matmul", ("y",), ("xs", "w")),
+                _bin("d", "sub", "y", "ts"),
+                _bin("d2", "pow", "d", 2),
+                Op(
+                    "reduce",
+                    ("m",),
+                    ("d2",),
+                    {"op": "mean", "axis": None, "keepdims": False},
+                ),
+                Op("replicate", ("r",), ("m",)),
+            ],
+            results=["r"],
+            tag="sharded_0d",
+        ),
+    ),
+    "shard-both-mesh-dims": (
+        "sharding over both dims of a 2x2 mesh: 'does not verify'",
+        Program(
+            mesh=M2x2,
+            inputs=[_x("x", (4, 4))],
+            ops=[
+                Op("shard", ("s",), ("x",), {"spec": {"hosts": 0, "gpus": 1}}),
+                _bin("y", "mul", "s", 2.0),
+            ],
+            results=["y"],
+            tag="shard_both",
+        ),
+    ),
+    "boolean-results": (
+        "boolean results come back bit-packed (docs/frontend.md, test_boolean_results)",
+        Program(
+            mesh=(("hosts", 1), ("gpus", 2)),
+            inputs=[_x("x", (4, 3))],
+            ops=[Op("compare", ("b",), ("x", 0.0), {"op": "gt"})],
+            results=["b"],
+            tag="bool_results",
+        ),
+    ),
+}

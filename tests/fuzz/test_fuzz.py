@@ -1,0 +1,113 @@
+"""The differential fuzzer as a test (ctest `fuzz`).
+
+`test_corpus` runs a fixed-seed corpus of random programs (gen.py) end to end
+on local workers and asserts that every one computes what numpy computes or
+refuses at the user's line; on failure it shrinks one program per failure
+signature and reports their reproducers (also written to
+$MONARCH_FUZZ_OUT, else pytest's tmp_path). `test_known_bug` runs the
+hand-written programs of known bugs (known.py) as strict xfails and
+`test_fixed_bug` the ones fixed since, which must pass.
+
+MONARCH_FUZZ_PROGRAMS (default 600) and MONARCH_FUZZ_SEED (default 0) choose
+the corpus.
+"""
+
+import collections
+import os
+import sys
+
+import pytest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+import fuzz  # noqa: E402
+import known  # noqa: E402
+import runner  # noqa: E402
+import shrink  # noqa: E402
+from program import render_summary  # noqa: E402
+
+CORPUS_SEED = int(os.environ.get("MONARCH_FUZZ_SEED", "0"))
+CORPUS_SIZE = int(os.environ.get("MONARCH_FUZZ_PROGRAMS", "600"))
+SHRINK_BUDGET = 80
+
+
+def _require_workers():
+    try:
+        from monarch_compile._native import native
+    except ImportError as err:
+        pytest.skip(
+            f"the native extension is not built: {err}", allow_module_level=True
+        )
+    worker = os.environ.get("MONARCH_WORKER_BIN") or os.path.join(
+        os.path.dirname(os.path.dirname(os.path.abspath(native.__file__))),
+        "bin",
+        "monarch-worker",
+    )
+    if not hasattr(native, "Controller") or not os.path.exists(worker):
+        pytest.skip(f"monarch-worker is not built ({worker})", allow_module_level=True)
+
+
+_require_workers()
+
+import gen  # noqa: E402  (imports monarch_compile)
+
+
+@pytest.fixture(scope="module")
+def pool(tmp_path_factory):
+    with runner.Pool(str(tmp_path_factory.mktemp("programs")), timeout=90) as p:
+        yield p
+
+
+def _out_dir(tmp_path):
+    out = os.environ.get("MONARCH_FUZZ_OUT") or str(tmp_path)
+    os.makedirs(out, exist_ok=True)
+    return out
+
+
+def test_corpus(pool, tmp_path):
+    features = gen.default_features()
+    seeds = range(CORPUS_SEED, CORPUS_SEED + CORPUS_SIZE)
+    programs = {s: gen.generate(s, features) for s in seeds}
+    by_tag = {p.tag: s for s, p in programs.items()}
+    outcomes = {by_tag[p.tag]: o for p, o in pool.map(programs.values())}
+    report = [fuzz.summary(outcomes, sum(o.seconds for o in outcomes.values()))]
+    groups = collections.defaultdict(list)
+    for seed, o in sorted(outcomes.items()):
+        if o.status == "fail":
+            groups[o.signature].append(seed)
+    out = _out_dir(tmp_path)
+    for signature, group in sorted(groups.items(), key=lambda kv: -len(kv[1])):
+        seed = group[0]
+        small, _ = shrink.shrink(
+            programs[seed], pool.run, signature, budget=SHRINK_BUDGET
+        )
+        final = pool.run(small)
+        name = f"{final.cls.replace('/', '-')}-{seed}"
+        path = fuzz.write_reproducer(out, name, small, final)
+        first = final.message.splitlines()[0] if final.message else ""
+        report.append(
+            f"\n=== {signature[0]} in {len(group)} program(s) (seeds {fuzz._seeds(group)}): "
+            f"{first[:400]}\n{render_summary(small)}\n(reproducer: {path})"
+        )
+    assert not groups, "\n".join(report)
+
+
+@pytest.mark.parametrize("name", sorted(known.KNOWN))
+def test_known_bug(pool, name):
+    reason, program = known.KNOWN[name]
+    outcome = pool.run(program)
+    if outcome.status == "fail":
+        pytest.xfail(f"known bug: {reason}: {outcome.message.splitlines()[0]}")
+    pytest.fail(
+        f"XPASS: known bug '{name}' ({reason}) no longer fails ({outcome.status}): move it to "
+        "FIXED in tests/fuzz/known.py",
+        pytrace=False,
+    )
+
+
+@pytest.mark.parametrize("name", sorted(known.FIXED))
+def test_fixed_bug(pool, name):
+    reason, program = known.FIXED[name]
+    outcome = pool.run(program)
+    assert outcome.status != "fail", f"{name} ({reason}) fails again: {outcome.message}"
