@@ -4,8 +4,8 @@
 // Matmul (`linalg.matmul` / `linalg.batch_matmul`), reductions
 // (`linalg.reduce`; mean scales inside the reduction), softmax, reshape
 // (unit dimensions with ops that shard; other reshapes through
-// `tensor.collapse_shape` / `tensor.expand_shape`, which the partitioner
-// cannot shard) and transpose (`linalg.transpose`). Shapes are checked
+// `tensor.collapse_shape` / `tensor.expand_shape`, which monarch-partition
+// runs on whole values) and transpose (`linalg.transpose`). Shapes are checked
 // before any IR is built, so an error leaves the module unchanged.
 //
 //===----------------------------------------------------------------------===//
@@ -32,6 +32,140 @@ static Type elemOf(const ValueRecord &r) {
   return getElementTypeOrSelf(r.value.getType());
 }
 
+/// `a @ b` with numpy's rules for every rank: a 1-D operand gains a unit
+/// dimension (removed from the result), batch dimensions broadcast. One
+/// linalg.generic contraction over (batch..., m, n, k), which upstream
+/// partitioning shards like a matmul (k split: partial sums).
+Result<Value> TraceBuilder::contract(Value a, Value b, SourceLoc loc) {
+  Impl &I = *pimpl;
+  std::vector<int64_t> sa = shapeOf(I.values[a.id].value),
+                       sb = shapeOf(I.values[b.id].value);
+  std::string shapes = shapeStr(sa) + " @ " + shapeStr(sb);
+  bool vecA = sa.size() == 1, vecB = sb.size() == 1;
+  if (vecA)
+    sa.insert(sa.begin(), 1);
+  if (vecB)
+    sb.push_back(1);
+  int64_t m = sa[sa.size() - 2], kA = sa.back(), kB = sb[sb.size() - 2],
+          n = sb.back();
+  if (kA != kB)
+    return I.error(loc, "matmul shape mismatch: " + shapes + ": " +
+                            std::to_string(kA) + " != " + std::to_string(kB));
+  std::vector<int64_t> ba(sa.begin(), sa.end() - 2),
+      bb(sb.begin(), sb.end() - 2);
+  size_t nb = std::max(ba.size(), bb.size());
+  std::vector<int64_t> batch(nb, 1);
+  for (size_t i = 0; i < nb; ++i) {
+    int64_t x = i < nb - ba.size() ? 1 : ba[i - (nb - ba.size())];
+    int64_t y = i < nb - bb.size() ? 1 : bb[i - (nb - bb.size())];
+    if (x != y && x != 1 && y != 1)
+      return I.error(loc, "matmul cannot broadcast the batch dimensions of " +
+                              shapes);
+    batch[i] = x == 1 ? y : x;
+  }
+  Result<std::string> mesh = I.placement({a, b}, loc);
+  if (!mesh)
+    return mesh.error();
+  Result<mlir::Value> va = I.materialize(a, *mesh, loc);
+  if (!va)
+    return va.error();
+  Result<mlir::Value> vb = I.materialize(b, *mesh, loc);
+  if (!vb)
+    return vb.error();
+  Location l = I.loc(loc);
+  Type elem = getElementTypeOrSelf(va->getType());
+  // Loops: batch..., m, n, k.
+  int64_t rank = static_cast<int64_t>(nb) + 3;
+  int64_t dm = nb, dn = nb + 1, dk = nb + 2;
+  // An operand's map: its batch dimensions aligned right (size-1 ones that
+  // broadcast dropped first), then its two matrix dimensions.
+  auto operand = [&](mlir::Value v, const std::vector<int64_t> &bdims, bool vec,
+                     bool isA, AffineMap &map) {
+    std::vector<int64_t> shape = shapeOf(v);
+    SmallVector<bool> keep(shape.size(), true);
+    SmallVector<AffineExpr> exprs;
+    size_t offset = nb - bdims.size();
+    for (size_t i = 0; i < bdims.size(); ++i) {
+      if (bdims[i] != batch[offset + i]) {
+        keep[i] = false;
+        continue;
+      }
+      exprs.push_back(I.b.getAffineDimExpr(offset + i));
+    }
+    if (isA) {
+      if (vec) {
+        exprs.push_back(I.b.getAffineDimExpr(dk));
+      } else {
+        exprs.push_back(I.b.getAffineDimExpr(dm));
+        exprs.push_back(I.b.getAffineDimExpr(dk));
+      }
+    } else {
+      if (vec) {
+        exprs.push_back(I.b.getAffineDimExpr(dk));
+      } else {
+        exprs.push_back(I.b.getAffineDimExpr(dk));
+        exprs.push_back(I.b.getAffineDimExpr(dn));
+      }
+    }
+    if (llvm::is_contained(keep, false))
+      v = dropUnitDims(I.b, l, v, keep);
+    map = AffineMap::get(rank, 0, exprs, &I.ctx);
+    return v;
+  };
+  AffineMap mapA, mapB;
+  mlir::Value inA = operand(*va, ba, vecA, true, mapA);
+  mlir::Value inB = operand(*vb, bb, vecB, false, mapB);
+  std::vector<int64_t> outShape(batch);
+  SmallVector<AffineExpr> outExprs;
+  for (size_t i = 0; i < nb; ++i)
+    outExprs.push_back(I.b.getAffineDimExpr(i));
+  if (!vecA) {
+    outShape.push_back(m);
+    outExprs.push_back(I.b.getAffineDimExpr(dm));
+  }
+  if (!vecB) {
+    outShape.push_back(n);
+    outExprs.push_back(I.b.getAffineDimExpr(dn));
+  }
+  SmallVector<utils::IteratorType> iterators(rank,
+                                             utils::IteratorType::parallel);
+  iterators[dk] = utils::IteratorType::reduction;
+  SmallVector<AffineMap> maps = {mapA, mapB,
+                                 AffineMap::get(rank, 0, outExprs, &I.ctx)};
+  // Unused loops (m for a 1-D a, n for a 1-D b) are removed from the space.
+  SmallVector<int64_t> unused;
+  if (vecA)
+    unused.push_back(dm);
+  if (vecB)
+    unused.push_back(dn);
+  if (!unused.empty()) {
+    llvm::SmallBitVector drop(rank);
+    for (int64_t d : unused)
+      drop.set(d);
+    for (AffineMap &map : maps)
+      map = compressDims(map, drop);
+    SmallVector<utils::IteratorType> kept;
+    for (int64_t d = 0; d < rank; ++d)
+      if (!drop.test(d))
+        kept.push_back(iterators[d]);
+    iterators = kept;
+  }
+  mlir::Value init = filled(I.b, l, outShape, elem, 0.0);
+  bool fp = isFloat(elem);
+  auto op = linalg::GenericOp::create(
+      I.b, l, TypeRange{init.getType()}, ValueRange{inA, inB}, ValueRange{init},
+      maps, iterators, [&](OpBuilder &nb2, Location bl, ValueRange args) {
+        mlir::Value prod =
+            fp ? arith::MulFOp::create(nb2, bl, args[0], args[1]).getResult()
+               : arith::MulIOp::create(nb2, bl, args[0], args[1]).getResult();
+        mlir::Value sum =
+            fp ? arith::AddFOp::create(nb2, bl, args[2], prod).getResult()
+               : arith::AddIOp::create(nb2, bl, args[2], prod).getResult();
+        linalg::YieldOp::create(nb2, bl, sum);
+      });
+  return I.add(op.getResult(0), *mesh, Dist{}, false);
+}
+
 Result<Value> TraceBuilder::matmul(Value a, Value b, SourceLoc loc) {
   Impl &I = *pimpl;
   Result<ValueRecord *> ra = I.get(a, loc);
@@ -46,16 +180,32 @@ Result<Value> TraceBuilder::matmul(Value a, Value b, SourceLoc loc) {
   std::vector<int64_t> sa = shapeOf((*ra)->value), sb = shapeOf((*rb)->value);
   std::string shapes = shapeStr(sa) + " @ " + shapeStr(sb);
   Type ea = elemOf(**ra), eb = elemOf(**rb);
-  if (ea != eb)
-    return I.error(loc, "dtype mismatch in matmul: " + I.typeStr(**ra) + " @ " +
-                            I.typeStr(**rb));
-  if (ea.isInteger(1))
+  if (ea.isInteger(1) || eb.isInteger(1))
     return I.error(loc, "unsupported op: matmul of bool tensors");
-  bool batched = sa.size() == 3 && sb.size() == 3;
+  if (ea != eb) {
+    // numpy promotes: to the wider float; float32 stands in for float64
+    // where numpy widens further (int32 with a float, float16 with bf16).
+    DType to = DType::F32;
+    if (isFloat(ea) && isFloat(eb) &&
+        ea.getIntOrFloatBitWidth() != eb.getIntOrFloatBitWidth())
+      to = I.argTypeOf(ea.getIntOrFloatBitWidth() > eb.getIntOrFloatBitWidth()
+                           ? (*ra)->value
+                           : (*rb)->value)
+               .dtype;
+    Result<Value> ca = cast(a, to, loc);
+    if (!ca)
+      return ca.error();
+    Result<Value> cb = cast(b, to, loc);
+    if (!cb)
+      return cb.error();
+    return matmul(*ca, *cb, loc);
+  }
+  if (sa.empty() || sb.empty())
+    return I.error(loc,
+                   "matmul (@) needs tensors of rank 1 or more, got " + shapes);
+  bool batched = sa.size() == 3 && sb.size() == 3 && sa[0] == sb[0];
   if (!(sa.size() == 2 && sb.size() == 2) && !batched)
-    return I.error(loc, "matmul (@) supports 2-D @ 2-D and batched 3-D @ 3-D "
-                        "tensors, got " +
-                            shapes + " (reshape first)");
+    return contract(a, b, loc);
   size_t k = sa.size() - 1;
   if (sa[k] != sb[k - 1])
     return I.error(loc, "matmul shape mismatch: " + shapes + ": " +
@@ -177,11 +327,24 @@ Result<Value> TraceBuilder::reduce(ReduceOp kind, Value x,
   if ((*r)->scalar)
     return I.error(loc, "reductions need a tensor, got a scalar");
   Type elem = elemOf(**r);
-  if (elem.isInteger(1))
-    return I.error(loc, "unsupported op: reduction of a bool tensor");
-  if (kind == ReduceOp::Mean && !isFloat(elem))
-    return I.error(loc, "unsupported op: mean of " + I.typeStr(**r) +
-                            " (cast to a float type first)");
+  // numpy's dtypes: a mean of integers or booleans is float (float64 there,
+  // float32 here), a sum of booleans counts them (int32), max/min of
+  // booleans are booleans.
+  if (kind == ReduceOp::Mean && !isFloat(elem)) {
+    Result<Value> f = cast(x, DType::F32, loc);
+    if (!f)
+      return f.error();
+    return reduce(kind, *f, std::move(axes), keepDims, loc);
+  }
+  if (elem.isInteger(1)) {
+    Result<Value> i = cast(x, DType::I32, loc);
+    if (!i)
+      return i.error();
+    Result<Value> red = reduce(kind, *i, std::move(axes), keepDims, loc);
+    if (!red || kind == ReduceOp::Sum)
+      return red;
+    return cast(*red, DType::I1, loc);
+  }
   std::vector<int64_t> shape = shapeOf((*r)->value);
   int64_t rank = static_cast<int64_t>(shape.size());
   Result<std::vector<int64_t>> norm =
@@ -214,8 +377,15 @@ Result<Value> TraceBuilder::softmax(Value x, int64_t axis, SourceLoc loc) {
   Result<ValueRecord *> r = I.get(x, loc);
   if (!r)
     return r.error();
-  if ((*r)->scalar || !isFloat(elemOf(**r)))
-    return I.error(loc, "softmax needs a float tensor, got " + I.typeStr(**r));
+  if ((*r)->scalar)
+    return I.error(loc, "softmax needs a tensor, got " + I.typeStr(**r));
+  if (!isFloat(elemOf(**r))) {
+    // Of integers or booleans: in float, as numpy would (float32 here).
+    Result<Value> f = cast(x, DType::F32, loc);
+    if (!f)
+      return f.error();
+    return softmax(*f, axis, loc);
+  }
   std::vector<int64_t> shape = shapeOf((*r)->value);
   int64_t rank = static_cast<int64_t>(shape.size());
   Result<std::vector<int64_t>> norm =
@@ -317,14 +487,9 @@ Result<Value> TraceBuilder::reshape(Value x, std::vector<int64_t> shape,
       v = insertUnitDims(I.b, l, v, shape, keepTo);
     return I.add(v, *mesh, Dist{}, false);
   }
-  // Controller code is partitioned by upstream passes, which cannot shard
-  // tensor.collapse_shape / expand_shape: say so at the user's line.
-  if (!mesh->empty())
-    return I.error(loc, "unsupported: reshape of " + shapeStr(from) + " into " +
-                            shapeStr(shape) +
-                            " in a compiled function (only adding or "
-                            "removing size-1 dimensions is supported there); "
-                            "reshape inside an actor endpoint instead");
+  // In controller code upstream partitioning cannot shard
+  // tensor.collapse_shape / expand_shape; monarch-partition runs them on
+  // whole values (a segment of their own).
   auto reassoc = [](size_t rank) {
     SmallVector<ReassociationIndices> groups;
     if (rank == 0)

@@ -29,6 +29,7 @@
 #include "mlir/Dialect/Shard/Transforms/Transforms.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/IRMapping.h"
+#include "mlir/IR/Verifier.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
@@ -54,7 +55,15 @@ namespace {
 struct Segment {
   StringAttr mesh;
   SmallVector<Operation *> ops;
+  /// Ops upstream partitioning cannot shard (reshapes that split or merge
+  /// dimensions): they run on whole values, every rank computing all of it.
+  bool whole = false;
 };
+
+/// Ops without an upstream sharding rule, run on whole (replicated) values.
+bool needsWholeValues(Operation *op) {
+  return isa<tensor::ExpandShapeOp, tensor::CollapseShapeOp>(op);
+}
 
 /// Mesh dimension names of grid axes `axes` of `mesh`.
 ArrayAttr dimNames(Builder &b, MeshOpInterface mesh,
@@ -211,9 +220,16 @@ struct MonarchPartitionPass
         continue; // Controller-side or constant: cloned or passed as needed.
       auto it = open.find(mesh);
       unsigned index;
+      bool whole = needsWholeValues(&op);
+      if (it != open.end() && segments[it->second].whole != whole) {
+        // A whole-value segment between two partitioned ones: the values
+        // cross as globals (gathered before it, resliced after it).
+        open.erase(it);
+        it = open.end();
+      }
       if (it == open.end()) {
         index = segments.size();
-        segments.push_back({mesh, {}});
+        segments.push_back({mesh, {}, whole});
         open[mesh] = index;
       } else {
         index = it->second;
@@ -452,19 +468,6 @@ struct MonarchPartitionPass
         return failure();
       return success();
     };
-    LogicalResult first = failure();
-    {
-      ScopedDiagnosticHandler quiet(ctx,
-                                    [](Diagnostic &) { return success(); });
-      first = attempt(/*replicateInputs=*/false);
-    }
-    if (failed(first)) {
-      tmp.erase();
-      tmp = buildTmp();
-      if (failed(attempt(/*replicateInputs=*/true)))
-        return failure();
-    }
-
     // The per-rank types partitioning chose must be what the recorded
     // distributions give; anything else would be a call the verifier rejects.
     auto explained = [&](Type global, Type local, DistAttr dist, StringRef what,
@@ -484,21 +487,72 @@ struct MonarchPartitionPass
              << ", which no sharding annotation explains for the global "
              << global << "; annotate it with shard.shard";
     };
-    FunctionType partitioned = tmp.getFunctionType();
-    for (auto [i, pair] :
-         llvm::enumerate(llvm::zip(inTypes, partitioned.getInputs())))
-      if (failed(explained(std::get<0>(pair), std::get<1>(pair), argDists[i],
-                           "argument", i))) {
-        tmp.erase();
+    auto consistent = [&]() -> LogicalResult {
+      // Upstream partitioning can build ill-typed ops inside the segment
+      // without failing (layouts it reshards wrongly).
+      if (failed(mlir::verify(tmp)))
         return failure();
+      FunctionType partitioned = tmp.getFunctionType();
+      for (auto [i, pair] :
+           llvm::enumerate(llvm::zip(inTypes, partitioned.getInputs())))
+        if (failed(explained(std::get<0>(pair), std::get<1>(pair), argDists[i],
+                             "argument", i)))
+          return failure();
+      for (auto [i, pair] :
+           llvm::enumerate(llvm::zip(outTypes, partitioned.getResults())))
+        if (failed(explained(std::get<0>(pair), std::get<1>(pair), resDists[i],
+                             "result", i)))
+          return failure();
+      return success();
+    };
+    LogicalResult first = failure();
+    if (segment.whole) {
+      // Every argument and result replicated: nothing to partition.
+      argDists.assign(inTypes.size(), DistAttr());
+      resDists.assign(outTypes.size(), DistAttr());
+      first = success();
+    } else {
+      // A first attempt that fails, or whose per-rank types its
+      // annotations do not explain, is retried with replicated inputs.
+      ScopedDiagnosticHandler quiet(ctx,
+                                    [](Diagnostic &) { return success(); });
+      first = attempt(/*replicateInputs=*/false);
+      if (succeeded(first))
+        first = consistent();
+    }
+    if (failed(first)) {
+      tmp.erase();
+      tmp = buildTmp();
+      LogicalResult second = failure();
+      {
+        ScopedDiagnosticHandler quiet(ctx,
+                                      [](Diagnostic &) { return success(); });
+        second = attempt(/*replicateInputs=*/true);
+        if (succeeded(second))
+          second = consistent();
       }
-    for (auto [i, pair] :
-         llvm::enumerate(llvm::zip(outTypes, partitioned.getResults())))
-      if (failed(explained(std::get<0>(pair), std::get<1>(pair), resDists[i],
-                           "result", i))) {
+      if (failed(second)) {
+        // Upstream partitioning cannot do this segment's layouts. The
+        // annotations only say where data lives, so the work runs on whole
+        // values instead: the same numbers, every rank computing all of it.
         tmp.erase();
-        return failure();
+        tmp = buildTmp();
+        SmallVector<shard::ShardOp> annotations;
+        tmp.walk([&](shard::ShardOp s) { annotations.push_back(s); });
+        for (shard::ShardOp s : llvm::reverse(annotations)) {
+          s.getResult().replaceAllUsesWith(s.getSrc());
+          s.erase();
+        }
+        tmp.walk([&](shard::ShardingOp s) {
+          if (s->use_empty())
+            s.erase();
+        });
+        argDists.assign(inTypes.size(), DistAttr());
+        resDists.assign(outTypes.size(), DistAttr());
+        LLVM_DEBUG(llvm::dbgs() << "monarch-partition: segment " << base
+                                << " runs on whole values\n");
       }
+    }
 
     // 2. The partitioned body becomes endpoint @run of a class on the mesh.
     b.setInsertionPoint(fn);

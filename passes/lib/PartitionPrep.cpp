@@ -385,7 +385,7 @@ static void splitMultiStepReshards(Block &block) {
 /// A value with several plain annotations (propagation annotates a result
 /// once per use): upstream takes one of them for the source of another and
 /// crashes resharding. The first stays; an equal one is merged into it, a
-/// different one becomes a request of its users, resharded from the first.
+/// different one annotates the first's result instead (a reshard from it).
 static void mergeRepeatedAnnotations(Block &block) {
   llvm::MapVector<Value, SmallVector<shard::ShardOp>> plain;
   for (auto s : block.getOps<shard::ShardOp>())
@@ -402,8 +402,9 @@ static void mergeRepeatedAnnotations(Block &block) {
         other.erase();
         continue;
       }
+      // A plain annotation of the first: resharded from it (plain to plain
+      // pairs reshard, as replicateBetweenSplits relies on).
       other.getSrcMutable().assign(first.getResult());
-      other.setAnnotateForUsers(true);
     }
   }
 }
@@ -413,12 +414,23 @@ static void mergeRepeatedAnnotations(Block &block) {
 /// reshards plain-to-requested pairs only and crashed cloning this chain.
 /// The inner request becomes a plain annotation: %v is resharded to A
 /// there, then to B for the users.
+///
+/// Also a request whose only user is the return: the result leaves in that
+/// layout, which upstream only materializes for a plain annotation (it
+/// returned the value unsliced).
 static void settleChainedRequests(Block &block) {
-  for (auto s : block.getOps<shard::ShardOp>())
-    if (s.getAnnotateForUsers())
-      if (auto inner = s.getSrc().getDefiningOp<shard::ShardOp>();
-          inner && inner.getAnnotateForUsers())
-        inner.setAnnotateForUsers(false);
+  for (auto s : block.getOps<shard::ShardOp>()) {
+    if (!s.getAnnotateForUsers())
+      continue;
+    if (auto inner = s.getSrc().getDefiningOp<shard::ShardOp>();
+        inner && inner.getAnnotateForUsers())
+      inner.setAnnotateForUsers(false);
+    if (!s.getResult().use_empty() &&
+        llvm::all_of(s.getResult().getUsers(), [](Operation *u) {
+          return u->hasTrait<OpTrait::IsTerminator>();
+        }))
+      s.setAnnotateForUsers(false);
+  }
 }
 
 void prepareForPartition(func::FuncOp fn) {

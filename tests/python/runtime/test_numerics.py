@@ -178,3 +178,132 @@ def test_broadcast_over_one_dimension_of_a_2d_mesh(meshes, root):
     x = np.arange(2 * 2 * 3, dtype=np.float32).reshape(2, 2, 3)
     want = np.repeat(x[:, root:root + 1, :], 2, axis=1)
     np.testing.assert_array_equal(f(x), want)
+
+
+@pytest.mark.parametrize("gpus", [1, 2, 4])
+def test_reshape_in_compiled_functions(meshes, gpus):
+    # Splitting and merging dimensions, of replicated and sharded values
+    # (attention heads): upstream partitioning has no rule for it, so
+    # monarch-partition runs it on whole values.
+    rng = np.random.default_rng(gpus)
+    b, t, h, dh = 2, 4, 2, 3
+    x = rand(rng, b * t, h * dh)
+
+    @mc.compile(mesh=meshes(gpus=gpus))
+    def f(x):
+        heads = mc.shard(x, gpus=0).reshape(b, t, h, dh).transpose(0, 2, 1, 3)
+        merged = heads.transpose(0, 2, 1, 3).reshape(b * t, h * dh)
+        return (mc.replicate(heads), mc.replicate(merged * 2),
+                x.reshape(-1), (x + 1).reshape(h * dh, b * t).sum(axis=0))
+
+    heads, merged, flat, sums = f(x)
+    want = x.reshape(b, t, h, dh).transpose(0, 2, 1, 3)
+    np.testing.assert_allclose(heads, want, rtol=1e-6)
+    np.testing.assert_allclose(merged, x * 2, rtol=1e-6)
+    np.testing.assert_allclose(flat, x.reshape(-1), rtol=1e-6)
+    np.testing.assert_allclose(sums, (x + 1).reshape(h * dh, b * t).sum(axis=0),
+                               rtol=1e-5)
+
+
+def test_reductions_and_softmax_of_integers_and_booleans(meshes):
+    # numpy's dtypes: mean and softmax of integers are float, a sum of
+    # booleans counts, max of booleans is a boolean.
+    x = np.arange(-4, 4, dtype=np.int32).reshape(2, 4)
+
+    @mc.compile(mesh=meshes(gpus=2))
+    def f(x):
+        xs = mc.shard(x, gpus=0)
+        b = xs > 0
+        return (mc.replicate(xs.mean(axis=1)), mc.replicate(b.sum(axis=0)),
+                mc.replicate(b.max(axis=1)), mc.replicate(mc.softmax(xs, axis=1)),
+                x.mean())
+
+    mean, count, anyp, soft, total = f(x)
+    b = x > 0
+    e = np.exp(x - x.max(axis=1, keepdims=True))
+    assert mean.dtype == np.float32 and count.dtype == np.int32
+    assert anyp.dtype == np.bool_
+    np.testing.assert_allclose(mean, x.mean(axis=1), rtol=1e-6)
+    np.testing.assert_array_equal(count, b.sum(axis=0))
+    np.testing.assert_array_equal(anyp, b.max(axis=1))
+    np.testing.assert_allclose(soft, e / e.sum(axis=1, keepdims=True), rtol=1e-5)
+    np.testing.assert_allclose(total, x.mean(), rtol=1e-6)
+
+
+@pytest.mark.parametrize("sa,sb", [((2, 3, 4), (4, 5)), ((4,), (4, 5)),
+                                   ((3, 4), (4,)), ((4,), (4,)),
+                                   ((2, 1, 3, 4), (5, 4, 6)),
+                                   ((2, 2, 3, 4), (2, 2, 4, 3))])
+def test_matmul_of_every_rank(meshes, sa, sb):
+    rng = np.random.default_rng(len(sa) * 10 + len(sb))
+    a, b = rand(rng, *sa), rand(rng, *sb)
+
+    @mc.compile(mesh=meshes(gpus=2))
+    def f(a, b):
+        return a @ b
+
+    np.testing.assert_allclose(f(a, b), a @ b, rtol=1e-5, atol=1e-5)
+
+
+def test_sharded_batched_matmul_and_promotion(meshes):
+    rng = np.random.default_rng(11)
+    a, b = rand(rng, 8, 4, 6), rand(rng, 6, 3)
+
+    @mc.compile(mesh=meshes(gpus=2))
+    def f(a, b):
+        return (mc.replicate(mc.shard(a, gpus=0) @ b),
+                mc.replicate(a @ mc.shard(b, gpus=0)),
+                a.astype(mc.float16) @ b)
+
+    batch, partial, mixed = f(a, b)
+    np.testing.assert_allclose(batch, a @ b, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(partial, a @ b, rtol=1e-5, atol=1e-5)
+    assert mixed.dtype == np.float32
+    np.testing.assert_allclose(mixed, a.astype(np.float16) @ b, rtol=1e-2,
+                               atol=1e-2)
+
+
+def test_layouts_upstream_partitioning_cannot_do_run_on_whole_values(meshes):
+    # Shrunk fuzzer programs (tests/fuzz, seeds 178, 10707, 10955) on which
+    # upstream shard-partition built ill-typed ops or unsliced results; the
+    # segment now runs on whole values (annotations only say where data is).
+    rng = np.random.default_rng(178)
+    mesh = meshes(hosts=1, gpus=2)
+    x0 = rng.uniform(-2, 2, (4, 3, 3)).astype(np.float16)
+    x1 = rand(rng, 3)
+
+    @mc.compile(mesh=mesh)
+    def f(x0, x1):
+        v1 = mc.gelu(x0)
+        return mc.shard(v1, gpus=-3), v1.reshape((36,)), mc.maximum(x1, v1)
+
+    g = x0.astype(np.float64)
+    gelu = 0.5 * g * (1 + np.tanh(0.7978845608028654 * (g + 0.044715 * g**3)))
+    a, b, c = f(x0, x1)
+    np.testing.assert_allclose(a, gelu, rtol=1e-2, atol=1e-2)
+    np.testing.assert_allclose(b, gelu.reshape(36), rtol=1e-2, atol=1e-2)
+    np.testing.assert_allclose(c, np.maximum(x1, gelu), rtol=1e-2, atol=1e-2)
+
+    y0, y1 = rand(rng, 2, 2), np.float32(rng.standard_normal()).reshape(())
+
+    @mc.compile(mesh=mesh)
+    def g1(x0, x1):
+        v2 = mc.shard(x0, gpus=1)
+        v4 = mc.shard(v2, hosts=0)
+        v5 = mc.maximum(v4, x1)
+        mc.shard(v5, hosts=1, gpus=0)
+        return v5
+
+    np.testing.assert_allclose(g1(y0, y1), np.maximum(y0, y1), rtol=1e-6)
+
+    z = rand(rng, 2)
+
+    @mc.compile(mesh=mesh)
+    def g2(x0):
+        v1 = mc.shard(x0, gpus=0)
+        v2 = x0 * v1
+        v7 = mc.shard(v2, gpus=0)
+        v9 = mc.shard(v1, hosts=0)
+        return v7 <= v9
+
+    np.testing.assert_array_equal(g2(z), z * z <= z)

@@ -279,7 +279,9 @@ public:
   /// `cond ? a : b` elementwise.
   Result<Value> select(Value cond, Value a, Value b,
                        SourceLoc loc = SourceLoc::current());
-  /// `a @ b` for 2-D (and batched 3-D) tensors.
+  /// `a @ b` with numpy's rules for every rank (1-D operands, broadcast
+  /// batch dimensions, dtypes promoted); 2-D and equal-batch 3-D are
+  /// `linalg.matmul` / `linalg.batch_matmul`, the rest one contraction.
   Result<Value> matmul(Value a, Value b, SourceLoc loc = SourceLoc::current());
   /// Reduces over `axes` (negative counts from the end; empty: all).
   Result<Value> reduce(ReduceOp op, Value x, std::vector<int64_t> axes,
@@ -362,6 +364,11 @@ public:
                    const std::vector<Value> &args,
                    SourceLoc loc = SourceLoc::current());
 
+private:
+  /// `matmul` beyond the named ops: one linalg.generic contraction.
+  Result<Value> contract(Value a, Value b, SourceLoc loc);
+
+public:
   //===--- Inspection -----------------------------------------------------===//
 
   ValueInfo info(Value v) const;
