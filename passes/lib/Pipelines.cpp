@@ -67,6 +67,29 @@ void populateStagePipelines(OpPassManager &pm, Stage from, Stage to,
     populatePlanPipeline(pm, options);
 }
 
+namespace {
+/// With the verifier after every pass: names the pass after which the IR
+/// stopped verifying (MLIR reports the invalid op, not the pass).
+class InvalidIRCulprit : public PassInstrumentation {
+public:
+  explicit InvalidIRCulprit(std::string &culprit) : culprit(culprit) {}
+  void runAfterPassFailed(Pass *pass, Operation *op) override {
+    if (!culprit.empty())
+      return;
+    // A pass that failed on its own left valid IR; one the verifier failed
+    // did not.
+    ScopedDiagnosticHandler quiet(op->getContext(),
+                                  [](Diagnostic &) { return success(); });
+    if (failed(verify(op)))
+      culprit = pass->getArgument().empty() ? pass->getName().str()
+                                            : pass->getArgument().str();
+  }
+
+private:
+  std::string &culprit;
+};
+} // namespace
+
 LogicalResult runStagePipelines(ModuleOp module, Stage from, Stage to,
                                 const PipelineOptions &options,
                                 StageRunOptions run, std::string *reproducer) {
@@ -75,6 +98,9 @@ LogicalResult runStagePipelines(ModuleOp module, Stage from, Stage to,
   PassManager pm(module.getContext(), ModuleOp::getOperationName());
   pm.enableVerifier(run.verifyEachPass);
   populateStagePipelines(pm, from, to, options);
+  std::string culprit;
+  if (run.verifyEachPass)
+    pm.addInstrumentation(std::make_unique<InvalidIRCulprit>(culprit));
   if (run.observer)
     pm.addInstrumentation(std::move(run.observer));
   auto describe = [&] {
@@ -86,6 +112,10 @@ LogicalResult runStagePipelines(ModuleOp module, Stage from, Stage to,
   };
   if (failed(pm.run(module))) {
     describe();
+    if (!culprit.empty())
+      module.emitError() << "internal error: the IR after pass '" << culprit
+                         << "' does not verify (the diagnostics above name "
+                            "the op)";
     return failure();
   }
   if (!run.verifyEachPass && failed(verify(module))) {
