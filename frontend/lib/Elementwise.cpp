@@ -182,9 +182,16 @@ Result<Value> TraceBuilder::unary(UnaryOp op, Value x, SourceLoc loc) {
     case UnaryOp::Relu:
       return fp ? arith::MaximumFOp::create(b, l, v, c(0)).getResult()
                 : arith::MaxSIOp::create(b, l, v, c(0)).getResult();
-    case UnaryOp::Abs:
-      return fp ? math::AbsFOp::create(b, l, v).getResult()
-                : math::AbsIOp::create(b, l, v).getResult();
+    case UnaryOp::Abs: {
+      if (fp)
+        return math::AbsFOp::create(b, l, v);
+      // x < 0 ? 0 - x : x (math.absi has no CPU lowering in the kernel
+      // pipeline); INT_MIN stays INT_MIN, as in numpy.
+      mlir::Value negative =
+          arith::CmpIOp::create(b, l, arith::CmpIPredicate::slt, v, c(0));
+      return arith::SelectOp::create(b, l, negative,
+                                     arith::SubIOp::create(b, l, c(0), v), v);
+    }
     case UnaryOp::Exp:
       return math::ExpOp::create(b, l, v);
     case UnaryOp::Log:
