@@ -522,6 +522,61 @@ Result<Value> TraceBuilder::reshape(Value x, std::vector<int64_t> shape,
   return I.add(v, *mesh, Dist{}, false);
 }
 
+Result<Value> TraceBuilder::slice(Value x, std::vector<int64_t> offsets,
+                                  std::vector<int64_t> sizes,
+                                  std::vector<int64_t> strides,
+                                  std::vector<int64_t> drop, SourceLoc loc) {
+  Impl &I = *pimpl;
+  Result<ValueRecord *> r = I.get(x, loc);
+  if (!r)
+    return r.error();
+  if ((*r)->scalar)
+    return I.error(loc, "indexing needs a tensor, got a scalar");
+  std::vector<int64_t> from = shapeOf((*r)->value);
+  size_t rank = from.size();
+  if (offsets.size() != rank || sizes.size() != rank || strides.size() != rank)
+    return I.error(loc, "indexing a tensor of shape " + shapeStr(from) +
+                            " needs one slice per dimension");
+  for (size_t d = 0; d < rank; ++d) {
+    if (strides[d] <= 0)
+      return I.error(loc, "unsupported: a slice step of " +
+                              std::to_string(strides[d]) +
+                              " (only positive steps)");
+    if (offsets[d] < 0 || sizes[d] < 0 ||
+        (sizes[d] > 0 && offsets[d] + (sizes[d] - 1) * strides[d] >= from[d]))
+      return I.error(loc, "index out of range for dimension " +
+                              std::to_string(d) + " of size " +
+                              std::to_string(from[d]));
+  }
+  std::vector<int64_t> kept;
+  for (size_t d = 0; d < rank; ++d) {
+    bool dropped = llvm::is_contained(drop, static_cast<int64_t>(d));
+    if (dropped && sizes[d] != 1)
+      return I.error(loc, "internal error: an indexed dimension has size " +
+                              std::to_string(sizes[d]));
+    if (!dropped)
+      kept.push_back(sizes[d]);
+  }
+  for (int64_t s : kept)
+    if (s == 0)
+      return I.error(loc, "unsupported: an empty slice (a dimension of size "
+                          "0)");
+  Result<std::string> mesh = I.placement({x}, loc);
+  if (!mesh)
+    return mesh.error();
+  Result<mlir::Value> in = I.materialize(x, *mesh, loc);
+  if (!in)
+    return in.error();
+  Location l = I.loc(loc);
+  Type elem = elemOf(I.values[x.id]);
+  auto type = RankedTensorType::get(kept, elem);
+  mlir::Value v = tensor::ExtractSliceOp::create(
+      I.b, l, type, *in, ValueRange{}, ValueRange{}, ValueRange{},
+      I.b.getDenseI64ArrayAttr(offsets), I.b.getDenseI64ArrayAttr(sizes),
+      I.b.getDenseI64ArrayAttr(strides));
+  return I.add(v, *mesh, Dist{}, false);
+}
+
 Result<Value> TraceBuilder::transpose(Value x, std::vector<int64_t> perm,
                                       SourceLoc loc) {
   Impl &I = *pimpl;

@@ -56,13 +56,15 @@ struct Segment {
   StringAttr mesh;
   SmallVector<Operation *> ops;
   /// Ops upstream partitioning cannot shard (reshapes that split or merge
-  /// dimensions): they run on whole values, every rank computing all of it.
+  /// dimensions, slices): they run on whole values, every rank computing all
+  /// of it.
   bool whole = false;
 };
 
 /// Ops without an upstream sharding rule, run on whole (replicated) values.
 bool needsWholeValues(Operation *op) {
-  return isa<tensor::ExpandShapeOp, tensor::CollapseShapeOp>(op);
+  return isa<tensor::ExpandShapeOp, tensor::CollapseShapeOp,
+             tensor::ExtractSliceOp>(op);
 }
 
 /// Mesh dimension names of grid axes `axes` of `mesh`.

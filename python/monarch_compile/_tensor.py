@@ -121,8 +121,7 @@ class Tensor:
             "unsupported op: iterating over a traced tensor", *user_loc())
 
     def __getitem__(self, key):
-        raise errors.UnsupportedError(
-            "unsupported op: indexing/slicing a traced tensor", *user_loc())
+        return getitem(self, key, user_loc())
 
     def __hash__(self):
         return id(self)
@@ -352,3 +351,76 @@ def cast(x, dtype, loc):
             f"unsupported dtype {name} (supported: {', '.join(DTYPES)})", *loc)
     ix = as_value(trace, x, None, loc)
     return wrap(trace, trace.call("cast", ix, name, loc, loc=loc))
+
+
+def getitem(x, key, loc):
+    """`x[key]` with numpy's basic indexing: integers (negative count from
+    the end), slices with positive steps, `...` and `None` (a new axis)."""
+    trace = active_trace(loc, "indexing")
+    if x._scalar:
+        raise errors.UnsupportedError("unsupported: indexing a traced scalar",
+                                      *loc)
+    key = key if isinstance(key, tuple) else (key,)
+    for k in key:
+        if isinstance(k, Tensor) or isinstance(k, (list, np.ndarray)) or \
+                isinstance(k, (bool, np.bool_)):
+            raise errors.UnsupportedError(
+                "unsupported: indexing with a tensor, list or mask (a gather); "
+                "only integers, slices, ... and None are supported", *loc)
+        if not (k is None or k is Ellipsis or isinstance(k, slice) or
+                isinstance(k, numbers.Integral)):
+            raise errors.UnsupportedError(
+                f"unsupported index of type {type(k).__name__}", *loc)
+    used = sum(1 for k in key if k is not None and k is not Ellipsis)
+    if sum(1 for k in key if k is Ellipsis) > 1:
+        raise errors.ShapeError("an index can only have a single ellipsis",
+                                *loc)
+    if used > x.ndim:
+        raise errors.ShapeError(
+            f"too many indices for a tensor of shape {x.shape}: {used}", *loc)
+    expanded = []
+    for k in key:
+        if k is Ellipsis:
+            expanded.extend([slice(None)] * (x.ndim - used))
+        else:
+            expanded.append(k)
+    expanded.extend([slice(None)] * (x.ndim - sum(
+        1 for k in expanded if k is not None)))
+    offsets, sizes, strides, drop, out_shape, new_axes = [], [], [], [], [], []
+    d = 0
+    for k in expanded:
+        if k is None:
+            new_axes.append(len(out_shape))
+            out_shape.append(1)
+            continue
+        n = x.shape[d]
+        if isinstance(k, slice):
+            start, stop, step = k.indices(n)
+            if step <= 0:
+                raise errors.UnsupportedError(
+                    f"unsupported: a slice step of {step} (only positive "
+                    "steps)", *loc)
+            size = max(0, (stop - start + step - 1) // step)
+            offsets.append(start if size else 0)
+            sizes.append(size)
+            strides.append(step)
+            out_shape.append(size)
+        else:
+            i = int(k)
+            if i < -n or i >= n:
+                raise errors.ShapeError(
+                    f"index {i} is out of bounds for dimension {d} of size {n}",
+                    *loc)
+            offsets.append(i % n)
+            sizes.append(1)
+            strides.append(1)
+            drop.append(d)
+        d += 1
+    if list(offsets) == [0] * x.ndim and sizes == list(x.shape) and not drop:
+        result = x
+    else:
+        result = wrap(trace, trace.call("slice", x._id, offsets, sizes,
+                                        strides, drop, loc, loc=loc))
+    if new_axes:
+        result = reshape(result, tuple(out_shape), loc)
+    return result

@@ -294,6 +294,15 @@ NB_MODULE(_monarch_native, m) {
               const Loc &loc) {
              return check(t.reshape(Value{x}, shape, toLoc(loc))).id;
            })
+      .def("slice",
+           [](TraceBuilder &t, int64_t x, const std::vector<int64_t> &offsets,
+              const std::vector<int64_t> &sizes,
+              const std::vector<int64_t> &strides,
+              const std::vector<int64_t> &drop, const Loc &loc) {
+             return check(t.slice(Value{x}, offsets, sizes, strides, drop,
+                                  toLoc(loc)))
+                 .id;
+           })
       .def("transpose",
            [](TraceBuilder &t, int64_t x, const std::vector<int64_t> &perm,
               const Loc &loc) {

@@ -211,11 +211,27 @@ def test_unsupported_cast_and_ops():
 
     @mc.compile(mesh=mesh)
     def index(x):
-        return x[0]  # ERR:getitem
+        return x[x > 0]  # ERR:getitem
 
     with pytest.raises(mc.UnsupportedError) as e:
         index.ir("traced", f32(4))
-    check(e, "getitem")
+    assert "a gather" in check(e, "getitem")
+
+    @mc.compile(mesh=mesh)
+    def step(x):
+        return x[::-1]  # ERR:negstep
+
+    with pytest.raises(mc.UnsupportedError) as e:
+        step.ir("traced", f32(4))
+    assert "slice step of -1" in check(e, "negstep")
+
+    @mc.compile(mesh=mesh)
+    def bounds(x):
+        return x[4]  # ERR:bounds
+
+    with pytest.raises(mc.ShapeError) as e:
+        bounds.ir("traced", f32(4))
+    assert "out of bounds" in check(e, "bounds")
 
     @mc.compile(mesh=mesh)
     def int_pow(x):

@@ -324,3 +324,40 @@ def test_abs_of_integers(meshes):
     e = np.exp(ax - ax.max(axis=-1, keepdims=True))
     np.testing.assert_allclose(s, e / e.sum(axis=-1, keepdims=True), rtol=1e-5,
                                atol=1e-6)
+
+
+@pytest.mark.parametrize("gpus", [1, 2])
+def test_indexing_and_slicing(meshes, gpus):
+    rng = np.random.default_rng(40 + gpus)
+    x = rand(rng, 6, 8)
+
+    @mc.compile(mesh=meshes(gpus=gpus))
+    def f(x):
+        xs = mc.shard(x, gpus=0)
+        return (x[:, 2:5], x[1], x[-1, ::3], x[None, 1:3, ..., None],
+                mc.replicate(xs[1:5, 1] * 2), (x * 2)[2:4].sum(axis=0),
+                x[::2, 1:])
+
+    want = (x[:, 2:5], x[1], x[-1, ::3], x[None, 1:3, ..., None],
+            x[1:5, 1] * 2, (x * 2)[2:4].sum(axis=0), x[::2, 1:])
+    for got, w in zip(f(x), want):
+        assert got.shape == w.shape
+        np.testing.assert_allclose(got, w, rtol=1e-6)
+
+
+def test_slicing_in_an_endpoint_is_per_rank(meshes):
+    mesh = meshes(gpus=2)
+
+    class Head(mc.Actor):
+        @mc.endpoint(out={"gpus": 0})
+        def first_two(self, x):
+            return x[:, :2]
+
+    actor = mesh.spawn("slicer", Head)
+
+    @mc.compile
+    def f(x):
+        return actor.first_two.call(mc.shard(x, mesh=mesh, gpus=0))
+
+    x = np.arange(4 * 5, dtype=np.float32).reshape(4, 5)
+    np.testing.assert_array_equal(f(x), x[:, :2])

@@ -292,6 +292,14 @@ public:
   /// One dimension may be -1 (inferred).
   Result<Value> reshape(Value x, std::vector<int64_t> shape,
                         SourceLoc loc = SourceLoc::current());
+  /// `x[...]` with static slices: per dimension `offsets[d]` (0 <= offset),
+  /// `sizes[d]` elements taken every `strides[d]` (> 0); dimensions listed
+  /// in `drop` (integer indices, size 1) are removed from the result. In
+  /// compiled functions the slice runs on the whole value.
+  Result<Value> slice(Value x, std::vector<int64_t> offsets,
+                      std::vector<int64_t> sizes, std::vector<int64_t> strides,
+                      std::vector<int64_t> drop = {},
+                      SourceLoc loc = SourceLoc::current());
   /// Empty `perm` reverses the dimensions.
   Result<Value> transpose(Value x, std::vector<int64_t> perm = {},
                           SourceLoc loc = SourceLoc::current());
