@@ -351,6 +351,11 @@ Result<Value> TraceBuilder::reduce(ReduceOp kind, Value x,
       normalizeAxes(I, std::move(axes), rank, shape, loc);
   if (!norm)
     return norm.error();
+  // Nothing to reduce (a 0-d value): the value itself, as in numpy. A
+  // linalg.reduce over no dimensions is elementwise and reads its init;
+  // fused into a broadcasting consumer it accumulated once per element.
+  if (norm->empty())
+    return x;
   Result<std::string> mesh = I.placement({x}, loc);
   if (!mesh)
     return mesh.error();

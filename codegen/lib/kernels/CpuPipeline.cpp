@@ -132,18 +132,21 @@ bool isUndefinedTensor(mlir::Value v) {
 /// Gives every destructive use of a tensor but the first its own copy.
 ///
 /// CSE merges equal destinations (two matmuls of one shape share one
-/// zero-filled init, and after tiling one fill loop), so one tensor may be
-/// the destination of several in-place writers. One-shot bufferization
-/// alone would copy where needed, but `eliminate-empty-tensors` then roots
-/// the shared fill in one writer's `restrict` output buffer: the other
-/// writer runs in place in that buffer too, and the `restrict` promise
-/// (nothing else aliases the output) hides the conflict from the analysis,
-/// so one result overwrites the other. So each further writer of a tensor
-/// with contents gets a copy taken right after its definition, before any
-/// writer runs. Tensors without contents (an empty, or a slice of one) are
-/// left shared: empty-tensor elimination follows each chain on its own
-/// there, and a copy would only break the pairing of a slice with the
-/// insertion of its result.
+/// zero-filled init, and after tiling one fill loop; two ops of one result
+/// shape share one tensor.empty), so one tensor may be the destination of
+/// several in-place writers. One-shot bufferization alone would copy where
+/// needed, but `eliminate-empty-tensors` then roots the shared tensor in one
+/// writer's `restrict` output buffer: the other writer runs in place in that
+/// buffer too, and the `restrict` promise (nothing else aliases the output)
+/// hides the conflict from the analysis, so one result overwrites the other
+/// (`return x @ w1, x @ w2`; `return v, v - v` of int32, where `v - v`
+/// reuses the zero fill that v accumulates into, which the reduction then
+/// overwrote). So each further writer of a tensor.empty gets a fresh one,
+/// and the writers of a tensor with contents that is also used otherwise
+/// get copies taken right after its definition, before any writer runs
+/// (all of them when the tensor is read too, else all but the first). Slices of
+/// an empty stay shared: recreating them would only break the pairing of a
+/// slice with the insertion of its result.
 void privatizeDestinations(ModuleOp scratch,
                            const bufferization::BufferizationOptions &options) {
   bufferization::AnalysisState state(options);
@@ -154,11 +157,17 @@ void privatizeDestinations(ModuleOp scratch,
   };
   SmallVector<mlir::Value> shared;
   scratch.walk([&](Operation *op) {
-    for (mlir::Value result : op->getResults())
-      if (isa<RankedTensorType>(result.getType()) &&
-          !isUndefinedTensor(result) &&
-          llvm::count_if(result.getUses(), isWrite) > 1)
+    for (mlir::Value result : op->getResults()) {
+      if (!isa<RankedTensorType>(result.getType()))
+        continue;
+      int64_t writes = llvm::count_if(result.getUses(), isWrite);
+      int64_t uses =
+          std::distance(result.getUses().begin(), result.getUses().end());
+      bool empty = isa<tensor::EmptyOp>(op);
+      if ((empty && writes > 1) ||
+          (!isUndefinedTensor(result) && writes >= 1 && uses > 1))
         shared.push_back(result);
+    }
   });
   OpBuilder b(scratch.getContext());
   for (mlir::Value v : shared) {
@@ -168,7 +177,19 @@ void privatizeDestinations(ModuleOp scratch,
         writers.push_back(&use);
     Operation *def = v.getDefiningOp();
     b.setInsertionPointAfter(def);
-    for (OpOperand *use : llvm::drop_begin(writers)) {
+    // With readers besides the writers, every writer works on a copy (the
+    // readers keep the original); otherwise the first works in place.
+    bool readers =
+        static_cast<size_t>(std::distance(v.getUses().begin(),
+                                          v.getUses().end())) > writers.size();
+    auto copied = readers && !isa<tensor::EmptyOp>(def)
+                      ? ArrayRef<OpOperand *>(writers)
+                      : ArrayRef<OpOperand *>(writers).drop_front();
+    for (OpOperand *use : copied) {
+      if (isa<tensor::EmptyOp>(def)) {
+        use->set(b.clone(*def)->getResult(0));
+        continue;
+      }
       auto type = cast<RankedTensorType>(v.getType());
       use->set(bufferization::AllocTensorOp::create(b, def->getLoc(), type,
                                                     ValueRange{}, v));

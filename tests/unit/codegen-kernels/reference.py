@@ -65,6 +65,7 @@ CASES = {
     "matmul": lambda a, b: [a @ b],
     "matmul_bias_relu": lambda a, b, c: [np.maximum(a @ b + c, 0)],
     "two_matmuls": lambda a, b, c: [a @ b, a @ c],
+    "sum_and_its_init": lambda a: [a.sum(axis=0), np.zeros(a.shape[1], np.int32)],
     "slice_transpose_bool": lambda a: [(a > 0)[:, 5:25].T],
     "mixed_f16": lambda a, b: [a.astype(np.float64) * 2 + b],
     "mixed_bf16": lambda a, b: [a * b - 1.0, (a * b).sum(axis=1)],
