@@ -270,8 +270,16 @@ void prepareForPropagation(func::FuncOp fn, bool replicateInputs) {
   b.setInsertionPointToStart(&block);
   if (FlatSymbolRefAttr grid = findGrid(block))
     for (BlockArgument arg : block.getArguments()) {
-      if (!isa<RankedTensorType>(arg.getType()) || hasSharding(arg) ||
-          (!replicateInputs && !arg.use_empty()))
+      // An input used both raw and through annotations: upstream crashed
+      // partitioning an op with one of each (x @ mc.shard(x, ...)).
+      bool mixed =
+          llvm::any_of(arg.getUsers(),
+                       [](Operation *u) { return isa<shard::ShardOp>(u); }) &&
+          llvm::any_of(arg.getUsers(),
+                       [](Operation *u) { return !isa<shard::ShardOp>(u); });
+      if (!isa<RankedTensorType>(arg.getType()) ||
+          (hasSharding(arg) && !mixed) ||
+          (!replicateInputs && !arg.use_empty() && !mixed))
         continue;
       auto annotated = annotateReplicated(b, fn.getLoc(), arg, grid);
       arg.replaceAllUsesExcept(annotated, annotated);

@@ -361,3 +361,19 @@ def test_slicing_in_an_endpoint_is_per_rank(meshes):
 
     x = np.arange(4 * 5, dtype=np.float32).reshape(4, 5)
     np.testing.assert_array_equal(f(x), x[:, :2])
+
+
+def test_an_input_used_raw_and_resharded_by_one_op(meshes):
+    # x @ mc.shard(x, hosts=0) after a reshape: upstream shard-partition
+    # crashed (SIGSEGV) on an op with one raw and one annotated use of an
+    # input (fuzzer seed 31888).
+    mesh = meshes(hosts=2, gpus=1)
+    x = rand(np.random.default_rng(31888), 16)
+
+    @mc.compile(mesh=mesh)
+    def f(x):
+        v = x.reshape((4, 4))
+        return mc.shard(v @ mc.shard(v, hosts=0), hosts=1, gpus=0)
+
+    v = x.reshape(4, 4)
+    np.testing.assert_allclose(f(x), v @ v, rtol=1e-5, atol=1e-5)
