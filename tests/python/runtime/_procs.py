@@ -48,3 +48,11 @@ def worker_children():
         if int(ppid) == me and state != "Z" and "monarch-worker" in name:
             out.append(int(entry))
     return out
+
+
+def rand(rng, *shape):
+    """A float32 standard-normal array of `shape` from `rng`."""
+    import numpy as np
+
+    return rng.standard_normal(shape).astype(np.float32)
+

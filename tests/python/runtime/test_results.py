@@ -6,30 +6,13 @@ import sys
 import numpy as np
 import pytest
 
-from _procs import require_workers  # noqa: E402
+from _procs import rand, require_workers  # noqa: E402
 
 require_workers()
 
 import monarch_compile as mc  # noqa: E402
 
 
-@pytest.fixture(scope="module")
-def meshes():
-    made = {}
-
-    def get(**dims):
-        key = tuple(sorted(dims.items()))
-        if key not in made:
-            made[key] = mc.mesh(**dims)
-        return made[key]
-
-    yield get
-    for m in made.values():
-        m.stop()
-
-
-def rand(rng, *shape):
-    return rng.standard_normal(shape).astype(np.float32)
 
 
 TOL = dict(rtol=1e-5, atol=1e-5)
