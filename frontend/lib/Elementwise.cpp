@@ -135,6 +135,39 @@ Result<Value> TraceBuilder::constant(double value, DType dtype, SourceLoc loc) {
   return I.add(c, "", Dist{}, true);
 }
 
+Result<Value> TraceBuilder::constantTensor(const std::string &data,
+                                           std::vector<int64_t> shape,
+                                           DType dtype, SourceLoc loc) {
+  Impl &I = *pimpl;
+  if (I.stack.empty())
+    return I.error(loc, "no function or endpoint is being traced");
+  if (dtype == DType::I1)
+    return I.error(loc, "internal error: boolean constants are built from "
+                        "int32 ones");
+  Type elem = I.elementType(dtype);
+  int64_t count = 1;
+  for (int64_t d : shape) {
+    if (d < 0)
+      return I.error(loc, "a constant of negative extent");
+    count *= d;
+  }
+  int64_t width = elem.getIntOrFloatBitWidth() / 8;
+  if (static_cast<int64_t>(data.size()) != count * width)
+    return I.error(loc, "a constant of shape " + shapeStr(shape) + " needs " +
+                            std::to_string(count * width) + " bytes, got " +
+                            std::to_string(data.size()));
+  auto type = RankedTensorType::get(shape, elem);
+  auto attr = DenseElementsAttr::getFromRawBuffer(
+      type, ArrayRef<char>(data.data(), data.size()));
+  // On the function's mesh (constants are cloned into the work that uses
+  // them) or, in an endpoint, per rank.
+  std::string mesh;
+  if (Scope *scope = I.currentScope(); scope && scope->kind == Scope::Function)
+    mesh = scope->defaultMesh;
+  mlir::Value c = arith::ConstantOp::create(I.b, I.loc(loc), type, attr);
+  return I.add(c, mesh, Dist{}, false);
+}
+
 static const char *unaryName(UnaryOp op) {
   switch (op) {
   case UnaryOp::Neg:

@@ -574,12 +574,74 @@ Result<Value> TraceBuilder::slice(Value x, std::vector<int64_t> offsets,
     return in.error();
   Location l = I.loc(loc);
   Type elem = elemOf(I.values[x.id]);
-  auto type = RankedTensorType::get(kept, elem);
+  // The slice keeps every dimension; integer indices are dropped after it
+  // (a rank-reducing strided slice crashed the memref lowering of kernels).
+  auto type = RankedTensorType::get(sizes, elem);
   mlir::Value v = tensor::ExtractSliceOp::create(
       I.b, l, type, *in, ValueRange{}, ValueRange{}, ValueRange{},
       I.b.getDenseI64ArrayAttr(offsets), I.b.getDenseI64ArrayAttr(sizes),
       I.b.getDenseI64ArrayAttr(strides));
+  if (!drop.empty()) {
+    SmallVector<bool> keep;
+    for (size_t d = 0; d < rank; ++d)
+      keep.push_back(!llvm::is_contained(drop, static_cast<int64_t>(d)));
+    v = dropUnitDims(I.b, l, v, keep);
+  }
   return I.add(v, *mesh, Dist{}, false);
+}
+
+Result<Value> TraceBuilder::concatenate(const std::vector<Value> &parts,
+                                        int64_t axis, SourceLoc loc) {
+  Impl &I = *pimpl;
+  if (parts.empty())
+    return I.error(loc, "concatenate needs at least one tensor");
+  std::vector<std::vector<int64_t>> shapes;
+  Type elem;
+  for (Value v : parts) {
+    Result<ValueRecord *> r = I.get(v, loc);
+    if (!r)
+      return r.error();
+    if ((*r)->scalar)
+      return I.error(loc, "concatenate needs tensors, got a scalar");
+    shapes.push_back(shapeOf((*r)->value));
+    Type e = elemOf(**r);
+    if (elem && e != elem)
+      return I.error(loc, "dtype mismatch in concatenate: " +
+                              I.typeStr(I.values[parts[0].id]) + " and " +
+                              I.typeStr(**r) + " (cast one of them)");
+    elem = e;
+  }
+  int64_t rank = static_cast<int64_t>(shapes[0].size());
+  if (rank == 0)
+    return I.error(loc, "zero-dimensional tensors cannot be concatenated");
+  int64_t a = axis < 0 ? axis + rank : axis;
+  if (a < 0 || a >= rank)
+    return I.error(loc, "axis " + std::to_string(axis) +
+                            " is out of range for tensors of rank " +
+                            std::to_string(rank));
+  for (const auto &s : shapes) {
+    bool same = static_cast<int64_t>(s.size()) == rank;
+    for (int64_t d = 0; same && d < rank; ++d)
+      same = d == a || s[d] == shapes[0][d];
+    if (!same)
+      return I.error(loc, "concatenate: shapes " + shapeStr(shapes[0]) +
+                              " and " + shapeStr(s) + " differ outside axis " +
+                              std::to_string(a));
+  }
+  if (parts.size() == 1)
+    return parts[0];
+  Result<std::string> mesh = I.placement(parts, loc);
+  if (!mesh)
+    return mesh.error();
+  SmallVector<mlir::Value> ins;
+  for (Value v : parts) {
+    Result<mlir::Value> in = I.materialize(v, *mesh, loc);
+    if (!in)
+      return in.error();
+    ins.push_back(*in);
+  }
+  mlir::Value out = tensor::ConcatOp::create(I.b, I.loc(loc), a, ins);
+  return I.add(out, *mesh, Dist{}, false);
 }
 
 Result<Value> TraceBuilder::transpose(Value x, std::vector<int64_t> perm,

@@ -488,6 +488,28 @@ Status TraceBuilder::endFunction(const std::vector<Value> &results,
   if (!scope || scope->kind != Scope::Function)
     return I.error(loc, "no function is being traced");
   SmallVector<mlir::Value> outs;
+  // Whether `v` depends on anything placed on a mesh (a feed, a call, a
+  // transfer): work on constants alone is cloned into the work that uses it
+  // and runs nowhere by itself.
+  auto placed = [&](mlir::Value v) {
+    SmallVector<mlir::Value> todo{v};
+    DenseSet<mlir::Value> seen;
+    while (!todo.empty()) {
+      mlir::Value x = todo.pop_back_val();
+      if (!seen.insert(x).second)
+        continue;
+      Operation *def = x.getDefiningOp();
+      if (!def || isa<FeedOp, CallOp, TransferOp>(def))
+        return true;
+      // Operands, and values the op's regions capture from outside it.
+      def->walk([&](Operation *inner) {
+        for (mlir::Value operand : inner->getOperands())
+          if (!def->isAncestor(operand.getParentRegion()->getParentOp()))
+            todo.push_back(operand);
+      });
+    }
+    return false;
+  };
   for (Value v : results) {
     Result<ValueRecord *> r = I.get(v, loc);
     if (!r)
@@ -496,6 +518,11 @@ Status TraceBuilder::endFunction(const std::vector<Value> &results,
       outs.push_back((*r)->value);
       continue;
     }
+    if (!placed((*r)->value))
+      return I.error(loc, "unsupported: a result computed from constants "
+                          "alone (mc.zeros, mc.arange, numpy arrays...); "
+                          "compute it with numpy outside the function, or "
+                          "combine it with an argument");
     auto fetch = FetchOp::create(I.b, I.loc(loc), (*r)->value, (*r)->mesh);
     outs.push_back(fetch.getResult());
   }

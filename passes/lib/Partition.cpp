@@ -64,7 +64,7 @@ struct Segment {
 /// Ops without an upstream sharding rule, run on whole (replicated) values.
 bool needsWholeValues(Operation *op) {
   return isa<tensor::ExpandShapeOp, tensor::CollapseShapeOp,
-             tensor::ExtractSliceOp>(op);
+             tensor::ExtractSliceOp, tensor::ConcatOp>(op);
 }
 
 /// Mesh dimension names of grid axes `axes` of `mesh`.

@@ -16,7 +16,8 @@ See docs/frontend.md.
 from ._actors import Actor, Param, endpoint, param
 from ._compile import Compiled, PlanSummary, Specialization, compile
 from ._mesh import Mesh, mesh
-from ._ops import (abs, add, all_gather, all_reduce, astype, bfloat16,
+from ._ops import (arange, concatenate, full, one_hot, ones, split, stack, take,
+                   tril, triu, zeros, abs, add, all_gather, all_reduce, astype, bfloat16,
                    broadcast, div, exp, float16, float32, gelu, int32, log,
                    matmul, max, maximum, mean, min, minimum, mul, neg,
                    reduce_scatter, relu, replicate, reshape, shard, sigmoid,

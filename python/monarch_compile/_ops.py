@@ -1,8 +1,11 @@
 """The `mc.*` tensor functions, placement and collectives."""
 from . import errors
 from ._location import user_loc
-from ._tensor import (Tensor, active_trace, as_value, binary, cast, reduce,
-                      reshape as _reshape, transpose as _transpose, unary, wrap)
+import numpy as _np
+
+from ._tensor import (Tensor, active_trace, as_value, binary, cast,
+                      constant_array, dtype_name, reduce, reshape as _reshape,
+                      transpose as _transpose, unary, wrap)
 
 float32 = "float32"
 float16 = "float16"
@@ -169,3 +172,152 @@ def broadcast(x, dims, root=0):
     trace, ix = _tensor_arg(x, loc, "broadcast")
     return wrap(trace, trace.call("broadcast_from", ix, _dims(dims), int(root),
                                   loc, loc=loc))
+
+
+# Array building ------------------------------------------------------------
+
+def _constant(array, loc, what):
+    return constant_array(active_trace(loc, what), array, loc)
+
+
+def _np_dtype(dtype, default):
+    name = dtype_name(dtype) if dtype is not None else default
+    if name == "bfloat16":
+        from ._runtime import _bfloat16
+        return _bfloat16("bfloat16 constants")
+    return _np.dtype(name)
+
+
+def zeros(shape, dtype=float32):
+    """`np.zeros(shape, dtype)` as a constant of the traced function."""
+    loc = user_loc()
+    return _constant(_np.zeros(shape, _np_dtype(dtype, "float32")), loc,
+                     "mc.zeros")
+
+
+def ones(shape, dtype=float32):
+    loc = user_loc()
+    return _constant(_np.ones(shape, _np_dtype(dtype, "float32")), loc,
+                     "mc.ones")
+
+
+def full(shape, fill_value, dtype=None):
+    loc = user_loc()
+    if dtype is None:
+        dtype = "int32" if isinstance(fill_value, int) else "float32"
+    return _constant(_np.full(shape, fill_value, _np_dtype(dtype, "float32")),
+                     loc, "mc.full")
+
+
+def arange(start, stop=None, step=1, dtype=None):
+    """`np.arange` (int32 for integer arguments, else float32)."""
+    loc = user_loc()
+    values = _np.arange(start, stop, step) if stop is not None else \
+        _np.arange(start)
+    if dtype is None:
+        dtype = "int32" if values.dtype.kind in "iu" else "float32"
+    return _constant(values.astype(_np_dtype(dtype, "float32")), loc,
+                     "mc.arange")
+
+
+def _triangle(x, k, lower, what, loc):
+    if not isinstance(x, Tensor) or x.ndim < 2:
+        from . import errors
+        raise errors.ShapeError(f"{what} needs a tensor of rank 2 or more",
+                                *loc)
+    n, m = x.shape[-2:]
+    mask = _np.tri(n, m, k, dtype=bool)
+    if not lower:
+        mask = ~_np.tri(n, m, k - 1, dtype=bool)
+    from ._tensor import compare  # noqa: F401 (where needs the trace)
+    trace = active_trace(loc, what)
+    cond = constant_array(trace, mask, loc)
+    ix = as_value(trace, x, None, loc)
+    zero = as_value(trace, 0, x, loc)
+    return wrap(trace, trace.call("select", cond._id, ix, zero, loc, loc=loc))
+
+
+def tril(x, k=0):
+    """The lower triangle of the last two dimensions (`np.tril`)."""
+    return _triangle(x, k, True, "mc.tril", user_loc())
+
+
+def triu(x, k=0):
+    """The upper triangle of the last two dimensions (`np.triu`)."""
+    return _triangle(x, k, False, "mc.triu", user_loc())
+
+
+def concatenate(tensors, axis=0):
+    """`np.concatenate`: joins tensors along `axis` (in compiled functions it
+    runs on whole values)."""
+    loc = user_loc()
+    trace = active_trace(loc, "mc.concatenate")
+    tensors = list(tensors)
+    like = next((t for t in tensors if isinstance(t, Tensor)), None)
+    ids = [as_value(trace, t, like, loc) for t in tensors]
+    return wrap(trace, trace.call("concatenate", ids, int(axis), loc, loc=loc))
+
+
+def stack(tensors, axis=0):
+    """`np.stack`: a new dimension `axis` (negative counts from the end)."""
+    loc = user_loc()
+    trace = active_trace(loc, "mc.stack")
+    parts = []
+    for t in tensors:
+        if not isinstance(t, Tensor):
+            t = constant_array(trace, _np.asarray(t), loc)
+        a = axis if axis >= 0 else axis + t.ndim + 1
+        shape = list(t.shape)
+        shape.insert(a, 1)
+        parts.append(_reshape(t, tuple(shape), loc))
+    a = axis if axis >= 0 else axis + parts[0].ndim
+    return wrap(trace, trace.call("concatenate", [p._id for p in parts], a,
+                                  loc, loc=loc))
+
+
+def split(x, indices_or_sections, axis=0):
+    """`np.split`: a list of slices of `x` along `axis` (equal sections of
+    an int, or at the given indices)."""
+    loc = user_loc()
+    from . import errors
+    from ._tensor import getitem
+    if not isinstance(x, Tensor):
+        raise errors.TraceError("mc.split needs a traced tensor", *loc)
+    a = axis if axis >= 0 else axis + x.ndim
+    n = x.shape[a]
+    if isinstance(indices_or_sections, int):
+        if indices_or_sections <= 0 or n % indices_or_sections:
+            raise errors.ShapeError(
+                f"mc.split: {n} does not split into {indices_or_sections} "
+                "equal sections", *loc)
+        step = n // indices_or_sections
+        bounds = list(range(0, n + 1, step))
+    else:
+        bounds = [0] + [int(i) for i in indices_or_sections] + [n]
+    out = []
+    for lo, hi in zip(bounds[:-1], bounds[1:]):
+        key = [slice(None)] * x.ndim
+        key[a] = slice(lo, hi)
+        out.append(getitem(x, tuple(key), loc))
+    return out
+
+
+def one_hot(indices, num_classes, dtype=float32):
+    """`(indices[..., None] == arange(num_classes))` as `dtype`."""
+    loc = user_loc()
+    from ._tensor import compare, reshape as _rs
+    trace = active_trace(loc, "mc.one_hot")
+    if not isinstance(indices, Tensor):
+        indices = constant_array(trace, _np.asarray(indices), loc)
+    classes = constant_array(trace, _np.arange(num_classes, dtype=_np.int32),
+                             loc)
+    expanded = _rs(indices, tuple(indices.shape) + (1,), loc)
+    return cast(compare("eq", expanded, classes, loc), dtype_name(dtype), loc)
+
+
+def take(x, indices, axis=None):
+    """Not supported yet: gathers by a traced index tensor."""
+    from . import errors
+    raise errors.UnsupportedError(
+        "unsupported: mc.take / indexing with a tensor (a gather) is not "
+        "supported yet", *user_loc())

@@ -275,11 +275,8 @@ def as_value(trace, x, like, loc):
         elif dtype == "bool":
             dtype = "int32"
         return trace.call("constant", float(x), dtype, loc, loc=loc)
-    if isinstance(x, np.ndarray) or hasattr(x, "__array__"):
-        raise errors.UnsupportedError(
-            "unsupported: a numpy array used inside a traced function; pass "
-            "arrays as arguments of the compiled function (constants are "
-            "not embedded)", *loc)
+    if isinstance(x, (np.ndarray, np.generic)) or hasattr(x, "__array__"):
+        return constant_array(trace, np.asarray(x), loc)._id
     raise errors.UnsupportedError(
         f"unsupported operand of type {type(x).__name__} in a traced "
         "function", *loc)
@@ -424,3 +421,34 @@ def getitem(x, key, loc):
     if new_axes:
         result = reshape(result, tuple(out_shape), loc)
     return result
+
+
+def constant_array(trace, array, loc):
+    """A numpy array captured by a traced function, embedded as a constant
+    (numpy constants the function closes over, `mc.zeros`, ...). float64 and
+    int64 become float32 and int32 (the dtypes the compiler has); an int64
+    outside int32's range is refused. Booleans are int32 constants cast."""
+    a = np.asarray(array)
+    name = dtype_name(a.dtype)
+    if name == "bool":
+        c = constant_array(trace, a.astype(np.int32), loc)
+        return cast(c, "bool", loc)
+    if name in ("float64",):
+        a = a.astype(np.float32)
+    elif name in ("int64", "int16", "int8", "uint8", "uint16", "uint32"):
+        if a.size and (a.min() < np.iinfo(np.int32).min or
+                       a.max() > np.iinfo(np.int32).max):
+            raise errors.UnsupportedError(
+                f"unsupported: a {name} constant outside int32's range", *loc)
+        a = a.astype(np.int32)
+    name = dtype_name(a.dtype)
+    if name not in DTYPES:
+        raise errors.UnsupportedError(
+            f"unsupported dtype {name} for a constant (supported: "
+            f"{', '.join(DTYPES)})", *loc)
+    if name == "bfloat16":
+        data = np.ascontiguousarray(a).view(np.uint16).tobytes()
+    else:
+        data = np.ascontiguousarray(a).tobytes()
+    return wrap(trace, trace.call("constant_tensor", data, list(a.shape), name,
+                                  loc, loc=loc))

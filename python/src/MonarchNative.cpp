@@ -250,6 +250,23 @@ NB_MODULE(_monarch_native, m) {
               const Loc &loc) {
              return check(t.constant(value, toDType(dtype), toLoc(loc))).id;
            })
+      .def("constant_tensor",
+           [](TraceBuilder &t, nb::bytes data,
+              const std::vector<int64_t> &shape, const std::string &dtype,
+              const Loc &loc) {
+             std::string bytes(data.c_str(), data.size());
+             return check(t.constantTensor(bytes, shape, toDType(dtype),
+                                           toLoc(loc)))
+                 .id;
+           })
+      .def("concatenate",
+           [](TraceBuilder &t, const std::vector<int64_t> &parts, int64_t axis,
+              const Loc &loc) {
+             std::vector<Value> values;
+             for (int64_t p : parts)
+               values.push_back(Value{p});
+             return check(t.concatenate(values, axis, toLoc(loc))).id;
+           })
       .def("unary",
            [](TraceBuilder &t, const std::string &op, int64_t x,
               const Loc &loc) {

@@ -9,9 +9,11 @@ are long enough to be interesting without drowning in noise.
 What is generated: elementwise `+ - * / **` (and `//` where mc.Tensor has
 it) between tensors with numpy broadcasting and with Python int and float
 scalars on either side, unary mc.relu/exp/log/tanh/sigmoid/gelu/sqrt/abs/neg
-and `-x`/`abs(x)`, mc.maximum/minimum, comparisons and mc.where, `@` (2-D,
-batched 3-D, rarely 1-D), sum/mean/max/min over None/int/tuple/negative axes
-with and without keepdims, mc.softmax, reshape, transpose and .T, astype
+and `-x`/`abs(x)`, mc.maximum/minimum, comparisons and mc.where, `@` (numpy's
+rules: 1-D operands, broadcast batch dims, mixed dtypes), basic indexing
+(ints, positive-step slices, `...`, None; rarely negative steps and lists,
+which mc refuses), sum/mean/max/min over None/int/tuple/negative axes with
+and without keepdims (sum of bools too), mc.softmax, reshape, transpose and .T, astype
 among float32/float16/bfloat16/int32, mc.shard/mc.replicate on 1x1, 1x2,
 1x4 and 2x2 meshes, several results; actors with mc.param state (replicated
 or split), endpoints with out= (None, {dim: axis}, reductions), collectives
@@ -56,6 +58,21 @@ def default_features():
         "bf16_results": bf16_results,
         "bool_results": True,
     }
+
+
+def matmul_ok(a, b):
+    """Whether numpy's matmul accepts operands of shapes `a` and `b`."""
+    if not a or not b:
+        return False
+    a2 = (1,) + tuple(a) if len(a) == 1 else tuple(a)
+    b2 = tuple(b) + (1,) if len(b) == 1 else tuple(b)
+    if a2[-1] != b2[-2]:
+        return False
+    try:
+        np.broadcast_shapes(a2[:-2], b2[:-2])
+    except ValueError:
+        return False
+    return True
 
 
 class Rejected(Exception):
@@ -235,8 +252,8 @@ class Generator:
     def propose_local(self, env, local):
         """A random op over `env`; `local` (endpoint bodies) creates no inputs."""
         kinds = ["binary", "unary", "matmul", "reduce", "compare", "where", "softmax"]
-        kinds += ["reshape", "transpose", "astype"]
-        weights = [26, 12, 10, 10, 4, 4, 3, 5, 4, 5]
+        kinds += ["reshape", "transpose", "astype", "index"]
+        weights = [26, 12, 12, 10, 4, 4, 3, 5, 4, 5, 8]
         kind = self.choice(kinds, weights)
         return getattr(self, "propose_" + kind)(env, local)
 
@@ -316,29 +333,115 @@ class Generator:
             style = "abs"
         return Op("unary", (None,), (a,), {"op": op, "style": style})
 
-    def propose_matmul(self, env, local):
-        a = self.pick(env, lambda v: self.numeric(v) and v.ref.ndim in (1, 2, 3))
-        va = env[a]
-        if va.ref.ndim == 1 and self.chance(0.8):
-            raise Rejected()
-        k = va.shape[-1]
-        n = self.choice(self.dims)
-        if va.ref.ndim == 3 and self.chance(0.6):
-            want = (va.shape[0], k, n)
-        elif va.ref.ndim == 1 and self.chance(0.5):
-            want = (k,)
+    def batch_like(self, batch):
+        """Batch dims that broadcast with `batch` (numpy's matmul rules):
+        some dims 1 or, against a 1, any size; sometimes fewer or one more."""
+        out = []
+        for d in batch:
+            r = self.rng.random()
+            if r < 0.2:
+                out.append(1)
+            elif r < 0.35 and d == 1:
+                out.append(self.choice(self.dims))
+            else:
+                out.append(d)
+        if out and self.chance(0.2):
+            out = out[self.rng.randint(1, len(out)) :]
+        if len(out) < 2 and self.chance(0.15):
+            out = [self.choice([1] + self.dims)] + out
+        return tuple(out)
+
+    def matmul_partner(self, shape, right):
+        """A shape that numpy's matmul accepts with `shape`, on the right of
+        it (`right`) or on its left: 1-D, 2-D or batched with broadcasting."""
+        if right:
+            k, batch = shape[-1], shape[:-2]
         else:
-            want = (k, n)
-        b = self.operand(
-            env,
-            lambda v: v.dtype == va.dtype and v.ref.ndim >= 2 and v.shape[-2] == k,
-            lambda: want,
-            va.dtype,
-            False,
-            local,
-        )
+            k, batch = shape[0] if len(shape) == 1 else shape[-2], shape[:-2]
+        n = self.choice(self.dims)
+        core = (k, n) if right else (n, k)
+        r = self.rng.random()
+        if r < 0.15:
+            return (k,)
+        if r < 0.4 or (not batch and self.chance(0.6)):
+            return core
+        if not batch:
+            batch = (self.choice(self.dims),)
+        return self.batch_like(batch) + core
+
+    def propose_matmul(self, env, local):
+        a = self.pick(env, lambda v: self.numeric(v) and 1 <= v.ref.ndim <= 4)
+        va = env[a]
+        right = self.chance(0.75)  # `a` is the left operand
+        dt = va.dtype if self.chance(0.85) else self.dtype()
+        want = self.matmul_partner(va.shape, right)
+
+        def compatible(v):
+            if not self.numeric(v) or v.dtype != dt:
+                return False
+            pair = (va.shape, v.shape) if right else (v.shape, va.shape)
+            return matmul_ok(*pair)
+
+        b = self.operand(env, compatible, lambda: want, dt, False, local)
         style = "fn" if self.chance(0.2) else "op"
-        return Op("matmul", (None,), (a, b), {"style": style})
+        return Op("matmul", (None,), (a, b) if right else (b, a), {"style": style})
+
+    def index_item(self, n):
+        """One entry of an index for a dim of size `n`."""
+        if n == 0:
+            return slice(None)
+        r = self.rng.random()
+        if r < 0.3:
+            i = self.rng.randrange(n)
+            return i - n if self.chance(0.3) else i
+        if r < 0.45:
+            return slice(None)
+        if self.chance(0.03):  # numpy accepts it, mc refuses
+            return slice(None, None, -self.choice([1, 2]))
+        step = self.choice([None, None, 1, 2, 3])
+        start = self.rng.randrange(n) if self.chance(0.6) else None
+        stop = self.rng.randint(1, n) if self.chance(0.5) else None
+        if start is not None and self.chance(0.2):
+            start -= n
+        if stop is not None and self.chance(0.2):
+            stop -= n
+        if self.chance(0.05):
+            stop = n + self.choice([1, 5])  # clipped, as numpy does
+        s = slice(start, stop, step)
+        if len(range(*s.indices(n))) == 0 and not self.chance(0.05):
+            return slice(start, None, step)  # mostly not empty
+        return s
+
+    def propose_index(self, env, local):
+        a = self.pick(env, lambda v: v.ref.ndim >= 1 or self.chance(0.05))
+        shape = env[a].shape
+        if self.chance(0.02) and shape:  # a gather: numpy accepts, mc refuses
+            n = shape[0]
+            key = [[self.rng.randrange(n) for _ in range(self.rng.randint(1, 3))]]
+        else:
+            key = [self.index_item(n) for n in shape]
+            full = slice(None)
+            if key and self.chance(0.3):  # trailing `:` are implicit
+                while key and key[-1] == full:
+                    key.pop()
+            if self.chance(0.25):
+                # `...` for a run of `:` (possibly empty) at either end.
+                if self.chance(0.5):
+                    i = 0
+                    while i < len(key) and key[i] == full and self.chance(0.7):
+                        i += 1
+                    key = [Ellipsis] + key[i:]
+                else:
+                    j = len(key)
+                    while j > 0 and key[j - 1] == full and self.chance(0.7):
+                        j -= 1
+                    key = key[:j] + [Ellipsis]
+            for _ in range(self.choice([0, 0, 0, 1, 2])):
+                if len(shape) + len(key) < 8:
+                    key.insert(self.rng.randint(0, len(key)), None)
+        if not key:
+            key = [Ellipsis] if self.chance(0.5) else [None]
+        return Op("index", (None,), (a,), {"key": tuple(key)})
 
     def axis_choice(self, ndim):
         if ndim == 0 or self.chance(0.3):
@@ -351,9 +454,10 @@ class Generator:
         return tuple(x - ndim if self.chance(0.3) else x for x in axes)
 
     def propose_reduce(self, env, local):
-        a = self.pick(env, self.numeric)
-        va = env[a]
         op = self.choice(REDUCTIONS)
+        # numpy: the sum of bools counts them (an int32 here).
+        a = self.pick(env, self.numeric if op != "sum" else lambda v: True)
+        va = env[a]
         attrs = {
             "op": op,
             "axis": self.axis_choice(va.ref.ndim),

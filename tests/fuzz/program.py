@@ -198,6 +198,8 @@ def render_op(op):
             expr = f"{a[0]}.{at['op']}({_kwargs(kw)})"
     elif k == "softmax":
         expr = f"mc.softmax({a[0]}, axis={at['axis']})"
+    elif k == "index":
+        expr = f"{a[0]}[{render_key(at['key'])}]"
     elif k == "reshape":
         expr = f"{a[0]}.reshape({tuple(at['shape'])!r})"
     elif k == "transpose":
@@ -235,6 +237,24 @@ def render_op(op):
     else:
         raise ValueError(f"unknown op kind {k}")
     return f"{lhs} = {expr}" if lhs else expr
+
+
+def _index_item(k):
+    if k is Ellipsis:
+        return "..."
+    if isinstance(k, slice):
+        text = "" if k.start is None else str(k.start)
+        text += ":" + ("" if k.stop is None else str(k.stop))
+        if k.step is not None:
+            text += ":" + str(k.step)
+        return text
+    return repr(k)  # int, None or a list
+
+
+def render_key(key):
+    """The subscript of `x[...]` for `key`, a tuple of ints, slices, `...`,
+    None and (rarely) lists: `1`, `:, 2:5`, `None, ...`."""
+    return ", ".join(_index_item(k) for k in key) if key else "()"
 
 
 def _dims(dims):

@@ -295,12 +295,12 @@ def matmul(a, b):
         ref = np.matmul(a.ref, b.ref)
     except ValueError as err:
         raise RefError(f"matmul: {err}") from None
-    if dt == "int32":
-        return finish(ref, 0.0, dt)
     k = a.shape[-1]
     ax, bx = _abs(a), _abs(b)
     with np.errstate(all="ignore"):
         err = np.matmul(ax, b.err) + np.matmul(a.err, bx) + np.matmul(a.err, b.err)
+        if dt == "int32":
+            return finish(ref, err, dt)
         err = err + k * UNIT[dt] * np.matmul(ax, bx)
     return finish(ref.astype(np.float64), err, dt)
 
@@ -321,16 +321,18 @@ def norm_axes(axis, ndim):
 
 
 def reduce(name, x, axis, keepdims):
-    if x.dtype == "bool":
+    if x.dtype == "bool" and name != "sum":
         raise RefError(f"{name} of bools")
     axes = norm_axes(axis, x.ref.ndim)
     n = int(np.prod([x.shape[a] for a in axes])) if axes else 1
     kw = dict(axis=axes, keepdims=keepdims)
+    if x.dtype == "bool":  # numpy: the sum of bools is an integer (int32 here)
+        return finish(np.sum(x.ref.astype(np.int64), **kw), np.sum(x.err, **kw), "int32")
     if name in ("max", "min"):
         f = np.max if name == "max" else np.min
         return finish(f(x.ref, **kw), np.max(x.err, **kw), x.dtype, 0)
     if x.dtype == "int32" and name == "sum":
-        return finish(np.sum(x.ref, **kw), 0.0, "int32")
+        return finish(np.sum(x.ref, **kw), np.sum(x.err, **kw), "int32")
     dt = x.dtype if x.dtype in FLOATS else "float32"
     u = UNIT[dt]
     total = np.sum(_f64(x), **kw)
@@ -361,6 +363,16 @@ def reshape(x, shape):
         return Value(x.ref.reshape(shape), x.err.reshape(shape), x.dtype)
     except ValueError as err:
         raise RefError(f"reshape: {err}") from None
+
+
+def index(x, key):
+    """numpy's `x[key]`: basic indexing (ints, slices, `...`, None) is exact;
+    lists are numpy's advanced indexing (which mc refuses)."""
+    key = tuple(np.asarray(k) if isinstance(k, list) else k for k in key)
+    try:
+        return Value(x.ref[key], x.err[key], x.dtype)
+    except IndexError as err:
+        raise RefError(f"index: {err}") from None
 
 
 def transpose(x, axes):
@@ -475,6 +487,8 @@ def eval_local(op, get):
         return [softmax(args[0], at["axis"])]
     if k == "reshape":
         return [reshape(args[0], tuple(at["shape"]))]
+    if k == "index":
+        return [index(args[0], tuple(at["key"]))]
     if k == "transpose":
         return [transpose(args[0], at["axes"])]
     if k == "astype":

@@ -230,23 +230,32 @@ def test_ufunc_methods_are_located(tmp_path):
         "11 unsupported: np.maximum.accumulate on a traced tensor"], lines
 
 
-def test_a_numpy_array_operand_is_the_clear_error():
+def test_a_numpy_array_operand_is_an_embedded_constant():
     a = np.ones((4, 6), np.float32)
 
     @mc.compile(mesh=mesh)
     def f(x, which):
         if which == "left":
-            return a + x  # ERR:left
+            return a + x
         if which == "ufunc":
-            return np.maximum(x, a)  # ERR:ufunc
+            return np.maximum(x, a)
         if which == "matmul":
-            return a.T @ x  # ERR:matmul
-        return np.where(x > 0, a, x)  # ERR:where
+            return a.T @ x
+        return np.where(x > 0, a, x)
 
     for which in ("left", "ufunc", "matmul", "where"):
-        with pytest.raises(mc.UnsupportedError) as e:
-            f.ir("traced", f32(4, 6), which)
-        assert "numpy array used inside a traced function" in check(e, which)
+        assert "arith.constant dense<1.000000e+00>" in f.ir(
+            "traced", f32(4, 6), which)
+
+    big = np.array([2**40], np.int64)
+
+    @mc.compile(mesh=mesh)
+    def g(x):
+        return x + big  # ERR:big
+
+    with pytest.raises(mc.UnsupportedError) as e:
+        g.ir("traced", np.zeros(1, np.int32))
+    assert "outside int32's range" in check(e, "big")
 
 
 def test_numpy_scalars_still_work_on_both_sides():

@@ -319,10 +319,11 @@ def test_indexing_and_slicing(meshes, gpus):
         xs = mc.shard(x, gpus=0)
         return (x[:, 2:5], x[1], x[-1, ::3], x[None, 1:3, ..., None],
                 mc.replicate(xs[1:5, 1] * 2), (x * 2)[2:4].sum(axis=0),
-                x[::2, 1:])
+                x[::2, 1:], x[::2, 0], x[None, 1, ::3])  # strided, then an index
 
     want = (x[:, 2:5], x[1], x[-1, ::3], x[None, 1:3, ..., None],
-            x[1:5, 1] * 2, (x * 2)[2:4].sum(axis=0), x[::2, 1:])
+            x[1:5, 1] * 2, (x * 2)[2:4].sum(axis=0), x[::2, 1:], x[::2, 0],
+            x[None, 1, ::3])
     for got, w in zip(f(x), want):
         assert got.shape == w.shape
         np.testing.assert_allclose(got, w, rtol=1e-6)
@@ -360,3 +361,32 @@ def test_an_input_used_raw_and_resharded_by_one_op(meshes):
 
     v = x.reshape(4, 4)
     np.testing.assert_allclose(f(x), v @ v, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("gpus", [1, 2])
+def test_constants_and_array_building(meshes, gpus):
+    rng = np.random.default_rng(60 + gpus)
+    x = rand(rng, 4, 6)
+    mask = np.tril(np.ones((4, 6), bool))  # numpy constants the function captures
+    bias = np.arange(6, dtype=np.float64)
+    tok = np.array([1, 0, 3], np.int32)
+
+    @mc.compile(mesh=meshes(gpus=gpus))
+    def f(x, tok):
+        xs = mc.shard(x, gpus=0)
+        return (x + bias, mc.where(mask, x, -1e9),
+                mc.zeros((2, 3)) + 1 + x[:2, :3],
+                mc.ones((3,), mc.int32) * 2 + tok, mc.full((2,), 7.5) + x[0, :2],
+                mc.arange(5) + tok[0], mc.tril(x), mc.triu(x, 1),
+                mc.concatenate([x, x * 2], axis=1), mc.stack([x[0], x[1]]),
+                mc.split(x, 2, axis=1)[1], mc.one_hot(tok, 4),
+                mc.replicate(mc.concatenate([xs, xs], axis=0)))
+
+    want = (x + bias, np.where(mask, x, -1e9), np.zeros((2, 3)) + 1 + x[:2, :3],
+            np.ones(3, np.int32) * 2 + tok, np.full(2, 7.5) + x[0, :2],
+            np.arange(5) + tok[0], np.tril(x), np.triu(x, 1),
+            np.concatenate([x, x * 2], axis=1), np.stack([x[0], x[1]]),
+            np.split(x, 2, axis=1)[1], np.eye(4)[tok], np.concatenate([x, x]))
+    for got, w in zip(f(x, tok), want):
+        assert got.shape == w.shape
+        np.testing.assert_allclose(got.astype(np.float64), w, rtol=1e-6)

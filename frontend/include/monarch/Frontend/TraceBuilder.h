@@ -264,8 +264,19 @@ public:
   /// A scalar constant of `dtype`.
   Result<Value> constant(double value, DType dtype,
                          SourceLoc loc = SourceLoc::current());
+  /// A tensor constant of `shape` and `dtype` (float32, float16, bfloat16 or
+  /// int32) whose row-major elements are the bytes `data`, on the compiled
+  /// function's mesh (in an endpoint: on every rank). For numpy constants and
+  /// `mc.zeros`, `mc.arange`, ...
+  Result<Value> constantTensor(const std::string &data,
+                               std::vector<int64_t> shape, DType dtype,
+                               SourceLoc loc = SourceLoc::current());
   Result<Value> unary(UnaryOp op, Value x,
                       SourceLoc loc = SourceLoc::current());
+  /// `tensor.concat` along `axis` (the other dimensions must agree); in
+  /// compiled functions it runs on whole values.
+  Result<Value> concatenate(const std::vector<Value> &parts, int64_t axis,
+                            SourceLoc loc = SourceLoc::current());
   /// Elementwise with numpy broadcasting; scalars broadcast too. Operand
   /// dtypes promote as numpy's do (NEP 50): a scalar constant is weak and
   /// takes the tensor's dtype unless it is a float meeting an integer
