@@ -296,41 +296,30 @@ TraceBuilder::shard(Value v,
     return shard(*moved, split, mesh, loc);
   }
 
+  // The handle `v` keeps its own distribution whatever `mc.shard` makes of
+  // the value: it decides how `v` arrives in an endpoint it is passed to
+  // (each rank's shard), so `y = mc.shard(x, ...)` must not change what `x`
+  // is (it did, through the record both shared).
   ValueRecord &rec = I.rec(v);
   auto type = llvm::cast<RankedTensorType>(rec.value.getType());
-  // An annotation nothing uses yet is rewritten in place.
-  if (rec.annotation && rec.value.use_empty()) {
-    auto op = llvm::cast<shard::ShardOp>(rec.annotation);
-    OpBuilder::InsertionGuard guard(I.b);
-    I.b.setInsertionPoint(op);
-    Result<mlir::Value> s = I.sharding(rec.mesh, dist, type.getRank(), loc);
-    if (!s)
-      return s.error();
-    Operation *old = op.getSharding().getDefiningOp();
-    op.getShardingMutable().assign(*s);
-    if (old && old->use_empty())
-      old->erase();
-    rec.dist = dist;
-    return v;
-  }
   Result<mlir::Value> s = I.sharding(rec.mesh, dist, type.getRank(), loc);
   if (!s)
     return s.error();
-  // A fresh result gets a producer annotation; a used value is resharded
-  // for its later users.
+  // A fresh result gets a producer annotation (later uses of `v` read the
+  // annotated value: the same numbers); a used or annotated value is
+  // resharded for its later users.
   bool forUsers = !rec.value.use_empty() || isa<BlockArgument>(rec.value) ||
                   isa_and_nonnull<shard::ShardOp>(rec.value.getDefiningOp());
   auto op = shard::ShardOp::create(I.b, I.loc(loc), rec.value, *s, forUsers);
-  if (!forUsers) {
-    // Every handle of the value now sees the annotated value.
-    rec.value = op.getResult();
-    rec.annotation = op;
-    rec.dist = dist;
-    rec.needsAnnotation = false;
-    return v;
-  }
   std::string meshName = rec.mesh;
-  return I.add(op.getResult(), meshName, dist, false);
+  if (!forUsers) {
+    rec.value = op.getResult();
+    rec.needsAnnotation = false;
+  }
+  Value out = I.add(op.getResult(), meshName, dist, false);
+  if (!forUsers)
+    I.rec(out).annotation = op;
+  return out;
 }
 
 Result<Value> TraceBuilder::replicate(Value v, SourceLoc loc) {

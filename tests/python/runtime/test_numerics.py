@@ -390,3 +390,25 @@ def test_constants_and_array_building(meshes, gpus):
     for got, w in zip(f(x, tok), want):
         assert got.shape == w.shape
         np.testing.assert_allclose(got.astype(np.float64), w, rtol=1e-6)
+
+
+def test_mc_shard_does_not_change_the_value_it_was_given(meshes):
+    # `v2 = mc.shard(v1, ...)` rewrote the layout of v1's own handle, so v1
+    # then arrived in an endpoint sharded differently (fuzzer seed 60982).
+    mesh = meshes(hosts=1, gpus=2)
+
+    class Echo(mc.Actor):
+        @mc.endpoint(out={"hosts": 1, "gpus": 0})
+        def e(self, a):
+            return a
+
+    actor = mesh.spawn("echo60982", Echo)
+    x = np.arange(4, dtype=np.float32).reshape(2, 2)
+
+    @mc.compile(mesh=mesh)
+    def f(x):
+        v1 = mc.shard(x, gpus=0)
+        mc.shard(v1, hosts=0, gpus=-1)  # dead: must not matter
+        return actor.e.call(v1)
+
+    np.testing.assert_array_equal(f(x), x)
