@@ -10,6 +10,7 @@
 
 #include "TraceBuilderImpl.h"
 
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 
 #include "mlir/IR/Verifier.h"
@@ -175,6 +176,24 @@ Status TraceBuilder::endEndpoint(const std::vector<Value> &results,
       out = tensor::FromElementsOp::create(
           I.b, I.loc(loc), RankedTensorType::get({}, out.getType()),
           ValueRange{out});
+    // A result that is the actor's state (or a view of it) is copied: the
+    // plan would otherwise hand out the state's own buffer, which a later
+    // endpoint of the same step may update before the result is fetched
+    // (fuzzer seed 70506: `v = a.get.call(); a.update.broadcast()` returned
+    // the updated state).
+    mlir::Value source = out;
+    while (Operation *def = source.getDefiningOp()) {
+      if (!isa<tensor::ExpandShapeOp, tensor::CollapseShapeOp,
+               tensor::ExtractSliceOp, tensor::CastOp>(def))
+        break;
+      source = def->getOperand(0);
+    }
+    if (isa_and_nonnull<StateGetOp>(source.getDefiningOp())) {
+      auto type = llvm::cast<RankedTensorType>(out.getType());
+      mlir::Value init = tensor::EmptyOp::create(
+          I.b, I.loc(loc), type.getShape(), type.getElementType());
+      out = linalg::CopyOp::create(I.b, I.loc(loc), out, init).getResult(0);
+    }
     outs.push_back(out);
   }
   for (size_t i = 0; i < resultDists.size(); ++i) {

@@ -412,3 +412,35 @@ def test_mc_shard_does_not_change_the_value_it_was_given(meshes):
         return actor.e.call(v1)
 
     np.testing.assert_array_equal(f(x), x)
+
+
+def test_a_state_result_is_not_changed_by_a_later_update(meshes):
+    # An endpoint returning its state handed out the state's own buffer; a
+    # later endpoint of the same step updated it before the fetch (fuzzer
+    # seed 70506).
+    mesh = meshes(gpus=1)
+
+    class Holder(mc.Actor):
+        def __init__(self, p):
+            self.p = mc.param(p)
+
+        @mc.endpoint
+        def get(self):
+            return self.p
+
+        @mc.endpoint
+        def update(self):
+            self.p = mc.sigmoid(self.p)
+
+    p = np.array([[-0.34]], np.float32)
+    holder = mesh.spawn("holder70506", Holder, p)
+
+    @mc.compile(mesh=mesh)
+    def f():
+        before = holder.get.call()
+        holder.update.broadcast()
+        return before, holder.get.call()
+
+    before, after = f()
+    np.testing.assert_allclose(before, p, rtol=1e-6)
+    np.testing.assert_allclose(after, 1 / (1 + np.exp(-p)), rtol=1e-5)
