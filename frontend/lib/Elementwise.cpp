@@ -205,55 +205,65 @@ Result<Value> TraceBuilder::unary(UnaryOp op, Value x, SourceLoc loc) {
   if (!isFloat(elem) && (!integral || elem.isInteger(1)))
     elem = Float32Type::get(&I.ctx);
   bool fp = isFloat(elem);
+  // float16 and bfloat16 compute in float32 and round once at the end: a
+  // composite such as gelu (1 + tanh(..) near -1) loses most of its digits
+  // when every step rounds to 16 bits.
+  Type resultElem = elem;
+  if (fp && llvm::cast<FloatType>(elem).getWidth() < 32)
+    elem = Float32Type::get(&I.ctx);
   auto body = [&](OpBuilder &b, Location l, ValueRange e) -> mlir::Value {
-    mlir::Value v = convertElement(b, l, e[0], elem);
-    auto c = [&](double value) { return constantLike(b, l, elem, value); };
-    switch (op) {
-    case UnaryOp::Neg:
-      return fp ? arith::NegFOp::create(b, l, v).getResult()
-                : arith::SubIOp::create(b, l, c(0), v).getResult();
-    case UnaryOp::Relu:
-      return fp ? arith::MaximumFOp::create(b, l, v, c(0)).getResult()
-                : arith::MaxSIOp::create(b, l, v, c(0)).getResult();
-    case UnaryOp::Abs: {
-      if (fp)
-        return math::AbsFOp::create(b, l, v);
-      // x < 0 ? 0 - x : x (math.absi has no CPU lowering in the kernel
-      // pipeline); INT_MIN stays INT_MIN, as in numpy.
-      mlir::Value negative =
-          arith::CmpIOp::create(b, l, arith::CmpIPredicate::slt, v, c(0));
-      return arith::SelectOp::create(b, l, negative,
-                                     arith::SubIOp::create(b, l, c(0), v), v);
-    }
-    case UnaryOp::Exp:
-      return math::ExpOp::create(b, l, v);
-    case UnaryOp::Log:
-      return math::LogOp::create(b, l, v);
-    case UnaryOp::Tanh:
-      return math::TanhOp::create(b, l, v);
-    case UnaryOp::Sqrt:
-      return math::SqrtOp::create(b, l, v);
-    case UnaryOp::Sigmoid: {
-      mlir::Value e = math::ExpOp::create(b, l, arith::NegFOp::create(b, l, v));
-      mlir::Value d = arith::AddFOp::create(b, l, c(1), e);
-      return arith::DivFOp::create(b, l, c(1), d);
-    }
-    case UnaryOp::Gelu: {
-      // 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
-      mlir::Value x2 = arith::MulFOp::create(b, l, v, v);
-      mlir::Value x3 = arith::MulFOp::create(b, l, x2, v);
-      mlir::Value inner = arith::AddFOp::create(
-          b, l, v, arith::MulFOp::create(b, l, c(0.044715), x3));
-      mlir::Value t = math::TanhOp::create(
-          b, l, arith::MulFOp::create(b, l, c(0.7978845608028654), inner));
-      mlir::Value half = arith::MulFOp::create(b, l, c(0.5), v);
-      return arith::MulFOp::create(b, l, half,
-                                   arith::AddFOp::create(b, l, c(1), t));
-    }
-    }
-    return v;
+    mlir::Value r = [&]() -> mlir::Value {
+      mlir::Value v = convertElement(b, l, e[0], elem);
+      auto c = [&](double value) { return constantLike(b, l, elem, value); };
+      switch (op) {
+      case UnaryOp::Neg:
+        return fp ? arith::NegFOp::create(b, l, v).getResult()
+                  : arith::SubIOp::create(b, l, c(0), v).getResult();
+      case UnaryOp::Relu:
+        return fp ? arith::MaximumFOp::create(b, l, v, c(0)).getResult()
+                  : arith::MaxSIOp::create(b, l, v, c(0)).getResult();
+      case UnaryOp::Abs: {
+        if (fp)
+          return math::AbsFOp::create(b, l, v);
+        // x < 0 ? 0 - x : x (math.absi has no CPU lowering in the kernel
+        // pipeline); INT_MIN stays INT_MIN, as in numpy.
+        mlir::Value negative =
+            arith::CmpIOp::create(b, l, arith::CmpIPredicate::slt, v, c(0));
+        return arith::SelectOp::create(b, l, negative,
+                                       arith::SubIOp::create(b, l, c(0), v), v);
+      }
+      case UnaryOp::Exp:
+        return math::ExpOp::create(b, l, v);
+      case UnaryOp::Log:
+        return math::LogOp::create(b, l, v);
+      case UnaryOp::Tanh:
+        return math::TanhOp::create(b, l, v);
+      case UnaryOp::Sqrt:
+        return math::SqrtOp::create(b, l, v);
+      case UnaryOp::Sigmoid: {
+        mlir::Value e =
+            math::ExpOp::create(b, l, arith::NegFOp::create(b, l, v));
+        mlir::Value d = arith::AddFOp::create(b, l, c(1), e);
+        return arith::DivFOp::create(b, l, c(1), d);
+      }
+      case UnaryOp::Gelu: {
+        // 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
+        mlir::Value x2 = arith::MulFOp::create(b, l, v, v);
+        mlir::Value x3 = arith::MulFOp::create(b, l, x2, v);
+        mlir::Value inner = arith::AddFOp::create(
+            b, l, v, arith::MulFOp::create(b, l, c(0.044715), x3));
+        mlir::Value t = math::TanhOp::create(
+            b, l, arith::MulFOp::create(b, l, c(0.7978845608028654), inner));
+        mlir::Value half = arith::MulFOp::create(b, l, c(0.5), v);
+        return arith::MulFOp::create(b, l, half,
+                                     arith::AddFOp::create(b, l, c(1), t));
+      }
+      }
+      return v;
+    }();
+    return convertElement(b, l, r, resultElem);
   };
-  return elementwise(I, {x}, elem, body, loc, unaryName(op));
+  return elementwise(I, {x}, resultElem, body, loc, unaryName(op));
 }
 
 static const char *binaryName(BinaryOp op) {
