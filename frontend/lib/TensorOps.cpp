@@ -32,6 +32,28 @@ static Type elemOf(const ValueRecord &r) {
   return getElementTypeOrSelf(r.value.getType());
 }
 
+/// Where `operands` compute (their mesh, or the function's) and each of
+/// them placed there.
+struct Placed {
+  std::string mesh;
+  SmallVector<mlir::Value> values;
+};
+static Result<Placed> placeOperands(TraceBuilder::Impl &I,
+                                    const std::vector<Value> &operands,
+                                    const SourceLoc &loc) {
+  Result<std::string> mesh = I.placement(operands, loc);
+  if (!mesh)
+    return mesh.error();
+  Placed placed{*mesh, {}};
+  for (Value v : operands) {
+    Result<mlir::Value> in = I.materialize(v, *mesh, loc);
+    if (!in)
+      return in.error();
+    placed.values.push_back(*in);
+  }
+  return placed;
+}
+
 /// `a @ b` with numpy's rules for every rank: a 1-D operand gains a unit
 /// dimension (removed from the result), batch dimensions broadcast. One
 /// linalg.generic contraction over (batch..., m, n, k), which upstream
@@ -63,15 +85,11 @@ Result<Value> TraceBuilder::contract(Value a, Value b, SourceLoc loc) {
                               shapes);
     batch[i] = x == 1 ? y : x;
   }
-  Result<std::string> mesh = I.placement({a, b}, loc);
-  if (!mesh)
-    return mesh.error();
-  Result<mlir::Value> va = I.materialize(a, *mesh, loc);
-  if (!va)
-    return va.error();
-  Result<mlir::Value> vb = I.materialize(b, *mesh, loc);
-  if (!vb)
-    return vb.error();
+  Result<Placed> placed = placeOperands(I, {a, b}, loc);
+  if (!placed)
+    return placed.error();
+  std::string *mesh = &placed->mesh;
+  mlir::Value *va = &placed->values[0], *vb = &placed->values[1];
   Location l = I.loc(loc);
   Type elem = getElementTypeOrSelf(va->getType());
   // Loops: batch..., m, n, k.
@@ -214,15 +232,11 @@ Result<Value> TraceBuilder::matmul(Value a, Value b, SourceLoc loc) {
   if (batched && sa[0] != sb[0])
     return I.error(loc, "batched matmul shape mismatch: " + shapes +
                             ": batch sizes differ");
-  Result<std::string> mesh = I.placement({a, b}, loc);
-  if (!mesh)
-    return mesh.error();
-  Result<mlir::Value> va = I.materialize(a, *mesh, loc);
-  if (!va)
-    return va.error();
-  Result<mlir::Value> vb = I.materialize(b, *mesh, loc);
-  if (!vb)
-    return vb.error();
+  Result<Placed> placed = placeOperands(I, {a, b}, loc);
+  if (!placed)
+    return placed.error();
+  std::string *mesh = &placed->mesh;
+  mlir::Value *va = &placed->values[0], *vb = &placed->values[1];
   Location l = I.loc(loc);
   std::vector<int64_t> out;
   if (batched)
@@ -630,18 +644,12 @@ Result<Value> TraceBuilder::concatenate(const std::vector<Value> &parts,
   }
   if (parts.size() == 1)
     return parts[0];
-  Result<std::string> mesh = I.placement(parts, loc);
-  if (!mesh)
-    return mesh.error();
-  SmallVector<mlir::Value> ins;
-  for (Value v : parts) {
-    Result<mlir::Value> in = I.materialize(v, *mesh, loc);
-    if (!in)
-      return in.error();
-    ins.push_back(*in);
-  }
-  mlir::Value out = tensor::ConcatOp::create(I.b, I.loc(loc), a, ins);
-  return I.add(out, *mesh, Dist{}, false);
+  Result<Placed> placed = placeOperands(I, parts, loc);
+  if (!placed)
+    return placed.error();
+  mlir::Value out =
+      tensor::ConcatOp::create(I.b, I.loc(loc), a, placed->values);
+  return I.add(out, placed->mesh, Dist{}, false);
 }
 
 Result<Value> TraceBuilder::transpose(Value x, std::vector<int64_t> perm,

@@ -11,15 +11,13 @@ import pytest
 
 import monarch_compile as mc
 
-with open(__file__) as _f:
-    _LINES = _f.read().splitlines()
+from _markers import marker_line, source_lines  # noqa: E402
+
+_LINES = source_lines(__file__)
 
 
 def line_of(marker):
-    hits = [i + 1 for i, text in enumerate(_LINES)
-            if text.rstrip().endswith(f"# ERR:{marker}")]
-    assert len(hits) == 1, marker
-    return hits[0]
+    return marker_line(__file__, marker)
 
 
 def check(excinfo, marker, cls=mc.TraceError):
