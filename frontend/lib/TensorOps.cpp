@@ -338,8 +338,12 @@ Result<Value> TraceBuilder::reduce(ReduceOp kind, Value x,
   Result<ValueRecord *> r = I.get(x, loc);
   if (!r)
     return r.error();
-  if ((*r)->scalar)
-    return I.error(loc, "reductions need a tensor, got a scalar");
+  if ((*r)->scalar) {
+    // numpy: the reduction of a scalar is the scalar (a mean in float).
+    if (kind == ReduceOp::Mean && !isFloat(elemOf(**r)))
+      return cast(x, DType::F32, loc);
+    return x;
+  }
   Type elem = elemOf(**r);
   // numpy's dtypes: a mean of integers or booleans is float (float64 there,
   // float32 here), a sum of booleans counts them (int32), max/min of

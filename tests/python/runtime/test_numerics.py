@@ -462,3 +462,23 @@ def test_half_precision_unary_ops_round_once(meshes):
     np.testing.assert_allclose(g.astype(np.float64), gelu, rtol=2e-3, atol=1e-4)
     np.testing.assert_allclose(s.astype(np.float64), 1 / (1 + np.exp(-x64)),
                                rtol=2e-3, atol=1e-4)
+
+
+def test_collectives_and_reductions_of_per_rank_scalars(meshes):
+    # A scalar argument of an endpoint is a per-rank value: all_reduce and
+    # broadcast move it as a 0-d tensor, a reduction of it is itself.
+    mesh = meshes(gpus=2)
+
+    class Scalars(mc.Actor):
+        @mc.endpoint(out="sum")
+        def e(self, a):
+            return (mc.all_reduce(a, "gpus") + mc.broadcast(a * 2, "gpus", root=1)
+                    + a.sum() + a.mean())
+
+    actor = mesh.spawn("scalars", Scalars)
+
+    @mc.compile
+    def f():
+        return actor.e.call(1.5)
+
+    np.testing.assert_allclose(f(), 2 * (3.0 + 3.0 + 1.5 + 1.5), rtol=1e-6)
