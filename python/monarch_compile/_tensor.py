@@ -164,7 +164,18 @@ class Tensor:
         return binary("mod", o, self, user_loc())
 
     def __pow__(self, o):
-        return binary("pow", self, o, user_loc())
+        loc = user_loc()
+        if (isinstance(o, numbers.Integral) and not isinstance(o, bool) and
+                1 <= o <= 8 and self.dtype in ("int32", "bool")):
+            # numpy's integer power, exactly: repeated multiplication (the
+            # float pow would round above 2**24).
+            result = self if self.dtype == "int32" else cast(self, "int32",
+                                                             loc)
+            base = result
+            for _ in range(int(o) - 1):
+                result = binary("mul", result, base, loc)
+            return result
+        return binary("pow", self, o, loc)
 
     def __rpow__(self, o):
         return binary("pow", o, self, user_loc())

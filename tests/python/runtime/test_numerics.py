@@ -482,3 +482,16 @@ def test_collectives_and_reductions_of_per_rank_scalars(meshes):
         return actor.e.call(1.5)
 
     np.testing.assert_allclose(f(), 2 * (3.0 + 3.0 + 1.5 + 1.5), rtol=1e-6)
+
+
+def test_integer_powers_by_small_integers(meshes):
+    x = np.array([-3, -1, 0, 2, 7, 1000], np.int32)
+
+    @mc.compile(mesh=meshes(gpus=1))
+    def f(x):
+        return x**2, x**3, (x > 0) ** 2
+
+    sq, cube, mask = f(x)
+    np.testing.assert_array_equal(sq, x**2)
+    np.testing.assert_array_equal(cube, x**3)
+    np.testing.assert_array_equal(mask, (x > 0).astype(np.int32) ** 2)
