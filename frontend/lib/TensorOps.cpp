@@ -374,12 +374,11 @@ Result<Value> TraceBuilder::reduce(ReduceOp kind, Value x,
   // fused into a broadcasting consumer it accumulated once per element.
   if (norm->empty())
     return x;
-  Result<std::string> mesh = I.placement({x}, loc);
-  if (!mesh)
-    return mesh.error();
-  Result<mlir::Value> in = I.materialize(x, *mesh, loc);
-  if (!in)
-    return in.error();
+  Result<Placed> placed = placeOperands(I, {x}, loc);
+  if (!placed)
+    return placed.error();
+  std::string *mesh = &placed->mesh;
+  mlir::Value *in = &placed->values[0];
   Location l = I.loc(loc);
   mlir::Value out = buildReduce(I.b, l, *in, *norm, kind);
   if (keepDims) {
@@ -416,12 +415,11 @@ Result<Value> TraceBuilder::softmax(Value x, int64_t axis, SourceLoc loc) {
   if (!norm)
     return norm.error();
   int64_t a = (*norm)[0];
-  Result<std::string> mesh = I.placement({x}, loc);
-  if (!mesh)
-    return mesh.error();
-  Result<mlir::Value> in = I.materialize(x, *mesh, loc);
-  if (!in)
-    return in.error();
+  Result<Placed> placed = placeOperands(I, {x}, loc);
+  if (!placed)
+    return placed.error();
+  std::string *mesh = &placed->mesh;
+  mlir::Value *in = &placed->values[0];
   Location l = I.loc(loc);
   Type elem = elemOf(I.values[x.id]);
   // Reduced operands are read through a map that skips `a`.
@@ -480,12 +478,11 @@ Result<Value> TraceBuilder::reshape(Value x, std::vector<int64_t> shape,
                             " elements) into shape " + shapeStr(shape));
   if (shape == from)
     return x;
-  Result<std::string> mesh = I.placement({x}, loc);
-  if (!mesh)
-    return mesh.error();
-  Result<mlir::Value> in = I.materialize(x, *mesh, loc);
-  if (!in)
-    return in.error();
+  Result<Placed> placed = placeOperands(I, {x}, loc);
+  if (!placed)
+    return placed.error();
+  std::string *mesh = &placed->mesh;
+  mlir::Value *in = &placed->values[0];
   Location l = I.loc(loc);
   Type elem = elemOf(I.values[x.id]);
   // Adding or removing unit dimensions only: ops that shard.
@@ -584,12 +581,11 @@ Result<Value> TraceBuilder::slice(Value x, std::vector<int64_t> offsets,
     if (s == 0)
       return I.error(loc, "unsupported: an empty slice (a dimension of size "
                           "0)");
-  Result<std::string> mesh = I.placement({x}, loc);
-  if (!mesh)
-    return mesh.error();
-  Result<mlir::Value> in = I.materialize(x, *mesh, loc);
-  if (!in)
-    return in.error();
+  Result<Placed> placed = placeOperands(I, {x}, loc);
+  if (!placed)
+    return placed.error();
+  std::string *mesh = &placed->mesh;
+  mlir::Value *in = &placed->values[0];
   Location l = I.loc(loc);
   Type elem = elemOf(I.values[x.id]);
   // The slice keeps every dimension; integer indices are dropped after it
@@ -686,12 +682,11 @@ Result<Value> TraceBuilder::transpose(Value x, std::vector<int64_t> perm,
       p += rank;
   if (perm == iota)
     return x;
-  Result<std::string> mesh = I.placement({x}, loc);
-  if (!mesh)
-    return mesh.error();
-  Result<mlir::Value> in = I.materialize(x, *mesh, loc);
-  if (!in)
-    return in.error();
+  Result<Placed> placed = placeOperands(I, {x}, loc);
+  if (!placed)
+    return placed.error();
+  std::string *mesh = &placed->mesh;
+  mlir::Value *in = &placed->values[0];
   Location l = I.loc(loc);
   std::vector<int64_t> out;
   for (int64_t p : perm)
