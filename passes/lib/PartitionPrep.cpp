@@ -121,6 +121,20 @@ void separateRepeatedOperands(Block &block) {
   }
 }
 
+/// `axes` (per tensor dimension, its grid axes) as a sharding's split axes:
+/// trailing empty entries dropped, but one kept (`[[]]` is replicated; an
+/// empty list stays `[]`, the 0-d form).
+SmallVector<shard::GridAxesAttr>
+splitAxesAttrs(MLIRContext *ctx, ArrayRef<SmallVector<int16_t>> axes) {
+  size_t used = axes.size();
+  while (used > 1 && axes[used - 1].empty())
+    --used;
+  SmallVector<shard::GridAxesAttr> attrs;
+  for (const SmallVector<int16_t> &a : axes.take_front(used))
+    attrs.push_back(shard::GridAxesAttr::get(ctx, a));
+  return attrs;
+}
+
 /// `shard.shard %v to <replicated>` at the builder's position.
 shard::ShardOp annotateReplicated(OpBuilder &b, Location loc, Value v,
                                   FlatSymbolRefAttr grid) {
@@ -242,11 +256,8 @@ static void dropUnitAxisSplits(Block &block) {
     }
     if (!unit)
       continue;
-    while (axes.size() > 1 && axes.back().empty())
-      axes.pop_back();
-    SmallVector<shard::GridAxesAttr> attrs;
-    for (auto &a : axes)
-      attrs.push_back(shard::GridAxesAttr::get(sharding.getContext(), a));
+    SmallVector<shard::GridAxesAttr> attrs =
+        splitAxesAttrs(sharding.getContext(), axes);
     OpBuilder b(sharding);
     auto replacement = shard::ShardingOp::create(
         b, sharding.getLoc(), sharding.getGridAttr(), attrs,
@@ -364,13 +375,8 @@ static void splitMultiStepReshards(Block &block) {
     FlatSymbolRefAttr grid = from.getGridAttr();
     Value v = s.getSrc();
     auto annotate = [&] {
-      SmallVector<shard::GridAxesAttr> attrs;
-      size_t used = cur.size();
-      while (used > 1 && cur[used - 1].empty())
-        --used;
-      for (size_t d = 0; d < std::max<size_t>(used, 1); ++d)
-        attrs.push_back(shard::GridAxesAttr::get(b.getContext(), cur[d]));
-      auto sharding = shard::ShardingOp::create(b, s.getLoc(), grid, attrs);
+      auto sharding = shard::ShardingOp::create(
+          b, s.getLoc(), grid, splitAxesAttrs(b.getContext(), cur));
       v = shard::ShardOp::create(b, s.getLoc(), v, sharding,
                                  /*annotate_for_users=*/false);
     };
