@@ -222,19 +222,13 @@ def arange(start, stop=None, step=1, dtype=None):
 
 def _triangle(x, k, lower, what, loc):
     if not isinstance(x, Tensor) or x.ndim < 2:
-        from . import errors
         raise errors.ShapeError(f"{what} needs a tensor of rank 2 or more",
                                 *loc)
     n, m = x.shape[-2:]
     mask = _np.tri(n, m, k, dtype=bool)
     if not lower:
         mask = ~_np.tri(n, m, k - 1, dtype=bool)
-    from ._tensor import compare  # noqa: F401 (where needs the trace)
-    trace = active_trace(loc, what)
-    cond = constant_array(trace, mask, loc)
-    ix = as_value(trace, x, None, loc)
-    zero = as_value(trace, 0, x, loc)
-    return wrap(trace, trace.call("select", cond._id, ix, zero, loc, loc=loc))
+    return where(constant_array(active_trace(loc, what), mask, loc), x, 0)
 
 
 def tril(x, k=0):
@@ -279,7 +273,6 @@ def split(x, indices_or_sections, axis=0):
     """`np.split`: a list of slices of `x` along `axis` (equal sections of
     an int, or at the given indices)."""
     loc = user_loc()
-    from . import errors
     from ._tensor import getitem
     if not isinstance(x, Tensor):
         raise errors.TraceError("mc.split needs a traced tensor", *loc)
@@ -317,7 +310,6 @@ def one_hot(indices, num_classes, dtype=float32):
 
 def take(x, indices, axis=None):
     """Not supported yet: gathers by a traced index tensor."""
-    from . import errors
     raise errors.UnsupportedError(
         "unsupported: mc.take / indexing with a tensor (a gather) is not "
         "supported yet", *user_loc())
