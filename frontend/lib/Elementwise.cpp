@@ -152,9 +152,12 @@ Result<Value> TraceBuilder::constantTensor(const std::string &data,
     count *= d;
   }
   int64_t width = elem.getIntOrFloatBitWidth() / 8;
-  if (static_cast<int64_t>(data.size()) != count * width)
+  // One element's bytes make a splat (every element equal, stored once).
+  if (static_cast<int64_t>(data.size()) != count * width &&
+      !(count > 0 && static_cast<int64_t>(data.size()) == width))
     return I.error(loc, "a constant of shape " + shapeStr(shape) + " needs " +
-                            std::to_string(count * width) + " bytes, got " +
+                            std::to_string(count * width) +
+                            " bytes (or one element's), got " +
                             std::to_string(data.size()));
   auto type = RankedTensorType::get(shape, elem);
   auto attr = DenseElementsAttr::getFromRawBuffer(

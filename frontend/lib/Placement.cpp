@@ -18,6 +18,7 @@
 
 #include "TraceBuilderImpl.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
 
 #include <set>
@@ -139,6 +140,14 @@ Result<Value> TraceBuilder::Impl::placeOn(Value v, const std::string &mesh,
   ArgType t = argTypeOf(r.value);
   Dist dist = r.dist;
   Value placed;
+  if (auto c = r.value.getDefiningOp<arith::ConstantOp>()) {
+    // A constant lives nowhere until work uses it: a copy of it on `mesh`,
+    // neither fed nor transferred, and unannotated as constants on the
+    // function's mesh are (passes clone it into the work that uses it).
+    placed = add(b.clone(*c)->getResult(0), mesh, Dist{}, false);
+    values[v.id].copies[mesh] = placed.id;
+    return placed;
+  }
   if (r.mesh.empty()) {
     if (Status s = checkDist(mesh, dist, t.shape,
                              dist.isReplicated() ? l : r.shardLoc, "tensor");

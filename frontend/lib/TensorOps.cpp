@@ -604,6 +604,100 @@ Result<Value> TraceBuilder::slice(Value x, std::vector<int64_t> offsets,
   return I.add(v, *mesh, Dist{}, false);
 }
 
+Result<Value> TraceBuilder::take(Value x, Value indices, int64_t axis,
+                                 SourceLoc loc) {
+  Impl &I = *pimpl;
+  Result<ValueRecord *> r = I.get(x, loc);
+  if (!r)
+    return r.error();
+  Result<ValueRecord *> ri = I.get(indices, loc);
+  if (!ri)
+    return ri.error();
+  if ((*r)->scalar)
+    return I.error(loc, "take needs a tensor to index, got a scalar");
+  if ((*ri)->scalar)
+    return I.error(loc, "take needs a tensor of indices, got a scalar "
+                        "(index with an integer instead)");
+  Type idxElem = elemOf(**ri);
+  if (!idxElem.isInteger() || idxElem.isInteger(1))
+    return I.error(loc,
+                   "indices must be an integer tensor, got " + I.typeStr(**ri));
+  std::vector<int64_t> from = shapeOf((*r)->value), idx = shapeOf((*ri)->value);
+  int64_t rank = static_cast<int64_t>(from.size());
+  if (rank == 0)
+    return I.error(loc, "take cannot index a zero-dimensional tensor");
+  int64_t a = axis < 0 ? axis + rank : axis;
+  if (a < 0 || a >= rank)
+    return I.error(loc, "axis " + std::to_string(axis) +
+                            " is out of range for a tensor of rank " +
+                            std::to_string(rank));
+  int64_t n = from[a];
+  if (n == 0)
+    return I.error(loc, "cannot take from an empty dimension");
+  if (elemOf(**r).isInteger(1)) {
+    // Boolean tensors are bytes in kernels; the gather reads int32 ones.
+    Result<Value> wide = cast(x, DType::I32, loc);
+    if (!wide)
+      return wide.error();
+    Result<Value> taken = take(*wide, indices, axis, loc);
+    if (!taken)
+      return taken.error();
+    return cast(*taken, DType::I1, loc);
+  }
+  std::vector<int64_t> out(from.begin(), from.begin() + a);
+  out.insert(out.end(), idx.begin(), idx.end());
+  out.insert(out.end(), from.begin() + a + 1, from.end());
+  for (int64_t s : out)
+    if (s == 0)
+      return I.error(loc, "unsupported: an empty gather (a dimension of "
+                          "size 0)");
+  Result<Placed> placed = placeOperands(I, {x, indices}, loc);
+  if (!placed)
+    return placed.error();
+  mlir::Value table = placed->values[0];
+  Location l = I.loc(loc);
+  int64_t k = static_cast<int64_t>(idx.size());
+  SmallVector<AffineExpr> exprs;
+  for (int64_t d = 0; d < k; ++d)
+    exprs.push_back(I.b.getAffineDimExpr(a + d));
+  // A 0-d gather runs as a 1-element one (the vectorizer of kernels builds
+  // an invalid vector.gather for a 0-d linalg.generic reading a capture).
+  bool zeroD = out.empty();
+  std::vector<int64_t> iter = zeroD ? std::vector<int64_t>{1} : out;
+  AffineMap map = AffineMap::get(iter.size(), 0, exprs, I.b.getContext());
+  Type elem = elemOf(I.values[x.id]);
+  // The table is captured by the body (random access): upstream
+  // partitioning does not see it, so monarch-partition runs the gather on
+  // whole values.
+  mlir::Value y = generic(
+      I.b, l, ValueRange{placed->values[1]}, {map}, iter, elem,
+      [&](OpBuilder &nb, Location bl, ValueRange v) {
+        mlir::Value i =
+            arith::IndexCastOp::create(nb, bl, nb.getIndexType(), v[0]);
+        mlir::Value zero = arith::ConstantIndexOp::create(nb, bl, 0);
+        mlir::Value size = arith::ConstantIndexOp::create(nb, bl, n);
+        mlir::Value last = arith::ConstantIndexOp::create(nb, bl, n - 1);
+        mlir::Value negative =
+            arith::CmpIOp::create(nb, bl, arith::CmpIPredicate::slt, i, zero);
+        mlir::Value wrapped = arith::SelectOp::create(
+            nb, bl, negative, arith::AddIOp::create(nb, bl, i, size), i);
+        mlir::Value clamped = arith::MinSIOp::create(
+            nb, bl, arith::MaxSIOp::create(nb, bl, wrapped, zero), last);
+        SmallVector<mlir::Value> coords;
+        for (int64_t d = 0; d < rank; ++d) {
+          if (d == a)
+            coords.push_back(clamped);
+          else
+            coords.push_back(
+                linalg::IndexOp::create(nb, bl, d < a ? d : d - 1 + k));
+        }
+        return tensor::ExtractOp::create(nb, bl, table, coords).getResult();
+      });
+  if (zeroD)
+    y = dropUnitDims(I.b, l, y, {false});
+  return I.add(y, placed->mesh, Dist{}, false);
+}
+
 Result<Value> TraceBuilder::concatenate(const std::vector<Value> &parts,
                                         int64_t axis, SourceLoc loc) {
   Impl &I = *pimpl;

@@ -24,6 +24,7 @@
 #include "PassUtils.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
 #include "mlir/Dialect/Shard/Transforms/Passes.h"
 #include "mlir/Dialect/Shard/Transforms/Transforms.h"
@@ -63,8 +64,18 @@ struct Segment {
 
 /// Ops without an upstream sharding rule, run on whole (replicated) values.
 bool needsWholeValues(Operation *op) {
-  return isa<tensor::ExpandShapeOp, tensor::CollapseShapeOp,
-             tensor::ExtractSliceOp, tensor::ConcatOp>(op);
+  if (isa<tensor::ExpandShapeOp, tensor::CollapseShapeOp,
+          tensor::ExtractSliceOp, tensor::ConcatOp>(op))
+    return true;
+  // A gather: a structured op whose body reads a tensor it captures (random
+  // access that upstream partitioning cannot see).
+  if (!isa<linalg::LinalgOp>(op))
+    return false;
+  llvm::SetVector<Value> captured;
+  for (Region &region : op->getRegions())
+    getUsedValuesDefinedAbove(region, captured);
+  return llvm::any_of(
+      captured, [](Value v) { return isa<RankedTensorType>(v.getType()); });
 }
 
 /// Mesh dimension names of grid axes `axes` of `mesh`.

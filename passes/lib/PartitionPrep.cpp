@@ -10,6 +10,7 @@
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
 #include "mlir/Dialect/Shard/Interfaces/ShardingInterface.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "llvm/ADT/MapVector.h"
 
@@ -94,7 +95,8 @@ void hoistLateAnnotations(Block &block) {
 }
 
 /// A contraction using one value twice (x @ x): upstream partitioning infers
-/// the wrong per-rank shape for the second use. Each repeat gets its own value.
+/// the wrong per-rank shape for the second use, and upstream propagation
+/// gives both uses one layout. Each repeat gets its own value.
 void separateRepeatedOperands(Block &block) {
   for (Operation &op : block) {
     // Elementwise ops handle repeats; contractions (x @ x) do not.
@@ -112,11 +114,29 @@ void separateRepeatedOperands(Block &block) {
         sharding = def.getSharding().getDefiningOp<shard::ShardingOp>();
       else if (auto s = soleAnnotation(v))
         sharding = s.getSharding().getDefiningOp<shard::ShardingOp>();
-      if (!sharding)
+      if (sharding) {
+        auto copy = shard::ShardOp::create(b, op.getLoc(), v, sharding,
+                                           /*annotate_for_users=*/true);
+        use.set(copy);
         continue;
-      auto copy = shard::ShardOp::create(b, op.getLoc(), v, sharding,
-                                         /*annotate_for_users=*/true);
-      use.set(copy);
+      }
+      // Not annotated yet: upstream propagation would annotate both uses
+      // with the first one's layout (x.T @ x.T on a 2-D mesh computed a
+      // wrong product). An elementwise copy propagates on its own.
+      auto type = cast<RankedTensorType>(v.getType());
+      Value init = tensor::EmptyOp::create(b, op.getLoc(), type.getShape(),
+                                           type.getElementType());
+      AffineMap id =
+          AffineMap::getMultiDimIdentityMap(type.getRank(), op.getContext());
+      auto copy = linalg::GenericOp::create(
+          b, op.getLoc(), TypeRange{type}, ValueRange{v}, ValueRange{init},
+          ArrayRef<AffineMap>{id, id},
+          SmallVector<utils::IteratorType>(type.getRank(),
+                                           utils::IteratorType::parallel),
+          [](OpBuilder &nb, Location l, ValueRange args) {
+            linalg::YieldOp::create(nb, l, args[0]);
+          });
+      use.set(copy.getResult(0));
     }
   }
 }

@@ -61,7 +61,7 @@ inline bool isCloneable(mlir::Operation *op,
             op->getDialect()->getNamespace() != "monarch" &&
             mlir::isMemoryEffectFree(op) &&
             !mlir::isa<mlir::shard::ShardOp>(op) &&
-            llvm::all_of(op->getOperands(), [&](mlir::Value v) {
+            llvm::all_of(usedValues(op), [&](mlir::Value v) {
               return isCloneable(v.getDefiningOp(), memo);
             });
   memo[op] = ok;

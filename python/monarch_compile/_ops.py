@@ -309,7 +309,10 @@ def one_hot(indices, num_classes, dtype=float32):
 
 
 def take(x, indices, axis=None):
-    """Not supported yet: gathers by a traced index tensor."""
-    raise errors.UnsupportedError(
-        "unsupported: mc.take / indexing with a tensor (a gather) is not "
-        "supported yet", *user_loc())
+    """numpy's `take`: elements of `x` at integer `indices` along `axis`
+    (`None`: of the flattened `x`). The result has shape
+    `x.shape[:axis] + indices.shape + x.shape[axis+1:]`. Negative indices
+    count from the end; a traced index out of range is clamped into it (as
+    JAX's gather); a constant one is refused."""
+    from ._tensor import take as _take
+    return _take(x, indices, axis, user_loc())

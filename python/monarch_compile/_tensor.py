@@ -361,24 +361,91 @@ def cast(x, dtype, loc):
     return wrap(trace, trace.call("cast", ix, name, loc, loc=loc))
 
 
+def _is_index_array(k):
+    return isinstance(k, (Tensor, list, np.ndarray))
+
+
+def take(x, indices, axis, loc):
+    """numpy's `take(x, indices, axis)` for a traced `x`: `indices` is an
+    integer tensor, list or array (negative entries count from the end;
+    entries out of range are clamped into it)."""
+    trace = active_trace(loc, "mc.take")
+    if not isinstance(x, Tensor):
+        x = constant_array(trace, np.asarray(x), loc)
+    if x._scalar:
+        raise errors.UnsupportedError("unsupported: indexing a traced scalar",
+                                      *loc)
+    if not isinstance(indices, Tensor):
+        a = np.asarray(indices)
+        if a.dtype == np.bool_ or a.dtype.kind not in "iu":
+            if a.size or a.dtype == np.bool_:
+                raise errors.UnsupportedError(
+                    "unsupported: indexing with a boolean mask or a "
+                    f"{a.dtype} array (only integer indices)", *loc)
+            a = a.astype(np.int32)
+        if axis is not None:
+            n = x.shape[axis]
+        else:
+            n = int(np.prod(x.shape))
+        if a.size and (a.min() < -n or a.max() >= n):
+            bad = a.min() if a.min() < -n else a.max()
+            raise errors.ShapeError(
+                f"index {bad} is out of bounds for a dimension of size {n}",
+                *loc)
+        indices = constant_array(trace, a, loc)
+    if indices._scalar:
+        raise errors.UnsupportedError(
+            "unsupported: a traced scalar as an index (use a 0-d tensor)",
+            *loc)
+    if axis is None:
+        if x.ndim != 1:
+            x = reshape(x, (-1,), loc)
+        axis = 0
+    return wrap(trace, trace.call("take", x._id, indices._id, int(axis), loc,
+                                  loc=loc))
+
+
 def getitem(x, key, loc):
     """`x[key]` with numpy's basic indexing: integers (negative count from
-    the end), slices with positive steps, `...` and `None` (a new axis)."""
+    the end), slices (negative steps too), `...` and `None` (a new axis);
+    and one integer index tensor, list or array among them (a gather, as
+    numpy's advanced indexing: `emb[tok]`, `x[:, idx]`)."""
     trace = active_trace(loc, "indexing")
     if x._scalar:
         raise errors.UnsupportedError("unsupported: indexing a traced scalar",
                                       *loc)
     key = key if isinstance(key, tuple) else (key,)
+    arrays = [i for i, k in enumerate(key) if _is_index_array(k)]
+    if len(arrays) > 1:
+        raise errors.UnsupportedError(
+            "unsupported: indexing with more than one index tensor, list or "
+            "array", *loc)
     for k in key:
-        if isinstance(k, Tensor) or isinstance(k, (list, np.ndarray)) or \
-                isinstance(k, (bool, np.bool_)):
+        if isinstance(k, (bool, np.bool_)):
             raise errors.UnsupportedError(
-                "unsupported: indexing with a tensor, list or mask (a gather); "
-                "only integers, slices, ... and None are supported", *loc)
+                "unsupported: indexing with a boolean (a mask)", *loc)
         if not (k is None or k is Ellipsis or isinstance(k, slice) or
-                isinstance(k, numbers.Integral)):
+                isinstance(k, numbers.Integral) or _is_index_array(k)):
             raise errors.UnsupportedError(
                 f"unsupported index of type {type(k).__name__}", *loc)
+    for k in key:
+        if isinstance(k, slice) and k.step is not None and int(k.step) == 0:
+            raise errors.ShapeError("slice step cannot be zero", *loc)
+        if isinstance(k, Tensor) and k.dtype == "bool":
+            raise errors.UnsupportedError(
+                "unsupported: indexing with a boolean mask (its result's "
+                "shape depends on the data); use mc.where", *loc)
+    backwards = [i for i, k in enumerate(key)
+                 if isinstance(k, slice) and k.step is not None and
+                 int(k.step) < 0]
+    if backwards:
+        if arrays:
+            raise errors.UnsupportedError(
+                "unsupported: a negative slice step together with an index "
+                "tensor, list or array", *loc)
+        return _backwards(x, key, backwards, loc)
+    if arrays:
+        return _advanced(x, key, arrays[0], loc)
     used = sum(1 for k in key if k is not None and k is not Ellipsis)
     if sum(1 for k in key if k is Ellipsis) > 1:
         raise errors.ShapeError("an index can only have a single ellipsis",
@@ -406,8 +473,7 @@ def getitem(x, key, loc):
             start, stop, step = k.indices(n)
             if step <= 0:
                 raise errors.UnsupportedError(
-                    f"unsupported: a slice step of {step} (only positive "
-                    "steps)", *loc)
+                    f"unsupported: a slice step of {step}", *loc)
             size = max(0, (stop - start + step - 1) // step)
             offsets.append(start if size else 0)
             sizes.append(size)
@@ -434,6 +500,75 @@ def getitem(x, key, loc):
     return result
 
 
+def _axis_of(x, key, at):
+    """The axis of `x[key']` that `key[at]` (a slice or an index array)
+    indexes, where `key'` is `key` with `key[at]` a full slice: every entry
+    before it that keeps an axis (a slice, None, or the dimensions an
+    ellipsis stands for)."""
+    used = sum(1 for k in key if k is not None and k is not Ellipsis)
+    axis = 0
+    for k in key[:at]:
+        if k is Ellipsis:
+            axis += x.ndim - used
+        elif k is None or isinstance(k, slice):
+            axis += 1
+    return axis
+
+
+def _backwards(x, key, at, loc):
+    """`x[key]` where the slices at positions `at` step backwards: the other
+    entries first (those slices kept whole), then a gather of each of those
+    dimensions in the order the slice walks it."""
+    used = sum(1 for k in key if k is not None and k is not Ellipsis)
+    if used > x.ndim:
+        raise errors.ShapeError(
+            f"too many indices for a tensor of shape {x.shape}: {used}", *loc)
+    # The dimension of x each entry indexes.
+    dims, d = {}, 0
+    for i, k in enumerate(key):
+        if k is Ellipsis:
+            d += x.ndim - used
+        elif k is not None:
+            dims[i] = d
+            d += 1
+    basic = list(key)
+    walks = []
+    for i in at:
+        order = list(range(*key[i].indices(x.shape[dims[i]])))
+        if not order:
+            raise errors.UnsupportedError(
+                "unsupported: an empty slice (a dimension of size 0)", *loc)
+        basic[i] = slice(None)
+        walks.append((i, order))
+    y = getitem(x, tuple(basic), loc)
+    for i, order in walks:
+        y = take(y, np.asarray(order, np.int32), _axis_of(x, key, i), loc)
+    return y
+
+
+def _advanced(x, key, at, loc):
+    """`x[key]` where `key[at]` is an index array: the basic part first (the
+    array's place kept by a full slice), then a take along the axis the
+    array indexes. As numpy, the array's dimensions go where it stood when
+    the advanced indices (the array and any integers) are adjacent, and
+    first otherwise."""
+    basic = list(key)
+    basic[at] = slice(None)
+    y = getitem(x, tuple(basic), loc)
+    axis = _axis_of(x, key, at)
+    out = take(y, key[at], axis, loc)
+    advanced = [i for i, k in enumerate(key)
+                if _is_index_array(k) or (isinstance(k, numbers.Integral))]
+    adjacent = advanced == list(range(advanced[0], advanced[-1] + 1))
+    nd = np.ndim(key[at]) if not isinstance(key[at], Tensor) else \
+        key[at].ndim
+    if not adjacent and axis != 0:
+        perm = list(range(axis, axis + nd)) + \
+            [d for d in range(out.ndim) if not axis <= d < axis + nd]
+        out = transpose(out, perm, loc)
+    return out
+
+
 def constant_array(trace, array, loc):
     """A numpy array captured by a traced function, embedded as a constant
     (numpy constants the function closes over, `mc.zeros`, ...). float64 and
@@ -457,9 +592,13 @@ def constant_array(trace, array, loc):
         raise errors.UnsupportedError(
             f"unsupported dtype {name} for a constant (supported: "
             f"{', '.join(DTYPES)})", *loc)
+    flat = np.ascontiguousarray(a).reshape(-1)
+    bits = flat.view({1: np.uint8, 2: np.uint16, 4: np.uint32}[flat.itemsize])
+    if flat.size > 1 and (bits == bits[0]).all():
+        flat = flat[:1]  # a splat: every element's bits equal, stored once
     if name == "bfloat16":
-        data = np.ascontiguousarray(a).view(np.uint16).tobytes()
+        data = flat.view(np.uint16).tobytes()
     else:
-        data = np.ascontiguousarray(a).tobytes()
+        data = flat.tobytes()
     return wrap(trace, trace.call("constant_tensor", data, list(a.shape), name,
                                   loc, loc=loc))

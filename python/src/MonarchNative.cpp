@@ -320,6 +320,12 @@ NB_MODULE(_monarch_native, m) {
                                   toLoc(loc)))
                  .id;
            })
+      .def("take",
+           [](TraceBuilder &t, int64_t x, int64_t indices, int64_t axis,
+              const Loc &loc) {
+             return check(t.take(Value{x}, Value{indices}, axis, toLoc(loc)))
+                 .id;
+           })
       .def("transpose",
            [](TraceBuilder &t, int64_t x, const std::vector<int64_t> &perm,
               const Loc &loc) {

@@ -10,9 +10,10 @@ What is generated: elementwise `+ - * / **` (and `//` where mc.Tensor has
 it) between tensors with numpy broadcasting and with Python int and float
 scalars on either side, unary mc.relu/exp/log/tanh/sigmoid/gelu/sqrt/abs/neg
 and `-x`/`abs(x)`, mc.maximum/minimum, comparisons and mc.where, `@` (numpy's
-rules: 1-D operands, broadcast batch dims, mixed dtypes), basic indexing
-(ints, positive-step slices, `...`, None; rarely negative steps and lists,
-which mc refuses), sum/mean/max/min over None/int/tuple/negative axes with
+rules: 1-D operands, broadcast batch dims, mixed dtypes), indexing
+(ints, slices with any step, `...`, None, one list of ints among them) and
+gathers by traced int32 tensors (`mc.take(x, i % n, axis)`, `x[i % n]`),
+sum/mean/max/min over None/int/tuple/negative axes with
 and without keepdims (sum of bools too), mc.softmax, reshape, transpose and .T, astype
 among float32/float16/bfloat16/int32, mc.shard/mc.replicate on 1x1, 1x2,
 1x4 and 2x2 meshes, several results; actors with mc.param state (replicated
@@ -252,8 +253,8 @@ class Generator:
     def propose_local(self, env, local):
         """A random op over `env`; `local` (endpoint bodies) creates no inputs."""
         kinds = ["binary", "unary", "matmul", "reduce", "compare", "where", "softmax"]
-        kinds += ["reshape", "transpose", "astype", "index"]
-        weights = [26, 12, 12, 10, 4, 4, 3, 5, 4, 5, 8]
+        kinds += ["reshape", "transpose", "astype", "index", "take"]
+        weights = [26, 12, 12, 10, 4, 4, 3, 5, 4, 5, 8, 4]
         kind = self.choice(kinds, weights)
         return getattr(self, "propose_" + kind)(env, local)
 
@@ -396,8 +397,9 @@ class Generator:
             return i - n if self.chance(0.3) else i
         if r < 0.45:
             return slice(None)
-        if self.chance(0.03):  # numpy accepts it, mc refuses
-            return slice(None, None, -self.choice([1, 2]))
+        if self.chance(0.08):  # backwards (a gather of that dimension)
+            start = self.rng.randrange(n) if self.chance(0.5) else None
+            return slice(start, None, -self.choice([1, 1, 2, 3]))
         step = self.choice([None, None, 1, 2, 3])
         start = self.rng.randrange(n) if self.chance(0.6) else None
         stop = self.rng.randint(1, n) if self.chance(0.5) else None
@@ -415,9 +417,17 @@ class Generator:
     def propose_index(self, env, local):
         a = self.pick(env, lambda v: v.ref.ndim >= 1 or self.chance(0.05))
         shape = env[a].shape
-        if self.chance(0.02) and shape:  # a gather: numpy accepts, mc refuses
+        if self.chance(0.02) and shape:  # a list index: a gather
             n = shape[0]
             key = [[self.rng.randrange(n) for _ in range(self.rng.randint(1, 3))]]
+        elif self.chance(0.1) and shape and all(shape):
+            # One list (negative entries too) among basic entries.
+            key = [self.index_item(n) for n in shape]
+            d = self.rng.randrange(len(shape))
+            n = shape[d]
+            key[d] = [self.rng.randrange(-n, n) for _ in range(self.rng.randint(1, 4))]
+            if self.chance(0.3) and len(key) < 6:
+                key.insert(self.rng.randint(0, len(key)), None)
         else:
             key = [self.index_item(n) for n in shape]
             full = slice(None)
@@ -442,6 +452,28 @@ class Generator:
         if not key:
             key = [Ellipsis] if self.chance(0.5) else [None]
         return Op("index", (None,), (a,), {"key": tuple(key)})
+
+    def propose_take(self, env, local):
+        """A gather by a traced int32 tensor: `mc.take(x, i % n, axis=a)` or
+        `x[i % n]` (the `%` keeps every index in range)."""
+        a = self.pick(env, lambda v: v.ref.ndim >= 1 and all(v.shape))
+        shape = env[a].shape
+
+        def indices(v):
+            return v.dtype == "int32" and v.ref.ndim <= 3 and np.all(v.err == 0)
+
+        i = self.operand(
+            env, indices, lambda: self.small_shape(), "int32", False, local
+        )
+        axis = self.rng.randrange(len(shape))
+        style = "index" if axis == 0 and self.chance(0.5) else "take"
+        if style == "take" and self.chance(0.3):
+            axis -= len(shape)
+        n = shape[axis]
+        return Op("take", (None,), (a, i), {"axis": axis, "n": n, "style": style})
+
+    def small_shape(self):
+        return tuple(self.rng.randint(1, 4) for _ in range(self.rng.randint(0, 2)))
 
     def axis_choice(self, ndim):
         if ndim == 0 or self.chance(0.3):

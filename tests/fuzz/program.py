@@ -200,6 +200,11 @@ def render_op(op):
         expr = f"mc.softmax({a[0]}, axis={at['axis']})"
     elif k == "index":
         expr = f"{a[0]}[{render_key(at['key'])}]"
+    elif k == "take":
+        if at["style"] == "index":
+            expr = f"{a[0]}[{a[1]} % {at['n']}]"
+        else:
+            expr = f"mc.take({a[0]}, {a[1]} % {at['n']}, axis={at['axis']})"
     elif k == "reshape":
         expr = f"{a[0]}.reshape({tuple(at['shape'])!r})"
     elif k == "transpose":

@@ -329,6 +329,8 @@ def reduce(name, x, axis, keepdims):
     if x.dtype == "bool":  # numpy: the sum of bools is an integer (int32 here)
         return finish(np.sum(x.ref.astype(np.int64), **kw), np.sum(x.err, **kw), "int32")
     if name in ("max", "min"):
+        if x.ref.size == 0:
+            raise RefError(f"{name} of an empty tensor (numpy raises)")
         f = np.max if name == "max" else np.min
         return finish(f(x.ref, **kw), np.max(x.err, **kw), x.dtype, 0)
     if x.dtype == "int32" and name == "sum":
@@ -373,6 +375,16 @@ def index(x, key):
         return Value(x.ref[key], x.err[key], x.dtype)
     except IndexError as err:
         raise RefError(f"index: {err}") from None
+
+
+def take(x, i, axis, n):
+    """numpy's `take(x, i % n, axis)` (exact; `i` must be exact)."""
+    if not isinstance(i, Value) or i.dtype != "int32" or np.any(i.err != 0):
+        raise RefError("take needs exact int32 indices")
+    if x.shape[axis] != n:
+        raise RefError(f"take: axis {axis} of {x.shape} is not {n}")
+    idx = np.asarray(i.ref).astype(np.int64) % n
+    return Value(np.take(x.ref, idx, axis=axis), np.take(x.err, idx, axis=axis), x.dtype)
 
 
 def transpose(x, axes):
@@ -489,6 +501,8 @@ def eval_local(op, get):
         return [reshape(args[0], tuple(at["shape"]))]
     if k == "index":
         return [index(args[0], tuple(at["key"]))]
+    if k == "take":
+        return [take(args[0], args[1], at["axis"], at["n"])]
     if k == "transpose":
         return [transpose(args[0], at["axes"])]
     if k == "astype":

@@ -299,3 +299,32 @@ func.func @dead_feed(%arg0: tensor<4xf32>, %arg1: tensor<4xf32>) -> tensor<4xf32
   %4 = monarch.fetch %3 from @meshdf : tensor<4xf32>
   return %4 : tensor<4xf32>
 }
+
+// -----
+
+// One value used as both operands of a contraction whose result is split
+// over both grid axes (x.T @ x.T): each use gets its own layout (rows of the
+// left operand by "gpus", columns of the right by "hosts"), not one layout
+// for both (that computed a wrong product).
+
+// CHECK-LABEL: monarch.actor_class @square.mesh.0.class
+// CHECK:         monarch.endpoint @run(%{{.*}}: tensor<1x2xf32> {monarch.dist = #monarch.dist<{{\[\["hosts"\], \[\]\]}}>}) -> (tensor<1x1xf32> {monarch.dist = #monarch.dist<{{\[\["gpus"\], \["hosts"\]\]}}>})
+// CHECK:         %[[T:.*]] = linalg.transpose ins(%{{.*}} : tensor<1x2xf32>) outs(%{{.*}} : tensor<2x1xf32>)
+// CHECK:         %[[ALL:.*]] = all_gather %[[T]] over ["hosts"] axis 1 : tensor<2x1xf32> -> tensor<2x2xf32>
+// CHECK:         %[[ROWS:.*]] = tensor.extract_slice %[[ALL]]
+// CHECK:         linalg.matmul ins(%[[ROWS]], %[[T]] : tensor<1x2xf32>, tensor<2x1xf32>)
+shard.grid @grid(shape = 2x2)
+monarch.proc_mesh @mesh(hosts = 2, gpus = 2) grid @grid
+func.func @square(%x: tensor<2x2xf32>) -> tensor<2x2xf32> {
+  %xf = monarch.feed %x to @mesh : tensor<2x2xf32>
+  %e = tensor.empty() : tensor<2x2xf32>
+  %t = linalg.transpose ins(%xf : tensor<2x2xf32>) outs(%e : tensor<2x2xf32>) permutation = [1, 0]
+  %z = arith.constant 0.0 : f32
+  %e2 = tensor.empty() : tensor<2x2xf32>
+  %f = linalg.fill ins(%z : f32) outs(%e2 : tensor<2x2xf32>) -> tensor<2x2xf32>
+  %y = linalg.matmul ins(%t, %t : tensor<2x2xf32>, tensor<2x2xf32>) outs(%f : tensor<2x2xf32>) -> tensor<2x2xf32>
+  %s = shard.sharding @grid split_axes = [[1], [0]] : !shard.sharding
+  %ys = shard.shard %y to %s : tensor<2x2xf32>
+  %res = monarch.fetch %ys from @mesh : tensor<2x2xf32>
+  return %res : tensor<2x2xf32>
+}

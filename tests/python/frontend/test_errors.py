@@ -213,15 +213,39 @@ def test_unsupported_cast_and_ops():
 
     with pytest.raises(mc.UnsupportedError) as e:
         index.ir("traced", f32(4))
-    assert "a gather" in check(e, "getitem")
+    assert "boolean mask" in check(e, "getitem")
+
+    @mc.compile(mesh=mesh)
+    def two(x):
+        return x[[0, 1], [1, 0]]  # ERR:twoarrays
+
+    with pytest.raises(mc.UnsupportedError) as e:
+        two.ir("traced", f32(2, 2))
+    assert "more than one index" in check(e, "twoarrays")
 
     @mc.compile(mesh=mesh)
     def step(x):
-        return x[::-1]  # ERR:negstep
+        return x[::0]  # ERR:zerostep
 
-    with pytest.raises(mc.UnsupportedError) as e:
+    with pytest.raises(mc.ShapeError) as e:
         step.ir("traced", f32(4))
-    assert "slice step of -1" in check(e, "negstep")
+    assert "cannot be zero" in check(e, "zerostep")
+
+    @mc.compile(mesh=mesh)
+    def far(x):
+        return x[[0, 4]]  # ERR:farlist
+
+    with pytest.raises(mc.ShapeError) as e:
+        far.ir("traced", f32(4))
+    assert "index 4 is out of bounds" in check(e, "farlist")
+
+    @mc.compile(mesh=mesh)
+    def fidx(x):
+        return mc.take(x, x)  # ERR:floatidx
+
+    with pytest.raises(mc.TraceError) as e:
+        fidx.ir("traced", f32(4))
+    assert "integer tensor" in check(e, "floatidx")
 
     @mc.compile(mesh=mesh)
     def bounds(x):

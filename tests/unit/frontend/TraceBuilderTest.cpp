@@ -272,4 +272,37 @@ TEST_F(TraceBuilderTest, DeadTensorWorkIsDropped) {
   EXPECT_TRUE(tb.lower(o).ok());
 }
 
+TEST_F(TraceBuilderTest, GathersReadACapturedTable) {
+  auto args = begin({f32({10, 4}), ArgType{{2, 3}, DType::I32},
+                     ArgType{{2, 3}, DType::I1}, f32({4})});
+  auto rows = tb.take(args[0], args[1], 0);
+  ASSERT_TRUE(rows.ok()) << rows.error().str();
+  EXPECT_EQ(tb.info(*rows).shape, (std::vector<int64_t>{2, 3, 4}));
+  auto cols = tb.take(args[0], args[1], -1);
+  ASSERT_TRUE(cols.ok()) << cols.error().str();
+  EXPECT_EQ(tb.info(*cols).shape, (std::vector<int64_t>{10, 2, 3}));
+  auto masks = tb.take(args[2], args[1], 1);
+  ASSERT_TRUE(masks.ok()) << masks.error().str();
+  EXPECT_EQ(tb.info(*masks).dtype, DType::I1);
+  EXPECT_TRUE(contains(err(tb.take(args[0], args[0], 0)),
+                       "indices must be an integer tensor"));
+  EXPECT_TRUE(contains(err(tb.take(args[0], args[2], 0)),
+                       "indices must be an integer tensor"));
+  EXPECT_TRUE(contains(err(tb.take(args[0], args[1], 2)), "out of range"));
+  auto two = tb.constant(2.0, DType::I32);
+  ASSERT_TRUE(two.ok());
+  EXPECT_TRUE(contains(err(tb.take(args[0], *two, 0)), "got a scalar"));
+  // A 0-d index of a 1-D table gives a 0-d result.
+  auto first = tb.take(args[1], args[1], 0);
+  ASSERT_TRUE(first.ok());
+  ASSERT_TRUE(tb.endFunction({*rows, *cols, *masks}).ok());
+  EXPECT_TRUE(tb.verify().ok());
+  std::string text = tb.str();
+  EXPECT_TRUE(contains(text, "tensor.extract %"));
+  EXPECT_TRUE(contains(text, "arith.minsi"));
+  LowerOptions planned;
+  planned.stage = "planned";
+  EXPECT_TRUE(tb.lower(planned).ok());
+}
+
 } // namespace

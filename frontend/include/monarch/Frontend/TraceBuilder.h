@@ -311,6 +311,14 @@ public:
                       std::vector<int64_t> sizes, std::vector<int64_t> strides,
                       std::vector<int64_t> drop = {},
                       SourceLoc loc = SourceLoc::current());
+  /// numpy's `take(x, indices, axis)`: the result has shape
+  /// `x.shape[:axis] + indices.shape + x.shape[axis+1:]` (a gather, as
+  /// `emb[tok]`). `indices` is an integer tensor; negative entries count
+  /// from the end, and entries outside `[-n, n)` are clamped into range (as
+  /// JAX's gather; numpy raises). In compiled functions the gather runs on
+  /// the whole table.
+  Result<Value> take(Value x, Value indices, int64_t axis,
+                     SourceLoc loc = SourceLoc::current());
   /// Empty `perm` reverses the dimensions.
   Result<Value> transpose(Value x, std::vector<int64_t> perm = {},
                           SourceLoc loc = SourceLoc::current());
