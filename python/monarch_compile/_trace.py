@@ -44,6 +44,7 @@ class Trace:
         self.check_replicated = os.environ.get(
             "MONARCH_CHECK_REPLICATED", "") not in ("", "0")
         self.replication_probes = []  # (endpoint, index, dtype, loc, d, m)
+        self.tapes = []  # active _autodiff.Tape objects (mc.vjp, mc.grad)
 
     # Activation -------------------------------------------------------------
     def __enter__(self):
@@ -58,7 +59,11 @@ class Trace:
         return False
 
     def call(self, method, *args, loc=None):
-        return _location.call(getattr(self.builder, method), *args, loc=loc)
+        out = _location.call(getattr(self.builder, method), *args, loc=loc)
+        if self.tapes:
+            from . import _autodiff
+            _autodiff.record(self, method, args, out, loc)
+        return out
 
     # Meshes -----------------------------------------------------------------
     def mesh_symbol(self, mesh, loc):
