@@ -15,6 +15,8 @@ See docs/frontend.md.
 """
 from ._actors import Actor, Param, endpoint, param
 from ._autodiff import grad, value_and_grad, vjp
+from ._nn import causal_mask, cross_entropy, layer_norm, log_softmax, rms_norm
+from . import optim
 from ._compile import Compiled, PlanSummary, Specialization, compile
 from ._mesh import Mesh, mesh
 from ._ops import (arange, concatenate, full, one_hot, ones, split, stack, take,

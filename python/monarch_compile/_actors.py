@@ -22,6 +22,8 @@ class Param:
         self.value = value
         self.split = dict(split)
         self.loc = loc
+        self.state = None  # its name once an actor holds it
+        self.owner = None
 
     @property
     def shape(self):
@@ -33,6 +35,18 @@ class Param:
 
     def __repr__(self):
         return f"Param(shape={self.shape}, dtype={self.dtype})"
+
+
+def _param_leaves(value):
+    """(leaves, treedef) when `value` is a non-empty list, tuple or dict of
+    Params (nested), else None."""
+    if not isinstance(value, (list, tuple, dict)):
+        return None
+    try:
+        leaves, treedef = _pytree.flatten(value, Param)
+    except _pytree.NotATree:
+        return None
+    return (leaves, treedef) if leaves else None
 
 
 def param(value, **split):
@@ -93,18 +107,44 @@ class Actor:
 
     def __setattr__(self, name, value):
         params = self.__dict__.setdefault("_mc_params", {})
+        trees = self.__dict__.setdefault("_mc_trees", {})
         et = _tracing(self)
+        if et is None and not isinstance(value, Param):
+            leaves = _param_leaves(value)
+            if leaves is not None:
+                # A list, tuple or dict of mc.param: one state per leaf.
+                names = [self._mc_register(f"{name}_{i}", p)
+                         for i, p in enumerate(leaves[0])]
+                trees[name] = (leaves[1], names)
+                self.__dict__.pop(name, None)
+                return
+            if hasattr(value, "_mc_bind"):
+                value._mc_bind(self, name)  # e.g. an optimizer's moments
         if isinstance(value, Param):
             if et is not None:
                 raise errors.TraceError(
                     "mc.param declares state in __init__, not in endpoints",
                     *user_loc())
-            params[name] = value
+            self._mc_register(name, value)
             self.__dict__.pop(name, None)
             return
         if et is not None:
             if name in params:
                 et.set(name, value, user_loc())
+                return
+            if name in trees:
+                treedef, names = trees[name]
+                try:
+                    leaves, got = _pytree.flatten(value, Tensor)
+                except _pytree.NotATree:
+                    got, leaves = None, []
+                if got != treedef:
+                    raise errors.TraceError(
+                        f"self.{name} holds {len(names)} states in a "
+                        "structure; assign the same structure of tensors",
+                        *user_loc())
+                for n, v in zip(names, leaves):
+                    et.set(n, v, user_loc())
                 return
             if isinstance(value, Tensor):
                 raise errors.TraceError(
@@ -114,6 +154,31 @@ class Actor:
         params.pop(name, None)
         object.__setattr__(self, name, value)
 
+    def _mc_register(self, name, p):
+        """Declares `p` as state `name` (also the name its optimizer and
+        the tracer use); returns the name."""
+        params = self.__dict__.setdefault("_mc_params", {})
+        if name in params and params[name] is not p:
+            raise errors.TraceError(f"actor state '{name}' is declared twice",
+                                    *p.loc)
+        params[name] = p
+        p.state = name
+        p.owner = self
+        return name
+
+    def _mc_state(self, name, value=None):
+        """Reads state `name` in an endpoint of this actor (or writes
+        `value`): for objects holding state (optimizers)."""
+        et = _tracing(self)
+        if et is None:
+            raise errors.TraceError(
+                f"state '{name}' of {type(self).__name__} is read and written "
+                "in its endpoints", *user_loc())
+        if value is None:
+            return et.get(name, user_loc())
+        et.set(name, value, user_loc())
+        return None
+
     def __getattr__(self, name):
         params = self.__dict__.get("_mc_params", {})
         if name in params:
@@ -121,6 +186,14 @@ class Actor:
             if et is not None:
                 return et.get(name, user_loc())
             return params[name]
+        trees = self.__dict__.get("_mc_trees", {})
+        if name in trees:
+            treedef, names = trees[name]
+            et = _tracing(self)
+            if et is not None:
+                return _pytree.unflatten(treedef,
+                                         [et.get(n, user_loc()) for n in names])
+            return _pytree.unflatten(treedef, [params[n] for n in names])
         raise AttributeError(
             f"{type(self).__name__!r} object has no attribute {name!r}")
 
@@ -141,9 +214,21 @@ def spawn(mesh, name, cls, args, kwargs, loc):
     if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
         raise errors.MeshError(
             f"actor mesh name must be an identifier, got {name!r}", *loc)
+    # The name is the actor's identity on the workers (its state lives
+    # under it): a second actor spawned under a name already used on the
+    # same root mesh gets `name_1`, ... so it never reads the first one's
+    # state.
+    root = mesh
+    while root.parent is not None:
+        root = root.parent
+    taken = root.__dict__.setdefault("_actor_names", set())
+    unique, i = name, 1
+    while unique in taken:
+        unique, i = f"{name}_{i}", i + 1
+    taken.add(unique)
     actor = cls.__new__(cls)
     object.__setattr__(actor, "_mc_mesh", mesh)
-    object.__setattr__(actor, "_mc_name", name)
+    object.__setattr__(actor, "_mc_name", unique)
     cls.__init__(actor, *args, **kwargs)
     dims = mesh.dims
     for pname, p in actor.__dict__.get("_mc_params", {}).items():

@@ -115,6 +115,18 @@ class PlanSummary:
     __repr__ = __str__
 
 
+def _array_tree(a):
+    """(leaves, treedef) when `a` is a tuple, list or dict (nested) whose
+    leaves are all numpy arrays or scalars, else None."""
+    if not isinstance(a, (tuple, list, dict)):
+        return None
+    try:
+        leaves, treedef = _pytree.flatten(a, (np.ndarray, np.generic))
+    except _pytree.NotATree:
+        return None
+    return (leaves, treedef) if leaves else None
+
+
 class Compiled:
     """A function compiled for a mesh: call it, or inspect `ir(stage)`."""
 
@@ -140,37 +152,50 @@ class Compiled:
     def _key(self, args, loc):
         key, inputs = [], []
         for i, a in enumerate(args):
-            if isinstance(a, Tensor):
-                raise errors.UnsupportedError(
-                    f"unsupported: calling compiled function {self.__name__} "
-                    "from traced code", *loc)
-            if isinstance(a, np.generic) and dtype_name(a.dtype) in DTYPES:
-                # A numpy scalar is a runtime scalar argument (like a
-                # learning rate that changes every step): no retrace.
-                key.append(("scalar", (), dtype_name(a.dtype)))
-                inputs.append(a)
+            tree = _array_tree(a)
+            if tree is not None:
+                # A pytree of arrays (params = {"w": ..., "b": [...]}): one
+                # argument per leaf.
+                leaves, treedef = tree
+                key.append(("tree", treedef, len(leaves)))
+                for leaf in leaves:
+                    self._key_one(i, leaf, key, inputs, loc)
                 continue
-            arr = _as_array(a)
-            if arr is None:
-                try:
-                    hash(a)
-                except TypeError:
-                    raise errors.TraceError(
-                        f"argument #{i} of {self.__name__} ({type(a).__name__}) "
-                        "is neither an array nor a hashable static value",
-                        *loc) from None
-                key.append(("static", type(a).__name__, a))
-                continue
-            name = dtype_name(arr.dtype)
-            if name not in DTYPES:
-                hint = {"float64": "np.float32", "int64": "np.int32"}.get(name, "np.float32")
-                raise errors.UnsupportedError(
-                    f"unsupported dtype {name} for argument #{i} of "
-                    f"{self.__name__} (supported: {', '.join(DTYPES)}); "
-                    f"convert it, e.g. x.astype({hint})", *loc)
-            key.append(("array", tuple(arr.shape), name))
-            inputs.append(arr)
+            self._key_one(i, a, key, inputs, loc)
         return tuple(key), inputs
+
+    def _key_one(self, i, a, key, inputs, loc):
+        """The key entry and input of one argument (or pytree leaf)."""
+        if isinstance(a, Tensor):
+            raise errors.UnsupportedError(
+                f"unsupported: calling compiled function {self.__name__} "
+                "from traced code", *loc)
+        if isinstance(a, np.generic) and dtype_name(a.dtype) in DTYPES:
+            # A numpy scalar is a runtime scalar argument (like a
+            # learning rate that changes every step): no retrace.
+            key.append(("scalar", (), dtype_name(a.dtype)))
+            inputs.append(a)
+            return
+        arr = _as_array(a)
+        if arr is None:
+            try:
+                hash(a)
+            except TypeError:
+                raise errors.TraceError(
+                    f"argument #{i} of {self.__name__} ({type(a).__name__}) "
+                    "is neither an array nor a hashable static value",
+                    *loc) from None
+            key.append(("static", type(a).__name__, a))
+            return
+        name = dtype_name(arr.dtype)
+        if name not in DTYPES:
+            hint = {"float64": "np.float32", "int64": "np.int32"}.get(name, "np.float32")
+            raise errors.UnsupportedError(
+                f"unsupported dtype {name} for argument #{i} of "
+                f"{self.__name__} (supported: {', '.join(DTYPES)}); "
+                f"convert it, e.g. x.astype({hint})", *loc)
+        key.append(("array", tuple(arr.shape), name))
+        inputs.append(arr)
 
     def _bind(self, args, kwargs, loc):
         """Positional arguments with keywords and defaults filled in."""
@@ -212,8 +237,21 @@ class Compiled:
             ids = trace.call("begin_function", trace.name, argtypes, mesh_sym,
                              floc, loc=floc)
             it = iter(ids)
-            traced_args = [Tensor(trace, next(it)) if k[0] in ("array", "scalar")
-                           else a for k, a in zip(key, args)]
+            keys = iter(key)
+            traced_args = []
+            for a in args:
+                k = next(keys)
+                if k[0] == "tree":
+                    treedef, count = k[1], k[2]
+                    leaves = []
+                    for _ in range(count):
+                        k = next(keys)
+                        leaves.append(Tensor(trace, next(it)))
+                    traced_args.append(_pytree.unflatten(treedef, leaves))
+                elif k[0] in ("array", "scalar"):
+                    traced_args.append(Tensor(trace, next(it)))
+                else:
+                    traced_args.append(a)
             result = self.fn(*traced_args)
             rloc = return_loc(self.fn)
             try:

@@ -1,0 +1,312 @@
+"""Optimizers with the numerics of `torch.optim`: SGD (momentum, dampening,
+nesterov, weight decay) and AdamW (decoupled weight decay, bias
+correction), plus gradient clipping by global norm.
+
+Two forms:
+
+- **Stateful, in actors.** Built in `__init__` over parameters declared with
+  `mc.param`; the optimizer's state (moments, step count) is actor state on
+  the ranks, split like each parameter:
+
+      class LM(mc.Actor):
+          def __init__(self, params):
+              self.p = [mc.param(a) for a in params]
+              self.opt = mc.optim.AdamW(self.p, lr=1e-3)
+
+          @mc.endpoint
+          def step(self, x, t, lr):
+              loss, g = mc.value_and_grad(loss_fn)(self.p, x, t)
+              self.opt.step([mc.all_reduce(gi, "gpus", "avg") for gi in g],
+                            lr=lr)        # lr: a runtime np.float32
+              return loss
+
+- **Functional, in `@mc.compile` code** that passes parameters in and out:
+  `state = mc.optim.adamw_init(params)` (numpy, outside), then inside
+  `params, state = mc.optim.adamw_update(params, grads, state, lr=...)`.
+
+A learning rate may be a Python number or a traced scalar (an `np.float32`
+argument), so a schedule does not retrace.
+"""
+import numpy as np
+
+from . import _pytree, errors
+from ._location import user_loc
+from ._tensor import Tensor, active_trace, binary, reduce, unary
+
+__all__ = ["SGD", "AdamW", "sgd_init", "sgd_update", "adamw_init",
+           "adamw_update", "clip_grad_norm"]
+
+
+def _step_factor(t, beta, loc):
+    """1 - beta ** t for a 0-d step count `t` (a tensor)."""
+    return binary("sub", 1.0, unary("exp", binary("mul", t, float(np.log(beta)),
+                                                  loc), loc), loc)
+
+
+def _adamw(p, g, m, v, t, lr, betas, eps, weight_decay, loc):
+    """One AdamW update (torch.optim.AdamW): (p, m, v) after step `t`."""
+    b1, b2 = betas
+    if weight_decay:
+        p = binary("mul", p, binary("sub", 1.0, binary("mul", lr, weight_decay,
+                                                       loc), loc), loc)
+    m = binary("add", binary("mul", m, b1, loc), binary("mul", g, 1 - b1, loc),
+               loc)
+    v = binary("add", binary("mul", v, b2, loc),
+               binary("mul", binary("mul", g, g, loc), 1 - b2, loc), loc)
+    c1 = _step_factor(t, b1, loc)
+    c2 = unary("sqrt", _step_factor(t, b2, loc), loc)
+    denom = binary("add", binary("div", unary("sqrt", v, loc), c2, loc), eps,
+                   loc)
+    step = binary("div", lr, c1, loc)
+    p = binary("sub", p, binary("mul", step, binary("div", m, denom, loc),
+                                loc), loc)
+    return p, m, v
+
+
+def _sgd(p, g, buf, t, lr, momentum, dampening, nesterov, weight_decay, loc):
+    """One SGD update (torch.optim.SGD): (p, buf) after step `t`."""
+    from ._ops import where
+    d = binary("add", g, binary("mul", p, weight_decay, loc), loc) \
+        if weight_decay else g
+    if momentum:
+        later = binary("add", binary("mul", buf, momentum, loc),
+                       binary("mul", d, 1 - dampening, loc), loc)
+        # torch starts the buffer at the first gradient (no dampening).
+        buf = where(binary("sub", t, 1.0, loc) == 0, d, later)
+        d = binary("add", d, binary("mul", buf, momentum, loc), loc) \
+            if nesterov else buf
+    p = binary("sub", p, binary("mul", d, lr, loc), loc)
+    return p, buf
+
+
+def _check_lr(lr, loc):
+    if isinstance(lr, Tensor):
+        if lr.shape != () or lr.dtype not in ("float32", "float16",
+                                              "bfloat16"):
+            raise errors.TraceError(
+                f"the learning rate must be a float scalar, got a {lr.dtype} "
+                f"of shape {lr.shape}", *loc)
+        return lr
+    if not isinstance(lr, (int, float, np.floating, np.integer)) or lr < 0:
+        raise errors.TraceError(f"invalid learning rate {lr!r}", *loc)
+    return float(lr)
+
+
+def _leaves(tree, what, loc):
+    try:
+        return _pytree.flatten(tree, (Tensor, np.ndarray, np.generic))
+    except _pytree.NotATree as e:
+        raise errors.TraceError(f"{what}: unsupported structure ({e})",
+                                *loc) from None
+
+
+class _Optimizer:
+    """The state and update shared by SGD and AdamW in actors."""
+
+    slots = ()
+
+    def __init__(self, params, **hyper):
+        from ._actors import Param
+        self._loc = user_loc()
+        try:
+            leaves, self._treedef = _pytree.flatten(params, Param)
+        except _pytree.NotATree:
+            raise errors.TraceError(
+                f"{type(self).__name__} takes the actor's parameters: "
+                "mc.param values (self.p = [mc.param(a) ...]; then pass "
+                "self.p)", *self._loc) from None
+        if not leaves:
+            raise errors.TraceError(f"{type(self).__name__}: no parameters",
+                                    *self._loc)
+        self.params = leaves
+        self.hyper = hyper
+        from ._actors import param
+        self.state = {}
+        for slot in self.slots:
+            self.state[slot] = [_zeros_param(param, p) for p in leaves]
+        self.state["step"] = [param(np.zeros((), np.float32))]
+        self.actor = None
+
+    def _mc_bind(self, actor, name):
+        for p in self.params:
+            if p.owner is not actor:
+                raise errors.TraceError(
+                    f"{type(self).__name__}: its parameters must be state of "
+                    "this actor, declared before it (self.p = [mc.param(a) "
+                    "...] first)", *self._loc)
+        for slot, ps in self.state.items():
+            for i, p in enumerate(ps):
+                actor._mc_register(f"{name}_{slot}_{i}", p)
+        self.actor = actor
+
+    def step(self, grads, lr=None):
+        """Updates the parameters (and the optimizer's state) from `grads`
+        (the structure of the parameters); in an endpoint of the actor."""
+        loc = user_loc()
+        active_trace(loc, f"{type(self).__name__}.step")
+        if self.actor is None:
+            raise errors.TraceError(
+                f"{type(self).__name__} must be an attribute of the actor "
+                "(self.opt = ...) to hold its state on the ranks", *loc)
+        leaves, _ = _leaves(grads, f"{type(self).__name__}.step", loc)
+        if len(leaves) != len(self.params):
+            raise errors.ShapeError(
+                f"{type(self).__name__}.step: {len(leaves)} gradients for "
+                f"{len(self.params)} parameters", *loc)
+        hyper = dict(self.hyper)
+        hyper["lr"] = _check_lr(hyper["lr"] if lr is None else lr, loc)
+        get = self.actor._mc_state
+        t = binary("add", get(self.state["step"][0].state), 1.0, loc)
+        get(self.state["step"][0].state, t)
+        for i, (p, g) in enumerate(zip(self.params, leaves)):
+            if tuple(g.shape) != p.shape:
+                raise errors.ShapeError(
+                    f"{type(self).__name__}.step: a gradient of shape "
+                    f"{tuple(g.shape)} for a parameter of shape {p.shape}",
+                    *loc)
+            slots = [get(self.state[s][i].state) for s in self.slots]
+            new = self._update(get(p.state), g, slots, t, hyper, loc)
+            get(p.state, new[0])
+            for s, value in zip(self.slots, new[1:]):
+                get(self.state[s][i].state, value)
+
+
+def _zeros_param(param, p):
+    z = param(np.zeros_like(p.value))
+    z.split = dict(p.split)
+    return z
+
+
+class AdamW(_Optimizer):
+    """`torch.optim.AdamW` (decoupled weight decay, bias correction)."""
+
+    slots = ("exp_avg", "exp_avg_sq")
+
+    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8,
+                 weight_decay=0.01):
+        super().__init__(params, lr=lr, betas=tuple(betas), eps=eps,
+                         weight_decay=weight_decay)
+
+    def _update(self, p, g, slots, t, h, loc):
+        return _adamw(p, g, slots[0], slots[1], t, h["lr"], h["betas"],
+                      h["eps"], h["weight_decay"], loc)
+
+
+class SGD(_Optimizer):
+    """`torch.optim.SGD` (momentum, dampening, nesterov, weight decay)."""
+
+    slots = ("momentum_buffer",)
+
+    def __init__(self, params, lr=1e-3, momentum=0.0, dampening=0.0,
+                 nesterov=False, weight_decay=0.0):
+        if nesterov and (momentum <= 0 or dampening != 0):
+            raise errors.TraceError(
+                "nesterov momentum requires a momentum and zero dampening",
+                *user_loc())
+        super().__init__(params, lr=lr, momentum=momentum,
+                         dampening=dampening, nesterov=nesterov,
+                         weight_decay=weight_decay)
+
+    def _update(self, p, g, slots, t, h, loc):
+        return _sgd(p, g, slots[0], t, h["lr"], h["momentum"], h["dampening"],
+                    h["nesterov"], h["weight_decay"], loc)
+
+
+# ---------------------------------------------------------------------------
+# Functional forms
+# ---------------------------------------------------------------------------
+
+
+def _zeros_like_tree(params):
+    leaves, treedef = _pytree.flatten(params, (np.ndarray, np.generic))
+    return _pytree.unflatten(treedef, [np.zeros_like(np.asarray(a))
+                                       for a in leaves])
+
+
+def adamw_init(params):
+    """The initial AdamW state of `params` (numpy arrays, a pytree):
+    `{"step": 0-d float32, "exp_avg": zeros, "exp_avg_sq": zeros}`."""
+    return {"step": np.zeros((), np.float32),
+            "exp_avg": _zeros_like_tree(params),
+            "exp_avg_sq": _zeros_like_tree(params)}
+
+
+def sgd_init(params):
+    """The initial SGD state: `{"step": 0-d, "momentum_buffer": zeros}`."""
+    return {"step": np.zeros((), np.float32),
+            "momentum_buffer": _zeros_like_tree(params)}
+
+
+def _functional(what, params, grads, state, slots, update, loc):
+    active_trace(loc, what)
+    p_leaves, treedef = _leaves(params, what, loc)
+    g_leaves, _ = _leaves(grads, what, loc)
+    if len(g_leaves) != len(p_leaves):
+        raise errors.ShapeError(
+            f"{what}: {len(g_leaves)} gradients for {len(p_leaves)} "
+            "parameters", *loc)
+    if not isinstance(state, dict) or "step" not in state or \
+            any(s not in state for s in slots):
+        raise errors.TraceError(
+            f"{what}: the state must be what {what.split('_')[0]}_init "
+            "returned", *loc)
+    slot_leaves = [_leaves(state[s], what, loc)[0] for s in slots]
+    t = binary("add", state["step"], 1.0, loc)
+    new_p, new_slots = [], [[] for _ in slots]
+    for i, (p, g) in enumerate(zip(p_leaves, g_leaves)):
+        out = update(p, g, [s[i] for s in slot_leaves], t)
+        new_p.append(out[0])
+        for j, value in enumerate(out[1:]):
+            new_slots[j].append(value)
+    new_state = {"step": t}
+    for s, values in zip(slots, new_slots):
+        new_state[s] = _pytree.unflatten(treedef, values)
+    return _pytree.unflatten(treedef, new_p), new_state
+
+
+def adamw_update(params, grads, state, lr=1e-3, betas=(0.9, 0.999), eps=1e-8,
+                 weight_decay=0.01):
+    """`(params, state)` after one AdamW step (in traced code)."""
+    loc = user_loc()
+    lr = _check_lr(lr, loc)
+    return _functional(
+        "adamw_update", params, grads, state, ("exp_avg", "exp_avg_sq"),
+        lambda p, g, s, t: _adamw(p, g, s[0], s[1], t, lr, tuple(betas), eps,
+                                  weight_decay, loc), loc)
+
+
+def sgd_update(params, grads, state, lr=1e-3, momentum=0.0, dampening=0.0,
+               nesterov=False, weight_decay=0.0):
+    """`(params, state)` after one SGD step (in traced code)."""
+    loc = user_loc()
+    lr = _check_lr(lr, loc)
+    return _functional(
+        "sgd_update", params, grads, state, ("momentum_buffer",),
+        lambda p, g, s, t: _sgd(p, g, s[0], t, lr, momentum, dampening,
+                                nesterov, weight_decay, loc), loc)
+
+
+def clip_grad_norm(grads, max_norm):
+    """`(grads scaled to a global L2 norm of at most max_norm, the norm
+    before clipping)`, as `torch.nn.utils.clip_grad_norm_` (scale
+    `min(1, max_norm / (norm + 1e-6))`). The norm is over the gradients
+    given: in per-rank code with split gradients, combine the ranks' sums
+    of squares yourself."""
+    loc = user_loc()
+    active_trace(loc, "mc.optim.clip_grad_norm")
+    leaves, treedef = _leaves(grads, "clip_grad_norm", loc)
+    total = None
+    for g in leaves:
+        sq = reduce("sum", binary("mul", g, g, loc), None, False, loc)
+        if sq.dtype != "float32":
+            from ._tensor import cast
+            sq = cast(sq, "float32", loc)
+        total = sq if total is None else binary("add", total, sq, loc)
+    norm = unary("sqrt", total, loc)
+    scale = binary("min", binary("div", float(max_norm),
+                                 binary("add", norm, 1e-6, loc), loc), 1.0,
+                   loc)
+    from ._tensor import cast
+    clipped = [binary("mul", g, scale if g.dtype == "float32" else
+                      cast(scale, g.dtype, loc), loc) for g in leaves]
+    return _pytree.unflatten(treedef, clipped), norm
