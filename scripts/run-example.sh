@@ -65,5 +65,9 @@ for f in "$ROOT"/examples/ir/*.mlir; do
 done
 
 echo
-echo "== headline: data-parallel training on 4 local worker processes =="
+echo "== data-parallel training on 4 local worker processes (gradients by hand) =="
 "${PYTHON:-python3}" "$ROOT/examples/python/train_loop.py"
+
+echo
+echo "== headline: a small GPT trained with mc.value_and_grad and AdamW on a 2x2 mesh =="
+"${PYTHON:-python3}" "$ROOT/examples/python/gpt.py"

@@ -315,3 +315,17 @@ def test_errors_are_located(meshes):
 
     np.testing.assert_array_equal(floordiv(np.ones(3, np.float32)),
                                   np.zeros(3, np.float32))
+
+
+def test_gpt_example_trains_and_matches_numpy():
+    # examples/python/gpt.py (the `make run` headline) exits non-zero when a
+    # step's loss differs from its numpy reference or the loss does not fall.
+    import pathlib
+    import subprocess
+    import sys
+    root = pathlib.Path(__file__).resolve().parents[3]
+    out = subprocess.run([sys.executable, str(root / "examples" / "python" /
+                                              "gpt.py"), "3"],
+                         capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "every step matched numpy" in out.stdout
