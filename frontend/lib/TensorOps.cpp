@@ -507,37 +507,97 @@ Result<Value> TraceBuilder::reshape(Value x, std::vector<int64_t> shape,
       v = insertUnitDims(I.b, l, v, shape, keepTo);
     return I.add(v, *mesh, Dist{}, false);
   }
-  // In controller code upstream partitioning cannot shard
-  // tensor.collapse_shape / expand_shape; monarch-partition runs them on
-  // whole values (a segment of their own).
-  auto reassoc = [](size_t rank) {
+  // The finest regrouping of the dimensions: runs of `from` and `shape`
+  // with equal products. A run of one `from` dimension becomes several
+  // (tensor.expand_shape), a run of several becomes one
+  // (tensor.collapse_shape), a run of several on both sides goes through
+  // one. So (B*T, D) -> (B, T, H, Dh) is one expand of each dimension and a
+  // sharded dimension keeps its shards when monarch-partition can map it
+  // onto the first dimension of its run (attention heads).
+  SmallVector<ReassociationIndices> fromGroups, toGroups;
+  if (!from.empty() && !shape.empty()) {
+    size_t i = 0, j = 0;
+    while (i < from.size() || j < shape.size()) {
+      ReassociationIndices fg, tg;
+      int64_t pf = 1, pt = 1;
+      if (i < from.size())
+        pf *= from[i], fg.push_back(static_cast<int64_t>(i++));
+      if (j < shape.size())
+        pt *= shape[j], tg.push_back(static_cast<int64_t>(j++));
+      while (pf != pt || (i < from.size() && from[i] == 1 &&
+                          (j >= shape.size() || shape[j] != 1))) {
+        if (pf <= pt && i < from.size())
+          pf *= from[i], fg.push_back(static_cast<int64_t>(i++));
+        else if (j < shape.size())
+          pt *= shape[j], tg.push_back(static_cast<int64_t>(j++));
+        else
+          break;
+      }
+      // Trailing unit dimensions join the last run.
+      while (i < from.size() && from[i] == 1 && j == shape.size())
+        fg.push_back(static_cast<int64_t>(i++));
+      while (j < shape.size() && shape[j] == 1 && i == from.size())
+        tg.push_back(static_cast<int64_t>(j++));
+      if (fg.empty() || tg.empty())
+        break; // Unreachable for equal totals; falls back below.
+      fromGroups.push_back(fg);
+      toGroups.push_back(tg);
+    }
+  }
+  bool fine =
+      !fromGroups.empty() &&
+      fromGroups.back().back() + 1 == static_cast<int64_t>(from.size()) &&
+      toGroups.back().back() + 1 == static_cast<int64_t>(shape.size());
+  mlir::Value v = *in;
+  if (fine) {
+    // Collapse each run of several `from` dimensions, then expand each run
+    // into its `shape` dimensions.
+    SmallVector<int64_t> mid;
+    SmallVector<ReassociationIndices> collapse, expand;
+    bool collapses = false, expands = false;
+    for (auto [fg, tg] : llvm::zip(fromGroups, toGroups)) {
+      int64_t size = 1;
+      for (int64_t d : fg)
+        size *= from[d];
+      mid.push_back(size);
+      collapse.push_back(fg);
+      expand.push_back(tg);
+      collapses |= fg.size() > 1;
+      expands |= tg.size() > 1;
+    }
+    if (collapses)
+      v = tensor::CollapseShapeOp::create(
+          I.b, l, RankedTensorType::get(mid, elem), v, collapse);
+    if (expands)
+      v = tensor::ExpandShapeOp::create(
+          I.b, l, RankedTensorType::get(shape, elem), v, expand);
+    return I.add(v, *mesh, Dist{}, false);
+  }
+  // Through a 0-d tensor (one element, either side of rank 0).
+  bool viaScalar = from.empty() || shape.empty();
+  auto all = [](size_t rank) {
     SmallVector<ReassociationIndices> groups;
     if (rank == 0)
       return groups;
-    ReassociationIndices all;
+    ReassociationIndices g;
     for (size_t i = 0; i < rank; ++i)
-      all.push_back(static_cast<int64_t>(i));
-    groups.push_back(all);
+      g.push_back(static_cast<int64_t>(i));
+    groups.push_back(g);
     return groups;
   };
-  // Through a 1-D tensor (or rank 0 when there is one element and either
-  // side has rank 0).
-  mlir::Value v = *in;
-  bool viaScalar = from.empty() || shape.empty();
   if (from.size() != 1 || viaScalar) {
     SmallVector<int64_t> flat;
     if (!viaScalar)
       flat.push_back(total);
     v = tensor::CollapseShapeOp::create(
         I.b, l, RankedTensorType::get(flat, elem), v,
-        viaScalar ? SmallVector<ReassociationIndices>{} : reassoc(from.size()));
+        viaScalar ? SmallVector<ReassociationIndices>{} : all(from.size()));
   }
   if (shape.size() != 1 || viaScalar) {
     if (!(viaScalar && shape.empty()))
       v = tensor::ExpandShapeOp::create(
           I.b, l, RankedTensorType::get(shape, elem), v,
-          viaScalar ? SmallVector<ReassociationIndices>{}
-                    : reassoc(shape.size()));
+          viaScalar ? SmallVector<ReassociationIndices>{} : all(shape.size()));
   }
   return I.add(v, *mesh, Dist{}, false);
 }
@@ -664,13 +724,30 @@ Result<Value> TraceBuilder::take(Value x, Value indices, int64_t axis,
   // an invalid vector.gather for a 0-d linalg.generic reading a capture).
   bool zeroD = out.empty();
   std::vector<int64_t> iter = zeroD ? std::vector<int64_t>{1} : out;
-  AffineMap map = AffineMap::get(iter.size(), 0, exprs, I.b.getContext());
+  SmallVector<AffineMap> maps{
+      AffineMap::get(iter.size(), 0, exprs, I.b.getContext())};
+  SmallVector<mlir::Value> inputs{placed->values[1]};
+  // The other coordinates of the table come in as data, `arange` of each
+  // dimension, not as `linalg.index`: partitioned over those loops (a
+  // gather whose result is split), a rank's loop indices are local but the
+  // table it reads is whole, and the slices of the aranges hold the global
+  // coordinates.
+  for (int64_t d = 0; d < rank; ++d) {
+    if (d == a)
+      continue;
+    int64_t loop = d < a ? d : d - 1 + k;
+    SmallVector<int32_t> iota(from[d]);
+    std::iota(iota.begin(), iota.end(), 0);
+    auto type = RankedTensorType::get({from[d]}, I.b.getI32Type());
+    inputs.push_back(arith::ConstantOp::create(
+        I.b, l, type, DenseElementsAttr::get(type, ArrayRef<int32_t>(iota))));
+    maps.push_back(AffineMap::get(iter.size(), 0, I.b.getAffineDimExpr(loop)));
+  }
   Type elem = elemOf(I.values[x.id]);
-  // The table is captured by the body (random access): upstream
-  // partitioning does not see it, so monarch-partition runs the gather on
-  // whole values.
+  // The table is captured by the body (random access); monarch-partition
+  // gives the body a replicated copy of it.
   mlir::Value y = generic(
-      I.b, l, ValueRange{placed->values[1]}, {map}, iter, elem,
+      I.b, l, inputs, maps, iter, elem,
       [&](OpBuilder &nb, Location bl, ValueRange v) {
         mlir::Value i =
             arith::IndexCastOp::create(nb, bl, nb.getIndexType(), v[0]);
@@ -684,12 +761,12 @@ Result<Value> TraceBuilder::take(Value x, Value indices, int64_t axis,
         mlir::Value clamped = arith::MinSIOp::create(
             nb, bl, arith::MaxSIOp::create(nb, bl, wrapped, zero), last);
         SmallVector<mlir::Value> coords;
-        for (int64_t d = 0; d < rank; ++d) {
+        for (int64_t d = 0, next = 1; d < rank; ++d) {
           if (d == a)
             coords.push_back(clamped);
           else
-            coords.push_back(
-                linalg::IndexOp::create(nb, bl, d < a ? d : d - 1 + k));
+            coords.push_back(arith::IndexCastOp::create(
+                nb, bl, nb.getIndexType(), v[next++]));
         }
         return tensor::ExtractOp::create(nb, bl, table, coords).getResult();
       });

@@ -33,6 +33,7 @@
 #include "mlir/IR/Verifier.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Pass/PassManager.h"
+#include "mlir/Transforms/FoldUtils.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 #include "mlir/Transforms/Passes.h"
 #include "mlir/Transforms/RegionUtils.h"
@@ -67,15 +68,10 @@ bool needsWholeValues(Operation *op) {
   if (isa<tensor::ExpandShapeOp, tensor::CollapseShapeOp,
           tensor::ExtractSliceOp, tensor::ConcatOp>(op))
     return true;
-  // A gather: a structured op whose body reads a tensor it captures (random
-  // access that upstream partitioning cannot see).
-  if (!isa<linalg::LinalgOp>(op))
-    return false;
-  llvm::SetVector<Value> captured;
-  for (Region &region : op->getRegions())
-    getUsedValuesDefinedAbove(region, captured);
-  return llvm::any_of(
-      captured, [](Value v) { return isa<RankedTensorType>(v.getType()); });
+  // A gather (a structured op whose body reads a tensor it captures) is
+  // partitioned over its own loops, with the captured table replicated
+  // (PartitionPrep's replicateCapturedTensors).
+  return false;
 }
 
 /// Mesh dimension names of grid axes `axes` of `mesh`.
@@ -145,6 +141,179 @@ ReductionKind toMonarch(shard::ReductionKind kind, bool &ok) {
   }
 }
 
+/// Mesh dimension sizes by name.
+static int64_t splitCount(MeshOpInterface mesh, ArrayRef<StringRef> dims) {
+  SmallVector<StringRef> names = mesh.getDimNames();
+  SmallVector<int64_t> sizes = mesh.getMeshShape();
+  int64_t n = 1;
+  for (StringRef d : dims)
+    for (auto [name, size] : llvm::zip(names, sizes))
+      if (name == d)
+        n *= size;
+  return n;
+}
+
+/// `shard.shard %arg to <dist>` for the uses of `arg` (a segment input whose
+/// layout an earlier segment decided).
+static void annotateArg(BlockArgument arg, DistAttr dist, MeshOpInterface mesh,
+                        shard::GridOp grid) {
+  auto type = dyn_cast<RankedTensorType>(arg.getType());
+  if (!type || type.getRank() == 0 || arg.use_empty())
+    return;
+  SmallVector<StringRef> names = mesh.getDimNames();
+  SmallVector<SmallVector<int16_t>> axes;
+  for (int64_t d = 0; d < type.getRank(); ++d) {
+    SmallVector<int16_t> split;
+    for (StringRef m : dist.getSplitDims(d))
+      for (auto [i, name] : llvm::enumerate(names))
+        if (name == m)
+          split.push_back(static_cast<int16_t>(i));
+    axes.push_back(split);
+  }
+  OpBuilder b(arg.getContext());
+  b.setInsertionPointToStart(arg.getOwner());
+  Location loc = arg.getOwner()->getParentOp()->getLoc();
+  auto sharding = shard::ShardingOp::create(
+      b, loc, FlatSymbolRefAttr::get(grid.getSymNameAttr()),
+      partition::splitAxesAttrs(b.getContext(), axes));
+  auto annotated = shard::ShardOp::create(b, loc, arg, sharding,
+                                          /*annotate_for_users=*/false);
+  arg.replaceAllUsesExcept(annotated, annotated);
+}
+
+/// A whole-value segment of reshapes (tensor.expand_shape /
+/// collapse_shape) whose inputs arrive split (`inDists`, from the
+/// segments that made them): each rank reshapes its own shard when every
+/// split dimension maps onto the first dimension of its reassociation run
+/// and the mesh divides that dimension (`(B, T, D) -> (B, T, H, D/H)` with
+/// D split: H split). `tmp` then works on local types and
+/// `argDists`/`resDists` say the layouts; fails (tmp unchanged) otherwise.
+static LogicalResult localReshapes(func::FuncOp tmp, MeshOpInterface mesh,
+                                   ArrayRef<DistAttr> inDists,
+                                   SmallVectorImpl<DistAttr> &argDists,
+                                   SmallVectorImpl<DistAttr> &resDists) {
+  Block &body = tmp.getBody().front();
+  if (llvm::none_of(inDists, [](DistAttr d) { return d; }))
+    return failure();
+  for (Operation &op : body)
+    if (!isa<tensor::ExpandShapeOp, tensor::CollapseShapeOp, func::ReturnOp>(
+            op))
+      return failure();
+  MLIRContext *ctx = tmp.getContext();
+  using Split = SmallVector<SmallVector<StringRef>>;
+  DenseMap<Value, std::pair<Split, std::optional<ReductionKind>>> layout;
+  auto splitOf = [&](DistAttr dist, int64_t rank) {
+    Split split(rank);
+    if (dist)
+      for (int64_t d = 0; d < rank; ++d)
+        for (StringRef m : dist.getSplitDims(d))
+          split[d].push_back(m);
+    return split;
+  };
+  for (auto [arg, dist] : llvm::zip(body.getArguments(), inDists)) {
+    auto type = dyn_cast<RankedTensorType>(arg.getType());
+    if (!type)
+      return failure();
+    layout[arg] = {splitOf(dist, type.getRank()),
+                   dist ? dist.getPartial() : std::nullopt};
+  }
+  // Layouts of the results, op by op.
+  for (Operation &op : body) {
+    if (isa<func::ReturnOp>(op))
+      continue;
+    Value src = op.getOperand(0), res = op.getResult(0);
+    auto srcType = cast<RankedTensorType>(src.getType());
+    auto resType = cast<RankedTensorType>(res.getType());
+    auto it = layout.find(src);
+    if (it == layout.end())
+      return failure();
+    const Split &in = it->second.first;
+    Split out(resType.getRank());
+    SmallVector<ReassociationIndices> groups;
+    bool expand = isa<tensor::ExpandShapeOp>(op);
+    if (expand)
+      groups = cast<tensor::ExpandShapeOp>(op).getReassociationIndices();
+    else
+      groups = cast<tensor::CollapseShapeOp>(op).getReassociationIndices();
+    for (auto [g, run] : llvm::enumerate(groups)) {
+      if (expand) {
+        // Source dim g -> result dims run: the split goes to run[0].
+        if (in[g].empty())
+          continue;
+        int64_t n = splitCount(mesh, in[g]);
+        if (resType.getDimSize(run[0]) % n)
+          return failure();
+        out[run[0]] = in[g];
+      } else {
+        // Source dims run -> result dim g: only run[0] may be split.
+        for (size_t k = 1; k < run.size(); ++k)
+          if (!in[run[k]].empty())
+            return failure();
+        out[g] = in[run[0]];
+      }
+    }
+    (void)srcType;
+    layout[res] = {out, it->second.second};
+  }
+  // Rewrite with local types.
+  auto local = [&](RankedTensorType t, const Split &split) {
+    SmallVector<int64_t> shape(t.getShape());
+    for (auto [d, dims] : llvm::enumerate(split))
+      if (!dims.empty())
+        shape[d] /= splitCount(mesh, dims);
+    return RankedTensorType::get(shape, t.getElementType());
+  };
+  auto distOf = [&](const Split &split,
+                    std::optional<ReductionKind> partial) -> DistAttr {
+    SmallVector<Attribute> dims;
+    bool any = partial.has_value();
+    for (const auto &d : split) {
+      SmallVector<Attribute> names;
+      for (StringRef m : d)
+        names.push_back(StringAttr::get(ctx, m));
+      any |= !d.empty();
+      dims.push_back(ArrayAttr::get(ctx, names));
+    }
+    return any ? DistAttr::get(ctx, ArrayAttr::get(ctx, dims), partial)
+               : DistAttr();
+  };
+  argDists.clear();
+  for (BlockArgument arg : body.getArguments()) {
+    auto &[split, partial] = layout[arg];
+    argDists.push_back(distOf(split, partial));
+    arg.setType(local(cast<RankedTensorType>(arg.getType()), split));
+  }
+  OpBuilder b(ctx);
+  for (Operation &op : llvm::make_early_inc_range(body)) {
+    if (isa<func::ReturnOp>(op))
+      continue;
+    auto &[split, partial] = layout[op.getResult(0)];
+    auto type = local(cast<RankedTensorType>(op.getResult(0).getType()), split);
+    b.setInsertionPoint(&op);
+    Value made;
+    if (auto e = dyn_cast<tensor::ExpandShapeOp>(op))
+      made = tensor::ExpandShapeOp::create(b, op.getLoc(), type, e.getSrc(),
+                                           e.getReassociationIndices());
+    else {
+      auto c = cast<tensor::CollapseShapeOp>(op);
+      made = tensor::CollapseShapeOp::create(b, op.getLoc(), type, c.getSrc(),
+                                             c.getReassociationIndices());
+    }
+    layout[made] = layout[op.getResult(0)];
+    op.getResult(0).replaceAllUsesWith(made);
+    op.erase();
+  }
+  resDists.clear();
+  auto ret = cast<func::ReturnOp>(body.getTerminator());
+  for (Value v : ret.getOperands()) {
+    auto &[split, partial] = layout[v];
+    resDists.push_back(distOf(split, partial));
+  }
+  tmp.setType(
+      FunctionType::get(ctx, body.getArgumentTypes(), ret.getOperandTypes()));
+  return success();
+}
+
 struct MonarchPartitionPass
     : monarch::impl::MonarchPartitionBase<MonarchPartitionPass> {
   using Base::Base;
@@ -156,11 +325,15 @@ struct MonarchPartitionPass
   LocalCanonicalizer canonicalizer;
   /// Endpoints made this run, canonicalized together at the end.
   SmallVector<Operation *> endpoints;
+  /// How the endpoint calls made so far return their results (values of
+  /// the programs): later segments start from these layouts.
+  DenseMap<Value, DistAttr> known;
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
     canonicalizer.clear();
     endpoints.clear();
+    known.clear();
     if (propagatePM.size() == 0) {
       shard::ShardingPropagationOptions propagation;
       propagation.traversal = shard::TraversalOrder::ForwardBackward;
@@ -403,6 +576,15 @@ struct MonarchPartitionPass
       for (Value v : outputs)
         returned.push_back(map.lookup(v));
       func::ReturnOp::create(b, loc, returned);
+      // Scalar arithmetic on constants cloned in (1 - lr * wd): folded, as
+      // upstream partitioning has no rule for scalar arith ops.
+      OperationFolder folder(ctx);
+      SmallVector<Operation *> scalars;
+      for (Operation &op : *body)
+        if (isScalarArithmetic(&op))
+          scalars.push_back(&op);
+      for (Operation *op : scalars)
+        (void)folder.tryToFold(op);
       return made;
     };
     func::FuncOp tmp = buildTmp();
@@ -414,7 +596,17 @@ struct MonarchPartitionPass
     // every input to the replicated layout it has anyway
     // (global values), which upstream handles.
     SmallVector<DistAttr> argDists, resDists;
+    SmallVector<DistAttr> inDists;
+    for (Value v : inputs)
+      inDists.push_back(known.lookup(v));
     auto attempt = [&](bool replicateInputs) -> LogicalResult {
+      // Inputs that earlier segments left split start split, so the
+      // shards stay where they are (propagation would otherwise pick the
+      // inputs' layouts from their users alone).
+      if (!replicateInputs)
+        for (auto [arg, dist] : llvm::zip(tmp.getArguments(), inDists))
+          if (dist && !dist.getPartial())
+            annotateArg(arg, dist, mesh, grid);
       partition::prepareForPropagation(tmp, replicateInputs);
       if (failed(runPipeline(propagatePM, tmp)))
         return failure();
@@ -526,33 +718,73 @@ struct MonarchPartitionPass
           return failure();
       return success();
     };
+    // Why an attempt failed (its first error), for the remarks.
+    std::string why;
+    auto quietly = [&](auto &&run) {
+      ScopedDiagnosticHandler quiet(ctx, [&](Diagnostic &d) {
+        if (why.empty() && d.getSeverity() == DiagnosticSeverity::Error)
+          why = d.str();
+        return success();
+      });
+      return run();
+    };
+    Operation *head = segment.ops.front();
     LogicalResult first = failure();
-    if (segment.whole) {
+    if (segment.whole &&
+        succeeded(localReshapes(tmp, mesh, inDists, argDists, resDists))) {
+      // Reshapes of shards: each rank reshapes its own.
+      first = success();
+      if (remarks)
+        head->emitRemark("monarch-partition: ")
+            << segment.ops.size() << " reshapes on @" << segment.mesh.getValue()
+            << " run on each rank's shard";
+    } else if (segment.whole) {
       // Every argument and result replicated: nothing to partition.
       argDists.assign(inTypes.size(), DistAttr());
       resDists.assign(outTypes.size(), DistAttr());
       first = success();
+      if (remarks)
+        head->emitRemark("monarch-partition: '")
+            << head->getName() << "' on @" << segment.mesh.getValue()
+            << " runs on whole values (no sharding rule for it)";
     } else {
       // A first attempt that fails, or whose per-rank types its
       // annotations do not explain, is retried with replicated inputs.
-      ScopedDiagnosticHandler quiet(ctx,
-                                    [](Diagnostic &) { return success(); });
-      first = attempt(/*replicateInputs=*/false);
-      if (succeeded(first))
-        first = consistent();
+      first = quietly([&] {
+        LogicalResult r = attempt(/*replicateInputs=*/false);
+        return succeeded(r) ? consistent() : r;
+      });
+      if (succeeded(first) && remarks)
+        head->emitRemark("monarch-partition: ")
+            << segment.ops.size() << " ops on @" << segment.mesh.getValue()
+            << " partitioned as annotated";
     }
     if (failed(first)) {
       tmp.erase();
       tmp = buildTmp();
-      LogicalResult second = failure();
-      {
-        ScopedDiagnosticHandler quiet(ctx,
-                                      [](Diagnostic &) { return success(); });
-        second = attempt(/*replicateInputs=*/true);
-        if (succeeded(second))
-          second = consistent();
+      std::string firstWhy = why.empty() ? "no diagnostic" : why;
+      why.clear();
+      LogicalResult second = quietly([&] {
+        LogicalResult r = attempt(/*replicateInputs=*/true);
+        return succeeded(r) ? consistent() : r;
+      });
+      if (succeeded(second)) {
+        ++numReplicatedRetries;
+        if (remarks)
+          head->emitRemark("monarch-partition: ")
+              << segment.ops.size() << " ops on @" << segment.mesh.getValue()
+              << " partitioned with replicated inputs (as annotated, "
+                 "upstream partitioning failed: "
+              << firstWhy << ")";
       }
       if (failed(second)) {
+        ++numWholeValues;
+        if (remarks)
+          head->emitRemark("monarch-partition: ")
+              << segment.ops.size() << " ops on @" << segment.mesh.getValue()
+              << " run on whole values (upstream partitioning failed: "
+              << firstWhy << "; with replicated inputs: "
+              << (why.empty() ? "no diagnostic" : why) << ")";
         // Upstream partitioning cannot do this segment's layouts. The
         // annotations only say where data lives, so the work runs on whole
         // values instead: the same numbers, every rank computing all of it.
@@ -570,8 +802,6 @@ struct MonarchPartitionPass
         });
         argDists.assign(inTypes.size(), DistAttr());
         resDists.assign(outTypes.size(), DistAttr());
-        LLVM_DEBUG(llvm::dbgs() << "monarch-partition: segment " << base
-                                << " runs on whole values\n");
       }
     }
 
@@ -608,6 +838,9 @@ struct MonarchPartitionPass
                                inputs.getArrayRef());
     for (auto [v, r] : llvm::zip(outputs, call.getResults()))
       v.replaceAllUsesWith(r);
+    for (auto [r, dist] : llvm::zip(call.getResults(), resDists))
+      if (dist && !dist.isReplicated())
+        known[r] = dist;
     for (Operation *op : llvm::reverse(segment.ops))
       op->erase();
     ++numOutlined;

@@ -12,6 +12,7 @@
 #include "mlir/Dialect/Shard/Interfaces/ShardingInterface.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "mlir/Transforms/RegionUtils.h"
 #include "llvm/ADT/MapVector.h"
 
 using namespace mlir;
@@ -141,20 +142,6 @@ void separateRepeatedOperands(Block &block) {
   }
 }
 
-/// `axes` (per tensor dimension, its grid axes) as a sharding's split axes:
-/// trailing empty entries dropped, but one kept (`[[]]` is replicated; an
-/// empty list stays `[]`, the 0-d form).
-SmallVector<shard::GridAxesAttr>
-splitAxesAttrs(MLIRContext *ctx, ArrayRef<SmallVector<int16_t>> axes) {
-  size_t used = axes.size();
-  while (used > 1 && axes[used - 1].empty())
-    --used;
-  SmallVector<shard::GridAxesAttr> attrs;
-  for (const SmallVector<int16_t> &a : axes.take_front(used))
-    attrs.push_back(shard::GridAxesAttr::get(ctx, a));
-  return attrs;
-}
-
 /// `shard.shard %v to <replicated>` at the builder's position.
 shard::ShardOp annotateReplicated(OpBuilder &b, Location loc, Value v,
                                   FlatSymbolRefAttr grid) {
@@ -231,6 +218,20 @@ FlatSymbolRefAttr findGrid(Block &block) {
 
 } // namespace
 
+/// `axes` (per tensor dimension, its grid axes) as a sharding's split axes:
+/// trailing empty entries dropped, but one kept (`[[]]` is replicated; an
+/// empty list stays `[]`, the 0-d form).
+SmallVector<shard::GridAxesAttr>
+splitAxesAttrs(MLIRContext *ctx, ArrayRef<SmallVector<int16_t>> axes) {
+  size_t used = axes.size();
+  while (used > 1 && axes[used - 1].empty())
+    --used;
+  SmallVector<shard::GridAxesAttr> attrs;
+  for (const SmallVector<int16_t> &a : axes.take_front(used))
+    attrs.push_back(shard::GridAxesAttr::get(ctx, a));
+  return attrs;
+}
+
 /// A 0-d value annotated `split_axes = [[]]` (what the tracer builds, as
 /// `[]` does not parse back) gets `[]`: upstream propagation reads `[[]]`
 /// as naming dimension 0 and builds a sharding without a grid from it.
@@ -287,8 +288,41 @@ static void dropUnitAxisSplits(Block &block) {
   }
 }
 
+/// A gather (`linalg.generic` whose body reads a captured tensor at
+/// computed indices) partitions over its own loops; every rank needs the
+/// whole table, so the body reads a replicated copy of it (a for-users
+/// annotation, which upstream partitioning turns into the gather of a split
+/// table and maps the capture to).
+static void replicateCapturedTensors(Block &block, FlatSymbolRefAttr grid) {
+  if (!grid)
+    return;
+  for (Operation &op : llvm::make_early_inc_range(block)) {
+    if (!isa<linalg::LinalgOp>(op))
+      continue;
+    llvm::SetVector<Value> captured;
+    for (Region &region : op.getRegions())
+      getUsedValuesDefinedAbove(region, captured);
+    for (Value v : captured) {
+      auto type = dyn_cast<RankedTensorType>(v.getType());
+      if (!type)
+        continue;
+      OpBuilder b(&op);
+      shard::GridAxesAttr none = shard::GridAxesAttr::get(b.getContext(), {});
+      auto sharding = shard::ShardingOp::create(
+          b, op.getLoc(), grid,
+          type.getRank() == 0 ? ArrayRef<shard::GridAxesAttr>{}
+                              : ArrayRef(none));
+      auto whole = shard::ShardOp::create(b, op.getLoc(), v, sharding,
+                                          /*annotate_for_users=*/true);
+      for (Region &region : op.getRegions())
+        replaceAllUsesInRegionWith(v, whole, region);
+    }
+  }
+}
+
 void prepareForPropagation(func::FuncOp fn, bool replicateInputs) {
   Block &block = fn.getBody().front();
+  replicateCapturedTensors(block, findGrid(block));
   dropDeadOps(block);
   dropUnitAxisSplits(block);
   normalizeZeroRankShardings(block);

@@ -14,8 +14,16 @@
 #define MONARCH_PASSES_LIB_PARTITIONPREP_H
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Shard/IR/ShardOps.h"
 
 namespace monarch::partition {
+
+/// `axes` (per tensor dimension, its grid axes) as a sharding's split axes:
+/// trailing empty entries dropped, but one kept (`[[]]` is replicated; an
+/// empty list stays `[]`, the 0-d form).
+llvm::SmallVector<mlir::shard::GridAxesAttr>
+splitAxesAttrs(mlir::MLIRContext *ctx,
+               llvm::ArrayRef<llvm::SmallVector<int16_t>> axes);
 
 /// Before propagation: drops dead ops (shard-partition dereferences the
 /// missing sharding of unused results), annotates unused inputs (all inputs

@@ -13,6 +13,9 @@
 #include "mlir/Pass/PassRegistry.h"
 #include "llvm/ADT/StringSwitch.h"
 
+#include <cstdlib>
+#include <string>
+
 using namespace mlir;
 
 namespace monarch {
@@ -41,7 +44,10 @@ llvm::StringRef stageName(Stage stage) {
 }
 
 void populatePartitionPipeline(OpPassManager &pm, const PipelineOptions &) {
-  pm.addPass(createMonarchPartition());
+  MonarchPartitionOptions partition;
+  const char *remarks = std::getenv("MONARCH_PARTITION_REMARKS");
+  partition.remarks = remarks && *remarks && std::string(remarks) != "0";
+  pm.addPass(createMonarchPartition(partition));
 }
 
 void populateSplitPipeline(OpPassManager &pm, const PipelineOptions &) {

@@ -47,8 +47,9 @@ def _adamw(p, g, m, v, t, lr, betas, eps, weight_decay, loc):
     """One AdamW update (torch.optim.AdamW): (p, m, v) after step `t`."""
     b1, b2 = betas
     if weight_decay:
-        p = binary("mul", p, binary("sub", 1.0, binary("mul", lr, weight_decay,
-                                                       loc), loc), loc)
+        decay = 1.0 - lr * weight_decay if not isinstance(lr, Tensor) else \
+            binary("sub", 1.0, binary("mul", lr, weight_decay, loc), loc)
+        p = binary("mul", p, decay, loc)
     m = binary("add", binary("mul", m, b1, loc), binary("mul", g, 1 - b1, loc),
                loc)
     v = binary("add", binary("mul", v, b2, loc),

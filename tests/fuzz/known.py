@@ -335,6 +335,37 @@ FIXED = {
             tag="shard_both",
         ),
     ),
+    "gather-split-over-its-other-dims": (
+        "a gather split over a dimension it does not index read local rows of "
+        "the whole table (linalg.index is local after partitioning)",
+        Program(
+            mesh=M1x2,
+            inputs=[_x("i", (), dtype="int32", seed=306287926),
+                    _x("x", (4, 4), seed=622340824)],
+            ops=[
+                Op("take", ("t",), ("x", "i"), {"axis": 1, "n": 4, "style": "take"}),
+                Op("shard", ("s",), ("t",), {"spec": {"gpus": -1}}),
+                _bin("y", "mul", "s", 2.0),
+            ],
+            results=["y"],
+            tag="gather_split",
+        ),
+    ),
+    "transposed-operand-used-twice-on-2x2": (
+        "x.T @ x.T with its result split over both axes of a 2x2 mesh gave "
+        "both operand uses one layout",
+        Program(
+            mesh=M2x2,
+            inputs=[_x("x", (2, 2), seed=281647522)],
+            ops=[
+                Op("transpose", ("t",), ("x",), {"axes": None}),
+                Op("matmul", ("y",), ("t", "t"), {"style": "op"}),
+                Op("shard", ("s",), ("y",), {"spec": {"hosts": -1, "gpus": 0}}),
+            ],
+            results=["s"],
+            tag="tt_2x2",
+        ),
+    ),
     "boolean-results": (
         "boolean results come back bit-packed (docs/frontend.md, test_boolean_results)",
         Program(

@@ -328,3 +328,100 @@ func.func @square(%x: tensor<2x2xf32>) -> tensor<2x2xf32> {
   %res = monarch.fetch %ys from @mesh : tensor<2x2xf32>
   return %res : tensor<2x2xf32>
 }
+
+// -----
+
+// A reshape that splits a sharded dimension (attention heads: D split over
+// "gpus" becomes (H, D/H) with H split) runs on each rank's shard, in an
+// endpoint of its own between the work before and after it; the layouts
+// stay where the matmul left them (no gather around the reshape).
+
+// CHECK-LABEL: monarch.actor_class @heads.mesh.1.class
+// CHECK:         monarch.endpoint @run(%[[A:.*]]: tensor<2x8x8xf32> {monarch.dist = #monarch.dist<{{\[\["hosts"\], \[\], \["gpus"\]\]}}>}) -> (tensor<2x8x1x8xf32> {monarch.dist = #monarch.dist<{{\[\["hosts"\], \[\], \["gpus"\], \[\]\]}}>})
+// CHECK-NEXT:      %[[E:.*]] = tensor.expand_shape %[[A]] {{\[\[}}0], [1], [2, 3]] output_shape [2, 8, 1, 8] : tensor<2x8x8xf32> into tensor<2x8x1x8xf32>
+// CHECK-NEXT:      return %[[E]]
+// CHECK-LABEL: monarch.actor_class @heads.mesh.2.class
+// CHECK:         monarch.endpoint @run(%{{.*}}: tensor<2x8x1x8xf32> {monarch.dist = #monarch.dist<{{\[\["hosts"\], \[\], \["gpus"\], \[\]\]}}>})
+#map = affine_map<(d0, d1, d2, d3) -> (d0, d1, d3)>
+#map1 = affine_map<(d0, d1, d2, d3) -> (d3, d2)>
+#map2 = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2)>
+#map3 = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
+module {
+  shard.grid @mesh_grid(shape = 2x2)
+  monarch.proc_mesh @mesh(hosts = 2, gpus = 2) grid @mesh_grid
+  func.func @heads(%arg0: tensor<4x8x16xf32>, %arg1: tensor<16x16xf32>) -> tensor<4x8x2x8xf32> {
+    %0 = monarch.feed %arg0 to @mesh : tensor<4x8x16xf32>
+    %sharding = shard.sharding @mesh_grid split_axes = [[0]] : !shard.sharding
+    %sharding_annotated = shard.shard %0 to %sharding : tensor<4x8x16xf32>
+    %1 = monarch.feed %arg1 to @mesh : tensor<16x16xf32>
+    %sharding_0 = shard.sharding @mesh_grid split_axes = [[], [1]] : !shard.sharding
+    %sharding_annotated_1 = shard.shard %1 to %sharding_0 : tensor<16x16xf32>
+    %2 = tensor.empty() : tensor<4x8x16xf32>
+    %cst = arith.constant 0.000000e+00 : f32
+    %3 = linalg.fill ins(%cst : f32) outs(%2 : tensor<4x8x16xf32>) -> tensor<4x8x16xf32>
+    %4 = linalg.generic {indexing_maps = [#map, #map1, #map2], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%sharding_annotated, %sharding_annotated_1 : tensor<4x8x16xf32>, tensor<16x16xf32>) outs(%3 : tensor<4x8x16xf32>) {
+    ^bb0(%in: f32, %in_2: f32, %out: f32):
+      %8 = arith.mulf %in, %in_2 : f32
+      %9 = arith.addf %out, %8 : f32
+      linalg.yield %9 : f32
+    } -> tensor<4x8x16xf32>
+    %expanded = tensor.expand_shape %4 [[0], [1], [2, 3]] output_shape [4, 8, 2, 8] : tensor<4x8x16xf32> into tensor<4x8x2x8xf32>
+    %5 = tensor.empty() : tensor<4x8x2x8xf32>
+    %6 = linalg.generic {indexing_maps = [#map3, #map3], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%expanded : tensor<4x8x2x8xf32>) outs(%5 : tensor<4x8x2x8xf32>) {
+    ^bb0(%in: f32, %out: f32):
+      %cst_2 = arith.constant 0.000000e+00 : f32
+      %8 = arith.maximumf %in, %cst_2 : f32
+      linalg.yield %8 : f32
+    } -> tensor<4x8x2x8xf32>
+    %7 = monarch.fetch %6 from @mesh : tensor<4x8x2x8xf32>
+    return %7 : tensor<4x8x2x8xf32>
+  }
+}
+
+// -----
+
+// A gather (emb[tok]) partitions over its own loops: the tokens keep their
+// split over "hosts" and every rank reads the whole, replicated table.
+
+// CHECK-LABEL: monarch.actor_class @lookup.mesh.0.class
+// CHECK:         monarch.endpoint @run(%{{.*}}: tensor<2x3xi32> {monarch.dist = #monarch.dist<{{\[\["hosts"\], \[\]\]}}>}, %[[T:.*]]: tensor<10x4xf32>) -> (tensor<2x3x4xf32> {monarch.dist = #monarch.dist<{{\[\["hosts"\], \[\], \[\]\]}}>})
+// CHECK:           tensor.extract %[[T]]
+#map = affine_map<(d0, d1, d2) -> (d0, d1)>
+#map1 = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+module {
+  shard.grid @mesh_grid(shape = 2x2)
+  monarch.proc_mesh @mesh(hosts = 2, gpus = 2) grid @mesh_grid
+  func.func @lookup(%arg0: tensor<10x4xf32>, %arg1: tensor<4x3xi32>) -> tensor<4x3x4xf32> {
+    %0 = monarch.feed %arg1 to @mesh : tensor<4x3xi32>
+    %sharding = shard.sharding @mesh_grid split_axes = [[0]] : !shard.sharding
+    %sharding_annotated = shard.shard %0 to %sharding : tensor<4x3xi32>
+    %1 = monarch.feed %arg0 to @mesh : tensor<10x4xf32>
+    %sharding_0 = shard.sharding @mesh_grid split_axes = [[]] : !shard.sharding
+    %sharding_annotated_1 = shard.shard %1 to %sharding_0 : tensor<10x4xf32>
+    %2 = tensor.empty() : tensor<4x3x4xf32>
+    %3 = linalg.generic {indexing_maps = [#map, #map1], iterator_types = ["parallel", "parallel", "parallel"]} ins(%sharding_annotated : tensor<4x3xi32>) outs(%2 : tensor<4x3x4xf32>) {
+    ^bb0(%in: i32, %out: f32):
+      %7 = arith.index_cast %in : i32 to index
+      %c0 = arith.constant 0 : index
+      %c10 = arith.constant 10 : index
+      %c9 = arith.constant 9 : index
+      %8 = arith.cmpi slt, %7, %c0 : index
+      %9 = arith.addi %7, %c10 : index
+      %10 = arith.select %8, %9, %7 : index
+      %11 = arith.maxsi %10, %c0 : index
+      %12 = arith.minsi %11, %c9 : index
+      %13 = linalg.index 2 : index
+      %extracted = tensor.extract %sharding_annotated_1[%12, %13] : tensor<10x4xf32>
+      linalg.yield %extracted : f32
+    } -> tensor<4x3x4xf32>
+    %4 = tensor.empty() : tensor<4x3x4xf32>
+    %5 = linalg.generic {indexing_maps = [#map1, #map1], iterator_types = ["parallel", "parallel", "parallel"]} ins(%3 : tensor<4x3x4xf32>) outs(%4 : tensor<4x3x4xf32>) {
+    ^bb0(%in: f32, %out: f32):
+      %cst = arith.constant 0.000000e+00 : f32
+      %7 = arith.maximumf %in, %cst : f32
+      linalg.yield %7 : f32
+    } -> tensor<4x3x4xf32>
+    %6 = monarch.fetch %5 from @mesh : tensor<4x3x4xf32>
+    return %6 : tensor<4x3x4xf32>
+  }
+}

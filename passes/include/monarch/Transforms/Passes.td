@@ -42,10 +42,20 @@ def MonarchPartition : Pass<"monarch-partition", "::mlir::ModuleOp"> {
     "::mlir::linalg::LinalgDialect", "::mlir::arith::ArithDialect",
     "::mlir::cf::ControlFlowDialect"
   ];
+  let options = [
+    Option<"remarks", "remarks", "bool", /*default=*/"false",
+           "Emit a remark per segment of work saying how it was partitioned "
+           "(split, retried with replicated inputs, or run on whole values, "
+           "and why); MONARCH_PARTITION_REMARKS=1 sets it in the pipelines">
+  ];
   let statistics = [
     Statistic<"numOutlined", "outlined", "Mesh programs outlined">,
     Statistic<"numCollectives", "collectives",
-              "Collectives inserted by partitioning">
+              "Collectives inserted by partitioning">,
+    Statistic<"numReplicatedRetries", "replicated-retries",
+              "Segments partitioned only with replicated inputs">,
+    Statistic<"numWholeValues", "whole-values",
+              "Segments run on whole values">
   ];
 }
 

@@ -1,0 +1,23 @@
+// RUN: monarch-opt %s --monarch-partition=remarks=1 --verify-diagnostics -o /dev/null
+
+// With `remarks` (MONARCH_PARTITION_REMARKS=1 in the pipelines), every
+// segment of work says how it was partitioned.
+
+shard.grid @grid(shape = 2)
+monarch.proc_mesh @mesh(gpus = 2) grid @grid
+func.func @f(%x: tensor<4x2xf32>) -> tensor<8x2xf32> {
+  %xf = monarch.feed %x to @mesh : tensor<4x2xf32>
+  %s = shard.sharding @grid split_axes = [[0]] : !shard.sharding
+  // expected-remark@+1 {{monarch-partition: 2 ops on @mesh partitioned as annotated}}
+  %xs = shard.shard %xf to %s : tensor<4x2xf32>
+  %e = tensor.empty() : tensor<4x2xf32>
+  %y = linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>], iterator_types = ["parallel", "parallel"]} ins(%xs : tensor<4x2xf32>) outs(%e : tensor<4x2xf32>) {
+  ^bb0(%a: f32, %b: f32):
+    %m = math.exp %a : f32
+    linalg.yield %m : f32
+  } -> tensor<4x2xf32>
+  // expected-remark@+1 {{monarch-partition: 'tensor.concat' on @mesh runs on whole values (no sharding rule for it)}}
+  %c = tensor.concat dim(0) %y, %y : (tensor<4x2xf32>, tensor<4x2xf32>) -> tensor<8x2xf32>
+  %r = monarch.fetch %c from @mesh : tensor<8x2xf32>
+  return %r : tensor<8x2xf32>
+}
