@@ -14,3 +14,5 @@ for b in "${benches[@]}"; do
   echo "== ${b##*/} =="
   "$b"
 done
+echo "== training (python) =="
+"${PYTHON:-python3}" "$ROOT/bench/training/training.py"

@@ -22,7 +22,6 @@ import numpy as np
 
 import monarch_compile as mc
 
-STEPS = int(sys.argv[1]) if len(sys.argv) > 1 else 12
 VOCAB, CTX, DIM, HEADS, LAYERS, BATCH = 32, 8, 16, 2, 2, 8
 LR, BETAS, EPS, WD = 3e-3, (0.9, 0.999), 1e-8, 0.01
 HD = DIM // HEADS
@@ -227,6 +226,7 @@ def tree_map(f, *trees):
 
 
 def main():
+    steps = int(sys.argv[1]) if len(sys.argv) > 1 else 12
     rng = np.random.default_rng(0)
     params = init_params(rng)
     tok, lab = corpus(rng, BATCH)
@@ -256,7 +256,7 @@ def main():
         m = tree_map(np.zeros_like, ref)
         v = tree_map(np.zeros_like, ref)
         losses, times = [], []
-        for step in range(1, STEPS + 1):
+        for step in range(1, steps + 1):
             start = time.perf_counter()
             loss, params, state = train_step(params, state, tok, lab)
             times.append(time.perf_counter() - start)

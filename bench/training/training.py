@@ -1,0 +1,263 @@
+"""bench/training: one training step, differentiated with mc.value_and_grad
+and updated with an optimizer, compiled with global semantics and run on
+1, 2 and 4 local worker processes, against the same step in single-process
+numpy (one BLAS thread, as each worker has) measured in the same run, and
+PyTorch when it is importable (`pip install torch`; skipped otherwise).
+
+Two models: the 1024-wide MLP (x @ w1 -> relu -> @ w2, mean squared error,
+SGD; the batch split over the ranks), compiled with global semantics (the
+weights passed in and out) and as an actor (per-rank code: weights and
+optimizer state on the ranks, gradients all-reduced) and the small GPT of
+examples/python/gpt.py (AdamW; data parallel over "hosts", Megatron tensor
+parallel over "gpus"). It prints the step time (median of the timed steps
+after a warm-up), the ratio to numpy (< 1 is faster), the compile time of
+the first call, and the peak planned memory per rank against the bytes of
+the parameters, gradients and optimizer state.
+
+    python3 bench/training/training.py [--steps N] [--quick]
+"""
+import os
+
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+import argparse  # noqa: E402
+import pathlib  # noqa: E402
+import sys  # noqa: E402
+import time  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "python"))
+sys.path.insert(0, str(ROOT / "examples" / "python"))
+
+import monarch_compile as mc  # noqa: E402
+
+MESHES = {1: dict(hosts=1, gpus=1), 2: dict(hosts=1, gpus=2),
+          4: dict(hosts=2, gpus=2)}
+
+
+def median_step(fn, args, steps):
+    """(first call seconds, median of `steps` later calls); `fn(*args)`
+    returns (loss, *state) and the state feeds the next call."""
+    start = time.perf_counter()
+    out = fn(*args)
+    first = time.perf_counter() - start
+    times = []
+    for _ in range(steps):
+        args = (*out[1:], *args[len(out) - 1:])
+        start = time.perf_counter()
+        out = fn(*args)
+        times.append(time.perf_counter() - start)
+    return first, float(np.median(times))
+
+
+def numpy_time(fn, steps):
+    times = []
+    for _ in range(steps + 1):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return float(np.median(times[1:]))
+
+
+# --- the MLP ----------------------------------------------------------------
+
+def mlp(ranks, steps, width, batch):
+    rng = np.random.default_rng(0)
+    w1 = (rng.standard_normal((width, width)) / np.sqrt(width)).astype(
+        np.float32)
+    w2 = (rng.standard_normal((width, width)) / np.sqrt(width)).astype(
+        np.float32)
+    x = rng.standard_normal((batch, width)).astype(np.float32)
+    t = rng.standard_normal((batch, width)).astype(np.float32)
+    lr = 0.01
+
+    def loss_fn(w1, w2, x, t):
+        split = ranks > 1
+        xs = mc.shard(x, gpus=0) if split else x
+        ts = mc.shard(t, gpus=0) if split else t
+        return ((mc.relu(xs @ w1) @ w2 - ts) ** 2).mean()
+
+    with mc.mesh(**MESHES[ranks]) as mesh:
+        @mc.compile(mesh=mesh)
+        def step(w1, w2, x, t):
+            loss, (g1, g2) = mc.value_and_grad(loss_fn, argnums=(0, 1))(
+                w1, w2, x, t)
+            return loss, w1 - lr * g1, w2 - lr * g2
+
+        first, ours = median_step(step, (w1, w2, x, t), steps)
+        peak = max(step.plan_summary(w1, w2, x, t).peak_memory.values())
+
+    def np_step():
+        h0 = x @ w1
+        h = np.maximum(h0, 0)
+        d = (h @ w2 - t) * (2.0 / t.size)
+        g2 = h.T @ d
+        g1 = x.T @ ((d @ w2.T) * (h0 > 0))
+        return w1 - lr * g1, w2 - lr * g2
+
+    floor = numpy_time(np_step, steps)
+    state = 4 * (w1.size + w2.size) * 2  # parameters and gradients
+    return ours, floor, first - ours, peak, state
+
+
+class MLPActor(mc.Actor):
+    """The same MLP step as per-rank code: the weights and the optimizer
+    live on the ranks (nothing but the batch moves per step)."""
+
+    def __init__(self, w1, w2):
+        self.p = [mc.param(w1), mc.param(w2)]
+        self.opt = mc.optim.SGD(self.p, lr=0.01)
+
+    @mc.endpoint
+    def step(self, x, t):
+        def loss_fn(p, x, t):
+            return ((mc.relu(x @ p[0]) @ p[1] - t) ** 2).mean()
+
+        loss, g = mc.value_and_grad(loss_fn)(self.p, x, t)
+        self.opt.step([mc.all_reduce(gi, "gpus", "avg") for gi in g])
+        return mc.all_reduce(loss, "gpus", "avg")
+
+
+def mlp_actor(ranks, steps, width, batch):
+    rng = np.random.default_rng(0)
+    w1 = (rng.standard_normal((width, width)) / np.sqrt(width)).astype(
+        np.float32)
+    w2 = (rng.standard_normal((width, width)) / np.sqrt(width)).astype(
+        np.float32)
+    x = rng.standard_normal((batch, width)).astype(np.float32)
+    t = rng.standard_normal((batch, width)).astype(np.float32)
+    with mc.mesh(hosts=1, gpus=ranks) as mesh:
+        actor = mesh.spawn("mlp", MLPActor, w1, w2)
+
+        @mc.compile(mesh=mesh)
+        def step(x, t):
+            return actor.step.call(mc.shard(x, gpus=0), mc.shard(t, gpus=0))
+
+        start = time.perf_counter()
+        step(x, t)
+        first = time.perf_counter() - start
+        times = []
+        for _ in range(steps):
+            start = time.perf_counter()
+            step(x, t)
+            times.append(time.perf_counter() - start)
+        ours = float(np.median(times))
+        peak = max(step.plan_summary(x, t).peak_memory.values())
+    return ours, first - ours, peak
+
+
+def torch_mlp(steps, width, batch):
+    try:
+        import torch
+    except ImportError:
+        return None
+    torch.set_num_threads(1)
+    g = torch.Generator().manual_seed(0)
+    w1 = torch.randn(width, width, generator=g, requires_grad=True)
+    w2 = torch.randn(width, width, generator=g, requires_grad=True)
+    x = torch.randn(batch, width, generator=g)
+    t = torch.randn(batch, width, generator=g)
+    opt = torch.optim.SGD([w1, w2], lr=0.01)
+
+    def step():
+        opt.zero_grad()
+        loss = ((torch.relu(x @ w1) @ w2 - t) ** 2).mean()
+        loss.backward()
+        opt.step()
+
+    return numpy_time(step, steps)
+
+
+# --- the GPT ----------------------------------------------------------------
+
+def gpt_bench(ranks, steps):
+    import gpt
+    rng = np.random.default_rng(0)
+    params = gpt.init_params(rng)
+    tok, lab = gpt.corpus(rng, gpt.BATCH)
+    dims = MESHES[ranks]
+
+    with mc.mesh(**dims) as mesh:
+        @mc.compile(mesh=mesh)
+        def step(params, state, tok, lab):
+            p = gpt.shard_params(params) if dims["gpus"] > 1 else params
+            if dims["hosts"] > 1:
+                tok, lab = mc.shard(tok, hosts=0), mc.shard(lab, hosts=0)
+            elif dims["gpus"] > 1 and ranks == 2:
+                p = params  # 2 ranks: data parallel only
+                tok, lab = mc.shard(tok, gpus=0), mc.shard(lab, gpus=0)
+            loss, grads = mc.value_and_grad(gpt.loss_fn)(p, tok, lab)
+            p, state = mc.optim.adamw_update(p, grads, state, lr=gpt.LR)
+            return loss, p, state
+
+        state = mc.optim.adamw_init(params)
+        first, ours = median_step(step, (params, state, tok, lab), steps)
+        peak = max(step.plan_summary(params, state, tok, lab)
+                   .peak_memory.values())
+
+    p32 = params
+
+    def np_step():
+        gpt.np_loss_and_grads(p32, tok, lab)
+
+    floor = numpy_time(np_step, steps)
+    leaves = [a for a in _leaves(params)]
+    state = 4 * sum(a.size for a in leaves) * 4  # params, grads, 2 moments
+    return ours, floor, first - ours, peak, state
+
+
+def _leaves(tree):
+    if isinstance(tree, dict):
+        for v in tree.values():
+            yield from _leaves(v)
+    elif isinstance(tree, list):
+        for v in tree:
+            yield from _leaves(v)
+    else:
+        yield tree
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--steps", type=int, default=5)
+    ap.add_argument("--quick", action="store_true",
+                    help="a 256-wide MLP and 1 and 2 ranks")
+    args = ap.parse_args()
+    width, batch = (256, 64) if args.quick else (1024, 256)
+    ranks_list = [1, 2] if args.quick else [1, 2, 4]
+    print(f"bench/training: median of {args.steps} steps after the first; "
+          "ratio = our step / single-process numpy (< 1 is faster)")
+    print(f"{'model':<14}{'ranks':>6}{'step ms':>10}{'numpy ms':>10}"
+          f"{'ratio':>8}{'compile s':>11}{'peak/rank KB':>14}"
+          f"{'state KB':>10}")
+    for ranks in ranks_list:
+        ours, floor, compile_s, peak, state = mlp(ranks, args.steps, width,
+                                                  batch)
+        print(f"{'mlp-' + str(width):<14}{ranks:>6}{ours * 1e3:>10.2f}"
+              f"{floor * 1e3:>10.2f}{ours / floor:>8.2f}{compile_s:>11.2f}"
+              f"{peak / 1024:>14.0f}{state / 1024:>10.0f}")
+        a_ours, a_compile, a_peak = mlp_actor(ranks, args.steps, width, batch)
+        print(f"{'mlp-' + str(width) + ' actor':<14}{ranks:>6}"
+              f"{a_ours * 1e3:>10.2f}{floor * 1e3:>10.2f}"
+              f"{a_ours / floor:>8.2f}{a_compile:>11.2f}"
+              f"{a_peak / 1024:>14.0f}{state / 1024:>10.0f}")
+    for ranks in ranks_list:
+        ours, floor, compile_s, peak, state = gpt_bench(ranks, args.steps)
+        print(f"{'gpt':<14}{ranks:>6}{ours * 1e3:>10.2f}{floor * 1e3:>10.2f}"
+              f"{ours / floor:>8.2f}{compile_s:>11.2f}{peak / 1024:>14.0f}"
+              f"{state / 1024:>10.0f}")
+    t = torch_mlp(args.steps, width, batch)
+    if t is None:
+        print("torch: not importable, PyTorch rows skipped (pip install "
+              "torch)")
+    else:
+        print(f"torch mlp-{width} 1 rank: {t * 1e3:.2f} ms")
+    print("targets (issue 21): at 2 ranks a step <= 0.6x numpy and faster "
+          "than PyTorch; see docs/benchmarks.md")
+
+
+if __name__ == "__main__":
+    main()
