@@ -64,7 +64,8 @@ def numpy_time(fn, steps):
 
 # --- the MLP ----------------------------------------------------------------
 
-def mlp(ranks, steps, width, batch):
+def mlp_data(width, batch):
+    """The MLP's weights, batch and targets (the same in every row)."""
     rng = np.random.default_rng(0)
     w1 = (rng.standard_normal((width, width)) / np.sqrt(width)).astype(
         np.float32)
@@ -72,6 +73,11 @@ def mlp(ranks, steps, width, batch):
         np.float32)
     x = rng.standard_normal((batch, width)).astype(np.float32)
     t = rng.standard_normal((batch, width)).astype(np.float32)
+    return w1, w2, x, t
+
+
+def mlp(ranks, steps, width, batch):
+    w1, w2, x, t = mlp_data(width, batch)
     lr = 0.01
 
     def loss_fn(w1, w2, x, t):
@@ -122,13 +128,7 @@ class MLPActor(mc.Actor):
 
 
 def mlp_actor(ranks, steps, width, batch):
-    rng = np.random.default_rng(0)
-    w1 = (rng.standard_normal((width, width)) / np.sqrt(width)).astype(
-        np.float32)
-    w2 = (rng.standard_normal((width, width)) / np.sqrt(width)).astype(
-        np.float32)
-    x = rng.standard_normal((batch, width)).astype(np.float32)
-    t = rng.standard_normal((batch, width)).astype(np.float32)
+    w1, w2, x, t = mlp_data(width, batch)
     with mc.mesh(hosts=1, gpus=ranks) as mesh:
         actor = mesh.spawn("mlp", MLPActor, w1, w2)
 

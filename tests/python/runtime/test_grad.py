@@ -317,31 +317,29 @@ def test_errors_are_located(meshes):
                                   np.zeros(3, np.float32))
 
 
-def test_gpt_example_trains_and_matches_numpy():
-    # examples/python/gpt.py (the `make run` headline) exits non-zero when a
-    # step's loss differs from its numpy reference or the loss does not fall.
+def run_example(script, steps):
+    """examples/python/<script> run with `steps`; its stdout (it exits
+    non-zero when a step's loss differs from its numpy reference or the
+    loss does not fall)."""
     import pathlib
     import subprocess
     import sys
     root = pathlib.Path(__file__).resolve().parents[3]
     out = subprocess.run([sys.executable, str(root / "examples" / "python" /
-                                              "gpt.py"), "3"],
+                                              script), str(steps)],
                          capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stdout + out.stderr
     assert "every step matched numpy" in out.stdout
+    return out.stdout
+
+
+def test_gpt_example_trains_and_matches_numpy():
+    # examples/python/gpt.py, the `make run` headline.
+    run_example("gpt.py", 3)
 
 
 def test_pipeline_training_example_matches_numpy():
     # examples/python/pipeline_train.py: two stages on mesh slices, 4
     # micro-batches, activation gradients sent back across the boundary
     # (mc.value_and_grad / mc.vjp in endpoints), SGD on the ranks.
-    import pathlib
-    import subprocess
-    import sys
-    root = pathlib.Path(__file__).resolve().parents[3]
-    out = subprocess.run([sys.executable, str(root / "examples" / "python" /
-                                              "pipeline_train.py"), "3"],
-                         capture_output=True, text=True, timeout=300)
-    assert out.returncode == 0, out.stdout + out.stderr
-    assert "every step matched numpy" in out.stdout
-    assert "rank 1 -> rank 0" in out.stdout  # the gradient crosses back
+    assert "rank 1 -> rank 0" in run_example("pipeline_train.py", 3)
