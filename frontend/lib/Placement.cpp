@@ -19,6 +19,7 @@
 #include "TraceBuilderImpl.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
 
 #include <set>
@@ -317,7 +318,18 @@ TraceBuilder::shard(Value v,
   // A fresh result gets a producer annotation (later uses of `v` read the
   // annotated value: the same numbers); a used or annotated value is
   // resharded for its later users.
-  bool forUsers = !rec.value.use_empty() || isa<BlockArgument>(rec.value) ||
+  //
+  // Owner computes: `mc.replicate(y)` of computed work asks for the whole
+  // value where it is used, not that the work producing it run replicated
+  // (a producer annotation made upstream propagation gather the operands of
+  // `mc.replicate(mc.shard(x, gpus=0) @ w)` and compute the whole product on
+  // every rank); the work keeps its operands' layout and the result is
+  // gathered after it.
+  bool gatherAfter =
+      dist.isReplicated() && rec.value.use_empty() &&
+      isa_and_nonnull<linalg::LinalgOp>(rec.value.getDefiningOp());
+  bool forUsers = gatherAfter || !rec.value.use_empty() ||
+                  isa<BlockArgument>(rec.value) ||
                   isa_and_nonnull<shard::ShardOp>(rec.value.getDefiningOp());
   auto op = shard::ShardOp::create(I.b, I.loc(loc), rec.value, *s, forUsers);
   std::string meshName = rec.mesh;

@@ -187,6 +187,16 @@ bool hasSharding(Value v) {
                       [](Operation *u) { return isa<shard::ShardOp>(u); });
 }
 
+/// `mc.replicate(y)` of structured work: a replicated for-users request
+/// on the result of a linalg op. Left as a request, propagation lays the
+/// result out from the op's operands (owner computes) and partitioning
+/// gathers it after the op.
+static bool gathersAfterWork(shard::ShardOp s) {
+  auto sharding = s.getSharding().getDefiningOp<shard::ShardingOp>();
+  return sharding && isReplicated(sharding) &&
+         isa_and_nonnull<linalg::LinalgOp>(s.getSrc().getDefiningOp());
+}
+
 /// `shard.shard %v to S annotate_for_users` where nothing says how %v
 /// itself is laid out: upstream partitioning then keeps %v in layout S for
 /// its user whatever the user's own layout, and builds ill-typed ops when
@@ -197,7 +207,7 @@ bool hasSharding(Value v) {
 void annotateSourcesOfForUsers(Block &block) {
   for (auto s : block.getOps<shard::ShardOp>())
     if (s.getAnnotateForUsers() && s.getSrc().hasOneUse() &&
-        !s.getSrc().getDefiningOp<shard::ShardOp>() &&
+        !gathersAfterWork(s) && !s.getSrc().getDefiningOp<shard::ShardOp>() &&
         !soleAnnotation(s.getSrc()) &&
         llvm::none_of(s.getSrc().getUsers(), [&](Operation *u) {
           auto other = dyn_cast<shard::ShardOp>(u);

@@ -34,7 +34,7 @@ def step(x, w):
     # CHECK: arith.addf
     # CHECK: } loc("{{.*}}data_parallel.py":[[@LINE-3]]:25)
     # CHECK: %[[R:.*]] = shard.sharding @mesh_grid split_axes = {{\[\[}}]] : !shard.sharding loc("{{.*}}data_parallel.py":[[@LINE-4]]:12)
-    # CHECK-NEXT: %[[RS:.*]] = shard.shard %[[SUM]] to %[[R]] : tensor<4xf32>
+    # CHECK-NEXT: %[[RS:.*]] = shard.shard %[[SUM]] to %[[R]] annotate_for_users : tensor<4xf32>
     # CHECK-NEXT: %[[OUT:.*]] = monarch.fetch %[[RS]] from @mesh : tensor<4xf32> loc("{{.*}}data_parallel.py":[[@LINE-6]]:5)
     # CHECK-NEXT: return %[[OUT]] : tensor<4xf32>
 

@@ -425,3 +425,37 @@ module {
     return %6 : tensor<4x3x4xf32>
   }
 }
+
+// -----
+
+// Owner computes: `mc.replicate(mc.shard(x, gpus=0) @ w)` is a replicated
+// request for the users of the product (annotate_for_users), so the matmul
+// runs on each rank's rows and the product is gathered after it, instead
+// of gathering x and computing the whole product on every rank.
+
+// CHECK-LABEL: monarch.actor_class @owner.mesh.0.class
+// CHECK:         monarch.endpoint @run(%[[X:.*]]: tensor<4x4xf32> {monarch.dist = #monarch.dist<{{\[\["gpus"\], \[\]\]}}>}, %[[W:.*]]: tensor<4x4xf32>) -> tensor<8x4xf32>
+// CHECK-NOT:       all_gather %[[X]]
+// CHECK:           %[[P:.*]] = linalg.matmul ins(%[[X]], %[[W]] : tensor<4x4xf32>, tensor<4x4xf32>)
+// CHECK:           all_gather %[[P]] over ["gpus"] axis 0 : tensor<4x4xf32> -> tensor<8x4xf32>
+module {
+  shard.grid @mesh_grid(shape = 1x2)
+  monarch.proc_mesh @mesh(hosts = 1, gpus = 2) grid @mesh_grid
+  func.func @owner(%arg0: tensor<8x4xf32>, %arg1: tensor<4x4xf32>) -> tensor<8x4xf32> {
+    %0 = monarch.feed %arg0 to @mesh : tensor<8x4xf32>
+    %sharding = shard.sharding @mesh_grid split_axes = [[1]] : !shard.sharding
+    %sharding_annotated = shard.shard %0 to %sharding : tensor<8x4xf32>
+    %1 = monarch.feed %arg1 to @mesh : tensor<4x4xf32>
+    %sharding_0 = shard.sharding @mesh_grid split_axes = [[]] : !shard.sharding
+    %sharding_annotated_1 = shard.shard %1 to %sharding_0 : tensor<4x4xf32>
+    %2 = tensor.empty() : tensor<8x4xf32>
+    %cst = arith.constant 0.000000e+00 : f32
+    %3 = linalg.fill ins(%cst : f32) outs(%2 : tensor<8x4xf32>) -> tensor<8x4xf32>
+    %4 = linalg.matmul ins(%sharding_annotated, %sharding_annotated_1 : tensor<8x4xf32>, tensor<4x4xf32>) outs(%3 : tensor<8x4xf32>) -> tensor<8x4xf32>
+    %sharding_2 = shard.sharding @mesh_grid split_axes = [[]] : !shard.sharding
+    %sharding_annotated_3 = shard.shard %4 to %sharding_2 annotate_for_users : tensor<8x4xf32>
+    %5 = monarch.fetch %sharding_annotated_3 from @mesh : tensor<8x4xf32>
+    return %5 : tensor<8x4xf32>
+  }
+}
+

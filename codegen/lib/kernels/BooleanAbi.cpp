@@ -204,6 +204,30 @@ LogicalResult widenBooleanTensors(func::FuncOp kernel) {
       fill->erase();
       return WalkResult::skip();
     }
+    // A 0-d boolean crossing a kernel boundary (a scalar compare before a
+    // collective): its element goes in as a byte and comes out as `!= 0`.
+    if (auto elements = dyn_cast<tensor::FromElementsOp>(op);
+        elements && changed) {
+      OpBuilder b(elements);
+      for (OpOperand &o : elements->getOpOperands())
+        if (o.get().getType().isInteger(1))
+          o.set(arith::ExtUIOp::create(b, elements.getLoc(), i8, o.get()));
+      return WalkResult::advance();
+    }
+    if (auto extract = dyn_cast<tensor::ExtractOp>(op)) {
+      Value r = extract.getResult();
+      if (r.getType().isInteger(1) &&
+          getElementTypeOrSelf(extract.getTensor().getType()).isInteger(8)) {
+        r.setType(i8);
+        OpBuilder b(ctx);
+        b.setInsertionPointAfter(extract);
+        Value zero = arith::ConstantIntOp::create(b, extract.getLoc(), i8, 0);
+        Value bit = arith::CmpIOp::create(b, extract.getLoc(),
+                                          arith::CmpIPredicate::ne, r, zero);
+        r.replaceAllUsesExcept(bit, bit.getDefiningOp());
+      }
+      return WalkResult::advance();
+    }
     if (auto generic = dyn_cast<linalg::GenericOp>(op))
       generics.push_back(generic);
     else if (changed && isa<linalg::LinalgOp>(op))

@@ -495,3 +495,29 @@ def test_integer_powers_by_small_integers(meshes):
     np.testing.assert_array_equal(sq, x**2)
     np.testing.assert_array_equal(cube, x**3)
     np.testing.assert_array_equal(mask, (x > 0).astype(np.int32) ** 2)
+
+
+class ScalarCompare(mc.Actor):
+    def __init__(self):
+        pass
+
+    @mc.endpoint(out="max")
+    def e(self, a):
+        nan = a != a  # a per-rank scalar boolean, made before the collective
+        mc.all_reduce(a, ["hosts", "gpus"], op="max")
+        return mc.where(nan, 1.0, a)
+
+
+def test_a_scalar_boolean_across_a_kernel_boundary(meshes):
+    # Found by the fuzzer: the 0-d boolean passed between the kernels
+    # before and after a collective was widened to a byte tensor but its
+    # element was not ("tensor.from_elements op failed to verify").
+    mesh = meshes(hosts=1, gpus=1)
+    actor = mesh.spawn("scalar_compare", ScalarCompare)
+
+    @mc.compile(mesh=mesh)
+    def f(x):
+        return actor.e.call(x)
+
+    assert float(f(np.float32(0.5))) == 0.5
+    assert float(f(np.float32(np.nan))) == 1.0
