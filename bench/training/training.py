@@ -109,6 +109,27 @@ def mlp(ranks, steps, width, batch):
     return ours, floor, first - ours, peak, state
 
 
+def owner_matmul(ranks, steps, width):
+    """`mc.replicate(mc.shard(x, gpus=0) @ w)`: each rank multiplies its
+    rows (owner computes), then the product is gathered."""
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((width, width)).astype(np.float32)
+    w = rng.standard_normal((width, width)).astype(np.float32)
+    with mc.mesh(hosts=1, gpus=ranks) as mesh:
+        @mc.compile(mesh=mesh)
+        def f(x, w):
+            return mc.replicate(mc.shard(x, gpus=0) @ w)
+
+        f(x, w)
+        times = []
+        for _ in range(steps):
+            start = time.perf_counter()
+            f(x, w)
+            times.append(time.perf_counter() - start)
+    floor = numpy_time(lambda: x @ w, steps)
+    return float(np.median(times)), floor
+
+
 class MLPActor(mc.Actor):
     """The same MLP step as per-rank code: the weights and the optimizer
     live on the ranks (nothing but the batch moves per step)."""
@@ -233,6 +254,10 @@ def main():
     print(f"{'model':<14}{'ranks':>6}{'step ms':>10}{'numpy ms':>10}"
           f"{'ratio':>8}{'compile s':>11}{'peak/rank KB':>14}"
           f"{'state KB':>10}")
+    for ranks in ranks_list:
+        ours, floor = owner_matmul(ranks, args.steps, width)
+        print(f"{'matmul-' + str(width):<14}{ranks:>6}{ours * 1e3:>10.2f}"
+              f"{floor * 1e3:>10.2f}{ours / floor:>8.2f}")
     for ranks in ranks_list:
         ours, floor, compile_s, peak, state = mlp(ranks, args.steps, width,
                                                   batch)
