@@ -111,8 +111,16 @@ def main(argv=None):
         action="store_true",
         help="shrink every failure, not one per signature",
     )
+    ap.add_argument(
+        "--kernel-check",
+        action="store_true",
+        help="also check every kernel of each passing program's plan against "
+        "the reference lowering (monarch-kernels --emit=check)",
+    )
     ap.add_argument("-v", "--verbose", action="store_true")
     args = ap.parse_args(argv)
+    if args.kernel_check:
+        os.environ["MONARCH_FUZZ_KERNEL_CHECK"] = "1"
 
     features = gen.default_features()
     work = tempfile.mkdtemp(prefix="mc-fuzz-")

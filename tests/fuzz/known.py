@@ -366,6 +366,24 @@ FIXED = {
             tag="tt_2x2",
         ),
     ),
+    "gather-from-a-strided-slice": (
+        "a gather reading a strided slice failed to compile (vector.gather of "
+        "a strided buffer left an unrealized cast in LLVM translation)",
+        Program(
+            mesh=M1x1,
+            inputs=[_x("i", (), dtype="int32", seed=427016480),
+                    _x("x", (12, 12), seed=1007275860)],
+            ops=[
+                Op("reshape", ("r",), ("x",), {"shape": (144,)}),
+                Op("index", ("s",), ("r",), {"key": (slice(-110, 92, 3),)}),
+                Op("take", ("t",), ("s", "i"), {"axis": 0, "n": 20, "style": "index"}),
+                _bin("y", "add", "t", "s"),
+                Op("index", ("z",), ("y",), {"key": (Ellipsis, 5)}),
+            ],
+            results=["z"],
+            tag="gather_strided",
+        ),
+    ),
     "boolean-results": (
         "boolean results come back bit-packed (docs/frontend.md, test_boolean_results)",
         Program(

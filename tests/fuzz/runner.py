@@ -181,12 +181,39 @@ def run_program(program, workdir):
             )
         else:
             outcome = check_results(program, got, expected)
+    if outcome.status == "pass" and os.environ.get("MONARCH_FUZZ_KERNEL_CHECK"):
+        outcome = check_kernels(fn, ns["inputs"](), path) or outcome
     outcome.seconds = time.monotonic() - start
     if outcome.status != "fail":
         os.unlink(path)
     else:
         outcome.message += f"\n(program file: {path})"
     return outcome
+
+
+def monarch_kernels():
+    """The monarch-kernels tool of the build tree."""
+    build = os.environ.get("MONARCH_BUILD_DIR") or os.path.join(
+        os.path.dirname(os.path.abspath(__file__)), "..", "..", "build")
+    return os.path.join(build, "bin", "monarch-kernels")
+
+
+def check_kernels(fn, inputs, path):
+    """Below the runtime: every kernel of the program's plan, optimized,
+    against the reference lowering on random inputs through the kernel ABI
+    (`monarch-kernels --emit=check`). None when they agree."""
+    planned = path[:-3] + ".planned.mlir"
+    with open(planned, "w") as f:
+        f.write(fn.ir("planned", *inputs))
+    try:
+        out = subprocess.run([monarch_kernels(), "--emit=check", planned],
+                             capture_output=True, text=True, timeout=300)
+    finally:
+        os.unlink(planned)
+    if out.returncode == 0 or "no kernels to compile" in out.stderr:
+        return None
+    return Outcome("fail", "kernel-mismatch",
+                   message=(out.stdout + out.stderr).strip()[-2000:])
 
 
 def classify_exception(err, path, mc):

@@ -7,6 +7,9 @@ signature and reports their reproducers (also written to
 $MONARCH_FUZZ_OUT, else pytest's tmp_path). `test_known_bug` runs the
 hand-written programs of known bugs (known.py) as strict xfails and
 `test_fixed_bug` the ones fixed since, which must pass.
+`test_kernels_of_the_corpus` runs a second corpus (100 programs) whose plans'
+kernels are also checked alone against the reference lowering
+(`monarch-kernels --emit=check`).
 
 MONARCH_FUZZ_PROGRAMS (default 600) and MONARCH_FUZZ_SEED (default 0) choose
 the corpus.
@@ -91,6 +94,29 @@ def test_corpus(pool, tmp_path):
             f"{first[:400]}\n{render_summary(small)}\n(reproducer: {path})"
         )
     assert not groups, "\n".join(report)
+
+
+KERNEL_SEED = int(os.environ.get("MONARCH_FUZZ_KERNEL_SEED", "100000"))
+KERNEL_SIZE = int(os.environ.get("MONARCH_FUZZ_KERNEL_PROGRAMS", "100"))
+
+
+def test_kernels_of_the_corpus(tmp_path):
+    # Below the runtime: the kernels alone, through the kernel ABI, on random
+    # inputs, against an independent lowering (a second corpus). The pool's
+    # children start in map() and inherit MONARCH_FUZZ_KERNEL_CHECK.
+    features = gen.default_features()
+    seeds = range(KERNEL_SEED, KERNEL_SEED + KERNEL_SIZE)
+    programs = [gen.generate(s, features) for s in seeds]
+    os.environ["MONARCH_FUZZ_KERNEL_CHECK"] = "1"
+    try:
+        with runner.Pool(str(tmp_path), timeout=90) as kernel_pool:
+            outcomes = list(kernel_pool.map(programs))
+    finally:
+        del os.environ["MONARCH_FUZZ_KERNEL_CHECK"]
+    assert len(outcomes) == len(programs)
+    bad = [(p.tag, o.message.splitlines()[0] if o.message else o.cls)
+           for p, o in outcomes if o.status == "fail"]
+    assert not bad, bad
 
 
 @pytest.mark.parametrize("name", sorted(known.KNOWN))

@@ -24,9 +24,15 @@
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/Format.h"
+#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/ToolOutputFile.h"
+
+#include <cmath>
+#include <cstring>
+#include <optional>
+#include <random>
 
 using namespace mlir;
 using namespace monarch::codegen;
@@ -39,8 +45,10 @@ static cl::opt<std::string> outputFile("o", cl::desc("Output file"),
                                        cl::value_desc("file"), cl::init("-"));
 static cl::opt<std::string>
     emit("emit",
-         cl::desc("What to produce: summary (default), library, prepared, "
-                  "scheduled, bufferized, llvm-dialect, llvm, asm, ptx"),
+         cl::desc("What to produce: summary (default), library, check "
+                  "(optimized kernels against the reference lowering on "
+                  "random inputs), prepared, scheduled, bufferized, "
+                  "llvm-dialect, llvm, asm, ptx"),
          cl::init("summary"));
 static cl::opt<std::string> target("target", cl::desc("cpu (default) or cuda"),
                                    cl::init("cpu"));
@@ -50,6 +58,202 @@ static cl::list<std::string> kernelNames("kernel",
                                          cl::desc("Compile only this kernel"));
 static cl::opt<bool> showTimes("times", cl::desc("Print compile times"),
                                cl::init(false));
+static cl::opt<unsigned> seed("seed", cl::desc("Random inputs of --emit=check"),
+                              cl::init(1));
+
+/// Random bytes for one kernel argument of `type` (a tensor input or a
+/// memref output): floats uniform in [low, high), integers in [low, high),
+/// booleans (bytes) 0 or 1. Nothing for an element type it does not know.
+static std::optional<std::vector<uint8_t>>
+randomArgument(Type type, std::mt19937 &rng, double low, double high) {
+  auto shaped = dyn_cast<ShapedType>(type);
+  if (!shaped || !shaped.hasStaticShape())
+    return std::nullopt;
+  Type elem = shaped.getElementType();
+  int64_t n = shaped.getNumElements();
+  std::uniform_real_distribution<double> real(low, high);
+  std::vector<uint8_t> bytes;
+  auto put = [&](const void *p, size_t size) {
+    const auto *b = static_cast<const uint8_t *>(p);
+    bytes.insert(bytes.end(), b, b + size);
+  };
+  for (int64_t i = 0; i < n; ++i) {
+    double v = real(rng);
+    if (elem.isF32()) {
+      float f = static_cast<float>(v);
+      put(&f, 4);
+    } else if (elem.isF64()) {
+      put(&v, 8);
+    } else if (elem.isF16() || elem.isBF16()) {
+      APFloat f(v);
+      bool lost;
+      f.convert(elem.isF16() ? APFloat::IEEEhalf() : APFloat::BFloat(),
+                APFloat::rmNearestTiesToEven, &lost);
+      uint16_t h = static_cast<uint16_t>(f.bitcastToAPInt().getZExtValue());
+      put(&h, 2);
+    } else if (elem.isInteger(32)) {
+      int32_t x = static_cast<int32_t>(std::floor(v));
+      put(&x, 4);
+    } else if (elem.isInteger(64)) {
+      int64_t x = static_cast<int64_t>(std::floor(v));
+      put(&x, 8);
+    } else if (elem.isInteger(8) || elem.isInteger(1)) {
+      uint8_t x = v - std::floor(v) < 0.5 ? 0 : 1;
+      put(&x, 1);
+    } else {
+      return std::nullopt;
+    }
+  }
+  return bytes;
+}
+
+/// Element `i` of `bytes` (of element type `elem`) as a double.
+static double element(Type elem, const std::vector<uint8_t> &bytes, int64_t i) {
+  const uint8_t *p = bytes.data();
+  if (elem.isF32()) {
+    float f;
+    std::memcpy(&f, p + 4 * i, 4);
+    return f;
+  }
+  if (elem.isF64()) {
+    double d;
+    std::memcpy(&d, p + 8 * i, 8);
+    return d;
+  }
+  if (elem.isF16() || elem.isBF16()) {
+    uint16_t h;
+    std::memcpy(&h, p + 2 * i, 2);
+    APFloat f(elem.isF16() ? APFloat::IEEEhalf() : APFloat::BFloat(),
+              APInt(16, h));
+    return f.convertToDouble();
+  }
+  if (elem.isInteger(32)) {
+    int32_t x;
+    std::memcpy(&x, p + 4 * i, 4);
+    return x;
+  }
+  if (elem.isInteger(64)) {
+    int64_t x;
+    std::memcpy(&x, p + 8 * i, 8);
+    return static_cast<double>(x);
+  }
+  return p[i] != 0;
+}
+
+/// --emit=check: every kernel compiled with the optimized pipeline and with
+/// the reference lowering (upstream scalar loops: no fusion, schedules or
+/// vectorization), run on the same random inputs through the kernel ABI,
+/// outputs compared (outputs poisoned differently, so an element one side
+/// does not write shows). One line per kernel; exit 1 on a mismatch.
+static int checkKernels(ModuleOp module, ArrayRef<func::FuncOp> kernels,
+                        llvm::raw_ostream &os, unsigned seed) {
+  KernelCompileOptions optimized, reference;
+  reference.referenceLowering = true;
+  FailureOr<KernelLibrary> fast = compileKernels(module, kernels, optimized);
+  FailureOr<KernelLibrary> slow = compileKernels(module, kernels, reference);
+  if (failed(fast) || failed(slow))
+    return 1;
+  auto fastLib = LoadedKernelLibrary::load(fast->binary, "optimized kernels");
+  auto slowLib = LoadedKernelLibrary::load(slow->binary, "reference kernels");
+  if (!fastLib || !slowLib) {
+    llvm::errs() << "monarch-kernels: cannot load the kernels\n";
+    return 1;
+  }
+  std::mt19937 rng(seed);
+  int bad = 0;
+  for (size_t k = 0; k < kernels.size(); ++k) {
+    func::FuncOp fn = kernels[k];
+    std::vector<std::vector<uint8_t>> inputs, outA, outB;
+    SmallVector<Type> outTypes;
+    bool known = true;
+    for (Type type : fn.getArgumentTypes()) {
+      bool isInput = isa<RankedTensorType>(type);
+      auto a = randomArgument(type, rng, isInput ? -2.0 : 100.0,
+                              isInput ? 2.0 : 200.0);
+      auto b = randomArgument(type, rng, -200.0, -100.0);
+      if (!a || !b) {
+        known = false;
+        break;
+      }
+      if (isInput) {
+        inputs.push_back(*a);
+      } else {
+        outA.push_back(*a);
+        outB.push_back(*b);
+        outTypes.push_back(type);
+      }
+    }
+    if (!known) {
+      os << fn.getSymName() << ": skipped (an argument type the check "
+         << "cannot fill)\n";
+      continue;
+    }
+    std::vector<void *> a, b;
+    for (auto &in : inputs) {
+      a.push_back(in.data());
+      b.push_back(in.data());
+    }
+    for (auto &out : outA)
+      a.push_back(out.data());
+    for (auto &out : outB)
+      b.push_back(out.data());
+    const CompiledKernel &kf = fast->kernels[k], &ks = slow->kernels[k];
+    auto sa = (*fastLib)->call(kf.symbol, a.data());
+    auto sb = (*slowLib)->call(ks.symbol, b.data());
+    if (!sa.isOk() || !sb.isOk()) {
+      os << fn.getSymName()
+         << ": FAILED to run: " << (sa.isOk() ? sb.toString() : sa.toString())
+         << "\n";
+      ++bad;
+      continue;
+    }
+    // A kernel computing anything in float16/bfloat16 rounds differently
+    // between the pipelines (fused temporaries stay in float32, the
+    // reference rounds each op): its tolerance is that of its least precise
+    // type.
+    bool f16 = false, bf16 = false;
+    fn.walk([&](Operation *op) {
+      for (Type t : op->getResultTypes()) {
+        Type e = getElementTypeOrSelf(t);
+        f16 |= e.isF16();
+        bf16 |= e.isBF16();
+      }
+    });
+    for (Type t : fn.getArgumentTypes()) {
+      Type e = getElementTypeOrSelf(t);
+      f16 |= e.isF16();
+      bf16 |= e.isBF16();
+    }
+    double rtol = bf16 ? 1e-1 : f16 ? 2e-2 : 1e-4;
+    std::string verdict = "ok";
+    for (size_t o = 0; o < outA.size() && verdict == "ok"; ++o) {
+      auto shaped = cast<ShapedType>(outTypes[o]);
+      Type elem = shaped.getElementType();
+      for (int64_t i = 0; i < shaped.getNumElements(); ++i) {
+        double x = element(elem, outA[o], i), y = element(elem, outB[o], i);
+        bool same = (std::isnan(x) && std::isnan(y)) || x == y ||
+                    std::fabs(x - y) <= rtol * (1 + std::fabs(y));
+        if (!same) {
+          std::string type;
+          llvm::raw_string_ostream ts(type);
+          elem.print(ts);
+          verdict = llvm::formatv("MISMATCH in output {0} ({1}) at element "
+                                  "{2}: optimized {3}, reference {4}",
+                                  o, type, i, llvm::format("%.9g", x),
+                                  llvm::format("%.9g", y))
+                        .str();
+          break;
+        }
+      }
+    }
+    if (verdict != "ok")
+      ++bad;
+    os << fn.getSymName() << ": " << verdict << "\n";
+  }
+  os << kernels.size() << " kernels checked against the reference lowering, "
+     << bad << " mismatched\n";
+  return bad ? 1 : 0;
+}
 
 /// The kernels named by monarch.launch ops, in order of first use.
 static llvm::SetVector<StringRef> launchedKernels(ModuleOp module) {
@@ -104,6 +308,12 @@ int main(int argc, char **argv) {
       names.insert(name);
   else
     names = launchedKernels(*module);
+  if (names.empty() && emit == "check") {
+    // A plan without kernels (it only moves data): nothing to check.
+    llvm::outs() << "0 kernels checked against the reference lowering, 0 "
+                    "mismatched\n";
+    return 0;
+  }
   if (names.empty()) {
     for (auto fn : module->getOps<func::FuncOp>())
       if (!fn.isExternal())
@@ -129,6 +339,11 @@ int main(int argc, char **argv) {
     return 1;
   }
 
+  if (emit == "check") {
+    int rc = checkKernels(*module, kernels, output->os(), seed);
+    output->keep();
+    return rc;
+  }
   if (emit != "summary" && emit != "library") {
     std::optional<KernelStage> stage = parseKernelStage(emit);
     if (!stage) {

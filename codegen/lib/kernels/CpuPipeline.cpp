@@ -73,6 +73,27 @@ SmallVector<int64_t> genericTileSizes(linalg::LinalgOp op) {
   return sizes;
 }
 
+/// Whether `op`'s body reads (a gather: `tensor.extract` at computed
+/// indices) a strided slice: its vectorized form, a `vector.gather` of a
+/// buffer with a non-unit stride, does not lower to LLVM (an unrealized
+/// cast is left), so such ops stay scalar loops.
+bool gathersFromStridedSlice(linalg::LinalgOp op) {
+  bool strided = false;
+  op->walk([&](tensor::ExtractOp extract) {
+    for (Value v = extract.getTensor(); Operation *def = v.getDefiningOp();) {
+      if (auto slice = dyn_cast<tensor::ExtractSliceOp>(def)) {
+        strided |= llvm::any_of(slice.getStaticStrides(),
+                                [](int64_t s) { return s != 1; });
+        break;
+      }
+      if (!isa<tensor::CollapseShapeOp, tensor::ExpandShapeOp>(def))
+        break;
+      v = def->getOperand(0);
+    }
+  });
+  return strided;
+}
+
 /// Tiles `op` with `genericTileSizes` and vectorizes the tile. A loop that
 /// 16 does not divide is split first, so that every vector is static and
 /// unmasked: the main part in tiles of 16, the remainder as one tile.
@@ -81,6 +102,8 @@ LogicalResult tileAndVectorize(RewriterBase &rewriter, linalg::LinalgOp op) {
   if (llvm::any_of(ranges, ShapedType::isDynamic))
     return op.emitOpError("has dynamic loop bounds; kernels need static "
                           "shapes");
+  if (gathersFromStridedSlice(op))
+    return success(); // Scalar loops (convert-linalg-to-loops).
   rewriter.setInsertionPoint(op);
   if (!ranges.empty() && ranges.back() > kVectorTile &&
       ranges.back() % kVectorTile != 0) {
