@@ -1,5 +1,4 @@
-//===- bench_kernels.cpp - Generated kernels against C and OpenBLAS -*- C++
-//-*-===//
+//===- bench_kernels.cpp - Generated kernels against C -------- -*- C++ -*-===//
 //
 // Compiles a fused elementwise chain (relu(a*b+c)*0.5 over 16M float32) and
 // float32 matmuls (512^3, 1024^3) with compileKernels(), loads them through

@@ -1,5 +1,4 @@
-//===- TensorOps.cpp - Structured tensor ops of the TraceBuilder -*- C++
-//-*-===//
+//===- TensorOps.cpp - Structured tensor ops ------------------ -*- C++ -*-===//
 //
 // Matmul (`linalg.matmul` / `linalg.batch_matmul`), reductions
 // (`linalg.reduce`; mean scales inside the reduction), softmax, reshape

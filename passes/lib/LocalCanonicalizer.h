@@ -1,5 +1,4 @@
-//===- LocalCanonicalizer.h - Canonicalize small functions cheaply -*- C++
-//-*-===//
+//===- LocalCanonicalizer.h - Canonicalize small functions ---- -*- C++ -*-===//
 //
 // The passes canonicalize thousands of small functions (segment bodies,
 // endpoints, kernels). The canonicalizer pass gathers the patterns of every

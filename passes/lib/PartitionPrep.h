@@ -1,5 +1,4 @@
-//===- PartitionPrep.h - Shaping a segment for upstream partitioning -*- C++
-//-*-===//
+//===- PartitionPrep.h - Shaping a segment -------------------- -*- C++ -*-===//
 //
 // monarch-partition hands every segment of tensor work to the upstream
 // `sharding-propagation` and `shard-partition` passes. Those passes crash or

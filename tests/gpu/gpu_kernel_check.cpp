@@ -1,5 +1,4 @@
-//===- gpu_kernel_check.cpp - CUDA kernels against the CPU kernels -*- C++
-//-*-===//
+//===- gpu_kernel_check.cpp - CUDA kernels against the CPU ---- -*- C++ -*-===//
 //
 // For a machine with a GPU (tests/gpu/run.sh). Compiles the kernels of the
 // three example programs and a few larger kernels twice, for the CPU and

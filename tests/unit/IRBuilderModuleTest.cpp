@@ -1,5 +1,4 @@
-//===- IRBuilderModuleTest.cpp - A whole module using every op ----*- C++
-//-*-===//
+//===- IRBuilderModuleTest.cpp - A whole module --------------- -*- C++ -*-===//
 //
 // Builds one small module that goes through every stage of the dialect
 // (meshes, actors, the traced program, control messages and channels, and a

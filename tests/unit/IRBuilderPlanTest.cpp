@@ -1,5 +1,4 @@
-//===- IRBuilderPlanTest.cpp - Per-rank plans ---------------------*- C++
-//-*-===//
+//===- IRBuilderPlanTest.cpp - Per-rank plans ----------------- -*- C++ -*-===//
 //
 // Builds the planned stage of the dialect through the C++ API:
 // `communicator`, `plan`, `rank_program` and the plan instructions `launch`,

@@ -1,5 +1,4 @@
-//===- IRBuilderSplitTest.cpp - Control messages and data channels -*- C++
-//-*-===//
+//===- IRBuilderSplitTest.cpp - Control messages and data ----- -*- C++ -*-===//
 //
 // Builds the split stage of the dialect through the C++ API: control
 // messages (`control_msg`, `await`, `!monarch.token`) and data channels

@@ -1,5 +1,4 @@
-//===- IRBuilderTest.cpp - Building monarch IR through the C++ API -*- C++
-//-*-===//
+//===- IRBuilderTest.cpp - Building monarch IR ---------------- -*- C++ -*-===//
 //
 // The dialect itself, its attributes and types, and the mesh ops
 // (`monarch.proc_mesh`, `monarch.mesh_slice`) with the mesh helpers

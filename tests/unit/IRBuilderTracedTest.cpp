@@ -1,5 +1,4 @@
-//===- IRBuilderTracedTest.cpp - Actors and traced programs -------*- C++
-//-*-===//
+//===- IRBuilderTracedTest.cpp - Actors and traced programs --- -*- C++ -*-===//
 //
 // Builds the traced stage of the dialect through the C++ API: actor classes
 // with state and endpoints (`state`, `endpoint`, `return`, `state_get`,

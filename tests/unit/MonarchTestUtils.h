@@ -1,5 +1,4 @@
-//===- MonarchTestUtils.h - Shared helpers of the IR builder tests -*- C++
-//-*-===//
+//===- MonarchTestUtils.h - Shared helpers of the IR builder -- -*- C++ -*-===//
 //
 // A fixture that owns an MLIRContext with every dialect the tests build IR
 // in, an OpBuilder, and helpers to create the recurring pieces (grids,

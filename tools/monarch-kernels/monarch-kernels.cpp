@@ -1,5 +1,4 @@
-//===- monarch-kernels.cpp - Inspect and compile planned kernels -*- C++
-//-*-===//
+//===- monarch-kernels.cpp - Inspect and compile -------------- -*- C++ -*-===//
 //
 // Reads a module (planned IR, or plain functions in the kernel ABI), picks
 // its kernels (the functions named by `monarch.launch`, otherwise every

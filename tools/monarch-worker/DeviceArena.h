@@ -1,5 +1,4 @@
-//===- DeviceArena.h - A rank program's buffers on a CUDA device -*- C++
-//-*-===//
+//===- DeviceArena.h - A rank program's buffers --------------- -*- C++ -*-===//
 //
 // Plans whose communicators use NCCL keep every buffer on the device: the
 // arena is one device allocation, feeds are copied in and fetches out,

@@ -1,5 +1,4 @@
-//===- CudaDevice.cpp - Driver, cuBLAS, and running CUDA kernels -*- C++
-//-*-===//
+//===- CudaDevice.cpp - Driver, cuBLAS ------------------------ -*- C++ -*-===//
 //
 // The CUDA driver is opened at run time (libcuda.so.1) so that a process
 // linking this library starts on machines without a GPU driver; cuBLAS is

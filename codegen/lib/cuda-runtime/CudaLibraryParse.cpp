@@ -1,5 +1,4 @@
-//===- CudaLibraryParse.cpp - Manifests of a CUDA kernel library -*- C++
-//-*-===//
+//===- CudaLibraryParse.cpp - Manifests of a CUDA kernel ------ -*- C++ -*-===//
 //
 // Splits a CUDA kernel library into its PTX modules (one per kernel, after
 // a `// monarch.ptx-module SYMBOL` line) and reads each module's manifest

@@ -1,5 +1,4 @@
-//===- BooleanAbi.cpp - i1 kernel arguments as one byte per element -*- C++
-//-*-===//
+//===- BooleanAbi.cpp - i1 kernel arguments as one byte ------- -*- C++ -*-===//
 //
 // In memory a boolean is one byte per element: numpy's bool, the plan's
 // buffer sizes (BufferAttr::getSizeInBytes rounds i1 up to a byte) and the

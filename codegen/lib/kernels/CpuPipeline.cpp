@@ -1,5 +1,4 @@
-//===- CpuPipeline.cpp - Kernel preparation, bufferization, lowering -*- C++
-//-*-===//
+//===- CpuPipeline.cpp - Kernel preparation ------------------- -*- C++ -*-===//
 //
 // The target-independent tensor stages and the CPU lowering to the LLVM
 // dialect. Upstream passes do the work; this file only orders them:

@@ -1,5 +1,4 @@
-//===- CudaGemm.cpp - Matmuls of CUDA kernels as cuBLAS calls -----*- C++
-//-*-===//
+//===- CudaGemm.cpp - Matmuls of CUDA kernels as cuBLAS calls - -*- C++ -*-===//
 //
 // On the CUDA target a bufferized kernel's matmuls (linalg.matmul and
 // linalg.batch_matmul, with either operand transposed through its indexing

@@ -1,5 +1,4 @@
-//===- CudaPipeline.cpp - Kernels through gpu/nvvm to PTX --------*- C++
-//-*-===//
+//===- CudaPipeline.cpp - Kernels through gpu/nvvm to PTX ----- -*- C++ -*-===//
 //
 // A bufferized kernel becomes a sequence of GPU launches:
 //   linalg -> scf.parallel loops; work outside any parallel loop (scalar

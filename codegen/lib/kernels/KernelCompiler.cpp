@@ -1,5 +1,4 @@
-//===- KernelCompiler.cpp - Planned kernels to one native library -*- C++
-//-*-===//
+//===- KernelCompiler.cpp - Planned kernels ------------------- -*- C++ -*-===//
 //
 // compileKernels() checks every kernel against the ABI of KernelCompiler.h,
 // clones it into a scratch module of its own, canonicalizes it and hashes the

@@ -1,5 +1,4 @@
-//===- KernelPipelines.h - Stages of kernel lowering (internal) --*- C++
-//-*-===//
+//===- KernelPipelines.h - Stages of kernel lowering ---------- -*- C++ -*-===//
 //
 // The stages compileKernels() chains, one kernel per scratch module:
 //   prepare (generalize + fuse on tensors) -> schedule (matmul transform

@@ -1,5 +1,4 @@
-//===- KernelRuntime.cpp - Load compiled kernels from memory -----*- C++
-//-*-===//
+//===- KernelRuntime.cpp - Load compiled kernels from memory -- -*- C++ -*-===//
 //
 // dlopen needs a path; an anonymous memfd gives one (/proc/self/fd/N) without
 // touching the file system. The fallback writes a private temporary file and

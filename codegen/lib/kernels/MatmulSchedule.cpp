@@ -1,5 +1,4 @@
-//===- MatmulSchedule.cpp - Transform-dialect schedules for matmul -*- C++
-//-*-===//
+//===- MatmulSchedule.cpp - Transform-dialect schedules ------- -*- C++ -*-===//
 //
 // The CPU matmul schedule (see ../shared/notes/cpu-codegen.md for what was
 // measured with it on AVX2, docs/kernels.md for AVX-512), as one transform

@@ -1,5 +1,4 @@
-//===- MatmulSchedule.h - Transform-dialect schedules for matmul -*- C++
-//-*-===//
+//===- MatmulSchedule.h - Transform-dialect schedules --------- -*- C++ -*-===//
 //
 // The CPU matmul schedule (packing, cache tile, register tile, vector FMA) is
 // a transform-dialect script generated per matmul from its static shape and

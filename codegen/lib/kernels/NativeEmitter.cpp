@@ -1,5 +1,4 @@
-//===- NativeEmitter.cpp - LLVM IR to an ELF shared object -------*- C++
-//-*-===//
+//===- NativeEmitter.cpp - LLVM IR to an ELF shared object ---- -*- C++ -*-===//
 //
 // Translates a lowered kernel to LLVM IR, adds the exported
 // `void symbol(void **buffers)` entry, optimizes the library at -O3 for the

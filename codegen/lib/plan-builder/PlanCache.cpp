@@ -1,5 +1,4 @@
-//===- PlanCache.cpp - Content-addressed cache of compiled plans -*- C++
-//-*-===//
+//===- PlanCache.cpp - Content-addressed cache ---------------- -*- C++ -*-===//
 //
 // Keys are SHA-256 over length-prefixed fields; entries are whole `.mcplan`
 // files at <dir>/<key[0..2]>/<key>.mcplan, validated with deserializePlan on

@@ -1,5 +1,4 @@
-//===- PlanFile.cpp - .mcplan header, compact protocol, file I/O -*- C++
-//-*-===//
+//===- PlanFile.cpp - .mcplan header, compact protocol -------- -*- C++ -*-===//
 //
 // The one place Thrift's exceptions live for plan files: every Thrift call is
 // wrapped and turned into a Status, so callers (including -fno-exceptions

@@ -1,5 +1,4 @@
-//===- ControlStore.h - The rendezvous Store over the controller -*- C++
-//-*-===//
+//===- ControlStore.h - The rendezvous Store ------------------ -*- C++ -*-===//
 //
 // What a worker hands to createCommunicator: every Store call is one
 // ControllerService store RPC on a connection of its own (Gloo's rendezvous

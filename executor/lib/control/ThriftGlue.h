@@ -1,5 +1,4 @@
-//===- ThriftGlue.h - Thrift servers and clients for the control plane -*- C++
-//-*-===//
+//===- ThriftGlue.h - Thrift servers and clients -------------- -*- C++ -*-===//
 //
 // The only place Thrift exceptions exist: servers run the generated
 // processors on a TThreadedServer with framed transports bounded by

@@ -1,5 +1,4 @@
-//===- ControllerImpl.h - The controller's state, shared by its parts -*- C++
-//-*-===//
+//===- ControllerImpl.h - The controller's state -------------- -*- C++ -*-===//
 //
 // Private to MonarchExecutor: Controller.cpp (lifecycle, plans, steps),
 // ControllerService.cpp (the Thrift handler workers call), Supervisor.cpp

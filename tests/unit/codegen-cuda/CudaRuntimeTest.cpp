@@ -1,5 +1,4 @@
-//===- CudaRuntimeTest.cpp - cuBLAS table, manifests, device runs -*- C++
-//-*-===//
+//===- CudaRuntimeTest.cpp - cuBLAS table, manifests ---------- -*- C++ -*-===//
 //
 // The CUDA target turns matmuls into cuBLAS calls (CudaGemm.cpp): the
 // compiled library's manifests and GemmCall tables are checked through

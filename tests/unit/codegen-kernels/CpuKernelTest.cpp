@@ -1,5 +1,4 @@
-//===- CpuKernelTest.cpp - CPU kernels against numpy -------------*- C++
-//-*-===//
+//===- CpuKernelTest.cpp - CPU kernels against numpy ---------- -*- C++ -*-===//
 //
 // Small kernels in the planned-kernel ABI (tensor inputs, memref outputs
 // written with bufferization.materialize_in_destination), compiled to a

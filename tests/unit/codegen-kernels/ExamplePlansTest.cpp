@@ -1,5 +1,4 @@
-//===- ExamplePlansTest.cpp - The kernels of the example programs -*- C++
-//-*-===//
+//===- ExamplePlansTest.cpp - The kernels --------------------- -*- C++ -*-===//
 //
 // Each program of examples/ir goes through the registered stage pipelines
 // to planned IR; every kernel named by a monarch.launch is compiled with the

@@ -1,5 +1,4 @@
-//===- KernelErrorsTest.cpp - Bad kernels, bad libraries, dedupe -*- C++
-//-*-===//
+//===- KernelErrorsTest.cpp - Bad kernels, bad libraries ------ -*- C++ -*-===//
 //
 // Every kernel that breaks the ABI of KernelCompiler.h gets a diagnostic
 // naming it; the runtime answers bad libraries, unknown symbols and null

@@ -1,5 +1,4 @@
-//===- KernelTestUtils.cpp - Compile, run and check kernels in tests -*- C++
-//-*-===//
+//===- KernelTestUtils.cpp - Compile, run and check kernels --- -*- C++ -*-===//
 //
 // The numpy bridge writes inputs to a private temporary directory, runs
 // `python3 reference.py` (paths from compile definitions) and reads the

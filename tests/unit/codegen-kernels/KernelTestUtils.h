@@ -1,5 +1,4 @@
-//===- KernelTestUtils.h - Compile, run and check kernels in tests -*- C++
-//-*-===//
+//===- KernelTestUtils.h - Compile, run and check kernels ----- -*- C++ -*-===//
 //
 // Typed host buffers with seeded random contents, a fixture that compiles
 // MLIR kernels with compileKernels() and runs them through

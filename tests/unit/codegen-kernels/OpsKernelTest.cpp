@@ -1,5 +1,4 @@
-//===- OpsKernelTest.cpp - Reductions, softmax, dtypes against numpy -*- C++
-//-*-===//
+//===- OpsKernelTest.cpp - Reductions, softmax, dtypes -------- -*- C++ -*-===//
 //
 // One kernel per op family the planned kernels contain (linalg reductions,
 // softmax, math functions, transposes, tensor reshapes/concat/slices, i32,

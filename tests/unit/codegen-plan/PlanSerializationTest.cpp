@@ -1,5 +1,4 @@
-//===- PlanSerializationTest.cpp - .mcplan round trip and damage -*- C++
-//-*-===//
+//===- PlanSerializationTest.cpp - .mcplan round trip --------- -*- C++ -*-===//
 //
 // A plan survives serialize -> deserialize unchanged; every damaged file
 // (each truncation length, wrong magic, other version, flipped bytes,

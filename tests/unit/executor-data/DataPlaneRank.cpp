@@ -1,5 +1,4 @@
-//===- DataPlaneRank.cpp - One rank of a data-plane process test -*- C++
-//-*-===//
+//===- DataPlaneRank.cpp - One rank of a data-plane process --- -*- C++ -*-===//
 //
 // The multi-process tests start N copies of this program on 127.0.0.1, one
 // per rank, meeting through a file store. Each runs one scenario against the

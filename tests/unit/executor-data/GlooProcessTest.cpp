@@ -1,5 +1,4 @@
-//===- GlooProcessTest.cpp - Gloo communicators across processes -*- C++
-//-*-===//
+//===- GlooProcessTest.cpp - Gloo communicators --------------- -*- C++ -*-===//
 //
 // Every test starts its ranks as real processes on 127.0.0.1 (2 and 4 of
 // them), checks what they report, and checks that no process outlives it.

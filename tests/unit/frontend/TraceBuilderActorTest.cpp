@@ -1,5 +1,4 @@
-//===- TraceBuilderActorTest.cpp - Actors through the TraceBuilder -*- C++
-//-*-===//
+//===- TraceBuilderActorTest.cpp - Actors --------------------- -*- C++ -*-===//
 //
 // Actor classes, state, endpoints with their collectives, actor meshes on
 // slices, calls and broadcasts from controller functions (feeds and

@@ -1,5 +1,4 @@
-//===- CudaRuntime.h - Run a CUDA kernel library on a device ------*- C++
-//-*-===//
+//===- CudaRuntime.h - Run a CUDA kernel library -------------- -*- C++ -*-===//
 //
 // The device side of the CUDA target (docs/kernels.md), free of MLIR and
 // LLVM: a CUDA `KernelLibrary` (per kernel a launch manifest and PTX) plus

@@ -1,5 +1,4 @@
-//===- KernelInspect.h - Print a kernel at any stage of lowering -*- C++
-//-*-===//
+//===- KernelInspect.h - Print a kernel at any stage ---------- -*- C++ -*-===//
 //
 // For tests and debugging (tools/monarch-kernels): runs the pipeline of
 // KernelCompiler.h on one kernel and stops at a named stage, returning the

@@ -1,5 +1,4 @@
-//===- KernelRuntime.h - Load and call compiled kernels ----------*- C++
-//-*-===//
+//===- KernelRuntime.h - Load and call compiled kernels ------- -*- C++ -*-===//
 //
 // The worker side of KernelCompiler.h, free of MLIR and LLVM: a
 // `KernelLibrary::binary` (an ELF shared object) is loaded from memory and its

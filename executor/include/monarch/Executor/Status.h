@@ -1,5 +1,4 @@
-//===- Status.h - The executor's error value ---------------------*- C++
-//-*-===//
+//===- Status.h - The executor's error value ------------------ -*- C++ -*-===//
 //
 // Errors are values in the runtime (CONVENTIONS.md, rule 8): every fallible
 // executor call returns a must-use `Status` or `StatusOr<T>`. Exceptions from

@@ -1,5 +1,4 @@
-//===- TraceBuilderMLIR.h - The MLIR module behind a TraceBuilder -*- C++
-//-*-===//
+//===- TraceBuilderMLIR.h - The MLIR module ------------------- -*- C++ -*-===//
 //
 // For C++ code built like the compiler (MLIR headers, no exceptions): the
 // traced module a `TraceBuilder` holds, and copies of it for the stage
