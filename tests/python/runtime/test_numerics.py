@@ -521,3 +521,27 @@ def test_a_scalar_boolean_across_a_kernel_boundary(meshes):
 
     assert float(f(np.float32(0.5))) == 0.5
     assert float(f(np.float32(np.nan))) == 1.0
+
+
+class ScalarReshape(mc.Actor):
+    def __init__(self):
+        pass
+
+    @mc.endpoint
+    def e(self, a, x):
+        return a.reshape((1,)) * x, (x.sum() * 2).reshape((1, 1))
+
+
+def test_a_per_rank_scalar_reshapes_as_its_0d_tensor(meshes):
+    # numpy: np.float32(1.5).reshape((1,)); was "reshape needs a tensor".
+    mesh = meshes(hosts=1, gpus=1)
+    actor = mesh.spawn("scalar_reshape", ScalarReshape)
+
+    @mc.compile(mesh=mesh)
+    def f(x):
+        return actor.e.call(1.5, x)
+
+    x = np.arange(3, dtype=np.float32)
+    a, b = f(x)
+    np.testing.assert_array_equal(a, x * 1.5)
+    np.testing.assert_array_equal(b, (x.sum() * 2).reshape(1, 1))
