@@ -301,22 +301,6 @@ Status TraceBuilder::stateSet(const std::string &name, Value v, SourceLoc loc) {
   return Status();
 }
 
-/// A per-rank scalar as a 0-d tensor (collectives move tensors); other
-/// values as they are.
-static Value scalarAsTensor(TraceBuilder::Impl &I, Value v,
-                            const SourceLoc &loc) {
-  if (v.id < 0 || v.id >= static_cast<int64_t>(I.values.size()) ||
-      !I.values[v.id].scalar)
-    return v;
-  Scope *scope = I.currentScope();
-  if (!scope || scope->kind != Scope::Endpoint)
-    return v;
-  mlir::Value s = I.values[v.id].value;
-  mlir::Value t = tensor::FromElementsOp::create(
-      I.b, I.loc(loc), RankedTensorType::get({}, s.getType()), ValueRange{s});
-  return I.add(t, "", Dist{}, false);
-}
-
 /// Checks a collective's operand and dimensions; returns the group size.
 static Result<int64_t> collectiveGroup(TraceBuilder::Impl &I, Value v,
                                        const std::vector<std::string> &dims,
@@ -360,7 +344,7 @@ Result<Value> TraceBuilder::allReduce(Value v,
                                       const std::vector<std::string> &dims,
                                       ReduceKind kind, SourceLoc loc) {
   Impl &I = *pimpl;
-  v = scalarAsTensor(I, v, loc);
+  v = I.scalarAsTensor(v, loc);
   Result<int64_t> group = collectiveGroup(I, v, dims, "all_reduce", loc);
   if (!group)
     return group.error();
@@ -430,7 +414,7 @@ Result<Value> TraceBuilder::broadcastFrom(Value v,
                                           const std::vector<std::string> &dims,
                                           int64_t root, SourceLoc loc) {
   Impl &I = *pimpl;
-  v = scalarAsTensor(I, v, loc);
+  v = I.scalarAsTensor(v, loc);
   Result<int64_t> group = collectiveGroup(I, v, dims, "broadcast", loc);
   if (!group)
     return group.error();

@@ -21,6 +21,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 
 #include <set>
 
@@ -126,6 +127,19 @@ void TraceBuilder::Impl::annotate(Value v, const SourceLoc &l) {
   auto op = shard::ShardOp::create(b, loc(at), r.value, *s, false);
   values[v.id].value = op.getResult();
   values[v.id].annotation = op;
+}
+
+Value TraceBuilder::Impl::scalarAsTensor(Value v, const SourceLoc &l) {
+  if (v.id < 0 || v.id >= static_cast<int64_t>(values.size()) ||
+      !values[v.id].scalar)
+    return v;
+  Scope *scope = currentScope();
+  if (!scope || scope->kind != Scope::Endpoint)
+    return v;
+  mlir::Value s = values[v.id].value;
+  mlir::Value t = tensor::FromElementsOp::create(
+      b, loc(l), RankedTensorType::get({}, s.getType()), ValueRange{s});
+  return add(t, "", Dist{}, false);
 }
 
 Result<Value> TraceBuilder::Impl::placeOn(Value v, const std::string &mesh,

@@ -453,13 +453,10 @@ Result<Value> TraceBuilder::reshape(Value x, std::vector<int64_t> shape,
   if ((*r)->scalar) {
     // A per-rank scalar of an endpoint reshapes as its 0-d tensor (numpy:
     // `np.float32(2).reshape((1,))`).
-    Scope *scope = I.currentScope();
-    if (!scope || scope->kind != Scope::Endpoint)
+    Value t = I.scalarAsTensor(x, loc);
+    if (t.id == x.id)
       return I.error(loc, "reshape needs a tensor, got a scalar");
-    mlir::Value s = (*r)->value;
-    mlir::Value t = tensor::FromElementsOp::create(
-        I.b, I.loc(loc), RankedTensorType::get({}, s.getType()), ValueRange{s});
-    return reshape(I.add(t, "", Dist{}, false), std::move(shape), loc);
+    return reshape(t, std::move(shape), loc);
   }
   std::vector<int64_t> from = shapeOf((*r)->value);
   int64_t total = std::accumulate(from.begin(), from.end(), int64_t{1},

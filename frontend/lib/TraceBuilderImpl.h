@@ -121,6 +121,9 @@ struct TraceBuilder::Impl {
   /// and annotated as needed); `mesh` empty: as it is (endpoint scopes).
   Result<mlir::Value> materialize(Value v, const std::string &mesh,
                                   const SourceLoc &l);
+  /// In an endpoint, a per-rank scalar as a 0-d tensor (collectives move
+  /// tensors, reshape reshapes one); other values as they are.
+  Value scalarAsTensor(Value v, const SourceLoc &l);
   /// `v` on `mesh` (fed or transferred as needed, not annotated: calls and
   /// fetches need no annotation), as a value handle.
   Result<Value> placeOn(Value v, const std::string &mesh, const SourceLoc &l);

@@ -141,15 +141,13 @@ ReductionKind toMonarch(shard::ReductionKind kind, bool &ok) {
   }
 }
 
-/// Mesh dimension sizes by name.
+/// The product of the extents of mesh dimensions `dims`.
 static int64_t splitCount(MeshOpInterface mesh, ArrayRef<StringRef> dims) {
-  SmallVector<StringRef> names = mesh.getDimNames();
   SmallVector<int64_t> sizes = mesh.getMeshShape();
   int64_t n = 1;
   for (StringRef d : dims)
-    for (auto [name, size] : llvm::zip(names, sizes))
-      if (name == d)
-        n *= size;
+    if (int64_t i = mesh.getDimIndex(d); i >= 0)
+      n *= sizes[i];
   return n;
 }
 
@@ -160,14 +158,12 @@ static void annotateArg(BlockArgument arg, DistAttr dist, MeshOpInterface mesh,
   auto type = dyn_cast<RankedTensorType>(arg.getType());
   if (!type || type.getRank() == 0 || arg.use_empty())
     return;
-  SmallVector<StringRef> names = mesh.getDimNames();
   SmallVector<SmallVector<int16_t>> axes;
   for (int64_t d = 0; d < type.getRank(); ++d) {
     SmallVector<int16_t> split;
     for (StringRef m : dist.getSplitDims(d))
-      for (auto [i, name] : llvm::enumerate(names))
-        if (name == m)
-          split.push_back(static_cast<int16_t>(i));
+      if (int64_t i = mesh.getDimIndex(m); i >= 0)
+        split.push_back(static_cast<int16_t>(i));
     axes.push_back(split);
   }
   OpBuilder b(arg.getContext());
@@ -222,7 +218,6 @@ static LogicalResult localReshapes(func::FuncOp tmp, MeshOpInterface mesh,
     if (isa<func::ReturnOp>(op))
       continue;
     Value src = op.getOperand(0), res = op.getResult(0);
-    auto srcType = cast<RankedTensorType>(src.getType());
     auto resType = cast<RankedTensorType>(res.getType());
     auto it = layout.find(src);
     if (it == layout.end())
@@ -252,7 +247,6 @@ static LogicalResult localReshapes(func::FuncOp tmp, MeshOpInterface mesh,
         out[g] = in[run[0]];
       }
     }
-    (void)srcType;
     layout[res] = {out, it->second.second};
   }
   // Rewrite with local types.

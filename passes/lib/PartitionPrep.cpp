@@ -142,9 +142,11 @@ void separateRepeatedOperands(Block &block) {
   }
 }
 
-/// `shard.shard %v to <replicated>` at the builder's position.
+/// `shard.shard %v to <replicated>` at the builder's position (with
+/// `forUsers`, a request that %v's users read it whole).
 shard::ShardOp annotateReplicated(OpBuilder &b, Location loc, Value v,
-                                  FlatSymbolRefAttr grid) {
+                                  FlatSymbolRefAttr grid,
+                                  bool forUsers = false) {
   // Upstream propagation wants `[]` on a 0-d value (`[[]]` names a
   // dimension it does not have) and `[[]]` elsewhere.
   shard::GridAxesAttr none = shard::GridAxesAttr::get(b.getContext(), {});
@@ -153,8 +155,7 @@ shard::ShardOp annotateReplicated(OpBuilder &b, Location loc, Value v,
       b, loc, grid,
       type && type.getRank() == 0 ? ArrayRef<shard::GridAxesAttr>{}
                                   : ArrayRef(none));
-  return shard::ShardOp::create(b, loc, v, sharding,
-                                /*annotate_for_users=*/false);
+  return shard::ShardOp::create(b, loc, v, sharding, forUsers);
 }
 
 /// `shard.shard (shard.shard %v to A) to B` with A and B different splits:
@@ -313,17 +314,11 @@ static void replicateCapturedTensors(Block &block, FlatSymbolRefAttr grid) {
     for (Region &region : op.getRegions())
       getUsedValuesDefinedAbove(region, captured);
     for (Value v : captured) {
-      auto type = dyn_cast<RankedTensorType>(v.getType());
-      if (!type)
+      if (!isa<RankedTensorType>(v.getType()))
         continue;
       OpBuilder b(&op);
-      shard::GridAxesAttr none = shard::GridAxesAttr::get(b.getContext(), {});
-      auto sharding = shard::ShardingOp::create(
-          b, op.getLoc(), grid,
-          type.getRank() == 0 ? ArrayRef<shard::GridAxesAttr>{}
-                              : ArrayRef(none));
-      auto whole = shard::ShardOp::create(b, op.getLoc(), v, sharding,
-                                          /*annotate_for_users=*/true);
+      auto whole = annotateReplicated(b, op.getLoc(), v, grid,
+                                      /*forUsers=*/true);
       for (Region &region : op.getRegions())
         replaceAllUsesInRegionWith(v, whole, region);
     }
