@@ -27,7 +27,7 @@ from . import _pytree, errors
 from ._location import user_loc
 from ._tensor import (Tensor, active_trace, binary, cast, compare,
                       constant_array, getitem, matmul, reduce, reshape,
-                      transpose, wrap)
+                      transpose, unary, wrap)
 
 FLOATS = ("float32", "float16", "bfloat16")
 
@@ -217,7 +217,7 @@ def _binary_rule(trace, args, y, g, loc):
             "sub", b, 1, loc), loc), loc), loc)
         safe = _where(trace, compare("gt", a, 0, loc), a, 1.0, loc)
         logs = _where(trace, compare("gt", a, 0, loc),
-                      _unary("log", safe, loc), 0.0, loc)
+                      unary("log", safe, loc), 0.0, loc)
         gb = binary("mul", g, binary("mul", logs, y, loc), loc)
     elif op in ("max", "min"):
         win = "gt" if op == "max" else "lt"
@@ -244,11 +244,6 @@ def _binary_rule(trace, args, y, g, loc):
 def _accumulate(grads, i, g, loc):
     """grads[i] += g (an op may use one value twice: x * x)."""
     grads[i] = binary("add", grads[i], g, loc) if i in grads else g
-
-
-def _unary(op, x, loc):
-    from ._tensor import unary
-    return unary(op, x, loc)
 
 
 def _unary_rule(trace, args, y, g, loc):
@@ -282,7 +277,7 @@ def _unary_rule(trace, args, y, g, loc):
         x2 = binary("mul", x, x, loc)
         inner = binary("mul", binary("add", x, binary("mul", a, binary(
             "mul", x2, x, loc), loc), loc), c, loc)
-        t = _unary("tanh", inner, loc)
+        t = unary("tanh", inner, loc)
         dinner = binary("mul", c, binary("add", 1.0, binary(
             "mul", 3 * a, x2, loc), loc), loc)
         d = binary("add", binary("mul", 0.5, binary("add", 1.0, t, loc), loc),

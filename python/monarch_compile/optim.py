@@ -30,8 +30,10 @@ argument), so a schedule does not retrace.
 import numpy as np
 
 from . import _pytree, errors
+from ._actors import Param, param
 from ._location import user_loc
-from ._tensor import Tensor, active_trace, binary, reduce, unary
+from ._ops import where
+from ._tensor import Tensor, active_trace, binary, cast, reduce, unary
 
 __all__ = ["SGD", "AdamW", "sgd_init", "sgd_update", "adamw_init",
            "adamw_update", "clip_grad_norm"]
@@ -66,7 +68,6 @@ def _adamw(p, g, m, v, t, lr, betas, eps, weight_decay, loc):
 
 def _sgd(p, g, buf, t, lr, momentum, dampening, nesterov, weight_decay, loc):
     """One SGD update (torch.optim.SGD): (p, buf) after step `t`."""
-    from ._ops import where
     d = binary("add", g, binary("mul", p, weight_decay, loc), loc) \
         if weight_decay else g
     if momentum:
@@ -107,7 +108,6 @@ class _Optimizer:
     slots = ()
 
     def __init__(self, params, **hyper):
-        from ._actors import Param
         self._loc = user_loc()
         try:
             leaves, self._treedef = _pytree.flatten(params, Param)
@@ -121,10 +121,9 @@ class _Optimizer:
                                     *self._loc)
         self.params = leaves
         self.hyper = hyper
-        from ._actors import param
         self.state = {}
         for slot in self.slots:
-            self.state[slot] = [_zeros_param(param, p) for p in leaves]
+            self.state[slot] = [_zeros_like(p) for p in leaves]
         self.state["step"] = [param(np.zeros((), np.float32))]
         self.actor = None
 
@@ -172,7 +171,8 @@ class _Optimizer:
                 get(self.state[s][i].state, value)
 
 
-def _zeros_param(param, p):
+def _zeros_like(p):
+    """Optimizer state for parameter `p`: zeros, split as `p` is."""
     z = param(np.zeros_like(p.value))
     z.split = dict(p.split)
     return z
@@ -300,14 +300,12 @@ def clip_grad_norm(grads, max_norm):
     for g in leaves:
         sq = reduce("sum", binary("mul", g, g, loc), None, False, loc)
         if sq.dtype != "float32":
-            from ._tensor import cast
             sq = cast(sq, "float32", loc)
         total = sq if total is None else binary("add", total, sq, loc)
     norm = unary("sqrt", total, loc)
     scale = binary("min", binary("div", float(max_norm),
                                  binary("add", norm, 1e-6, loc), loc), 1.0,
                    loc)
-    from ._tensor import cast
     clipped = [binary("mul", g, scale if g.dtype == "float32" else
                       cast(scale, g.dtype, loc), loc) for g in leaves]
     return _pytree.unflatten(treedef, clipped), norm
