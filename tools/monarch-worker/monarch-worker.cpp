@@ -9,7 +9,7 @@
 // process dies (PR_SET_PDEATHSIG).
 //
 //===----------------------------------------------------------------------===//
-#include "WorkerProcess.h"
+#include "monarch/Executor/Worker.h"
 
 #include <cstdio>
 #include <cstring>

@@ -1,7 +1,7 @@
 //===- DevicePlanTest.cpp - Plans whose buffers live on the GPU -----------===//
 //
 // A plan whose communicators use NCCL keeps its arena on the CUDA device
-// (tools/monarch-worker/DeviceArena.h). Without a GPU (this machine, CI)
+// (executor/lib/worker/DeviceArena.h). Without a GPU (this machine, CI)
 // loading one is refused with Unimplemented, naming the reason, and the job
 // carries on; with one (tests/gpu/run.sh on an H200: one GPU, so one rank)
 // the all-reduce and a send to self run on the device and their results

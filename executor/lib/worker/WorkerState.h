@@ -1,16 +1,17 @@
-//===- Worker.h - The monarch-worker process's state -----------*- C++ -*-===//
+//===- WorkerState.h - The monarch-worker process's state ------*- C++ -*-===//
 //
 // Shared by WorkerProcess.cpp (registration, heartbeats, exit) and
 // WorkerHandler.cpp (the WorkerService the controller calls).
 //
 //===----------------------------------------------------------------------===//
-#ifndef MONARCH_WORKER_WORKER_H
-#define MONARCH_WORKER_WORKER_H
+#ifndef MONARCH_WORKER_WORKERSTATE_H
+#define MONARCH_WORKER_WORKERSTATE_H
 
-#include "Interpreter.h"
+#include "monarch/Executor/Worker.h"
 
 #include "ControlStore.h"
 #include "ThriftGlue.h"
+#include "core/SharedArea.h"
 
 #include <spdlog/sinks/base_sink.h>
 #include <spdlog/spdlog.h>
@@ -161,4 +162,4 @@ std::shared_ptr<control::WorkerServiceIf> makeWorkerHandler(Worker &worker);
 
 } // namespace monarch::worker
 
-#endif // MONARCH_WORKER_WORKER_H
+#endif // MONARCH_WORKER_WORKERSTATE_H

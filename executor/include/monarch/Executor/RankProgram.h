@@ -7,8 +7,8 @@
 // tests build it directly. Semantics: docs/plan-semantics.md.
 //
 //===----------------------------------------------------------------------===//
-#ifndef MONARCH_WORKER_RANKPROGRAM_H
-#define MONARCH_WORKER_RANKPROGRAM_H
+#ifndef MONARCH_EXECUTOR_RANKPROGRAM_H
+#define MONARCH_EXECUTOR_RANKPROGRAM_H
 
 #include "monarch/Executor/Communicator.h"
 #include "monarch/Executor/DType.h"
@@ -77,7 +77,7 @@ struct Instruction {
   int peer = -1;
   CommOpKind collective = CommOpKind::AllReduce;
   ReduceOp reduce = ReduceOp::Sum;
-  /// Broadcast root, a world rank.
+  /// Broadcast root, a position in the communicator (not a world rank).
   int root = -1;
 
   /// The event this instruction yields (launch/send/recv/collective), or -1.
@@ -120,4 +120,4 @@ struct RankProgram {
 
 } // namespace monarch::worker
 
-#endif // MONARCH_WORKER_RANKPROGRAM_H
+#endif // MONARCH_EXECUTOR_RANKPROGRAM_H

@@ -8,9 +8,9 @@
 // may hang a dying worker).
 //
 //===----------------------------------------------------------------------===//
-#include "WorkerProcess.h"
+#include "monarch/Executor/Worker.h"
 
-#include "Worker.h"
+#include "WorkerState.h"
 
 #include "Control_constants.h"
 

@@ -8,9 +8,12 @@
 // once instead of at their deadlines.
 //
 //===----------------------------------------------------------------------===//
-#include "Interpreter.h"
+#include "monarch/Executor/Worker.h"
 
 #include "DeviceArena.h"
+
+#include "core/SharedArea.h"
+#include "monarch/Codegen/KernelRuntime.h"
 
 #include <chrono>
 #include <condition_variable>
@@ -28,6 +31,13 @@ int64_t nowUs() {
   return std::chrono::duration_cast<std::chrono::microseconds>(
              std::chrono::system_clock::now().time_since_epoch())
       .count();
+}
+/// Index of world rank `rank` among the members of `spec`, -1 when none.
+int memberIndex(const CommunicatorSpec &spec, int rank) {
+  for (size_t k = 0; k < spec.ranks.size(); ++k)
+    if (spec.ranks[k] == rank)
+      return static_cast<int>(k);
+  return -1;
 }
 bool isComm(OpKind kind) {
   return kind == OpKind::Send || kind == OpKind::Recv ||
@@ -48,6 +58,11 @@ const char *category(OpKind kind) {
   }
 }
 } // namespace
+
+std::string_view FetchResult::view() const {
+  return area ? std::string_view(area->data() + offset, size)
+              : std::string_view(bytes);
+}
 
 struct Interpreter::Impl {
   Options options;
@@ -102,6 +117,8 @@ struct Interpreter::Impl {
   struct Stream {
     std::deque<Entry> entries;
     std::thread thread;
+    /// The first instruction of the entry being run, -1 when idle.
+    int busy = -1;
   };
   std::map<int, Stream> streams;
 
@@ -195,27 +212,32 @@ struct Interpreter::Impl {
     return Status::ok();
   }
 
-  CommOp makeOp(int i) {
+  /// The data-plane op of comm instruction `i` (validated by create).
+  StatusOr<CommOp> makeOp(int i) {
     const Instruction &instr = program->instructions[i];
     const CommunicatorSpec &spec = program->communicators[instr.communicator];
-    auto commRank = [&](int meshRank) {
-      for (size_t k = 0; k < spec.ranks.size(); ++k)
-        if (spec.ranks[k] == meshRank)
-          return static_cast<int>(k);
-      return -1;
-    };
     uint64_t tag = static_cast<uint64_t>(step) * tagStride[i] + tagIndex[i];
     void *in = ptr(instr.buffer);
     size_t count = static_cast<size_t>(instr.buffer.numElements());
     switch (instr.kind) {
     case OpKind::Send:
-      return CommOp::send(in, count, instr.buffer.dtype, commRank(instr.peer),
-                          tag);
-    case OpKind::Recv:
-      return CommOp::recv(in, count, instr.buffer.dtype, commRank(instr.peer),
-                          tag);
-    default:
+    case OpKind::Recv: {
+      int peer = memberIndex(spec, instr.peer);
+      if (peer < 0)
+        return Status(StatusCode::InvalidArgument,
+                      "peer " + std::to_string(instr.peer) +
+                          " is not a member of @" + spec.name);
+      CommOp op = instr.kind == OpKind::Send
+                      ? CommOp::send(in, count, instr.buffer.dtype, peer, tag)
+                      : CommOp::recv(in, count, instr.buffer.dtype, peer, tag);
+      return op;
+    }
+    case OpKind::Collective:
       break;
+    default:
+      return Status(StatusCode::InvalidArgument,
+                    "instruction " + std::to_string(i) +
+                        " is not a communication op");
     }
     void *out = ptr(instr.output);
     int size = static_cast<int>(spec.ranks.size());
@@ -240,7 +262,9 @@ struct Interpreter::Impl {
                             instr.buffer.dtype);
       break;
     default:
-      op = CommOp::allReduce(in, out, count, instr.buffer.dtype, instr.reduce);
+      return Status(StatusCode::InvalidArgument,
+                    "unknown collective kind " +
+                        std::to_string(static_cast<int>(instr.collective)));
     }
     op.tag = tag;
     return op;
@@ -258,7 +282,12 @@ struct Interpreter::Impl {
         return Status(StatusCode::Internal,
                       "no communicator for stream " + std::to_string(stream));
       }
-      posts[comm].push_back(makeOp(i));
+      StatusOr<CommOp> op = makeOp(i);
+      if (!op.isOk()) {
+        *failed = i;
+        return op.status();
+      }
+      posts[comm].push_back(std::move(op).value());
       first.emplace(comm, i);
     }
     std::vector<std::pair<std::shared_ptr<Work>, int>> works;
@@ -294,6 +323,7 @@ struct Interpreter::Impl {
       Entry entry = std::move(stream.entries.front());
       stream.entries.pop_front();
       bool skip = stepFailed || aborted;
+      stream.busy = entry.instrs.front();
       lock.unlock();
       Status status;
       int failed = entry.instrs.front();
@@ -319,9 +349,153 @@ struct Interpreter::Impl {
           eventStatus[e] = status;
         }
       }
+      stream.busy = -1;
       --pendingEntries;
       cv.notify_all();
     }
+  }
+
+  /// Waits on `cv` until `done` (called under `mutex`) or the step failed,
+  /// for at most waitTimeout; false when the deadline passed first.
+  template <typename Done> bool waitUntil(Done done) {
+    std::unique_lock<std::mutex> lock(mutex);
+    return cv.wait_for(lock, options.waitTimeout,
+                       [&] { return stepFailed || aborted || done(); });
+  }
+
+  /// What is still in flight, for a deadline's message (under no lock).
+  std::string pendingSummary() {
+    std::lock_guard<std::mutex> lock(mutex);
+    std::string out;
+    for (auto &[id, stream] : streams)
+      if (!stream.entries.empty() || stream.busy >= 0) {
+        int i =
+            stream.busy >= 0 ? stream.busy : stream.entries.front().instrs[0];
+        out += (out.empty() ? "" : ", ") + std::string("stream ") +
+               std::to_string(id) + " at '" + program->instructions[i].name +
+               "'";
+      }
+    return out.empty() ? "nothing in flight" : out;
+  }
+
+  /// Issues instruction `i` (and, for a group, its adjacent members, which
+  /// advances `i` past them). Feeds and fetches act now; launch and
+  /// communication are queued on their stream; `wait` blocks until its
+  /// events completed, the step failed, or the deadline.
+  Status issue(int &i, const std::map<int, std::string_view> &feeds,
+               FetchArea *fetchArea, std::vector<FetchResult> &fetches) {
+    const Instruction &instr = program->instructions[i];
+    const FaultInjection &fault = options.fault;
+    if (fault.kind != FaultInjection::Kind::None && fault.step == step &&
+        fault.instruction == i) {
+      switch (fault.kind) {
+      case FaultInjection::Kind::Raise:
+        return Status(StatusCode::Internal,
+                      "injected fault (MONARCH_FAULT_INJECT)");
+      case FaultInjection::Kind::Drop:
+        if (options.dropConnections)
+          options.dropConnections();
+        break;
+      case FaultInjection::Kind::Sleep:
+        std::this_thread::sleep_for(std::chrono::milliseconds(fault.ms));
+        break;
+      case FaultInjection::Kind::Exit:
+        std::_Exit(3);
+      case FaultInjection::Kind::None:
+        break;
+      }
+    }
+    switch (instr.kind) {
+    case OpKind::Feed: {
+      auto it = feeds.find(instr.index);
+      if (it == feeds.end())
+        return Status(StatusCode::InvalidArgument,
+                      "feed " + std::to_string(instr.index) +
+                          " was not sent to this rank");
+      if (static_cast<int64_t>(it->second.size()) != instr.buffer.bytes())
+        return Status(StatusCode::InvalidArgument,
+                      "feed " + std::to_string(instr.index) + " has " +
+                          std::to_string(it->second.size()) +
+                          " bytes, the buffer " +
+                          std::to_string(instr.buffer.bytes()));
+      if (device)
+        return device->copyIn(instr.buffer.offset, it->second.data(),
+                              it->second.size());
+      std::memcpy(ptr(instr.buffer), it->second.data(), it->second.size());
+      return Status::ok();
+    }
+    case OpKind::Fetch: {
+      FetchResult &out = fetches.emplace_back();
+      out.index = instr.index;
+      int64_t bytes = instr.buffer.bytes();
+      int64_t at = fetchArea ? (fetchArea->next + 63) / 64 * 64 : 0;
+      char *dst;
+      if (fetchArea && bytes >= fetchArea->minBytes &&
+          at + bytes <= fetchArea->end) {
+        dst = fetchArea->area->data() + at;
+        out.area = fetchArea->area;
+        out.offset = at;
+        out.size = bytes;
+        fetchArea->next = at + bytes;
+      } else {
+        out.bytes.resize(static_cast<size_t>(bytes));
+        dst = out.bytes.data();
+      }
+      if (device)
+        return device->copyOut(dst, instr.buffer.offset,
+                               static_cast<size_t>(bytes));
+      std::memcpy(dst, ptr(instr.buffer), static_cast<size_t>(bytes));
+      return Status::ok();
+    }
+    case OpKind::State:
+      return Status::ok();
+    case OpKind::Wait: {
+      int64_t start = nowUs();
+      bool inTime = waitUntil([&] {
+        for (int e : instr.waitEvents)
+          if (!eventDone[e])
+            return false;
+        return true;
+      });
+      record(instr, -1, start);
+      if (!inTime) {
+        std::string events;
+        for (int e : instr.waitEvents)
+          events += (events.empty() ? "" : ", ") + std::to_string(e);
+        return Status(StatusCode::DeadlineExceeded,
+                      "'" + instr.name + "' waited " +
+                          std::to_string(options.waitTimeout.count()) +
+                          " ms for events " + events + " (" + pendingSummary() +
+                          ")");
+      }
+      return Status::ok();
+    }
+    case OpKind::Launch:
+    case OpKind::Send:
+    case OpKind::Recv:
+    case OpKind::Collective: {
+      // One stream entry: the instruction and, for a group, the adjacent
+      // members of the same group on the same stream.
+      Entry entry;
+      entry.instrs.push_back(i);
+      int n = static_cast<int>(program->instructions.size());
+      if (instr.kind != OpKind::Launch && instr.group >= 0)
+        while (i + 1 < n) {
+          const Instruction &next = program->instructions[i + 1];
+          if (!isComm(next.kind) || next.group != instr.group ||
+              next.stream != instr.stream)
+            break;
+          entry.instrs.push_back(++i);
+        }
+      std::lock_guard<std::mutex> lock(mutex);
+      streams[instr.stream].entries.push_back(std::move(entry));
+      ++pendingEntries;
+      cv.notify_all();
+      return Status::ok();
+    }
+    }
+    return Status(StatusCode::InvalidArgument,
+                  "instruction " + std::to_string(i) + " has an unknown kind");
   }
 };
 
@@ -364,12 +538,51 @@ StatusOr<std::unique_ptr<Interpreter>> Interpreter::create(RankProgram program,
         return Status(StatusCode::InvalidArgument,
                       "instruction " + std::to_string(i) +
                           " waits on an unknown event");
-    if (isComm(instr.kind) &&
-        (instr.communicator < 0 ||
-         instr.communicator >= static_cast<int>(p.communicators.size())))
+    auto bad = [&](const std::string &what) {
       return Status(StatusCode::InvalidArgument, "instruction " +
-                                                     std::to_string(i) +
-                                                     " names no communicator");
+                                                     std::to_string(i) + " '" +
+                                                     instr.name + "' " + what);
+    };
+    if (static_cast<int>(instr.kind) < static_cast<int>(OpKind::Feed) ||
+        static_cast<int>(instr.kind) > static_cast<int>(OpKind::Wait))
+      return bad("has an unknown kind " +
+                 std::to_string(static_cast<int>(instr.kind)));
+    if ((instr.kind == OpKind::Launch || isComm(instr.kind)) &&
+        instr.stream < 0)
+      return bad("has no stream");
+    if (isComm(instr.kind)) {
+      if (instr.communicator < 0 ||
+          instr.communicator >= static_cast<int>(p.communicators.size()))
+        return bad("names no communicator");
+      const CommunicatorSpec &spec = p.communicators[instr.communicator];
+      if (memberIndex(spec, p.rank) < 0)
+        return bad("runs on @" + spec.name + ", which rank " +
+                   std::to_string(p.rank) + " is not a member of");
+      if (instr.kind != OpKind::Collective &&
+          (memberIndex(spec, instr.peer) < 0 || instr.peer == p.rank))
+        return bad("has peer " + std::to_string(instr.peer) +
+                   ", not another member of @" + spec.name);
+      if (instr.kind == OpKind::Collective) {
+        switch (instr.collective) {
+        case CommOpKind::AllReduce:
+        case CommOpKind::AllGather:
+        case CommOpKind::ReduceScatter:
+        case CommOpKind::AllToAll:
+          break;
+        case CommOpKind::Broadcast:
+          if (instr.root < 0 ||
+              instr.root >= static_cast<int>(spec.ranks.size()))
+            return bad("broadcasts from position " +
+                       std::to_string(instr.root) + " of @" + spec.name +
+                       ", which has " + std::to_string(spec.ranks.size()) +
+                       " members");
+          break;
+        default:
+          return bad("has an unknown collective kind " +
+                     std::to_string(static_cast<int>(instr.collective)));
+        }
+      }
+    }
   }
 
   if (p.device) {
@@ -485,12 +698,16 @@ StatusOr<std::unique_ptr<Interpreter>> Interpreter::create(RankProgram program,
       member |= r == p.rank;
     if (!member)
       continue;
-    if (!s.options.store)
-      return Status(StatusCode::Internal, "no rendezvous store");
     std::string name = p.planName + "/" + spec.name;
-    auto comm = createCommunicator(spec.backend, *s.options.store, p.rank,
-                                   s.options.worldSize, spec.ranks, name,
-                                   s.options.comm);
+    StatusOr<std::unique_ptr<Communicator>> comm =
+        Status(StatusCode::InvalidArgument,
+               "no rendezvous store to create communicators in");
+    if (s.options.makeCommunicator)
+      comm = s.options.makeCommunicator(spec, name);
+    else if (s.options.store)
+      comm = createCommunicator(spec.backend, *s.options.store, p.rank,
+                                s.options.worldSize, spec.ranks, name,
+                                s.options.comm);
     if (!comm.isOk())
       return comm.status().withContext("communicator @" + spec.name);
     s.comms[c] = std::move(comm).value();
@@ -556,131 +773,41 @@ StepFailure Interpreter::runStep(int64_t step,
   }
   currentStep_ = step;
   size_t n = p.instructions.size();
-  int i = 0;
   if (Status st = s.syncStates(/*toDevice=*/true); !st)
     s.fail(st, -1);
-  try {
-    for (; i < static_cast<int>(n); ++i) {
-      current_ = i;
-      {
-        std::lock_guard<std::mutex> lock(s.mutex);
-        if (s.stepFailed || s.aborted)
-          break;
-      }
-      const FaultInjection &fault = s.options.fault;
-      if (fault.kind != FaultInjection::Kind::None && fault.step == step &&
-          fault.instruction == i) {
-        switch (fault.kind) {
-        case FaultInjection::Kind::Raise:
-          throw std::runtime_error("injected fault (MONARCH_FAULT_INJECT)");
-        case FaultInjection::Kind::Drop:
-          if (s.options.dropConnections)
-            s.options.dropConnections();
-          break;
-        case FaultInjection::Kind::Sleep:
-          std::this_thread::sleep_for(std::chrono::milliseconds(fault.ms));
-          break;
-        case FaultInjection::Kind::Exit:
-          std::_Exit(3);
-        default:
-          break;
-        }
-      }
-      const Instruction &instr = p.instructions[i];
-      switch (instr.kind) {
-      case OpKind::Feed: {
-        auto it = feeds.find(instr.index);
-        if (it == feeds.end())
-          throw std::runtime_error("feed " + std::to_string(instr.index) +
-                                   " was not sent to this rank");
-        if (static_cast<int64_t>(it->second.size()) != instr.buffer.bytes())
-          throw std::runtime_error("feed " + std::to_string(instr.index) +
-                                   " has " + std::to_string(it->second.size()) +
-                                   " bytes, the buffer " +
-                                   std::to_string(instr.buffer.bytes()));
-        if (s.device) {
-          Status st = s.device->copyIn(instr.buffer.offset, it->second.data(),
-                                       it->second.size());
-          if (!st)
-            throw std::runtime_error(st.message());
-        } else {
-          std::memcpy(s.ptr(instr.buffer), it->second.data(),
-                      it->second.size());
-        }
+  for (int i = 0; i < static_cast<int>(n); ++i) {
+    current_ = i;
+    {
+      std::lock_guard<std::mutex> lock(s.mutex);
+      if (s.stepFailed || s.aborted)
         break;
-      }
-      case OpKind::Fetch: {
-        FetchResult &out = fetches.emplace_back();
-        out.index = instr.index;
-        int64_t bytes = instr.buffer.bytes();
-        int64_t at = fetchArea ? (fetchArea->next + 63) / 64 * 64 : 0;
-        char *dst;
-        if (fetchArea && bytes >= fetchArea->minBytes &&
-            at + bytes <= fetchArea->end) {
-          dst = fetchArea->area->data() + at;
-          out.area = fetchArea->area;
-          out.offset = at;
-          out.size = bytes;
-          fetchArea->next = at + bytes;
-        } else {
-          out.bytes.resize(static_cast<size_t>(bytes));
-          dst = out.bytes.data();
-        }
-        if (s.device) {
-          Status st = s.device->copyOut(dst, instr.buffer.offset,
-                                        static_cast<size_t>(bytes));
-          if (!st)
-            throw std::runtime_error(st.message());
-        } else {
-          std::memcpy(dst, s.ptr(instr.buffer), static_cast<size_t>(bytes));
-        }
-        break;
-      }
-      case OpKind::State:
-        break;
-      case OpKind::Wait: {
-        int64_t start = nowUs();
-        std::unique_lock<std::mutex> lock(s.mutex);
-        s.cv.wait(lock, [&] {
-          if (s.stepFailed || s.aborted)
-            return true;
-          for (int e : instr.waitEvents)
-            if (!s.eventDone[e])
-              return false;
-          return true;
-        });
-        lock.unlock();
-        s.record(instr, -1, start);
-        break;
-      }
-      default: {
-        // One stream entry: the instruction and, for a group, the adjacent
-        // members of the same group on the same stream.
-        Impl::Entry entry;
-        entry.instrs.push_back(i);
-        if (instr.kind != OpKind::Launch && instr.group >= 0)
-          while (i + 1 < static_cast<int>(n)) {
-            const Instruction &next = p.instructions[i + 1];
-            if (!isComm(next.kind) || next.group != instr.group ||
-                next.stream != instr.stream)
-              break;
-            entry.instrs.push_back(++i);
-          }
-        std::lock_guard<std::mutex> lock(s.mutex);
-        s.streams[instr.stream].entries.push_back(std::move(entry));
-        ++s.pendingEntries;
-        s.cv.notify_all();
-      }
-      }
     }
-  } catch (const std::exception &e) {
-    s.fail(Status(StatusCode::Internal, e.what()), i);
+    int first = i;
+    if (Status st = s.issue(i, feeds, fetchArea, fetches); !st) {
+      s.fail(std::move(st), first);
+      break;
+    }
   }
   // Drain the streams: a step ends when everything it issued completed.
+  if (!s.waitUntil([&] { return s.pendingEntries == 0; }))
+    s.fail(Status(StatusCode::DeadlineExceeded,
+                  "the step's streams did not drain within " +
+                      std::to_string(s.options.waitTimeout.count()) + " ms (" +
+                      s.pendingSummary() + ")"),
+           -1);
+  bool drained;
   {
+    // After a failure the communicators are aborted and later entries are
+    // skipped, so what is left is at most a running kernel: give it the
+    // deadline once more, then give up on this program (its arena is still
+    // in use) rather than return into a race.
     std::unique_lock<std::mutex> lock(s.mutex);
-    s.cv.wait(lock, [&] { return s.pendingEntries == 0; });
+    drained = s.cv.wait_for(lock, s.options.waitTimeout,
+                            [&] { return s.pendingEntries == 0; });
   }
+  if (!drained)
+    abort("a stream of step " + std::to_string(step) +
+          " is still running after its deadline");
   bool ok;
   {
     std::lock_guard<std::mutex> lock(s.mutex);

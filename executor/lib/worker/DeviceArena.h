@@ -18,7 +18,7 @@
 #ifndef MONARCH_WORKER_DEVICEARENA_H
 #define MONARCH_WORKER_DEVICEARENA_H
 
-#include "RankProgram.h"
+#include "monarch/Executor/RankProgram.h"
 
 #include "monarch/Executor/Status.h"
 

@@ -7,7 +7,7 @@
 // purpose at a chosen instruction.
 //
 //===----------------------------------------------------------------------===//
-#include "Interpreter.h"
+#include "monarch/Executor/Interpreter.h"
 
 #include <cstdlib>
 #include <cstring>

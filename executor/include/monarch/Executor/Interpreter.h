@@ -11,23 +11,25 @@
 // matching rules of the plan hold whatever thread posts first.
 //
 //===----------------------------------------------------------------------===//
-#ifndef MONARCH_WORKER_INTERPRETER_H
-#define MONARCH_WORKER_INTERPRETER_H
+#ifndef MONARCH_EXECUTOR_INTERPRETER_H
+#define MONARCH_EXECUTOR_INTERPRETER_H
 
-#include "RankProgram.h"
+#include "monarch/Executor/RankProgram.h"
 
-#include "monarch/Codegen/KernelRuntime.h"
 #include "monarch/Executor/Status.h"
 #include "monarch/Executor/Store.h"
 
-#include "core/SharedArea.h"
-
 #include <atomic>
+#include <chrono>
 #include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <string_view>
+
+namespace monarch::executor {
+class SharedArea;
+} // namespace monarch::executor
 
 namespace monarch::worker {
 
@@ -78,10 +80,8 @@ struct FetchResult {
   std::shared_ptr<const executor::SharedArea> area;
   int64_t offset = -1;
   int64_t size = 0;
-  std::string_view view() const {
-    return area ? std::string_view(area->data() + offset, size)
-                : std::string_view(bytes);
-  }
+  /// The fetched bytes, wherever they are.
+  std::string_view view() const;
 };
 
 /// Where fetches of at least `minBytes` go instead of a string: the next
@@ -102,7 +102,21 @@ struct StepFailure {
 class Interpreter {
 public:
   struct Options {
+    /// The rendezvous store the default communicator factory meets the
+    /// other members in (unused when `makeCommunicator` is set).
     executor::Store *store = nullptr;
+    /// Creates this rank's member of a communicator of the program, named
+    /// `name` (unique per plan and communicator). Default:
+    /// executor::createCommunicator with the spec's backend over `store`.
+    /// Tests pass FakeCommWorld members here.
+    std::function<executor::StatusOr<std::unique_ptr<executor::Communicator>>(
+        const CommunicatorSpec &spec, const std::string &name)>
+        makeCommunicator;
+    /// The deadline of every wait of the step loop: a `wait` instruction for
+    /// its events, and the end of a step for its streams to drain. When it
+    /// passes the step fails with DeadlineExceeded naming what it waited
+    /// for (a hung kernel, a lost completion), and the communicators abort.
+    std::chrono::milliseconds waitTimeout{600000};
     /// Where state buffers live; a private one when null.
     std::shared_ptr<ActorStates> states;
     int worldSize = 1;
@@ -152,4 +166,4 @@ private:
 
 } // namespace monarch::worker
 
-#endif // MONARCH_WORKER_INTERPRETER_H
+#endif // MONARCH_EXECUTOR_INTERPRETER_H

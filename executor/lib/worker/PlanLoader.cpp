@@ -1,5 +1,12 @@
 //===- PlanLoader.cpp - ExecutionPlan -> this rank's programs -------------===//
-#include "PlanLoader.h"
+//
+// Binding (Worker.h): decodes and validates a .mcplan (MonarchPlan) and
+// resolves, for every step plan, what this world rank runs: ranks of slices
+// mapped to world ranks, buffers to numpy types, kernels to exported
+// symbols, waits to events, and the user's source location per instruction.
+//
+//===----------------------------------------------------------------------===//
+#include "monarch/Executor/Worker.h"
 
 #include "monarch/Codegen/PlanFile.h"
 

@@ -6,9 +6,7 @@
 // ping and shutdown. Every request's token is checked first.
 //
 //===----------------------------------------------------------------------===//
-#include "Worker.h"
-
-#include "PlanLoader.h"
+#include "WorkerState.h"
 
 #include "monarch/Executor/Device.h"
 
