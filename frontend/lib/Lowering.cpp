@@ -1,8 +1,9 @@
 //===- Lowering.cpp - Stages and plan summaries of a trace ------*- C++ -*-===//
 //
-// Runs the registered stage pipelines (passes/, `populateStagePipelines`)
-// on a copy of the traced module, so `fn.ir(stage)` and the C++ API print
-// exactly what monarch-opt and monarch-compile produce; and summarizes a
+// Lowers a copy of the traced module through the compile driver
+// (CompileSession, as monarch-compile does), so `fn.ir(stage)` and the C++
+// API print exactly what monarch-opt and monarch-compile produce and a
+// failure carries the same reproducer; and summarizes a
 // planned module (per-rank work, bytes per link, arena sizes).
 //
 //===----------------------------------------------------------------------===//
@@ -10,6 +11,7 @@
 #include "TraceBuilderImpl.h"
 #include "monarch/Frontend/TraceBuilderMLIR.h"
 
+#include "monarch/Driver/CompileSession.h"
 #include "monarch/Transforms/Pipelines.h"
 
 #include "mlir/IR/SymbolTable.h"
@@ -30,23 +32,24 @@ static Result<OwningOpRef<ModuleOp>> lowerCopy(TraceBuilder::Impl &I,
   if (!stage)
     return I.error({}, "unknown stage '" + stageName +
                            "' (stages: traced, partitioned, split, planned)");
-  if (backend != "gloo" && backend != "nccl")
-    return I.error({}, "unknown backend '" + backend + "' (gloo or nccl)");
   if (!I.stack.empty())
     return I.error({}, "tracing is still in progress");
   OwningOpRef<ModuleOp> copy =
       llvm::cast<ModuleOp>(I.module->getOperation()->clone());
-  if (*stage == Stage::Traced)
-    return copy;
-  PipelineOptions options;
+  driver::CompileOptions options;
   options.backend = backend;
+  driver::CompileSession session(I.ctx, options);
   LogicalResult ok = success();
-  std::string diags = I.collectDiagnostics(
-      [&] { ok = runStagePipelines(*copy, Stage::Traced, *stage, options); });
-  if (failed(ok))
+  std::string diags =
+      I.collectDiagnostics([&] { ok = session.lower(*copy, *stage); });
+  if (failed(ok)) {
+    if (session.reproducer().empty())
+      return I.error({}, session.error());
     return I.error({}, "lowering to '" + stageName + "' failed" +
                            (diags.empty() ? std::string(" (no diagnostic)")
-                                          : ":\n" + diags));
+                                          : ":\n" + diags) +
+                           "\nreproduce with:\n  " + session.reproducer());
+  }
   return copy;
 }
 

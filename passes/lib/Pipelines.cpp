@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "monarch/Transforms/Pipelines.h"
+#include "monarch/Support/Knobs.h"
 #include "monarch/Transforms/Passes.h"
 
 #include "mlir/IR/BuiltinOps.h"
@@ -45,8 +46,7 @@ llvm::StringRef stageName(Stage stage) {
 
 void populatePartitionPipeline(OpPassManager &pm, const PipelineOptions &) {
   MonarchPartitionOptions partition;
-  const char *remarks = std::getenv("MONARCH_PARTITION_REMARKS");
-  partition.remarks = remarks && *remarks && std::string(remarks) != "0";
+  partition.remarks = knobs::getBool(knobs::Id::PartitionRemarks).value;
   pm.addPass(createMonarchPartition(partition));
 }
 

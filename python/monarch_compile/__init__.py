@@ -8,15 +8,15 @@
         x = mc.shard(x, gpus=0)
         return mc.replicate(mc.relu(x @ w).sum(axis=0))
 
-    print(step.ir("traced", x, w))
-    step(x, w)          # runs on 4 local monarch-worker processes
+    print(step.ir("traced", x, w))  # MLIR, your file:line on every op
+    step(x, w)                      # runs on 4 local monarch-worker processes
 
 See docs/frontend.md.
 """
 from ._actors import Actor, Param, endpoint, param
 from ._autodiff import grad, value_and_grad, vjp
 from ._nn import causal_mask, cross_entropy, layer_norm, log_softmax, rms_norm
-from . import optim
+from . import knobs, optim
 from ._compile import Compiled, PlanSummary, Specialization, compile
 from ._mesh import Mesh, mesh
 from ._ops import (arange, concatenate, full, one_hot, ones, split, stack, take,

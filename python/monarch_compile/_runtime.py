@@ -20,7 +20,6 @@ the actor state of its last checkpoint, replays the steps since it and runs
 the failed step again (docs/executor.md, "Recovery"); each recovery is
 reported with a RuntimeWarning and counted in `mc.recovery_stats(mesh)`.
 """
-import os
 import pathlib
 import numbers
 import warnings
@@ -28,7 +27,7 @@ import weakref
 
 import numpy as np
 
-from . import _pytree, errors
+from . import _pytree, errors, knobs
 from ._native import native
 
 STAGES = ("traced", "partitioned", "split", "planned")
@@ -80,11 +79,11 @@ class Restart:
 
 def _worker_binary():
     """monarch-worker: $MONARCH_WORKER_BIN, else beside the extension's build."""
-    env = os.environ.get("MONARCH_WORKER_BIN")
+    env = knobs.worker_bin
     if env:
         return env
     candidates = []
-    build = os.environ.get("MONARCH_BUILD_DIR")
+    build = knobs.build_dir
     if build:
         candidates.append(pathlib.Path(build) / "bin" / "monarch-worker")
     ext = getattr(native, "__file__", None)
@@ -123,7 +122,8 @@ class _MeshRuntime:
             p = self.policy or Restart(0, 1)
             self.controller = _call(native.Controller.start, self.size,
                                     _worker_binary(),
-                                    os.environ.get("MONARCH_LOG_LEVEL", "warn"),
+                                    knobs.log_level if
+                                    knobs.is_set("MONARCH_LOG_LEVEL") else "warn",
                                     p.max_retries, p.checkpoint_every)
         return self.controller
 
@@ -228,7 +228,7 @@ def _program_name(rt, spec):
 
 def _compile(compiled, spec, program):
     try:
-        plan, _hit = native.compile_plan(spec.builder, program, "gloo",
+        plan, _hit = native.compile_plan(spec.builder, program, knobs.backend,
                                          compiled.__name__)
     except native.PlanCompileError as err:
         raise errors.ExecutionError(

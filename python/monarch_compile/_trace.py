@@ -5,11 +5,10 @@ One trace builds one module holding one compiled function and everything it
 uses. Meshes, actor classes and actor meshes are declared in the module the
 first time the traced code touches them.
 """
-import os
 import re
 import threading
 
-from . import _location
+from . import _location, knobs
 from ._native import TraceBuilder
 
 _local = threading.local()
@@ -41,8 +40,7 @@ class Trace:
         self.used = set()
         # MONARCH_CHECK_REPLICATED=1: endpoint results declared replicated
         # are checked after each call (_actors._replication_probes).
-        self.check_replicated = os.environ.get(
-            "MONARCH_CHECK_REPLICATED", "") not in ("", "0")
+        self.check_replicated = knobs.check_replicated
         self.replication_probes = []  # (endpoint, index, dtype, loc, d, m)
         self.tapes = []  # active _autodiff.Tape objects (mc.vjp, mc.grad)
 

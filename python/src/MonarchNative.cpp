@@ -172,11 +172,14 @@ ReduceOp toReduceOp(const std::string &n) {
 
 /// Plans and the Controller (ExecutorBindings.cpp).
 void bindExecutor(nb::module_ &m);
+/// The MONARCH_* registry (KnobBindings.cpp).
+void bindKnobs(nb::module_ &m);
 
 NB_MODULE(_monarch_native, m) {
   m.doc() = "Native TraceBuilder of monarch_compile (see frontend/)";
   nb::exception<NativeError>(m, "NativeError");
   bindExecutor(m);
+  bindKnobs(m);
 
   nb::class_<TraceBuilder>(m, "TraceBuilder")
       .def(nb::init<>())

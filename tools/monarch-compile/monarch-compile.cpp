@@ -13,12 +13,10 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "DumpAfterEachPass.h"
-
-#include "monarch/Codegen/PlanBuilder.h"
-#include "monarch/Codegen/PlanCache.h"
 #include "monarch/Codegen/PlanFile.h"
 #include "monarch/Codegen/PlanPrinter.h"
+#include "monarch/Driver/CompileSession.h"
+#include "monarch/Support/Knobs.h"
 #include "monarch/Transforms/Pipelines.h"
 #include "monarch/Transforms/Registration.h"
 
@@ -28,6 +26,7 @@
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Support/FileUtilities.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Format.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/raw_ostream.h"
@@ -43,6 +42,7 @@
 
 using namespace mlir;
 using namespace monarch::codegen;
+namespace knobs = monarch::knobs;
 
 namespace {
 
@@ -94,18 +94,6 @@ int emitPlan(const Flags &flags, const std::string &bytes) {
   return 0;
 }
 
-std::string optionsKey(const Flags &flags, const KernelCompileOptions &k) {
-  std::string key = "backend=" + flags.backend +
-                    ";group-bytes=" + std::to_string(flags.groupBytes) +
-                    ";target=" + flags.target +
-                    ";opt=" + std::to_string(k.optLevel) +
-                    ";cuda-arch=" + k.cudaArch +
-                    ";kernels=" + (kernelCompilerAvailable() ? "1" : "0");
-  if (flags.target == "cpu")
-    key += ";cpu=" + (k.cpu == "host" ? hostCpuDescription() : k.cpu);
-  return key;
-}
-
 /// True when the file starts with (a prefix of) the plan magic bytes. Reads
 /// only the first bytes: the input may be a large MLIR file.
 bool looksLikePlanFile(const std::string &path) {
@@ -150,9 +138,10 @@ int main(int argc, char **argv) {
                  "Write the IR after every pass here as NN-<pass>.mlir "
                  "(default: $MONARCH_DUMP_DIR, if set; bypasses the cache)");
   app.add_option("--backend", flags.backend,
-                 "Data plane of the planned communicators: gloo or nccl")
+                 "Data plane of the planned communicators: gloo or nccl "
+                 "(default: $MONARCH_BACKEND, else gloo)")
       ->check(CLI::IsMember({"gloo", "nccl"}))
-      ->default_val("gloo");
+      ->default_val(knobs::getString(knobs::Id::Backend).value);
   app.add_option("--group-bytes", flags.groupBytes,
                  "Transfers up to this many bytes issued back to back share "
                  "a group")
@@ -163,10 +152,11 @@ int main(int argc, char **argv) {
   app.add_flag("-v,--verbose", flags.verbose,
                "Report compile-cache hits and misses and timings on stderr");
   app.footer(
-      "Environment: MONARCH_DUMP_DIR (as --dump-dir), MONARCH_CACHE_DIR "
-      "(compile cache directory; default $XDG_CACHE_HOME/monarch-compile or "
-      "~/.cache/monarch-compile), MONARCH_DISABLE_CACHE=1 (bypass the "
-      "cache).");
+      "Environment: MONARCH_DUMP_DIR (as --dump-dir), MONARCH_BACKEND (as "
+      "--backend), MONARCH_CACHE_DIR (compile cache directory; default "
+      "$XDG_CACHE_HOME/monarch-compile or ~/.cache/monarch-compile), "
+      "MONARCH_DISABLE_CACHE=1 (bypass the cache), MONARCH_MATMUL_TILES, "
+      "MONARCH_PARTITION_REMARKS; the README lists them all.");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError &e) {
@@ -200,8 +190,7 @@ int main(int argc, char **argv) {
                 flags.stageName + " produces MLIR");
 
   if (flags.dumpDir.empty())
-    if (const char *env = std::getenv("MONARCH_DUMP_DIR"))
-      flags.dumpDir = env;
+    flags.dumpDir = knobs::getString(knobs::Id::DumpDir).value;
 
   DialectRegistry registry;
   monarch::registerMonarchDialects(registry);
@@ -223,74 +212,33 @@ int main(int argc, char **argv) {
   if (!module)
     return 1; // The parser reported file:line:col.
 
-  PlanBuildOptions buildOptions;
-  buildOptions.kernels.target =
-      flags.target == "cuda" ? KernelTarget::Cuda : KernelTarget::Cpu;
-  buildOptions.compilerVersion = MONARCH_VERSION;
-  buildOptions.source = flags.input;
-
-  // The compile cache: only for plans, and not when the passes must run to
-  // be dumped.
-  PlanCache cache(planCacheConfigFromEnvironment());
-  std::string cacheKey;
-  if (toPlan && cache.enabled() && flags.dumpDir.empty()) {
-    std::string canonical;
-    llvm::raw_string_ostream os(canonical);
-    module->print(os, OpPrintingFlags().enableDebugInfo(true, false));
-    const void *anchors[] = {
-        reinterpret_cast<const void *>(&monarch::populateStagePipelines),
-        reinterpret_cast<const void *>(&monarch::registerMonarchDialects),
-        reinterpret_cast<const void *>(&buildExecutionPlan)};
-    cacheKey = planCacheKey(canonical, compilerFingerprint(anchors),
-                            optionsKey(flags, buildOptions.kernels));
-    std::string corruption;
-    if (std::optional<std::string> hit = cache.lookup(cacheKey, &corruption)) {
-      if (flags.verbose)
-        llvm::errs() << "monarch-compile: cache hit "
-                     << cache.entryPath(cacheKey) << " ("
-                     << llvm::format("%.2f", elapsedMs()) << " ms)\n";
-      return emitPlan(flags, *hit);
-    }
-    if (flags.verbose)
-      llvm::errs() << "monarch-compile: cache miss " << cacheKey
-                   << (corruption.empty()
-                           ? std::string()
-                           : " (removed a corrupt entry: " + corruption + ")")
-                   << "\n";
-  }
-
-  monarch::Stage to =
-      toPlan ? monarch::Stage::Planned : *monarch::parseStage(flags.stageName);
-  monarch::PipelineOptions options;
+  monarch::driver::CompileOptions options;
   options.backend = flags.backend;
   options.groupBytes = flags.groupBytes;
-  monarch::StageRunOptions run;
-  run.verifyEachPass = flags.verifyEach;
-  if (!flags.dumpDir.empty()) {
-    if (std::error_code ec = llvm::sys::fs::create_directories(flags.dumpDir))
-      return fail("cannot create dump directory " + flags.dumpDir + ": " +
-                  ec.message());
-    auto dumper = std::make_unique<monarch::DumpAfterEachPass>(flags.dumpDir);
-    dumper->write(*module, "00-input.mlir");
-    run.observer = std::move(dumper);
-    // Dumps are for finding the pass at fault: check after every pass.
-    run.verifyEachPass = true;
-  }
-
-  std::string pipeline;
-  if (failed(monarch::runStagePipelines(*module, monarch::Stage::Traced, to,
-                                        options, std::move(run), &pipeline))) {
-    llvm::errs() << "monarch-compile: compiling to '" << flags.stageName
-                 << "' failed; reproduce with:\n  monarch-opt "
-                 << (flags.input == "-" ? "<stdin>" : flags.input)
-                 << " --pass-pipeline='" << pipeline << "'\n";
+  options.kernels.target =
+      flags.target == "cuda" ? KernelTarget::Cuda : KernelTarget::Cpu;
+  options.verifyEach = flags.verifyEach;
+  options.dumpDir = flags.dumpDir;
+  options.inputFile = flags.input;
+  options.source = flags.input;
+  monarch::driver::CompileSession session(context, options);
+  // Diagnostics go to the SourceMgr handler (with the source line); the
+  // session adds what failed and how to reproduce it.
+  auto failed = [&] {
+    if (session.reproducer().empty())
+      return fail(session.error());
+    llvm::errs() << "monarch-compile: " << session.error()
+                 << "; reproduce with:\n  " << session.reproducer() << "\n";
     if (!flags.dumpDir.empty())
       llvm::errs() << "monarch-compile: IR after each pass is in "
                    << flags.dumpDir << "\n";
     return 1;
-  }
+  };
 
   if (!toPlan) {
+    if (mlir::failed(
+            session.lower(*module, *monarch::parseStage(flags.stageName))))
+      return failed();
     auto out =
         openOutputFile(flags.output.empty() ? "-" : flags.output, &error);
     if (!out)
@@ -301,17 +249,13 @@ int main(int argc, char **argv) {
     return 0;
   }
 
-  FailureOr<ExecutionPlan> plan = buildExecutionPlan(*module, buildOptions);
-  if (failed(plan))
-    return fail("cannot build the ExecutionPlan of '" + flags.input + "'");
-  StatusOr<std::string> bytes = serializePlan(*plan);
-  if (!bytes)
-    return fail(bytes.status().message());
-  if (!cacheKey.empty())
-    if (Status s = cache.store(cacheKey, *bytes); !s)
-      llvm::errs() << "monarch-compile: warning: not cached: " << s.message()
-                   << "\n";
-  if (flags.verbose)
+  FailureOr<std::string> bytes = session.compilePlan(*module);
+  if (flags.verbose && !session.cacheNote().empty())
+    llvm::errs() << "monarch-compile: " << session.cacheNote() << " ("
+                 << llvm::format("%.2f", elapsedMs()) << " ms)\n";
+  if (mlir::failed(bytes))
+    return failed();
+  if (flags.verbose && !session.cacheHit())
     llvm::errs() << "monarch-compile: compiled in "
                  << llvm::format("%.2f", elapsedMs()) << " ms\n";
   return emitPlan(flags, *bytes);

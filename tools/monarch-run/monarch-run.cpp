@@ -17,6 +17,7 @@
 #include "monarch/Codegen/PlanFile.h"
 #include "monarch/Executor/Controller.h"
 #include "monarch/Executor/Npy.h"
+#include "monarch/Support/Knobs.h"
 
 #include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
@@ -26,6 +27,7 @@
 #include <sys/stat.h>
 
 using namespace monarch::executor;
+namespace knobs = monarch::knobs;
 namespace cg = monarch::codegen;
 
 namespace {
@@ -96,8 +98,11 @@ int main(int argc, char **argv) {
   app.add_option("--state", states,
                  "@actor::@state=FILE.npy: initial actor state (repeatable)");
   CLI11_PARSE(app, argc, argv);
-  if (const char *level = std::getenv("MONARCH_LOG_LEVEL"))
-    spdlog::set_level(spdlog::level::from_str(level));
+  if (std::string bad = knobs::validate(knobs::Controller); !bad.empty())
+    return fail(bad);
+  if (knobs::Value<std::string> level = knobs::getString(knobs::Id::LogLevel);
+      level.isSet)
+    spdlog::set_level(spdlog::level::from_str(level.value));
 
   auto bytes = cg::readFileBytes(planPath);
   if (!bytes.isOk())

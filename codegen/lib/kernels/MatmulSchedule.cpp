@@ -24,6 +24,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "MatmulSchedule.h"
+#include "monarch/Support/Knobs.h"
 
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Transform/IR/TransformOps.h"
@@ -69,7 +70,10 @@ MatmulTiles chooseMatmulTiles(const KernelCompileOptions &options) {
     tiles.kc = 256;
     tiles.packA = true;
   }
-  if (const char *env = std::getenv("MONARCH_MATMUL_TILES")) {
+  // A malformed value is refused by the compile drivers (knobs::validate);
+  // getString hands back the default ("") for one that slips through.
+  std::string env = knobs::getString(knobs::Id::MatmulTiles).value;
+  if (!env.empty()) {
     llvm::SmallVector<llvm::StringRef> parts;
     llvm::StringRef(env).split(parts, ',');
     int64_t values[3];

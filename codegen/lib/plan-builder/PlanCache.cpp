@@ -8,6 +8,7 @@
 
 #include "monarch/Codegen/PlanCache.h"
 #include "monarch/Codegen/PlanFile.h"
+#include "monarch/Support/Knobs.h"
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringMap.h"
@@ -36,9 +37,8 @@ static std::optional<std::string> env(const char *name) {
 
 PlanCacheConfig planCacheConfigFromEnvironment() {
   PlanCacheConfig config;
-  if (std::optional<std::string> off = env("MONARCH_DISABLE_CACHE"))
-    config.enabled = *off == "0";
-  if (std::optional<std::string> dir = env("MONARCH_CACHE_DIR")) {
+  config.enabled = !knobs::getBool(knobs::Id::DisableCache).value;
+  if (std::optional<std::string> dir = knobs::raw(knobs::Id::CacheDir)) {
     config.directory = *dir;
   } else {
     llvm::SmallString<256> path;
@@ -100,8 +100,12 @@ std::string hostCpuDescription() {
 std::string planCacheKey(llvm::StringRef canonicalModule,
                          llvm::StringRef fingerprint, llvm::StringRef options) {
   llvm::SHA256 hash;
-  for (llvm::StringRef field : {llvm::StringRef("monarch-plan-cache-1"),
-                                fingerprint, options, canonicalModule}) {
+  // The environment variables that change compiled output (the registry's
+  // compile inputs, e.g. MONARCH_MATMUL_TILES) are part of every key.
+  std::string knobs = knobs::compileKey();
+  for (llvm::StringRef field :
+       {llvm::StringRef("monarch-plan-cache-1"), fingerprint, options,
+        llvm::StringRef(knobs), canonicalModule}) {
     std::string length = std::to_string(field.size()) + ":";
     hash.update(length);
     hash.update(field);

@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 #include "ThriftGlue.h"
 #include "ReadAheadTransport.h"
+#include "monarch/Support/Knobs.h"
 
 #include <spdlog/spdlog.h>
 #include <thrift/TOutput.h>
@@ -31,16 +32,10 @@ namespace monarch::executor {
 
 WireLimits WireLimits::fromEnv() {
   WireLimits limits;
-  if (const char *text = std::getenv("MONARCH_MAX_MESSAGE_BYTES")) {
-    long long value = std::atoll(text);
-    // The frame length is a signed 32-bit integer on the wire.
-    if (value >= 4096 && value <= 0x7fffffffLL)
-      limits.maxMessageBytes = static_cast<int>(value);
-    else
-      spdlog::warn("ignoring MONARCH_MAX_MESSAGE_BYTES={} (expected 4096.."
-                   "2147483647)",
-                   text);
-  }
+  // The frame length is a signed 32-bit integer on the wire (the registry's
+  // range); a bad value was refused at start (knobs::validate).
+  knobs::Value<int64_t> bytes = knobs::getInt(knobs::Id::MaxMessageBytes);
+  limits.maxMessageBytes = static_cast<int>(bytes.value);
   return limits;
 }
 
@@ -333,8 +328,7 @@ Status callThrift(const std::string &what, const std::function<void()> &call,
 }
 
 bool localControlEnabled() {
-  const char *text = std::getenv("MONARCH_LOCAL_CONTROL");
-  return !text || std::string(text) != "0";
+  return knobs::getBool(knobs::Id::LocalControl).value;
 }
 
 bool tokenMatches(const std::string &expected, const std::string &given) {

@@ -8,6 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "ControllerImpl.h"
+#include "monarch/Support/Knobs.h"
 
 #include "Control_constants.h"
 #include "monarch/Codegen/PlanFile.h"
@@ -72,28 +73,12 @@ void Dispatcher::post(std::function<void()> task) {
 
 namespace {
 
-std::chrono::milliseconds envMs(const char *name,
-                                std::chrono::milliseconds fallback) {
-  if (const char *text = std::getenv(name)) {
-    char *end = nullptr;
-    long value = std::strtol(text, &end, 10);
-    if (*end == '\0' && value > 0)
-      return std::chrono::milliseconds(value);
-    spdlog::warn("ignoring {}={} (expected a positive number of ms)", name,
-                 text);
-  }
-  return fallback;
-}
-
-std::string envOr(const char *name, const std::string &fallback) {
-  const char *text = std::getenv(name);
-  return text && *text ? std::string(text) : fallback;
-}
+std::string knobText(knobs::Id id) { return knobs::getString(id).value; }
 
 std::string findWorkerBinary(const std::string &configured) {
   if (!configured.empty())
     return configured;
-  std::string fromEnv = envOr("MONARCH_WORKER_BIN", "");
+  std::string fromEnv = knobText(knobs::Id::WorkerBin);
   if (!fromEnv.empty())
     return fromEnv;
   char self[PATH_MAX] = {};
@@ -126,22 +111,34 @@ std::string findWorkerBinary(const std::string &configured) {
 
 ControllerOptions ControllerOptions::fromEnv() {
   ControllerOptions o;
-  o.heartbeatInterval = envMs("MONARCH_HEARTBEAT_MS", o.heartbeatInterval);
-  o.heartbeatTimeout =
-      envMs("MONARCH_HEARTBEAT_TIMEOUT_MS", o.heartbeatTimeout);
-  o.controllerTimeout =
-      envMs("MONARCH_CONTROLLER_TIMEOUT_MS", o.controllerTimeout);
-  o.startTimeout = envMs("MONARCH_START_TIMEOUT_MS", o.startTimeout);
-  o.tracePath = envOr("MONARCH_TRACE", "");
-  o.logLevel = envOr("MONARCH_LOG_LEVEL", "");
-  o.bindHost = envOr("MONARCH_BIND_HOST", o.bindHost);
-  o.jobToken = envOr("MONARCH_JOB_TOKEN", "");
-  o.workerBinary = envOr("MONARCH_WORKER_BIN", "");
-  if (const char *size = std::getenv("MONARCH_WORLD_SIZE"))
-    o.worldSize = std::max(1, std::atoi(size));
-  if (const char *controller = std::getenv("MONARCH_CONTROLLER")) {
+  // Bad values are refused by Controller::start (knobs::validate); here an
+  // unset or bad variable keeps the option's default.
+  auto ms = [](knobs::Id id, std::chrono::milliseconds fallback) {
+    knobs::Value<std::chrono::milliseconds> v = knobs::getMs(id);
+    return v.isSet ? v.value : fallback;
+  };
+  o.heartbeatInterval = ms(knobs::Id::HeartbeatMs, o.heartbeatInterval);
+  o.heartbeatTimeout = ms(knobs::Id::HeartbeatTimeoutMs, o.heartbeatTimeout);
+  o.controllerTimeout = ms(knobs::Id::ControllerTimeoutMs, o.controllerTimeout);
+  o.startTimeout = ms(knobs::Id::StartTimeoutMs, o.startTimeout);
+  o.tracePath = knobText(knobs::Id::Trace);
+  if (knobs::Value<std::string> level = knobs::getString(knobs::Id::LogLevel);
+      level.isSet)
+    o.logLevel = level.value;
+  if (knobs::Value<std::string> launcher =
+          knobs::getString(knobs::Id::Launcher);
+      launcher.isSet)
+    o.launcherName = launcher.value;
+  o.bindHost = knobText(knobs::Id::BindHost);
+  o.jobToken = knobText(knobs::Id::JobToken);
+  o.workerBinary = knobText(knobs::Id::WorkerBin);
+  if (knobs::Value<int64_t> size = knobs::getInt(knobs::Id::WorldSize);
+      size.isSet)
+    o.worldSize = static_cast<int>(size.value);
+  if (std::optional<std::string> controller =
+          knobs::raw(knobs::Id::ControllerAddress)) {
     // Workers dial this address; the controller listens on its port.
-    auto hostPort = parseHostPort(controller);
+    auto hostPort = parseHostPort(*controller);
     if (hostPort.isOk()) {
       o.advertiseHost = hostPort->first;
       o.port = hostPort->second;
@@ -165,19 +162,13 @@ Controller::start(ControllerOptions options) {
     return Status(StatusCode::InvalidArgument,
                   "world size must be positive, got " +
                       std::to_string(options.worldSize));
+  if (std::string bad = knobs::validate(knobs::Controller); !bad.empty())
+    return Status(StatusCode::InvalidArgument, bad);
   auto impl = std::make_unique<Impl>();
   Impl &s = *impl;
   s.options = std::move(options);
   s.limits = WireLimits::fromEnv();
-  if (const char *text = std::getenv("MONARCH_REPLY_SPIN_US")) {
-    char *end = nullptr;
-    long value = std::strtol(text, &end, 10);
-    if (*end == '\0' && value >= 0 && value <= 1000000)
-      s.replySpinUs = static_cast<int>(value);
-    else
-      spdlog::warn("ignoring MONARCH_REPLY_SPIN_US={} (expected 0..1000000)",
-                   text);
-  }
+  s.replySpinUs = static_cast<int>(knobs::getInt(knobs::Id::ReplySpinUs).value);
   s.token =
       s.options.jobToken.empty() ? generateJobToken() : s.options.jobToken;
   s.jobId = generateJobToken().substr(0, 8);

@@ -20,23 +20,38 @@ namespace monarch::executor {
 
 //===--- Public calls -----------------------------------------------------===//
 
-StatusOr<std::vector<std::string>>
-Controller::loadPlan(const std::string &planBytes) {
+namespace {
+const Status &statusOf(const Status &s) { return s; }
+template <typename T> const Status &statusOf(const StatusOr<T> &s) {
+  return s.status();
+}
+} // namespace
+
+template <typename Attempt> auto Controller::withRecovery(Attempt attempt) {
+  using Result = decltype(attempt());
   std::lock_guard<std::recursive_mutex> call(impl_->callMutex);
   int attempts = 0;
   Status first;
   if (Status st = recoverIfFailed(attempts, first); !st)
-    return st;
+    return Result(st);
   while (true) {
-    auto names = loadPlanOnce(planBytes);
-    if (names.isOk()) {
-      // Kept whatever the policy: one turned on later reloads them too.
-      impl_->planFiles.push_back(planBytes);
-      return names;
-    }
-    if (Status st = recoverFrom(names.status(), attempts, first); !st)
-      return st;
+    Result result = attempt();
+    if (statusOf(result).isOk())
+      return result;
+    if (Status st = recoverFrom(statusOf(result), attempts, first); !st)
+      return Result(st);
   }
+}
+
+StatusOr<std::vector<std::string>>
+Controller::loadPlan(const std::string &planBytes) {
+  return withRecovery([&] {
+    auto names = loadPlanOnce(planBytes);
+    // Kept whatever the policy: one turned on later reloads them too.
+    if (names.isOk())
+      impl_->planFiles.push_back(planBytes);
+    return names;
+  });
 }
 
 StatusOr<std::vector<HostTensor>>
@@ -52,72 +67,34 @@ Controller::runStep(const std::string &plan,
 StatusOr<std::vector<HostTensor>>
 Controller::runStepRefs(const std::string &plan,
                         const std::vector<const HostTensor *> &inputs) {
-  std::lock_guard<std::recursive_mutex> call(impl_->callMutex);
-  int attempts = 0;
-  Status first;
-  if (Status st = recoverIfFailed(attempts, first); !st)
-    return st;
   // A retry runs under the same step number (faults injected at step k
   // repeat; the trace shows one step).
   int64_t step = -1;
-  while (true) {
+  return withRecovery([&] {
     auto outputs = runStepOnce(plan, inputs, step);
-    if (outputs.isOk()) {
+    if (outputs.isOk())
       noteStep(plan, inputs, step);
-      return outputs;
-    }
-    if (Status st = recoverFrom(outputs.status(), attempts, first); !st)
-      return st;
-  }
+    return outputs;
+  });
 }
 
 Status Controller::setActorState(const std::string &key,
                                  const HostTensor &value, int rank) {
-  std::lock_guard<std::recursive_mutex> call(impl_->callMutex);
-  int attempts = 0;
-  Status first;
-  if (Status st = recoverIfFailed(attempts, first); !st)
-    return st;
-  while (true) {
+  return withRecovery([&] {
     Status status = setActorStateOnce(key, value, rank);
-    if (status) {
+    if (status)
       noteSetState(key, value, rank);
-      return status;
-    }
-    if (Status st = recoverFrom(status, attempts, first); !st)
-      return st;
-  }
+    return status;
+  });
 }
 
 StatusOr<HostTensor> Controller::getActorState(const std::string &key,
                                                int rank) {
-  std::lock_guard<std::recursive_mutex> call(impl_->callMutex);
-  int attempts = 0;
-  Status first;
-  if (Status st = recoverIfFailed(attempts, first); !st)
-    return st;
-  while (true) {
-    auto value = getActorStateOnce(key, rank);
-    if (value.isOk())
-      return value;
-    if (Status st = recoverFrom(value.status(), attempts, first); !st)
-      return st;
-  }
+  return withRecovery([&] { return getActorStateOnce(key, rank); });
 }
 
 StatusOr<Controller::Checkpoint> Controller::checkpointActorState() {
-  std::lock_guard<std::recursive_mutex> call(impl_->callMutex);
-  int attempts = 0;
-  Status first;
-  if (Status st = recoverIfFailed(attempts, first); !st)
-    return st;
-  while (true) {
-    auto checkpoint = checkpointOnce();
-    if (checkpoint.isOk())
-      return checkpoint;
-    if (Status st = recoverFrom(checkpoint.status(), attempts, first); !st)
-      return st;
-  }
+  return withRecovery([&] { return checkpointOnce(); });
 }
 
 Status Controller::restoreActorState(const Checkpoint &checkpoint) {

@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "WorkerState.h"
+#include "monarch/Support/Knobs.h"
 
 #include "monarch/Executor/Device.h"
 
@@ -68,9 +69,12 @@ public:
       options.worldSize = w_.worldSize;
       options.trace = w_.config.trace;
       options.fault = w_.fault;
-      if (const char *ms = std::getenv("MONARCH_COMM_TIMEOUT_MS"))
-        options.comm.timeout = std::chrono::milliseconds(std::atol(ms));
-      options.comm.hostname = envOr("MONARCH_WORKER_HOST", "127.0.0.1");
+      if (knobs::Value<std::chrono::milliseconds> t =
+              knobs::getMs(knobs::Id::CommTimeoutMs);
+          t.isSet)
+        options.comm.timeout = t.value;
+      options.waitTimeout = knobs::getMs(knobs::Id::WaitTimeoutMs).value;
+      options.comm.hostname = knobs::getString(knobs::Id::WorkerHost).value;
       if (program.device)
         options.comm.cudaDevice = cudaOrdinal();
       std::string name = program.planName;
@@ -105,12 +109,12 @@ public:
   /// communicators): MONARCH_CUDA_DEVICE, else the local rank
   /// (LOCAL_RANK, SLURM_LOCALID, else the rank) modulo the devices visible.
   int cudaOrdinal() const {
-    if (const char *d = std::getenv("MONARCH_CUDA_DEVICE"))
-      return std::atoi(d);
+    if (knobs::Value<int64_t> d = knobs::getInt(knobs::Id::CudaDevice); d.isSet)
+      return static_cast<int>(d.value);
     int local = w_.rank;
     for (const char *name : {"LOCAL_RANK", "SLURM_LOCALID"})
-      if (const char *v = std::getenv(name)) {
-        local = std::atoi(v);
+      if (std::string v = foreignEnv(name, ""); !v.empty()) {
+        local = std::atoi(v.c_str());
         break;
       }
     DeviceInfo info = probeDevices();

@@ -9,6 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "monarch/Executor/Worker.h"
+#include "monarch/Support/Knobs.h"
 
 #include "WorkerState.h"
 
@@ -31,8 +32,9 @@ namespace {
 /// controller can have a core of their own, else 0 (spinning workers would
 /// take the cores the others need).
 int requestSpinUs(int worldSize) {
-  if (const char *text = std::getenv("MONARCH_WORKER_SPIN_US"))
-    return std::clamp(std::atoi(text), 0, 1000000);
+  if (knobs::Value<int64_t> spin = knobs::getInt(knobs::Id::WorkerSpinUs);
+      spin.isSet)
+    return static_cast<int>(spin.value);
   cpu_set_t set;
   CPU_ZERO(&set);
   int cpus =
@@ -124,13 +126,17 @@ void Worker::requestExit(int code, const std::string &why) {
 }
 
 Status Worker::init() {
-  std::string controller = envOr("MONARCH_CONTROLLER", "");
+  if (std::string bad = knobs::validate(knobs::Worker); !bad.empty())
+    return Status(StatusCode::InvalidArgument, bad);
+  std::string controller = knobs::getString(knobs::Id::ControllerAddress).value;
   // SLURM tasks and torchrun workers carry their rank already.
   std::string rankText =
-      envOr("MONARCH_RANK", envOr("SLURM_PROCID", envOr("RANK", "")));
-  std::string sizeText = envOr("MONARCH_WORLD_SIZE",
-                               envOr("SLURM_NTASKS", envOr("WORLD_SIZE", "")));
-  token = envOr("MONARCH_JOB_TOKEN", "");
+      knobs::raw(knobs::Id::Rank)
+          .value_or(foreignEnv("SLURM_PROCID", foreignEnv("RANK", "")));
+  std::string sizeText =
+      knobs::raw(knobs::Id::WorldSize)
+          .value_or(foreignEnv("SLURM_NTASKS", foreignEnv("WORLD_SIZE", "")));
+  token = knobs::getString(knobs::Id::JobToken).value;
   if (controller.empty() || rankText.empty() || sizeText.empty() ||
       token.empty())
     return Status(StatusCode::InvalidArgument,
@@ -148,7 +154,8 @@ Status Worker::init() {
     return Status(StatusCode::InvalidArgument,
                   "MONARCH_RANK=" + rankText +
                       " is not in 0..MONARCH_WORLD_SIZE-1 (" + sizeText + ")");
-  auto parsedFault = FaultInjection::parse(envOr("MONARCH_FAULT_INJECT", ""));
+  auto parsedFault =
+      FaultInjection::parse(knobs::getString(knobs::Id::FaultInject).value);
   if (!parsedFault.isOk())
     return parsedFault.status();
   fault = *parsedFault;
@@ -156,13 +163,13 @@ Status Worker::init() {
 
   sink = std::make_shared<ForwardingSink>(rank);
   auto logger = std::make_shared<spdlog::logger>("worker", sink);
-  std::string level = envOr("MONARCH_LOG_LEVEL", "info");
+  std::string level = knobs::getString(knobs::Id::LogLevel).value;
   logger->set_level(spdlog::level::from_str(level));
   spdlog::set_default_logger(logger);
   redirectThriftLogging();
 
   // Serve first, so the address we register is live.
-  std::string bindHost = envOr("MONARCH_WORKER_HOST", "127.0.0.1");
+  std::string bindHost = knobs::getString(knobs::Id::WorkerHost).value;
   auto handler = makeWorkerHandler(*this);
   auto server = ControlServer::start(
       std::make_shared<control::WorkerServiceProcessor>(handler), bindHost, 0,
@@ -362,7 +369,8 @@ int runWorker() {
   Status status = worker.init();
   if (!status) {
     std::fprintf(stderr, "monarch-worker rank %s: %s\n",
-                 envOr("MONARCH_RANK", "?").c_str(), status.toString().c_str());
+                 knobs::raw(knobs::Id::Rank).value_or("?").c_str(),
+                 status.toString().c_str());
     return status.code() == StatusCode::PermissionDenied ? 3 : 2;
   }
   return worker.run();

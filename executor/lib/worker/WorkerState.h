@@ -8,6 +8,7 @@
 #define MONARCH_WORKER_WORKERSTATE_H
 
 #include "monarch/Executor/Worker.h"
+#include "monarch/Support/Knobs.h"
 
 #include "ControlStore.h"
 #include "ThriftGlue.h"
@@ -37,7 +38,9 @@ inline int64_t nowUs() {
       .count();
 }
 
-inline std::string envOr(const char *name, const std::string &fallback) {
+/// A variable of another system (SLURM_PROCID, RANK, LOCAL_RANK), which the
+/// MONARCH_* registry (Knobs.h) does not own; `fallback` when unset.
+inline std::string foreignEnv(const char *name, const std::string &fallback) {
   const char *v = std::getenv(name);
   return v && *v ? std::string(v) : fallback;
 }

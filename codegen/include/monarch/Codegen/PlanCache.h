@@ -44,7 +44,8 @@ std::string compilerFingerprint(llvm::ArrayRef<const void *> anchors);
 /// must not be shared between different CPUs through a shared cache).
 std::string hostCpuDescription();
 
-/// Hex SHA-256 of the three inputs, each length-prefixed.
+/// Hex SHA-256 of the three inputs and knobs::compileKey() (the set
+/// environment variables that change compiled output), each length-prefixed.
 std::string planCacheKey(llvm::StringRef canonicalModule,
                          llvm::StringRef fingerprint, llvm::StringRef options);
 

@@ -238,6 +238,11 @@ private:
   Status recoverFrom(const Status &failure, int &attempts, Status &first);
   /// Before a call: restarts a job that failed between calls.
   Status recoverIfFailed(int &attempts, Status &first);
+  /// A public call under the restart policy, with the call lock held:
+  /// `attempt()` (a Status or StatusOr) is tried, and tried again after
+  /// every restart recoverFrom allows. Defined and used in
+  /// ControllerRecovery.cpp only.
+  template <typename Attempt> auto withRecovery(Attempt attempt);
   /// One restart (the `attempt`-th for this call): teardown, relaunch,
   /// reload, restore, replay.
   Status restartOnce(int attempt);

@@ -4,6 +4,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "SharedArea.h"
+#include "monarch/Support/Knobs.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -105,8 +106,8 @@ std::string hostIdentity() {
   char host[256] = {0};
   ::gethostname(host, sizeof(host) - 1);
   // Tests and debugging: pretend to be on another host.
-  if (const char *fake = std::getenv("MONARCH_SHM_HOST"); fake && *fake)
-    std::snprintf(host, sizeof(host), "%s", fake);
+  if (std::optional<std::string> fake = knobs::raw(knobs::Id::ShmHost))
+    std::snprintf(host, sizeof(host), "%s", fake->c_str());
   return std::string(host) + "/" + boot + "/" +
          (n > 0 ? std::string(ns, n) : std::string("?")) + "/uid" +
          std::to_string(::getuid());

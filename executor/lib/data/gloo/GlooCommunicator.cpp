@@ -43,9 +43,7 @@ uint64_t p2pSlot(uint64_t tag, size_t bytes) {
   return kP2PSlotPrefix | (x >> 8);
 }
 
-bool isP2P(const CommOp &op) {
-  return op.kind == CommOpKind::Send || op.kind == CommOpKind::Recv;
-}
+using data::isP2P;
 
 /// Calls `fn` with a null pointer of the unsigned type as wide as `dtype`, so
 /// Gloo sees element counts and sizes that match our reduce callback.
@@ -83,49 +81,22 @@ void glooAllReduce(const std::shared_ptr<::gloo::Context> &ctx, const void *in,
 
 } // namespace
 
-/// The low 24 bits of a collective's Gloo tag: its sequence number mixed
-/// with what the members must agree on. Only one collective of an object
-/// runs at a time, so tags need not be unique over time; mixing in the shape
-/// makes members that disagree (a different count, kind, type or root) time
-/// out instead of Gloo terminating the process on an oversized message.
-uint32_t collectiveTag(uint64_t seq, const CommOp &op) {
-  uint64_t x = seq * 0x9E3779B97F4A7C15ull;
-  bool reduces =
-      op.kind == CommOpKind::AllReduce || op.kind == CommOpKind::ReduceScatter;
-  uint64_t reduce = reduces ? uint64_t(op.reduce) : 0;
-  uint64_t root = op.kind == CommOpKind::Broadcast ? uint64_t(op.peer) : 0;
-  for (uint64_t v : {uint64_t(op.kind), uint64_t(op.count), uint64_t(op.dtype),
-                     reduce, root}) {
-    x ^= v + 0x632BE59BD9B4E019ull + (x << 6) + (x >> 2);
-    x = (x ^ (x >> 29)) * 0xBF58476D1CE4E5B9ull;
-  }
-  return uint32_t(x ^ (x >> 32)) & 0xffffff;
-}
-
 GlooCommunicator::GlooCommunicator(std::shared_ptr<GlooGroup> group,
                                    std::string name, uint32_t duplicateId)
     : group_(std::move(group)), name_(std::move(name)),
       duplicateId_(duplicateId) {
   group_->attach(this);
-  worker_ = std::thread([this] { run(); });
 }
 
 GlooCommunicator::~GlooCommunicator() {
-  bool busy;
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    stopping_ = true;
-    busy = inFlight_ != nullptr || !queue_.empty();
-  }
-  cv_.notify_all();
   // Work still running would block the join until its deadline: break the
   // connections instead (peers see this rank leave, as they would on exit).
-  if (busy)
+  queue_.stop([&] {
     group_->breakWith(Status(StatusCode::Aborted,
                              "communicator '" + name_ +
                                  "' destroyed with work pending on rank " +
                                  std::to_string(rank())));
-  worker_.join();
+  });
   group_->detach(this);
 }
 
@@ -143,28 +114,11 @@ std::shared_ptr<Work> GlooCommunicator::post(std::vector<CommOp> ops) {
   entry.ops = std::move(ops);
   entry.work = std::make_shared<Work>();
   std::shared_ptr<Work> work = entry.work;
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    for (const CommOp &op : entry.ops) {
-      if (isP2P(op))
-        continue;
-      uint32_t shape =
-          collectiveTag(op.tag == kAutoTag ? collectiveSeq_ : 0, op);
-      if (op.tag == kAutoTag) {
-        // The k-th collective of this object (and of its peers' matching
-        // objects): the duplicate id keeps objects apart.
-        entry.collectiveTags.push_back((duplicateId_ & 0x7f) << 24 | shape);
-        ++collectiveSeq_;
-      } else {
-        // Explicit tags match across duplicates; the low 24 bits keep
-        // concurrent collectives apart, the top byte checks the shape.
-        entry.collectiveTags.push_back((0x80 | (shape & 0x7f)) << 24 |
-                                       uint32_t(op.tag & 0xffffff));
-      }
-    }
-    queue_.push_back(std::move(entry));
-  }
-  cv_.notify_all();
+  queue_.push([&](bool) {
+    entry.collectiveTags =
+        data::collectiveTags(entry.ops, duplicateId_, collectiveSeq_);
+    return std::move(entry);
+  });
   return work;
 }
 
@@ -197,39 +151,18 @@ GlooCommunicator::duplicate(const std::string &name) {
 void GlooCommunicator::takePending(
     const Status &status,
     std::vector<std::pair<std::shared_ptr<Work>, Status>> &out) {
-  Status failed(StatusCode::Aborted, "gloo communicator '" + name_ +
-                                         "' is broken: " + status.message());
-  std::lock_guard<std::mutex> lock(mutex_);
-  if (inFlight_)
-    out.emplace_back(inFlight_, failed);
-  for (Entry &e : queue_)
-    out.emplace_back(e.work, failed);
-  queue_.clear();
+  queue_.takePending(Status(StatusCode::Aborted, "gloo communicator '" +
+                                                    name_ + "' is broken: " +
+                                                    status.message()),
+                     out);
 }
 
-void GlooCommunicator::run() {
-  for (;;) {
-    Entry entry;
-    {
-      std::unique_lock<std::mutex> lock(mutex_);
-      cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
-      if (queue_.empty())
-        return;
-      entry = std::move(queue_.front());
-      queue_.pop_front();
-      inFlight_ = entry.work;
-    }
-    Status st;
-    if (group_->isBroken())
-      st = Status(StatusCode::Aborted,
+Status GlooCommunicator::run(Entry &entry) {
+  if (group_->isBroken())
+    return Status(StatusCode::Aborted,
                   "gloo communicator '" + name_ +
                       "' is broken: " + group_->brokenStatus().message());
-    else
-      st = runEntry(entry);
-    entry.work->complete(st);
-    std::lock_guard<std::mutex> lock(mutex_);
-    inFlight_.reset();
-  }
+  return runEntry(entry);
 }
 
 void GlooCommunicator::ringReduceScatter(const CommOp &op, uint32_t tag) {

@@ -12,9 +12,7 @@
 
 #include "GlooGroup.h"
 
-#include <condition_variable>
-#include <deque>
-#include <thread>
+#include "core/WorkQueue.h"
 
 namespace monarch::executor::gloo_backend {
 
@@ -51,7 +49,8 @@ private:
     std::shared_ptr<Work> work;
   };
 
-  void run();
+  /// One entry on the queue's thread.
+  Status run(Entry &entry);
   Status runEntry(Entry &entry);
   Status runCollective(const CommOp &op, uint32_t tag);
   void ringReduceScatter(const CommOp &op, uint32_t tag);
@@ -59,15 +58,10 @@ private:
   std::shared_ptr<GlooGroup> group_;
   std::string name_;
   uint32_t duplicateId_;
-  uint32_t collectiveSeq_ = 0; // guarded by mutex_
+  uint32_t collectiveSeq_ = 0; // guarded by the queue's lock
   std::vector<char> scratch_;  // the worker thread's, reused across ops
-
-  std::mutex mutex_;
-  std::condition_variable cv_;
-  std::deque<Entry> queue_;
-  std::shared_ptr<Work> inFlight_;
-  bool stopping_ = false;
-  std::thread worker_;
+  /// Last: its thread runs entries with the members above.
+  data::WorkQueue<Entry> queue_{[this](Entry &e) { return run(e); }};
 };
 
 /// createCommunicator() for Backend::Gloo.

@@ -10,6 +10,7 @@
 
 #include "ShmCommunicator.h"
 #include "core/Reduction.h"
+#include "monarch/Support/Knobs.h"
 
 #include <cstdlib>
 #include <cstring>
@@ -17,31 +18,7 @@
 namespace monarch::executor::shm_backend {
 namespace {
 
-bool isP2P(const CommOp &op) {
-  return op.kind == CommOpKind::Send || op.kind == CommOpKind::Recv;
-}
-
-/// The low 24 bits of a collective's tag: its sequence number mixed with
-/// what members must agree on, so that members posting different shapes
-/// never match and fail at their deadline with an explanation.
-uint32_t shapeTag(uint64_t seq, const CommOp &op) {
-  bool reduces =
-      op.kind == CommOpKind::AllReduce || op.kind == CommOpKind::ReduceScatter;
-  uint64_t fields[] = {seq,
-                       uint64_t(op.kind),
-                       uint64_t(op.count),
-                       uint64_t(op.dtype),
-                       reduces ? uint64_t(op.reduce) + 1 : 0,
-                       op.kind == CommOpKind::Broadcast ? uint64_t(op.peer)
-                                                        : 0};
-  uint64_t h = 0xcbf29ce484222325ull;
-  for (uint64_t v : fields) {
-    h ^= v;
-    h *= 0x100000001b3ull;
-    h ^= h >> 33;
-  }
-  return uint32_t(h ^ (h >> 29)) & 0xffffff;
-}
+using data::isP2P;
 
 std::string brokenText(const std::string &name, const Status &why) {
   return "shm communicator '" + name + "' is broken: " + why.message();
@@ -49,33 +26,22 @@ std::string brokenText(const std::string &name, const Status &why) {
 
 } // namespace
 
-bool shmEnabled() {
-  const char *v = std::getenv("MONARCH_SHM");
-  return !v || std::string(v) != "0";
-}
+bool shmEnabled() { return knobs::getBool(knobs::Id::Shm).value; }
 
 ShmCommunicator::ShmCommunicator(std::shared_ptr<ShmGroup> group,
                                  std::string name, uint32_t duplicateId)
     : group_(std::move(group)), name_(std::move(name)),
       duplicateId_(duplicateId) {
   group_->attach(this);
-  worker_ = std::thread([this] { run(); });
 }
 
 ShmCommunicator::~ShmCommunicator() {
-  bool busy;
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    stopping_ = true;
-    busy = inFlight_ != nullptr || !queue_.empty();
-  }
-  cv_.notify_all();
-  if (busy)
+  queue_.stop([&] {
     group_->breakWith(Status(StatusCode::Aborted,
                              "communicator '" + name_ +
                                  "' destroyed with work pending on rank " +
                                  std::to_string(rank())));
-  worker_.join();
+  });
   group_->detach(this);
 }
 
@@ -92,21 +58,9 @@ std::shared_ptr<Work> ShmCommunicator::post(std::vector<CommOp> ops) {
   entry.ops = std::move(ops);
   entry.work = std::make_shared<Work>();
   std::shared_ptr<Work> work = entry.work;
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    for (const CommOp &op : entry.ops) {
-      if (isP2P(op))
-        continue;
-      if (op.tag == kAutoTag) {
-        entry.collectiveTags.push_back((duplicateId_ & 0x7f) << 24 |
-                                       shapeTag(collectiveSeq_++, op));
-      } else {
-        // Explicit tags match across duplicates: the low 24 bits keep
-        // concurrent collectives apart, the top byte checks the shape.
-        entry.collectiveTags.push_back((0x80 | (shapeTag(0, op) & 0x7f)) << 24 |
-                                       uint32_t(op.tag & 0xffffff));
-      }
-    }
+  queue_.push([&](bool idle) {
+    entry.collectiveTags =
+        data::collectiveTags(entry.ops, duplicateId_, collectiveSeq_);
     // An idle object starts the group's sends and receives on the posting
     // thread (never blocking: one progress pass if nobody else is making
     // progress), so a send's bytes leave without waiting for the worker
@@ -117,7 +71,7 @@ std::shared_ptr<Work> ShmCommunicator::post(std::vector<CommOp> ops) {
         std::any_of(entry.ops.begin(), entry.ops.end(), [&](const CommOp &op) {
           return isP2P(op) && op.peer == rank();
         });
-    if (queue_.empty() && !inFlight_ && !self) {
+    if (idle && !self) {
       prepareP2P(entry, rank());
       for (ShmRequest &r : entry.p2p)
         group_->post(&r);
@@ -125,9 +79,8 @@ std::shared_ptr<Work> ShmCommunicator::post(std::vector<CommOp> ops) {
       if (!entry.p2p.empty())
         group_->tryProgress();
     }
-    queue_.push_back(std::move(entry));
-  }
-  cv_.notify_all();
+    return std::move(entry);
+  });
   return work;
 }
 
@@ -159,41 +112,15 @@ ShmCommunicator::duplicate(const std::string &name) {
 void ShmCommunicator::takePending(
     const Status &status,
     std::vector<std::pair<std::shared_ptr<Work>, Status>> &out) {
-  Status failed(StatusCode::Aborted, brokenText(name_, status));
-  std::lock_guard<std::mutex> lock(mutex_);
-  if (inFlight_)
-    out.emplace_back(inFlight_, failed);
-  for (Entry &e : queue_)
-    out.emplace_back(e.work, failed);
-  queue_.clear();
+  queue_.takePending(Status(StatusCode::Aborted, brokenText(name_, status)),
+                     out);
 }
 
-void ShmCommunicator::run() {
-  for (;;) {
-    Entry entry;
-    {
-      std::unique_lock<std::mutex> lock(mutex_);
-      cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
-      if (queue_.empty())
-        return;
-      entry = std::move(queue_.front());
-      queue_.pop_front();
-      inFlight_ = entry.work;
-    }
-    Status st;
-    if (group_->isBroken())
-      st = Status(StatusCode::Aborted,
+Status ShmCommunicator::run(Entry &entry) {
+  if (group_->isBroken())
+    return Status(StatusCode::Aborted,
                   brokenText(name_, group_->brokenStatus()));
-    else
-      st = runEntry(entry);
-    {
-      // Idle before the poster wakes, so that its next group takes the
-      // fast path of post(); the group's ops are all done already.
-      std::lock_guard<std::mutex> lock(mutex_);
-      inFlight_.reset();
-    }
-    entry.work->complete(st);
-  }
+  return runEntry(entry);
 }
 
 Status ShmCommunicator::failed(Status st, const CommOp *op,

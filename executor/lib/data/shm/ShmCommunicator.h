@@ -14,9 +14,7 @@
 
 #include "ShmGroup.h"
 
-#include <condition_variable>
-#include <deque>
-#include <thread>
+#include "core/WorkQueue.h"
 
 namespace monarch::executor::shm_backend {
 
@@ -72,7 +70,8 @@ private:
     void recv(int peer, uint64_t tag, void *dst, size_t bytes);
   };
 
-  void run();
+  /// One entry on the queue's thread.
+  Status run(Entry &entry);
   Status runEntry(Entry &entry);
   Status runCollective(const CommOp &op, uint32_t tag,
                        Clock::time_point deadline);
@@ -88,15 +87,10 @@ private:
   std::shared_ptr<ShmGroup> group_;
   std::string name_;
   uint32_t duplicateId_;
-  uint32_t collectiveSeq_ = 0; // guarded by mutex_
+  uint32_t collectiveSeq_ = 0; // guarded by the queue's lock
   std::vector<char> scratch_;  // the worker thread's, reused across ops
-
-  std::mutex mutex_;
-  std::condition_variable cv_;
-  std::deque<Entry> queue_;
-  std::shared_ptr<Work> inFlight_;
-  bool stopping_ = false;
-  std::thread worker_;
+  /// Last: its thread runs entries with the members above.
+  data::WorkQueue<Entry> queue_{[this](Entry &e) { return run(e); }};
 };
 
 /// False when MONARCH_SHM=0 (read at every call).

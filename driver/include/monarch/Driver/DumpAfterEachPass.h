@@ -5,8 +5,8 @@
 // `.failed` appended for the pass that failed.
 //
 //===----------------------------------------------------------------------===//
-#ifndef MONARCH_TOOLS_MONARCH_COMPILE_DUMPAFTEREACHPASS_H
-#define MONARCH_TOOLS_MONARCH_COMPILE_DUMPAFTEREACHPASS_H
+#ifndef MONARCH_DRIVER_DUMPAFTEREACHPASS_H
+#define MONARCH_DRIVER_DUMPAFTEREACHPASS_H
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/OperationSupport.h"
@@ -64,4 +64,4 @@ private:
 
 } // namespace monarch
 
-#endif // MONARCH_TOOLS_MONARCH_COMPILE_DUMPAFTEREACHPASS_H
+#endif // MONARCH_DRIVER_DUMPAFTEREACHPASS_H

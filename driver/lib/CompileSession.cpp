@@ -1,0 +1,259 @@
+//===- CompileSession.cpp - One compile of a monarch program --------------===//
+//
+// The cache key is (compiler fingerprint, options, compile-input knobs,
+// the input module printed with its locations); one key for every caller,
+// so a program compiled by monarch-compile and the same program from
+// Python share an entry. The printed input doubles as the reproducer's
+// input when the module did not come from a file.
+//
+//===----------------------------------------------------------------------===//
+#include "monarch/Driver/CompileSession.h"
+
+#include "monarch/Codegen/PlanBuilder.h"
+#include "monarch/Codegen/PlanCache.h"
+#include "monarch/Codegen/PlanFile.h"
+#include "monarch/Driver/DumpAfterEachPass.h"
+#include "monarch/Support/Knobs.h"
+#include "monarch/Transforms/Registration.h"
+
+#include "mlir/IR/Diagnostics.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/SHA256.h"
+#include "llvm/Support/raw_ostream.h"
+
+#ifndef MONARCH_VERSION
+#define MONARCH_VERSION "unknown"
+#endif
+
+using namespace mlir;
+using namespace monarch::codegen;
+
+namespace monarch::driver {
+
+namespace {
+/// An address inside this library, for the compiler fingerprint.
+void fingerprintAnchor() {}
+} // namespace
+
+struct CompileSession::Impl {
+  MLIRContext &context;
+  CompileOptions options;
+  bool cacheHit = false;
+  std::string cacheNote, diagnostics, failureText, reproducer;
+  /// The input printed with locations (cache key, reproducer input).
+  std::string inputText;
+
+  Impl(MLIRContext &context, CompileOptions options)
+      : context(context), options(std::move(options)) {}
+
+  bool fromFile() const {
+    return !options.inputFile.empty() && options.inputFile != "-";
+  }
+
+  void printInput(ModuleOp module) {
+    if (!inputText.empty())
+      return;
+    llvm::raw_string_ostream os(inputText);
+    module->print(os, OpPrintingFlags().enableDebugInfo(true, false));
+  }
+
+  /// Runs `fn` with diagnostics captured when asked.
+  template <typename Fn> auto withDiagnostics(Fn fn) {
+    if (!options.captureDiagnostics)
+      return fn();
+    ScopedDiagnosticHandler handler(&context, [&](Diagnostic &diag) {
+      llvm::raw_string_ostream os(diagnostics);
+      const char *severity =
+          diag.getSeverity() == DiagnosticSeverity::Error     ? "error"
+          : diag.getSeverity() == DiagnosticSeverity::Warning ? "warning"
+          : diag.getSeverity() == DiagnosticSeverity::Remark  ? "remark"
+                                                              : "note";
+      diag.getLocation().print(os);
+      os << ": " << severity << ": " << diag << "\n";
+      for (Diagnostic &note : diag.getNotes()) {
+        note.getLocation().print(os);
+        os << ": note: " << note << "\n";
+      }
+      return success();
+    });
+    return fn();
+  }
+
+  /// The file the reproducer names: the input file, else a copy of the
+  /// input in the dump directory or the temporary directory.
+  std::string reproducerInput() {
+    if (fromFile())
+      return options.inputFile;
+    if (inputText.empty())
+      return "<the input>";
+    llvm::SmallString<256> path;
+    std::array<uint8_t, 32> digest = llvm::SHA256::hash(llvm::ArrayRef<uint8_t>(
+        reinterpret_cast<const uint8_t *>(inputText.data()), inputText.size()));
+    std::string name =
+        "monarch-repro-" + llvm::toHex(digest, true).substr(0, 12) + ".mlir";
+    if (!options.dumpDir.empty())
+      path = options.dumpDir;
+    else
+      llvm::sys::path::system_temp_directory(/*erasedOnReboot=*/true, path);
+    llvm::sys::path::append(path, name);
+    std::error_code ec;
+    llvm::raw_fd_ostream os(path, ec);
+    if (ec)
+      return "<the input: cannot write " + std::string(path) + ": " +
+             ec.message() + ">";
+    os << inputText;
+    return std::string(path);
+  }
+
+  LogicalResult lower(ModuleOp module, Stage to) {
+    if (std::string bad = knobs::validate(knobs::Compiler); !bad.empty()) {
+      failureText = bad;
+      return mlir::failure();
+    }
+    if (options.backend != "gloo" && options.backend != "nccl") {
+      failureText = "unknown backend '" + options.backend + "' (gloo or nccl)";
+      return mlir::failure();
+    }
+    if (to == Stage::Traced)
+      return success();
+    if (!fromFile())
+      printInput(module);
+    PipelineOptions pipelineOptions;
+    pipelineOptions.backend = options.backend;
+    pipelineOptions.groupBytes = options.groupBytes;
+    StageRunOptions run;
+    run.verifyEachPass = options.verifyEach;
+    if (!options.dumpDir.empty()) {
+      if (std::error_code ec =
+              llvm::sys::fs::create_directories(options.dumpDir)) {
+        failureText = "cannot create dump directory " + options.dumpDir + ": " +
+                      ec.message();
+        return mlir::failure();
+      }
+      auto dumper = std::make_unique<DumpAfterEachPass>(options.dumpDir);
+      dumper->write(module, "00-input.mlir");
+      run.observer = std::move(dumper);
+      // Dumps are for finding the pass at fault: check after every pass.
+      run.verifyEachPass = true;
+    }
+    std::string pipeline;
+    LogicalResult ok = withDiagnostics([&] {
+      return runStagePipelines(module, Stage::Traced, to, pipelineOptions,
+                               std::move(run), &pipeline);
+    });
+    if (succeeded(ok))
+      return success();
+    failureText = "compiling to '" + std::string(stageName(to)) + "' failed";
+    reproducer = "monarch-opt " + reproducerInput() + " --pass-pipeline='" +
+                 pipeline + "'";
+    return mlir::failure();
+  }
+
+  std::string optionsKey() const {
+    const KernelCompileOptions &k = options.kernels;
+    bool cuda = k.target == KernelTarget::Cuda;
+    std::string key = "backend=" + options.backend +
+                      ";group-bytes=" + std::to_string(options.groupBytes) +
+                      ";target=" + (cuda ? "cuda" : "cpu") +
+                      ";opt=" + std::to_string(k.optLevel) +
+                      ";cuda-arch=" + k.cudaArch +
+                      ";kernels=" + (kernelCompilerAvailable() ? "1" : "0");
+    if (!cuda)
+      key += ";cpu=" + (k.cpu == "host" ? hostCpuDescription() : k.cpu);
+    return key;
+  }
+
+  FailureOr<std::string> compilePlan(ModuleOp module) {
+    if (std::string bad = knobs::validate(knobs::Compiler); !bad.empty()) {
+      failureText = bad;
+      return mlir::failure();
+    }
+    // The cache: not when the passes must run to be dumped.
+    PlanCache cache(planCacheConfigFromEnvironment());
+    std::string cacheKey;
+    if (options.useCache && cache.enabled() && options.dumpDir.empty()) {
+      printInput(module);
+      const void *anchors[] = {
+          reinterpret_cast<const void *>(&monarch::populateStagePipelines),
+          reinterpret_cast<const void *>(&monarch::registerMonarchDialects),
+          reinterpret_cast<const void *>(&buildExecutionPlan),
+          reinterpret_cast<const void *>(&fingerprintAnchor)};
+      cacheKey =
+          planCacheKey(inputText, compilerFingerprint(anchors), optionsKey());
+      std::string corruption;
+      if (std::optional<std::string> hit =
+              cache.lookup(cacheKey, &corruption)) {
+        cacheHit = true;
+        cacheNote = "cache hit " + cache.entryPath(cacheKey);
+        return std::move(*hit);
+      }
+      cacheNote = "cache miss " + cacheKey +
+                  (corruption.empty()
+                       ? std::string()
+                       : " (removed a corrupt entry: " + corruption + ")");
+    }
+    if (failed(lower(module, Stage::Planned)))
+      return mlir::failure();
+    PlanBuildOptions build;
+    build.kernels = options.kernels;
+    build.compilerVersion = MONARCH_VERSION;
+    build.source = options.source;
+    FailureOr<ExecutionPlan> plan =
+        withDiagnostics([&] { return buildExecutionPlan(module, build); });
+    if (failed(plan)) {
+      failureText =
+          "cannot build the ExecutionPlan of '" + options.source + "'";
+      return mlir::failure();
+    }
+    executor::StatusOr<std::string> bytes = serializePlan(*plan);
+    if (!bytes) {
+      failureText = bytes.status().message();
+      return mlir::failure();
+    }
+    if (!cacheKey.empty())
+      if (executor::Status s = cache.store(cacheKey, *bytes); !s)
+        cacheNote += " (not cached: " + s.message() + ")";
+    return std::move(*bytes);
+  }
+};
+
+CompileSession::CompileSession(MLIRContext &context, CompileOptions options)
+    : impl_(std::make_unique<Impl>(context, std::move(options))) {}
+CompileSession::~CompileSession() = default;
+
+LogicalResult CompileSession::lower(ModuleOp module, Stage to) {
+  return impl_->lower(module, to);
+}
+FailureOr<std::string> CompileSession::compilePlan(ModuleOp module) {
+  return impl_->compilePlan(module);
+}
+bool CompileSession::cacheHit() const { return impl_->cacheHit; }
+const std::string &CompileSession::cacheNote() const {
+  return impl_->cacheNote;
+}
+const std::string &CompileSession::diagnostics() const {
+  return impl_->diagnostics;
+}
+const std::string &CompileSession::error() const { return impl_->failureText; }
+const std::string &CompileSession::reproducer() const {
+  return impl_->reproducer;
+}
+std::string CompileSession::report() const {
+  std::string out = impl_->failureText;
+  if (!impl_->diagnostics.empty())
+    out += ":\n" + impl_->diagnostics;
+  else if (!out.empty())
+    out += "\n";
+  if (!impl_->reproducer.empty()) {
+    out += "reproduce with:\n  " + impl_->reproducer + "\n";
+    if (!impl_->options.dumpDir.empty())
+      out += "IR after each pass is in " + impl_->options.dumpDir + "\n";
+  }
+  while (!out.empty() && out.back() == '\n')
+    out.pop_back();
+  return out;
+}
+
+} // namespace monarch::driver

@@ -1,0 +1,218 @@
+//===- Knobs.h - The registry of MONARCH_* environment variables -*- C++
+//-*-===//
+//
+// Every environment variable the project reads is declared once here, with
+// its type, default, readers, meaning and whether it changes compiled output
+// (then it is part of the plan cache key, compileKey()). Code reads a
+// variable only through the typed getters, which parse with the same rules
+// everywhere and say what is wrong with a bad value; entry points (the
+// controller, the worker, monarch-compile, the Python package) call
+// validate() for their component so that a bad value is refused at start
+// with a message instead of being ignored. The Python package mirrors this
+// table (`monarch_compile.knobs`, read through the native extension), and a
+// test checks that the README's table lists exactly these variables.
+//
+//===----------------------------------------------------------------------===//
+#ifndef MONARCH_SUPPORT_KNOBS_H
+#define MONARCH_SUPPORT_KNOBS_H
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace monarch::knobs {
+
+enum class Type {
+  String, // any text; empty is unset
+  Path,   // a file or directory
+  Bool,   // 1/0, true/false, on/off, yes/no
+  Int,    // a decimal integer within [min, max]
+  Ms,     // a positive number of milliseconds within [min, max]
+  Choice, // one of `choices` ("a|b|c")
+};
+
+/// Who reads a variable (a bit set): validate(component) checks those.
+enum Component : unsigned {
+  Compiler = 1,   // monarch-compile, the Python compile path, passes
+  Controller = 2, // the controller (monarch-run, Python jobs)
+  Worker = 4,     // monarch-worker and its data plane
+  Python = 8,     // the Python package itself
+};
+
+// X(Id, NAME, Type, default, min, max, choices, readers, compileInput, doc)
+// `default` is the text used when unset ("" = no value).
+#define MONARCH_KNOBS(X)                                                       \
+  X(DumpDir, "MONARCH_DUMP_DIR", Path, "", 0, 0, "", Compiler | Python, false, \
+    "write the IR after every pass there as `NN-<pass>.mlir` "                 \
+    "(monarch-compile, as `--dump-dir`; bypasses the cache); Python writes "   \
+    "every stage of each new specialisation")                                  \
+  X(CacheDir, "MONARCH_CACHE_DIR", Path, "", 0, 0, "", Compiler, false,        \
+    "the compile cache (`$XDG_CACHE_HOME/monarch-compile` or "                 \
+    "`~/.cache/monarch-compile`)")                                             \
+  X(DisableCache, "MONARCH_DISABLE_CACHE", Bool, "0", 0, 0, "", Compiler,      \
+    false, "`1` bypasses the compile cache")                                   \
+  X(Backend, "MONARCH_BACKEND", Choice, "gloo", 0, 0, "gloo|nccl",             \
+    Compiler | Python, true,                                                   \
+    "data plane of compiled communicators (default of `monarch-compile "       \
+    "--backend` and of Python's compiled functions; `nccl` also compiles "     \
+    "kernels for CUDA and needs a GPU on every rank)")                         \
+  X(MatmulTiles, "MONARCH_MATMUL_TILES", String, "", 0, 0, "", Compiler, true, \
+    "`mr,nr,kc[,packA]` overrides the CPU matmul tiles chosen for this host "  \
+    "(tuning; docs/kernels.md)")                                               \
+  X(PartitionRemarks, "MONARCH_PARTITION_REMARKS", Bool, "0", 0, 0, "",        \
+    Compiler, false,                                                           \
+    "`1` prints a remark per segment of work saying how `monarch-partition` "  \
+    "partitioned it (split as annotated, with replicated inputs, or on "       \
+    "whole values, and why)")                                                  \
+  X(CheckReplicated, "MONARCH_CHECK_REPLICATED", Bool, "0", 0, 0, "", Python,  \
+    true,                                                                      \
+    "`1` checks at run time that endpoint results declared replicated "        \
+    "(`out=None`) agree across ranks (read when a function is traced)")        \
+  X(LogLevel, "MONARCH_LOG_LEVEL", Choice, "info", 0, 0,                       \
+    "trace|debug|info|warn|error|critical|off", Controller | Worker | Python,  \
+    false, "spdlog level of the controller and workers (Python jobs: `warn`)") \
+  X(Trace, "MONARCH_TRACE", Path, "", 0, 0, "", Controller, false,             \
+    "write a Chrome/Perfetto trace of every step to this file when the job "   \
+    "stops")                                                                   \
+  X(Launcher, "MONARCH_LAUNCHER", Choice, "local", 0, 0, "local|env",          \
+    Controller | Worker, false,                                                \
+    "how the controller starts workers (`local`: forks them here; `env`: "     \
+    "they are started elsewhere and join); set to `local` in the children "    \
+    "of the local launcher")                                                   \
+  X(WorkerBin, "MONARCH_WORKER_BIN", Path, "", 0, 0, "", Controller | Python,  \
+    false,                                                                     \
+    "the worker executable for the local launcher (`monarch-worker` beside "   \
+    "the executable, then `PATH`)")                                            \
+  X(ControllerAddress, "MONARCH_CONTROLLER", String, "", 0, 0, "",             \
+    Controller | Worker, false,                                                \
+    "`host:port` of the controller service; with `MONARCH_RANK`, "             \
+    "`MONARCH_WORLD_SIZE` and `MONARCH_JOB_TOKEN`, how an `env`-launched "     \
+    "worker joins its job (set by the launcher)")                              \
+  X(Rank, "MONARCH_RANK", Int, "", 0, 1 << 30, "", Worker, false,              \
+    "this worker's rank (set by the launcher, else `SLURM_PROCID`, else "      \
+    "`RANK`)")                                                                 \
+  X(WorldSize, "MONARCH_WORLD_SIZE", Int, "", 1, 1 << 30, "",                  \
+    Controller | Worker, false,                                                \
+    "number of ranks (set by the launcher, else `SLURM_NTASKS`, else "         \
+    "`WORLD_SIZE`)")                                                           \
+  X(JobToken, "MONARCH_JOB_TOKEN", String, "", 0, 0, "", Controller | Worker,  \
+    false, "shared secret every control request carries (random per job)")     \
+  X(BindHost, "MONARCH_BIND_HOST", String, "127.0.0.1", 0, 0, "", Controller,  \
+    false, "address the controller service listens on")                        \
+  X(WorkerHost, "MONARCH_WORKER_HOST", String, "127.0.0.1", 0, 0, "", Worker,  \
+    false,                                                                     \
+    "address the worker service and Gloo listen on and advertise "             \
+    "(`0.0.0.0`: listen everywhere, the controller dials the address it "      \
+    "saw)")                                                                    \
+  X(HeartbeatMs, "MONARCH_HEARTBEAT_MS", Ms, "200", 1, 3600000, "",            \
+    Controller, false, "heartbeat interval told to workers")                   \
+  X(HeartbeatTimeoutMs, "MONARCH_HEARTBEAT_TIMEOUT_MS", Ms, "1000", 1,         \
+    86400000, "", Controller, false,                                           \
+    "silence after which a rank is declared hung")                             \
+  X(ControllerTimeoutMs, "MONARCH_CONTROLLER_TIMEOUT_MS", Ms, "3000", 1,       \
+    86400000, "", Controller | Worker, false,                                  \
+    "silence from the controller after which workers exit")                    \
+  X(StartTimeoutMs, "MONARCH_START_TIMEOUT_MS", Ms, "60000", 1, 86400000, "",  \
+    Controller, false, "registration of every rank, and each plan load")       \
+  X(CommTimeoutMs, "MONARCH_COMM_TIMEOUT_MS", Ms, "30000", 1, 86400000, "",    \
+    Worker, false, "rendezvous and per-operation deadline of the data plane")  \
+  X(WaitTimeoutMs, "MONARCH_WAIT_TIMEOUT_MS", Ms, "600000", 1, 86400000, "",   \
+    Worker, false,                                                             \
+    "deadline of every wait of a worker's step loop (a `wait` for its "        \
+    "events, the streams draining at the end of a step): a kernel or "         \
+    "transfer that takes longer fails the step with DeadlineExceeded")         \
+  X(MaxMessageBytes, "MONARCH_MAX_MESSAGE_BYTES", Int, "268435456", 4096,      \
+    2147483647, "", Controller | Worker, false,                                \
+    "bound on one control frame/message; staged tensors (same-host fast "      \
+    "path) do not count")                                                      \
+  X(Shm, "MONARCH_SHM", Bool, "1", 0, 0, "", Worker, false,                    \
+    "`0` forces Gloo TCP between ranks on one host (`1`: shared memory "       \
+    "where every member of a communicator shares the host); every rank must "  \
+    "see the same value")                                                      \
+  X(ShmHost, "MONARCH_SHM_HOST", String, "", 0, 0, "", Worker, false,          \
+    "pretend to run on this host when deciding whether the members of a "      \
+    "communicator share one (tests; ranks with different values use TCP)")     \
+  X(LocalControl, "MONARCH_LOCAL_CONTROL", Bool, "1", 0, 0, "",                \
+    Controller | Worker, false,                                                \
+    "`0` turns off the same-host fast path (workers on the controller's host " \
+    "are dialed over a Unix socket and get tensors of 16 KB and more "         \
+    "through shared memory)")                                                  \
+  X(CudaDevice, "MONARCH_CUDA_DEVICE", Int, "", 0, 1024, "", Worker, false,    \
+    "the CUDA device a worker runs NCCL plans on (its local rank modulo the "  \
+    "devices visible)")                                                        \
+  X(ReplySpinUs, "MONARCH_REPLY_SPIN_US", Int, "30", 0, 1000000, "",           \
+    Controller, false,                                                         \
+    "how long a step polls for each worker's reply before blocking (`0` "      \
+    "blocks at once)")                                                         \
+  X(WorkerSpinUs, "MONARCH_WORKER_SPIN_US", Int, "", 0, 1000000, "", Worker,   \
+    false,                                                                     \
+    "how long a worker polls for its next request after answering one (20 "    \
+    "when the job's workers and controller each have a core, else 0)")         \
+  X(FaultInject, "MONARCH_FAULT_INJECT", String, "", 0, 0, "", Worker, false,  \
+    "tests only: `raise|drop|exit:STEP:INSTR` or `sleep:STEP:INSTR:MS` "       \
+    "injects that failure at that instruction of a worker's program")          \
+  X(BuildDir, "MONARCH_BUILD_DIR", Path, "", 0, 0, "", Python, false,          \
+    "where Python finds the native extension, the tools and `monarch-worker` " \
+    "of a build tree (set by ctest; `<repo>/build` otherwise)")
+
+enum class Id {
+#define MONARCH_KNOB_ID(id, ...) id,
+  MONARCH_KNOBS(MONARCH_KNOB_ID)
+#undef MONARCH_KNOB_ID
+};
+
+struct Knob {
+  Id id;
+  const char *name;
+  Type type;
+  const char *defaultValue;
+  int64_t min, max;
+  const char *choices;
+  unsigned readers;
+  bool compileInput;
+  const char *doc;
+};
+
+/// Every variable, in declaration order.
+const std::vector<Knob> &all();
+const Knob &knob(Id id);
+/// The variable named `name`, or null.
+const Knob *find(const std::string &name);
+/// "string", "path", "bool", "int", "ms", "choice".
+const char *typeName(Type type);
+/// "controller, worker": the readers, for docs.
+std::string readersText(unsigned readers);
+
+/// A parsed value: `value` is the variable's, or its default when unset
+/// (`isSet` false); `error` says what is wrong with a bad value (then
+/// `value` is the default).
+template <typename T> struct Value {
+  T value{};
+  bool isSet = false;
+  std::string error;
+  bool ok() const { return error.empty(); }
+};
+
+/// The raw text, when set and not empty.
+std::optional<std::string> raw(Id id);
+Value<std::string> getString(Id id); // String, Path, Choice (checked)
+Value<bool> getBool(Id id);
+Value<int64_t> getInt(Id id);
+Value<std::chrono::milliseconds> getMs(Id id);
+
+/// Checks `text` as a value of `k` ("" when fine, else the message
+/// "NAME=TEXT: expected ...").
+std::string check(const Knob &k, const std::string &text);
+/// Checks every variable of `components` that is set; the messages of the
+/// bad ones, one per line ("" when all are fine).
+std::string validate(unsigned components);
+
+/// "NAME=VALUE;" for every set variable that changes compiled output, in
+/// declaration order: part of every plan cache key.
+std::string compileKey();
+
+} // namespace monarch::knobs
+
+#endif // MONARCH_SUPPORT_KNOBS_H
