@@ -10,7 +10,7 @@
 #define MONARCH_CODEGEN_LIB_PLAN_PLANTHRIFT_H
 
 #include "monarch/Codegen/Plan.h"
-#include "monarch/Executor/Status.h"
+#include "monarch/Support/Status.h"
 
 #include "ExecutionPlan_constants.h"
 #include "ExecutionPlan_types.h"

@@ -11,7 +11,7 @@
 #ifndef MONARCH_EXECUTOR_CONTROL_THRIFTGLUE_H
 #define MONARCH_EXECUTOR_CONTROL_THRIFTGLUE_H
 
-#include "monarch/Executor/Status.h"
+#include "monarch/Support/Status.h"
 
 #include "ControllerService.h"
 #include "WorkerService.h"

@@ -10,7 +10,7 @@
 #ifndef MONARCH_EXECUTOR_CORE_TRACEWRITER_H
 #define MONARCH_EXECUTOR_CORE_TRACEWRITER_H
 
-#include "monarch/Executor/Status.h"
+#include "monarch/Support/Status.h"
 
 #include <cstdint>
 #include <mutex>

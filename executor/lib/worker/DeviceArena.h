@@ -20,7 +20,7 @@
 
 #include "monarch/Executor/RankProgram.h"
 
-#include "monarch/Executor/Status.h"
+#include "monarch/Support/Status.h"
 
 #include <memory>
 #include <string>

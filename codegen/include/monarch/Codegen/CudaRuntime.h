@@ -17,7 +17,7 @@
 #define MONARCH_CODEGEN_CUDARUNTIME_H
 
 #include "monarch/Codegen/Plan.h"
-#include "monarch/Executor/Status.h"
+#include "monarch/Support/Status.h"
 
 #include <cstdint>
 #include <map>

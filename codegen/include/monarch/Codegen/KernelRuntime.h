@@ -13,7 +13,7 @@
 #ifndef MONARCH_CODEGEN_KERNELRUNTIME_H
 #define MONARCH_CODEGEN_KERNELRUNTIME_H
 
-#include "monarch/Executor/Status.h"
+#include "monarch/Support/Status.h"
 
 #include <cstddef>
 #include <memory>

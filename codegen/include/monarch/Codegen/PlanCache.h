@@ -15,7 +15,7 @@
 #ifndef MONARCH_CODEGEN_PLANCACHE_H
 #define MONARCH_CODEGEN_PLANCACHE_H
 
-#include "monarch/Executor/Status.h"
+#include "monarch/Support/Status.h"
 
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/StringRef.h"

@@ -19,7 +19,7 @@
 #define MONARCH_CODEGEN_PLANFILE_H
 
 #include "monarch/Codegen/Plan.h"
-#include "monarch/Executor/Status.h"
+#include "monarch/Support/Status.h"
 
 #include <cstddef>
 #include <cstdint>

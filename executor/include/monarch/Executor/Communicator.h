@@ -25,8 +25,8 @@
 #define MONARCH_EXECUTOR_COMMUNICATOR_H
 
 #include "monarch/Executor/DType.h"
-#include "monarch/Executor/Status.h"
 #include "monarch/Executor/Store.h"
+#include "monarch/Support/Status.h"
 
 #include <chrono>
 #include <condition_variable>

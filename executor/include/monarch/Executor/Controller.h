@@ -19,7 +19,7 @@
 #define MONARCH_EXECUTOR_CONTROLLER_H
 
 #include "monarch/Executor/Launcher.h"
-#include "monarch/Executor/Status.h"
+#include "monarch/Support/Status.h"
 
 #include <chrono>
 #include <cstdint>

@@ -16,8 +16,8 @@
 
 #include "monarch/Executor/RankProgram.h"
 
-#include "monarch/Executor/Status.h"
 #include "monarch/Executor/Store.h"
+#include "monarch/Support/Status.h"
 
 #include <atomic>
 #include <chrono>

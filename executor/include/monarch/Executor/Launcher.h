@@ -15,7 +15,7 @@
 #ifndef MONARCH_EXECUTOR_LAUNCHER_H
 #define MONARCH_EXECUTOR_LAUNCHER_H
 
-#include "monarch/Executor/Status.h"
+#include "monarch/Support/Status.h"
 
 #include <chrono>
 #include <functional>

@@ -10,7 +10,7 @@
 #define MONARCH_EXECUTOR_NPY_H
 
 #include "monarch/Executor/Controller.h"
-#include "monarch/Executor/Status.h"
+#include "monarch/Support/Status.h"
 
 #include <string>
 

@@ -12,7 +12,7 @@
 #ifndef MONARCH_EXECUTOR_STORE_H
 #define MONARCH_EXECUTOR_STORE_H
 
-#include "monarch/Executor/Status.h"
+#include "monarch/Support/Status.h"
 
 #include <chrono>
 #include <cstdint>

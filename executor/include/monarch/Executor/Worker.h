@@ -21,7 +21,7 @@
 
 #include "monarch/Executor/Interpreter.h"
 #include "monarch/Executor/RankProgram.h"
-#include "monarch/Executor/Status.h"
+#include "monarch/Support/Status.h"
 
 #include <string>
 #include <vector>

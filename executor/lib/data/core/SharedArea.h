@@ -11,7 +11,7 @@
 #ifndef MONARCH_EXECUTOR_DATA_SHAREDAREA_H
 #define MONARCH_EXECUTOR_DATA_SHAREDAREA_H
 
-#include "monarch/Executor/Status.h"
+#include "monarch/Support/Status.h"
 
 #include <cstddef>
 #include <cstdint>

@@ -1,4 +1,5 @@
-//===- WorkQueue.h - A communicator object's FIFO and its thread -*- C++ -*-===//
+//===- WorkQueue.h - A communicator object's FIFO and its thread -*- C++
+//-*-===//
 //
 // What every host communicator (Gloo TCP, shared memory) has in common: the
 // groups posted to one object run in posting order on a thread of its own;
@@ -36,13 +37,13 @@ inline bool isP2P(const CommOp &op) {
 inline uint32_t shapeTag(uint64_t seq, const CommOp &op) {
   bool reduces =
       op.kind == CommOpKind::AllReduce || op.kind == CommOpKind::ReduceScatter;
-  uint64_t fields[] = {
-      seq,
-      uint64_t(op.kind),
-      uint64_t(op.count),
-      uint64_t(op.dtype),
-      reduces ? uint64_t(op.reduce) + 1 : 0,
-      op.kind == CommOpKind::Broadcast ? uint64_t(op.peer) : 0};
+  uint64_t fields[] = {seq,
+                       uint64_t(op.kind),
+                       uint64_t(op.count),
+                       uint64_t(op.dtype),
+                       reduces ? uint64_t(op.reduce) + 1 : 0,
+                       op.kind == CommOpKind::Broadcast ? uint64_t(op.peer)
+                                                        : 0};
   uint64_t h = 0xcbf29ce484222325ull;
   for (uint64_t v : fields) {
     h ^= v;

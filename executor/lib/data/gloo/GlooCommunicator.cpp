@@ -151,10 +151,10 @@ GlooCommunicator::duplicate(const std::string &name) {
 void GlooCommunicator::takePending(
     const Status &status,
     std::vector<std::pair<std::shared_ptr<Work>, Status>> &out) {
-  queue_.takePending(Status(StatusCode::Aborted, "gloo communicator '" +
-                                                    name_ + "' is broken: " +
-                                                    status.message()),
-                     out);
+  queue_.takePending(
+      Status(StatusCode::Aborted, "gloo communicator '" + name_ +
+                                      "' is broken: " + status.message()),
+      out);
 }
 
 Status GlooCommunicator::run(Entry &entry) {

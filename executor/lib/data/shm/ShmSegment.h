@@ -18,7 +18,7 @@
 #define MONARCH_EXECUTOR_DATA_SHM_SHMSEGMENT_H
 
 #include "core/SharedArea.h"
-#include "monarch/Executor/Status.h"
+#include "monarch/Support/Status.h"
 
 #include <atomic>
 #include <chrono>

@@ -1,20 +1,23 @@
-//===- Status.h - The executor's error value ------------------ -*- C++ -*-===//
+//===- Status.h - The project's one error value ----------------*- C++ -*-===//
 //
-// Errors are values in the runtime (CONVENTIONS.md, rule 8): every fallible
-// executor call returns a must-use `Status` or `StatusOr<T>`. Exceptions from
-// Thrift and Gloo are caught in the glue code and converted here. Kept free of
-// LLVM and MLIR so the worker binary stays small.
+// Errors are values (CONVENTIONS.md, rule 8): every fallible runtime call,
+// and the MLIR-free plan model the compiler shares with the worker, returns
+// a must-use `Status` or `StatusOr<T>`. Exceptions from Thrift and Gloo are
+// caught in the glue code and converted here. Kept free of LLVM and MLIR so
+// the worker binary stays small. (Compiler code that runs inside MLIR uses
+// LogicalResult and diagnostics instead.) The names are also visible as
+// `monarch::executor::Status` etc., which is how the runtime spells them.
 //
 //===----------------------------------------------------------------------===//
-#ifndef MONARCH_EXECUTOR_STATUS_H
-#define MONARCH_EXECUTOR_STATUS_H
+#ifndef MONARCH_SUPPORT_STATUS_H
+#define MONARCH_SUPPORT_STATUS_H
 
 #include <cassert>
 #include <optional>
 #include <string>
 #include <utility>
 
-namespace monarch::executor {
+namespace monarch {
 
 enum class StatusCode {
   Ok = 0,
@@ -104,6 +107,13 @@ inline std::string Status::toString() const {
                 : std::string(statusCodeName(code_)) + ": " + message_;
 }
 
+} // namespace monarch
+
+namespace monarch::executor {
+using ::monarch::Status;
+using ::monarch::StatusCode;
+using ::monarch::statusCodeName;
+using ::monarch::StatusOr;
 } // namespace monarch::executor
 
-#endif // MONARCH_EXECUTOR_STATUS_H
+#endif // MONARCH_SUPPORT_STATUS_H
