@@ -32,10 +32,10 @@ def main():
     except mc.ExecutorUnavailableError as err:
         print(f"// not run: {err}")
     print("// ===== stage: traced (with locations)")
-    print(step.ir("traced", debug_info=True))  # MLIR text at any stage, last specialisation
+    print(step.ir("traced"))                 # MLIR text at any stage, last specialisation
     for stage in ("partitioned", "split", "planned"):
-        print(f"// ===== stage: {stage}")
-        print(step.ir(stage, np_x, np_w))    # ... or for these example arguments
+        print(f"// ===== stage: {stage} (without locations)")
+        print(step.ir(stage, np_x, np_w, debug_info=False))  # ... or for these arguments
     print(step.plan_summary())               # ranks, ops, bytes moved per link, peak memory per rank
 
 

@@ -13,7 +13,7 @@ import os
 
 import numpy as np
 
-from . import _pytree, _runtime, _trace, errors
+from . import _pytree, _runtime, _trace, errors, knobs
 from ._location import def_loc, user_loc
 from ._source import return_loc
 from ._tensor import DTYPES, Tensor, dtype_name
@@ -295,24 +295,32 @@ class Compiled:
         except errors.TraceError as err:
             raise err.with_traceback(None) from None
 
-    def ir(self, stage="traced", *args, debug_info=False, backend="gloo"):
+    def ir(self, stage="traced", *args, debug_info=True, backend=None):
         """MLIR text of `stage` (traced, partitioned, split, planned) for
-        `args` (traced without running), or for the last specialisation."""
+        `args` (traced without running), or for the last specialisation.
+
+        By default the ops carry the source locations of the user code that
+        made them, `loc("your_file.py":LINE:COL)` (your lines, never the
+        library's); `debug_info=False` prints the module without locations.
+        `backend` ("gloo" or "nccl") is the one the plan is built for
+        (default: MONARCH_BACKEND, else gloo)."""
         if stage not in _runtime.STAGES:
             raise ValueError(f"unknown stage {stage!r}; stages: "
                              f"{', '.join(_runtime.STAGES)}")
         try:
             spec = self._spec_for(args, user_loc())
-            return spec.trace.call("lower", stage, bool(debug_info), backend)
+            return spec.trace.call("lower", stage, bool(debug_info),
+                                   backend or knobs.backend)
         except errors.TraceError as err:
             raise err.with_traceback(None) from None
 
-    def plan_summary(self, *args, backend="gloo"):
+    def plan_summary(self, *args, backend=None):
         """Ranks, ops, bytes moved per link and peak memory per rank of the
         planned program (for `args`, or the last specialisation)."""
         try:
             spec = self._spec_for(args, user_loc())
-            return PlanSummary(spec.trace.call("plan_summary", backend))
+            return PlanSummary(spec.trace.call("plan_summary",
+                                               backend or knobs.backend))
         except errors.TraceError as err:
             raise err.with_traceback(None) from None
 
@@ -341,7 +349,7 @@ class Compiled:
 def _dump(compiled, spec):
     """With MONARCH_DUMP_DIR set, writes every stage of a new specialisation
     there as `<fn>.<n>.<stage>.mlir` (with locations)."""
-    folder = os.environ.get("MONARCH_DUMP_DIR")
+    folder = knobs.dump_dir
     if not folder:
         return
     os.makedirs(folder, exist_ok=True)
@@ -349,7 +357,7 @@ def _dump(compiled, spec):
     for stage in _runtime.STAGES:
         path = os.path.join(folder, f"{compiled.__name__}.{n}.{stage}.mlir")
         try:
-            text = spec.trace.call("lower", stage, True, "gloo")
+            text = spec.trace.call("lower", stage, True, knobs.backend)
         except errors.TraceError as err:
             with open(path + ".error.txt", "w") as f:
                 f.write(str(err) + "\n")

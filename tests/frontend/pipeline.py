@@ -57,7 +57,7 @@ def pipeline(x):
     # CHECK-NEXT: return %[[R]]
 
 
-print(pipeline.ir("traced", np.ones((8, 4), np.float32), debug_info=True))
+print(pipeline.ir("traced", np.ones((8, 4), np.float32)))  # with locations: the default
 
 
 @mc.compile
@@ -76,7 +76,7 @@ def apply_update(g0, g1):
 # CHECK: %[[LR:.*]] = arith.constant 5.000000e-01 : f32
 # CHECK: monarch.broadcast @s0::@update(%{{.*}}, %[[LR]]) : tensor<4x4xf32>, f32
 # CHECK: monarch.broadcast @s1::@update(%{{.*}}, %{{.*}}) : tensor<4x4xf32>, f32
-print(apply_update.ir("traced", w0, w1))
+print(apply_update.ir("traced", w0, w1, debug_info=False))
 
 # The s0 -> s1 edge is planned as sends from stage 0's ranks to stage 1's.
 # CHECK-LABEL: monarch.plan @pipeline.worker.mesh on @mesh

@@ -2,7 +2,7 @@
 # RUN: monarch-opt %t.mlir --mlir-print-debuginfo --mlir-print-local-scope | FileCheck %s --check-prefix=TRACED
 # RUN: monarch-opt %t.mlir --monarch-compile-to-planned --mlir-print-debuginfo --mlir-print-local-scope | FileCheck %s --check-prefix=PLANNED
 #
-# What Python prints with debug_info=True is ordinary MLIR: monarch-opt
+# What ir() prints by default (with locations) is ordinary MLIR: monarch-opt
 # parses it, and the user's locations survive the whole pipeline (the
 # planned kernels still point at the Python lines that computed them).
 import numpy as np
@@ -19,8 +19,7 @@ def step(x, w):
     return mc.replicate(h.sum(axis=0))
 
 
-print(step.ir("traced", np.zeros((4, 4), np.float32), np.zeros((4, 4), np.float32),
-              debug_info=True))
+print(step.ir("traced", np.zeros((4, 4), np.float32), np.zeros((4, 4), np.float32)))
 
 # TRACED: shard.shard {{.*}} loc("{{.*}}roundtrip.py":17:9)
 # TRACED: linalg.matmul {{.*}} loc("{{.*}}roundtrip.py":18:17)

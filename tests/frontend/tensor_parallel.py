@@ -37,7 +37,7 @@ def mlp(x, w1, w2):
 x = np.zeros((8, 16), np.float32)
 w1 = np.zeros((16, 64), np.float32)
 w2 = np.zeros((64, 8), np.float32)
-print(mlp.ir("traced", x, w1, w2, debug_info=True))
+print(mlp.ir("traced", x, w1, w2))  # with locations: the default
 
 # CHECK-LABEL: monarch.endpoint @run
 # CHECK-SAME: tensor<16x16xf32> {monarch.dist = #monarch.dist<{{\[\[\], \["gpus"\]\]}}>}

@@ -5,6 +5,7 @@ the same shapes (an independent reference for broadcasting, reductions,
 matmul, reshape and transpose).
 """
 import pathlib
+import re
 import subprocess
 import sys
 
@@ -44,7 +45,7 @@ def test_design_step_every_stage():
         return mc.replicate(y.sum(axis=0))
 
     x, w = f32(8, 4), f32(4, 4)
-    traced = step.ir("traced", x, w)
+    traced = step.ir("traced", x, w, debug_info=False)
     assert "func.func @step(%arg0: tensor<8x4xf32>, %arg1: tensor<4x4xf32>) -> tensor<4xf32>" in traced
     assert "monarch.proc_mesh @mesh(hosts = 1, gpus = 4)" in traced
     assert "split_axes = [[1]]" in traced
@@ -86,7 +87,7 @@ def test_calling_traces_then_runs():
     finally:
         mesh.stop()
     # The call traced the function: ir() without arguments shows it.
-    assert "func.func @double(%arg0: tensor<4xf32>)" in double.ir("traced")
+    assert "func.func @double(%arg0: tensor<4xf32>)" in double.ir("traced", debug_info=False)
 
 
 def test_eager_endpoint_calls_are_not_supported_yet():
@@ -180,7 +181,27 @@ def test_debug_info_locations_point_at_user_lines():
     assert f'math.exp' in text
     assert f'loc("{__file__}":{line}:16)' in text  # the mc.exp(x) call
     assert "monarch_compile/" not in text  # never the library's own lines
-    assert "loc(" not in f.ir("traced")
+    assert "loc(" not in f.ir("traced", debug_info=False)
+
+
+def test_ir_shows_user_locations_by_default():
+    # A user reading the dump of any stage finds their own file:line in it
+    # without asking; debug_info=False drops every location.
+    mesh = mc.mesh(gpus=2)
+
+    @mc.compile(mesh=mesh)
+    def f(x):
+        y = mc.shard(x, gpus=0)
+        return mc.replicate(mc.exp(y).sum(axis=0))
+
+    first = f.__wrapped__.__code__.co_firstlineno
+    name = pathlib.Path(__file__).name  # test_api.py
+    for stage in mc.STAGES:
+        text = f.ir(stage, f32(4, 2))
+        lines = {int(n) for n in re.findall(rf'{re.escape(name)}":(\d+):\d+\)', text)}
+        assert {first + 2, first + 3} <= lines, (stage, lines)  # shard, exp
+        bare = f.ir(stage, debug_info=False)
+        assert name not in bare and "loc(" not in bare, stage
 
 
 @pytest.mark.parametrize("a,b", [((8, 4), (4,)), ((8, 1), (1, 4)), ((3, 1, 5), (4, 1)),
@@ -353,7 +374,7 @@ def test_endpoint_out_and_sharded_arguments():
         assert (y.shape, p.shape, g.shape, same.shape) == ((8, 8), (4,), (8, 4), (8, 4))
         return y, p, g, same
 
-    text = f.ir("traced", f32(8, 4))
+    text = f.ir("traced", f32(8, 4), debug_info=False)
     assert "monarch.state @w : tensor<4x2xf32>" in text
     assert 'monarch.endpoint @cols(%arg0: tensor<8x4xf32>) -> (tensor<8x2xf32> {monarch.dist = #monarch.dist<[[], ["gpus"]]>})' in text
     assert '-> (tensor<4xf32> {monarch.dist = #monarch.dist<[[]] partial sum>})' in text
@@ -375,7 +396,7 @@ def test_same_endpoint_traced_per_argument_shape():
     def f(x, y):
         return a.neg.call(x), a.neg.call(y), a.neg.call(x)
 
-    text = f.ir("traced", f32(4), f32(2, 2))
+    text = f.ir("traced", f32(4), f32(2, 2), debug_info=False)
     assert "monarch.endpoint @neg(%arg0: tensor<4xf32>)" in text
     assert "monarch.endpoint @neg_1(%arg0: tensor<2x2xf32>)" in text
     assert text.count("monarch.endpoint") == 2
