@@ -7,6 +7,8 @@
 
 #include "SamplePlan.h"
 
+#include "ScopedEnv.h"
+
 #include "monarch/Codegen/PlanCache.h"
 #include "monarch/Codegen/PlanFile.h"
 
@@ -114,28 +116,7 @@ TEST_F(PlanCacheTest, UnwritableDirectoryIsAnError) {
       << s.message();
 }
 
-/// Sets (or unsets, with nullptr) an environment variable for one scope.
-class ScopedEnv {
-public:
-  ScopedEnv(const char *name, const char *value) : name(name) {
-    if (const char *old = std::getenv(name))
-      saved = old;
-    if (value)
-      ::setenv(name, value, 1);
-    else
-      ::unsetenv(name);
-  }
-  ~ScopedEnv() {
-    if (saved)
-      ::setenv(name, saved->c_str(), 1);
-    else
-      ::unsetenv(name);
-  }
-
-private:
-  const char *name;
-  std::optional<std::string> saved;
-};
+using monarch::testing::ScopedEnv;
 
 TEST(PlanCacheConfig, FromTheEnvironment) {
   ScopedEnv home("HOME", "/home/u"), xdg("XDG_CACHE_HOME", nullptr),

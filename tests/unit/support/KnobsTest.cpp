@@ -1,6 +1,8 @@
 //===- KnobsTest.cpp - The registry of MONARCH_* variables ----------------===//
 #include "monarch/Support/Knobs.h"
 
+#include "ScopedEnv.h"
+
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -8,27 +10,7 @@
 
 using namespace monarch::knobs;
 
-namespace {
-/// Sets a variable for one scope.
-struct ScopedEnv {
-  ScopedEnv(const char *name, const char *value) : name(name) {
-    if (const char *old = std::getenv(name))
-      saved = old;
-    if (value)
-      ::setenv(name, value, 1);
-    else
-      ::unsetenv(name);
-  }
-  ~ScopedEnv() {
-    if (saved)
-      ::setenv(name, saved->c_str(), 1);
-    else
-      ::unsetenv(name);
-  }
-  const char *name;
-  std::optional<std::string> saved;
-};
-} // namespace
+using monarch::testing::ScopedEnv;
 
 TEST(Knobs, EveryEntryIsWellFormed) {
   std::set<std::string> names;
