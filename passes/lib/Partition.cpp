@@ -443,6 +443,50 @@ struct MonarchPartitionPass
     }
   }
 
+  /// Refuses annotations upstream accepts but nothing can mean: a grid
+  /// axis the grid does not have, a split entry past the annotated tensor's
+  /// last dimension (upstream's verifiers do not check these; partitioning
+  /// them read out of bounds or dropped the split).
+  LogicalResult verifyShardings(func::FuncOp fn,
+                                SymbolTableCollection &tables) {
+    WalkResult bad = fn.walk([&](shard::ShardingOp sharding) {
+      shard::GridOp grid =
+          shard::getGridOrNull(sharding, sharding.getGridAttr(), tables);
+      if (!grid) {
+        sharding.emitOpError("names no shard.grid @") << sharding.getGrid();
+        return WalkResult::interrupt();
+      }
+      int64_t gridRank = grid.getRank();
+      // Trailing empty entries are replicated dimensions (upstream prints
+      // `[[]]` for a 0-d tensor); what counts is the last split one.
+      int64_t entries = 0;
+      for (auto [d, axes] : llvm::enumerate(sharding.getSplitAxes().getAxes()))
+        for (shard::GridAxis axis : axes.asArrayRef()) {
+          entries = static_cast<int64_t>(d) + 1;
+          if (axis < 0 || axis >= gridRank) {
+            sharding.emitOpError("splits tensor dimension ")
+                << d << " over grid axis " << axis << ", but @"
+                << sharding.getGrid() << " has " << gridRank << " axes";
+            return WalkResult::interrupt();
+          }
+        }
+      for (Operation *user : sharding->getUsers()) {
+        auto shardOp = dyn_cast<shard::ShardOp>(user);
+        if (!shardOp)
+          continue;
+        auto type = dyn_cast<RankedTensorType>(shardOp.getSrc().getType());
+        if (type && entries > type.getRank()) {
+          shardOp.emitOpError("annotates a tensor of rank ")
+              << type.getRank() << " with " << entries
+              << " split_axes entries (one per dimension at most)";
+          return WalkResult::interrupt();
+        }
+      }
+      return WalkResult::advance();
+    });
+    return failure(bad.wasInterrupted());
+  }
+
   LogicalResult partitionProgram(func::FuncOp fn,
                                  SymbolTableCollection &tables) {
     eraseDeadWork(fn);
@@ -460,6 +504,8 @@ struct MonarchPartitionPass
       return WalkResult::advance();
     });
     if (multiAxis.wasInterrupted())
+      return failure();
+    if (failed(verifyShardings(fn, tables)))
       return failure();
     SmallVector<Segment> segments;
     if (failed(findSegments(fn, tables, segments)))

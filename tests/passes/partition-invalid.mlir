@@ -42,3 +42,32 @@ func.func @both(%arg0: tensor<8x4xf32>) -> tensor<8x4xf32> {
   %f = monarch.fetch %g from @mesh : tensor<8x4xf32>
   return %f : tensor<8x4xf32>
 }
+
+// -----
+
+// A grid axis the grid does not have (upstream accepts it; partitioning read
+// the mesh's dimension names out of bounds).
+shard.grid @g(shape = 2)
+monarch.proc_mesh @a(gpus = 2) grid @g
+func.func @axis_out_of_range(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'shard.sharding' op splits tensor dimension 0 over grid axis 1, but @g has 1 axes}}
+  %s = shard.sharding @g split_axes = [[1]] : !shard.sharding
+  %xa = monarch.feed %x to @a : tensor<4xf32>
+  %xs = shard.shard %xa to %s : tensor<4xf32>
+  %r = monarch.fetch %xs from @a : tensor<4xf32>
+  return %r : tensor<4xf32>
+}
+
+// -----
+
+// More split entries than the tensor has dimensions.
+shard.grid @g(shape = 2)
+monarch.proc_mesh @a(gpus = 2) grid @g
+func.func @too_many_entries(%x: tensor<4x4xf32>) -> tensor<4x4xf32> {
+  %s = shard.sharding @g split_axes = [[], [], [], [0]] : !shard.sharding
+  %xa = monarch.feed %x to @a : tensor<4x4xf32>
+  // expected-error @+1 {{'shard.shard' op annotates a tensor of rank 2 with 4 split_axes entries (one per dimension at most)}}
+  %xs = shard.shard %xa to %s : tensor<4x4xf32>
+  %r = monarch.fetch %xs from @a : tensor<4x4xf32>
+  return %r : tensor<4x4xf32>
+}
