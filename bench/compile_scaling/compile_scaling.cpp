@@ -436,9 +436,14 @@ Measurement measure(int64_t size, const Options &options,
       seconds[i] = secondsSince(start);
       if (failed(result))
         return failWith(std::string(info.name) + " failed");
-      // Verified where monarch-compile verifies: once, on the result
-      // (--verify-each-pass: after every pass, the PassManager default).
-      if (i + 1 != passes.size() && !options.verifyEachPass) {
+      // Verified where monarch-compile verifies: at the end of each stage
+      // (partitioned, split, planned; runStagePipelines), or with
+      // --verify-each-pass after every pass (the PassManager default).
+      llvm::StringRef name = info.name;
+      bool stageEnd = name == "monarch-partition" ||
+                      name == "monarch-split-control-data" ||
+                      i + 1 == passes.size();
+      if (!stageEnd && !options.verifyEachPass) {
         if (verbose)
           printOpCounts(*module, info.name);
         continue;
@@ -511,7 +516,7 @@ int main(int argc, char **argv) {
         "us/op = microseconds per traced tensor op; 'ir-verify' is "
         "mlir::verify "
      << (options->verifyEachPass ? "after every pass"
-                                 : "once on the result, as "
+                                 : "at the end of each stage, as "
                                    "monarch-compile runs it")
      << ".\n\n";
 

@@ -96,43 +96,89 @@ private:
 };
 } // namespace
 
+namespace {
+/// Hands the hooks of one pass manager to an instrumentation owned outside
+/// it, so one observer (a dump) sees every stage's passes.
+class ForwardInstrumentation : public PassInstrumentation {
+public:
+  explicit ForwardInstrumentation(PassInstrumentation &to) : to(to) {}
+  void runBeforePipeline(std::optional<OperationName> name,
+                         const PipelineParentInfo &info) override {
+    to.runBeforePipeline(name, info);
+  }
+  void runAfterPipeline(std::optional<OperationName> name,
+                        const PipelineParentInfo &info) override {
+    to.runAfterPipeline(name, info);
+  }
+  void runBeforePass(Pass *pass, Operation *op) override {
+    to.runBeforePass(pass, op);
+  }
+  void runAfterPass(Pass *pass, Operation *op) override {
+    to.runAfterPass(pass, op);
+  }
+  void runAfterPassFailed(Pass *pass, Operation *op) override {
+    to.runAfterPassFailed(pass, op);
+  }
+  void runBeforeAnalysis(StringRef name, TypeID id, Operation *op) override {
+    to.runBeforeAnalysis(name, id, op);
+  }
+  void runAfterAnalysis(StringRef name, TypeID id, Operation *op) override {
+    to.runAfterAnalysis(name, id, op);
+  }
+
+private:
+  PassInstrumentation &to;
+};
+} // namespace
+
 LogicalResult runStagePipelines(ModuleOp module, Stage from, Stage to,
                                 const PipelineOptions &options,
                                 StageRunOptions run, std::string *reproducer) {
   if (to <= from)
     return success();
-  PassManager pm(module.getContext(), ModuleOp::getOperationName());
-  pm.enableVerifier(run.verifyEachPass);
-  populateStagePipelines(pm, from, to, options);
-  std::string culprit;
-  if (run.verifyEachPass)
-    pm.addInstrumentation(std::make_unique<InvalidIRCulprit>(culprit));
-  if (run.observer)
-    pm.addInstrumentation(std::move(run.observer));
-  auto describe = [&] {
+  // The reproducer is the whole pipeline from `from` to the failing stage.
+  auto describe = [&](Stage upTo) {
     if (!reproducer)
       return;
+    PassManager all(module.getContext(), ModuleOp::getOperationName());
+    populateStagePipelines(all, from, upTo, options);
     reproducer->clear();
     llvm::raw_string_ostream os(*reproducer);
-    pm.printAsTextualPipeline(os);
+    all.printAsTextualPipeline(os);
   };
-  if (failed(pm.run(module))) {
-    describe();
-    if (!culprit.empty())
-      module.emitError() << "internal error: the IR after pass '" << culprit
+  // One pass manager per stage, the IR verified after each: no pass of a
+  // later stage ever sees an invalid op (a pass that built one would crash
+  // the next instead of being named).
+  for (int s = static_cast<int>(from) + 1; s <= static_cast<int>(to); ++s) {
+    Stage stage = static_cast<Stage>(s);
+    PassManager pm(module.getContext(), ModuleOp::getOperationName());
+    pm.enableVerifier(run.verifyEachPass);
+    populateStagePipelines(pm, static_cast<Stage>(s - 1), stage, options);
+    std::string culprit;
+    if (run.verifyEachPass)
+      pm.addInstrumentation(std::make_unique<InvalidIRCulprit>(culprit));
+    if (run.observer)
+      pm.addInstrumentation(
+          std::make_unique<ForwardInstrumentation>(*run.observer));
+    if (failed(pm.run(module))) {
+      describe(stage);
+      if (!culprit.empty())
+        module.emitError() << "internal error: the IR after pass '" << culprit
+                           << "' does not verify (the diagnostics above name "
+                              "the op)";
+      return failure();
+    }
+    if (!run.verifyEachPass && failed(verify(module))) {
+      // A pass built invalid IR: a compiler bug, not the user's.
+      describe(stage);
+      module.emitError() << "internal error: the IR at the end of stage '"
+                         << stageName(stage)
                          << "' does not verify (the diagnostics above name "
-                            "the op)";
-    return failure();
-  }
-  if (!run.verifyEachPass && failed(verify(module))) {
-    // A pass built invalid IR: a compiler bug, not the user's.
-    describe();
-    module.emitError() << "internal error: the IR at the end of stage '"
-                       << stageName(to)
-                       << "' does not verify (the diagnostics above name the "
-                          "op); rerun with the verifier after every pass "
-                          "(monarch-compile --verify-each) to find the pass";
-    return failure();
+                            "the op); rerun with the verifier after every "
+                            "pass (monarch-compile --verify-each) to find the "
+                            "pass";
+      return failure();
+    }
   }
   return success();
 }

@@ -61,12 +61,12 @@ struct StageRunOptions {
 };
 
 /// Runs the stage pipelines from `from` (exclusive) up to `to` (inclusive)
-/// on `module` and runs the IR verifier once, on the result. The input was
-/// verified when it was parsed or built, and every pass hands the next IR it
-/// built itself: verifying after each of them (the PassManager default)
-/// cost a third of compile time (docs/passes.md, "Compile time"). This is
-/// what clang does in release builds: verify the input and the output. On
-/// failure, `reproducer` (when given) receives the textual pipeline for
+/// on `module` and runs the IR verifier after each stage (three times at
+/// most), so no pass of a later stage sees an invalid op. The input was
+/// verified when it was parsed or built; verifying after every pass (the
+/// PassManager default, `run.verifyEachPass`) cost a third of compile time
+/// (docs/passes.md, "Compile time"). On failure, `reproducer` (when given)
+/// receives the textual pipeline, from `from` to the failing stage, for
 /// `monarch-opt --pass-pipeline=...`.
 mlir::LogicalResult runStagePipelines(mlir::ModuleOp module, Stage from,
                                       Stage to, const PipelineOptions &options,
