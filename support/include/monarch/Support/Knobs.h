@@ -71,8 +71,9 @@ enum Component : unsigned {
     "`1` checks at run time that endpoint results declared replicated "        \
     "(`out=None`) agree across ranks (read when a function is traced)")        \
   X(LogLevel, "MONARCH_LOG_LEVEL", Choice, "info", 0, 0,                       \
-    "trace|debug|info|warn|error|critical|off", Controller | Worker | Python,  \
-    false, "spdlog level of the controller and workers (Python jobs: `warn`)") \
+    "trace|debug|info|warn|warning|error|err|critical|off",                    \
+    Controller | Worker | Python, false,                                       \
+    "spdlog level of the controller and workers (Python jobs: `warn`)")        \
   X(Trace, "MONARCH_TRACE", Path, "", 0, 0, "", Controller, false,             \
     "write a Chrome/Perfetto trace of every step to this file when the job "   \
     "stops")                                                                   \
