@@ -188,6 +188,13 @@ def _runtime_for(mesh):
         raise errors.ExecutionError(
             f"{root!r} was stopped; create a new mesh to run again")
     rt = _runtimes.get(id(root))
+    # Before compiling anything for it (compile time grows with the ranks):
+    # the same bound the controller enforces for the local launcher.
+    if rt is None and root.size > knobs.max_local_workers:
+        raise errors.ExecutionError(
+            f"the local launcher starts at most {knobs.max_local_workers} "
+            f"workers on this host, the mesh has {root.size} ranks (raise "
+            "MONARCH_MAX_LOCAL_WORKERS)")
     if rt is None:
         rt = _MeshRuntime(root)
         _runtimes[id(root)] = rt

@@ -151,3 +151,28 @@ def test_the_controller_and_workers_refuse_a_bad_value(tmp_path):
                          env=dict(os.environ, MONARCH_WAIT_TIMEOUT_MS="-5"))
     assert out.returncode != 0
     assert "MONARCH_WAIT_TIMEOUT_MS=-5" in out.stderr, out.stderr
+
+
+def test_a_mesh_larger_than_the_local_launcher_starts_is_refused_at_once(
+        monkeypatch):
+    import time
+
+    import numpy as np
+
+    # 2**20 ranks used to run for ~10 minutes without a word (issue 16).
+    for ranks, limit in ((2**20, None), (9, "8")):
+        if limit:
+            monkeypatch.setenv("MONARCH_MAX_LOCAL_WORKERS", limit)
+        m = mc.mesh(gpus=ranks)
+
+        @mc.compile(mesh=m)
+        def double(x):
+            return x * 2
+
+        start = time.monotonic()
+        with pytest.raises(mc.ExecutionError,
+                           match=f"the local launcher starts at most "
+                                 f"{limit or 512} workers on this host, the "
+                                 f"mesh has {ranks} ranks"):
+            double(np.ones(4, np.float32))
+        assert time.monotonic() - start < 10

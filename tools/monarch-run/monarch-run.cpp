@@ -83,8 +83,10 @@ int main(int argc, char **argv) {
       ->excludes(programOpt);
   app.add_option("--inputs", inputs, ".npy files, one per plan input");
   app.add_option("--outputs", outputs, "write output<i>.npy here");
-  app.add_option("--launcher", launcher, "local or env")
-      ->check(CLI::IsMember({"local", "env"}));
+  app.add_option("--launcher", launcher,
+                 "local or env (default: $MONARCH_LAUNCHER, else local)")
+      ->check(CLI::IsMember({"local", "env"}))
+      ->default_val(knobs::getString(knobs::Id::Launcher).value);
   app.add_option("--ranks", ranks, "workers (default: the plan's mesh size)")
       ->check(CLI::PositiveNumber);
   app.add_option("--steps", steps, "steps to run")->check(CLI::PositiveNumber);

@@ -164,6 +164,25 @@ Controller::start(ControllerOptions options) {
                       std::to_string(options.worldSize));
   if (std::string bad = knobs::validate(knobs::Controller); !bad.empty())
     return Status(StatusCode::InvalidArgument, bad);
+  // Every rank costs a dispatcher thread here and, locally, a process: a
+  // mesh no launcher can start is refused before anything is allocated.
+  constexpr int kMaxWorldSize = 65536;
+  if (options.worldSize > kMaxWorldSize)
+    return Status(StatusCode::InvalidArgument,
+                  "world size " + std::to_string(options.worldSize) +
+                      " is more than one controller drives (" +
+                      std::to_string(kMaxWorldSize) + " ranks)");
+  int64_t maxLocal = knobs::getInt(knobs::Id::MaxLocalWorkers).value;
+  if (!options.launcher && options.launcherName == "local" &&
+      options.worldSize > maxLocal)
+    return Status(StatusCode::InvalidArgument,
+                  "the local launcher starts at most " +
+                      std::to_string(maxLocal) +
+                      " workers on this host, the "
+                      "mesh has " +
+                      std::to_string(options.worldSize) +
+                      " ranks (raise MONARCH_MAX_LOCAL_WORKERS, or start the "
+                      "workers elsewhere with the env launcher)");
   auto impl = std::make_unique<Impl>();
   Impl &s = *impl;
   s.options = std::move(options);

@@ -143,6 +143,10 @@ enum Component : unsigned {
   X(CudaDevice, "MONARCH_CUDA_DEVICE", Int, "", 0, 1024, "", Worker, false,    \
     "the CUDA device a worker runs NCCL plans on (its local rank modulo the "  \
     "devices visible)")                                                        \
+  X(MaxLocalWorkers, "MONARCH_MAX_LOCAL_WORKERS", Int, "512", 1, 65536, "",    \
+    Controller, false,                                                         \
+    "the most workers the local launcher starts on this host; a larger mesh "  \
+    "is refused before anything starts")                                       \
   X(ReplySpinUs, "MONARCH_REPLY_SPIN_US", Int, "30", 0, 1000000, "",           \
     Controller, false,                                                         \
     "how long a step polls for each worker's reply before blocking (`0` "      \
