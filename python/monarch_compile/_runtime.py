@@ -190,7 +190,8 @@ def _runtime_for(mesh):
     rt = _runtimes.get(id(root))
     # Before compiling anything for it (compile time grows with the ranks):
     # the same bound the controller enforces for the local launcher.
-    if rt is None and root.size > knobs.max_local_workers:
+    if (rt is None and knobs.launcher == "local" and
+            root.size > knobs.max_local_workers):
         raise errors.ExecutionError(
             f"the local launcher starts at most {knobs.max_local_workers} "
             f"workers on this host, the mesh has {root.size} ranks (raise "
