@@ -107,7 +107,8 @@ struct CompileSession::Impl {
     return std::string(path);
   }
 
-  LogicalResult lower(ModuleOp module, Stage to) {
+  /// The environment and the options, checked once per entry point.
+  LogicalResult checkSettings() {
     if (std::string bad = knobs::validate(knobs::Compiler); !bad.empty()) {
       failureText = bad;
       return mlir::failure();
@@ -116,6 +117,17 @@ struct CompileSession::Impl {
       failureText = "unknown backend '" + options.backend + "' (gloo or nccl)";
       return mlir::failure();
     }
+    return success();
+  }
+
+  LogicalResult lower(ModuleOp module, Stage to) {
+    if (failed(checkSettings()))
+      return mlir::failure();
+    return runStages(module, to);
+  }
+
+  /// The stage ladder up to `to`, after checkSettings.
+  LogicalResult runStages(ModuleOp module, Stage to) {
     if (to == Stage::Traced)
       return success();
     if (!fromFile())
@@ -166,10 +178,8 @@ struct CompileSession::Impl {
   }
 
   FailureOr<std::string> compilePlan(ModuleOp module) {
-    if (std::string bad = knobs::validate(knobs::Compiler); !bad.empty()) {
-      failureText = bad;
+    if (failed(checkSettings()))
       return mlir::failure();
-    }
     // The cache: not when the passes must run to be dumped.
     PlanCache cache(planCacheConfigFromEnvironment());
     std::string cacheKey;
@@ -194,7 +204,7 @@ struct CompileSession::Impl {
                        ? std::string()
                        : " (removed a corrupt entry: " + corruption + ")");
     }
-    if (failed(lower(module, Stage::Planned)))
+    if (failed(runStages(module, Stage::Planned)))
       return mlir::failure();
     PlanBuildOptions build;
     build.kernels = options.kernels;
