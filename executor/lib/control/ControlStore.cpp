@@ -10,7 +10,7 @@ constexpr int kReplySlackMs = 5000;
 
 StatusOr<std::unique_ptr<ControlStore>>
 ControlStore::connect(const std::string &host, int port, std::string token,
-                      const WireLimits &limits) {
+                      const WireOptions &limits) {
   std::unique_ptr<ControlStore> store(new ControlStore());
   store->host_ = host;
   store->port_ = port;

@@ -22,7 +22,7 @@ class ControlStore final : public Store {
 public:
   static StatusOr<std::unique_ptr<ControlStore>>
   connect(const std::string &host, int port, std::string token,
-          const WireLimits &limits);
+          const WireOptions &limits);
 
   Status set(const std::string &key, const std::string &value) override;
   StatusOr<std::string> get(const std::string &key,
@@ -44,7 +44,7 @@ private:
   int port_ = 0;
   std::string token_;
   std::atomic<int> generation_{-1};
-  WireLimits limits_;
+  WireOptions limits_;
   std::unique_ptr<ControllerConnection> conn_;
 };
 

@@ -53,6 +53,8 @@ public:
   }
 
   uint32_t read(uint8_t *buf, uint32_t len);
+  /// Bytes read from the socket and not handed out yet.
+  uint32_t buffered() const { return end_ - begin_; }
   void write(const uint8_t *buf, uint32_t len) { inner_->write(buf, len); }
   void flush() override { inner_->flush(); }
 

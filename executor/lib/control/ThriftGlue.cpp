@@ -1,12 +1,14 @@
 //===- ThriftGlue.cpp - Thrift servers and clients for the control plane -===//
 //
 // Framed transports carry a TConfiguration whose frame and message sizes are
-// the job's WireLimits, so an oversized or malformed frame is rejected by the
+// the job's WireOptions, so an oversized or malformed frame is rejected by the
 // transport and the connection is dropped; Thrift's own diagnostics of such
 // connections are routed to spdlog.
 //
 //===----------------------------------------------------------------------===//
 #include "ThriftGlue.h"
+#include "BoundedProtocol.h"
+#include "ControlTransport.h"
 #include "ReadAheadTransport.h"
 #include "monarch/Support/Knobs.h"
 
@@ -17,6 +19,7 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <fcntl.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -30,16 +33,21 @@ namespace monarch::executor {
 
 //===--- Limits -----------------------------------------------------------===//
 
-WireLimits WireLimits::fromEnv() {
-  WireLimits limits;
+WireOptions WireOptions::fromEnv(std::string token) {
+  WireOptions limits;
   // The frame length is a signed 32-bit integer on the wire (the registry's
   // range); a bad value was refused at start (knobs::validate).
   knobs::Value<int64_t> bytes = knobs::getInt(knobs::Id::MaxMessageBytes);
   limits.maxMessageBytes = static_cast<int>(bytes.value);
+  limits.token = std::move(token);
+  limits.handshakeTimeoutMs = static_cast<int>(
+      knobs::getMs(knobs::Id::HandshakeTimeoutMs).value.count());
+  limits.frameTimeoutMs =
+      static_cast<int>(knobs::getMs(knobs::Id::FrameTimeoutMs).value.count());
   return limits;
 }
 
-std::shared_ptr<TConfiguration> WireLimits::configuration() const {
+std::shared_ptr<TConfiguration> WireOptions::configuration() const {
   return std::make_shared<TConfiguration>(
       maxMessageBytes, maxMessageBytes,
       TConfiguration::DEFAULT_RECURSION_DEPTH);
@@ -47,30 +55,42 @@ std::shared_ptr<TConfiguration> WireLimits::configuration() const {
 
 namespace {
 
-/// Framed transports bounded by the job's limits (the stock factory uses the
-/// library default configuration), reading ahead from the socket.
-class BoundedFramedFactory : public TTransportFactory {
+/// Authenticated framed transports bounded by the job's limits, reading
+/// ahead from the socket.
+class GuardedFramedFactory : public TTransportFactory {
 public:
-  BoundedFramedFactory(std::shared_ptr<TConfiguration> config, int spinUs)
-      : config_(std::move(config)), spinUs_(spinUs) {}
+  GuardedFramedFactory(std::shared_ptr<TConfiguration> config,
+                       std::shared_ptr<const ConnectionGuard> guard, int spinUs)
+      : config_(std::move(config)), guard_(std::move(guard)), spinUs_(spinUs) {}
   std::shared_ptr<TTransport>
   getTransport(std::shared_ptr<TTransport> trans) override {
-    return std::make_shared<TFramedTransport>(
+    auto socket = std::dynamic_pointer_cast<TSocket>(trans);
+    return std::make_shared<ControlFramedTransport>(
         std::make_shared<ReadAheadTransport>(std::move(trans), spinUs_),
-        config_);
+        std::move(socket), config_, guard_);
   }
 
 private:
   std::shared_ptr<TConfiguration> config_;
+  std::shared_ptr<const ConnectionGuard> guard_;
   int spinUs_;
 };
+
+/// What is left of the frame a ControlFramedTransport is reading.
+BoundedBinaryProtocol::BytesLeft
+frameBudget(const std::shared_ptr<TTransport> &transport) {
+  auto *framed = dynamic_cast<ControlFramedTransport *>(transport.get());
+  if (!framed)
+    return [] { return uint64_t(0); };
+  return [framed] { return framed->bytesLeft(); };
+}
 
 thread_local int currentFd = -1;
 thread_local std::string currentPeerText;
 
 void rememberConnection(const std::shared_ptr<TTransport> &transport) {
   std::shared_ptr<TTransport> inner = transport;
-  if (auto framed = std::dynamic_pointer_cast<TFramedTransport>(inner))
+  if (auto framed = std::dynamic_pointer_cast<ControlFramedTransport>(inner))
     inner = framed->getUnderlyingTransport();
   if (auto ahead = std::dynamic_pointer_cast<ReadAheadTransport>(inner))
     inner = ahead->getUnderlyingTransport();
@@ -121,7 +141,7 @@ private:
 
 StatusOr<std::unique_ptr<ControlServer>> ControlServer::start(
     std::shared_ptr<TProcessor> processor, const std::string &host, int port,
-    const WireLimits &limits, std::string name, int requestSpinUs) {
+    const WireOptions &limits, std::string name, int requestSpinUs) {
   return serve(std::move(processor),
                std::make_shared<TServerSocket>(host, port),
                host + ":" + std::to_string(port), host, limits, std::move(name),
@@ -130,7 +150,7 @@ StatusOr<std::unique_ptr<ControlServer>> ControlServer::start(
 
 StatusOr<std::unique_ptr<ControlServer>>
 ControlServer::startLocal(std::shared_ptr<TProcessor> processor,
-                          const std::string &name, const WireLimits &limits,
+                          const std::string &name, const WireOptions &limits,
                           std::string label, int requestSpinUs) {
   // A leading NUL puts the name in Linux's abstract namespace: nothing is
   // created on disk, and it goes away with the last descriptor.
@@ -147,22 +167,29 @@ StatusOr<std::unique_ptr<ControlServer>>
 ControlServer::serve(std::shared_ptr<TProcessor> processor,
                      std::shared_ptr<TServerSocket> socket,
                      const std::string &where, const std::string &host,
-                     const WireLimits &limits, std::string name,
+                     const WireOptions &limits, std::string name,
                      int requestSpinUs) {
   redirectThriftLogging();
+  if (limits.token.empty())
+    return Status(StatusCode::InvalidArgument,
+                  name + ": a control server needs the job token");
   std::unique_ptr<ControlServer> server(new ControlServer());
   server->name_ = std::move(name);
   server->host_ = host;
   // Idle connections are interrupted when the server stops.
   socket->setInterruptableChildren(true);
   auto config = limits.configuration();
+  auto guard = std::make_shared<ConnectionGuard>();
+  guard->token = limits.token;
+  guard->handshakeTimeoutMs = limits.handshakeTimeoutMs;
+  guard->frameTimeoutMs = limits.frameTimeoutMs;
+  guard->label = server->name_;
   auto transports =
-      std::make_shared<BoundedFramedFactory>(config, requestSpinUs);
-  auto protocols = std::make_shared<TBinaryProtocolFactory>(
-      /*string_limit=*/limits.maxMessageBytes, /*container_limit=*/0,
-      /*strict_read=*/true, /*strict_write=*/true);
+      std::make_shared<GuardedFramedFactory>(config, guard, requestSpinUs);
+  auto protocols = std::make_shared<BoundedBinaryProtocolFactory>(frameBudget);
   server->server_ = std::make_shared<TThreadedServer>(processor, socket,
                                                       transports, protocols);
+  server->server_->setConcurrentClientLimit(std::max(1, limits.maxConnections));
   auto listening = std::make_shared<std::atomic<bool>>(false);
   server->server_->setServerEventHandler(
       std::make_shared<ConnectionTracker>(listening));
@@ -212,7 +239,7 @@ std::string ControlServer::currentPeer() { return currentPeerText; }
 template <typename ClientT>
 StatusOr<std::unique_ptr<ControlConnection<ClientT>>>
 ControlConnection<ClientT>::connect(const std::string &host, int port,
-                                    const WireLimits &limits,
+                                    const WireOptions &limits,
                                     int connectTimeoutMs, int recvTimeoutMs) {
   ControlEndpoint endpoint;
   endpoint.host = host;
@@ -223,7 +250,7 @@ ControlConnection<ClientT>::connect(const std::string &host, int port,
 template <typename ClientT>
 StatusOr<std::unique_ptr<ControlConnection<ClientT>>>
 ControlConnection<ClientT>::connect(const ControlEndpoint &endpoint,
-                                    const WireLimits &limits,
+                                    const WireOptions &limits,
                                     int connectTimeoutMs, int recvTimeoutMs) {
   std::unique_ptr<ControlConnection> conn(new ControlConnection());
   conn->endpoint_ = endpoint;
@@ -237,17 +264,25 @@ ControlConnection<ClientT>::connect(const ControlEndpoint &endpoint,
         std::string(1, '\0') + endpoint.local, config);
   }
   conn->socket_->setConnTimeout(connectTimeoutMs);
-  conn->socket_->setRecvTimeout(recvTimeoutMs);
   conn->socket_->setSendTimeout(recvTimeoutMs);
-  conn->transport_ = std::make_shared<TFramedTransport>(
-      std::make_shared<ReadAheadTransport>(conn->socket_), config);
-  auto protocol = std::make_shared<TBinaryProtocol>(
-      conn->transport_, limits.maxMessageBytes, 0, true, true);
+  auto framed = std::make_shared<ControlFramedTransport>(
+      std::make_shared<ReadAheadTransport>(conn->socket_), nullptr, config,
+      nullptr);
+  conn->transport_ = framed;
+  auto protocol = std::make_shared<BoundedBinaryProtocol>(
+      conn->transport_, [raw = framed.get()] { return raw->bytesLeft(); });
   conn->client_ = std::make_unique<ClientT>(protocol);
   Status status = callThrift("connecting to " + conn->peer(),
                              [&] { conn->transport_->open(); });
   if (!status)
     return status;
+  // The handshake's answer comes within the connect timeout.
+  status = clientHandshake(*conn->socket_, limits.token,
+                           connectTimeoutMs > 0 ? connectTimeoutMs : 5000,
+                           conn->peer());
+  if (!status)
+    return status;
+  conn->socket_->setRecvTimeout(recvTimeoutMs);
   conn->fd_ = conn->socket_->getSocketFD();
   return conn;
 }
@@ -331,14 +366,6 @@ bool localControlEnabled() {
   return knobs::getBool(knobs::Id::LocalControl).value;
 }
 
-bool tokenMatches(const std::string &expected, const std::string &given) {
-  unsigned char diff = expected.size() == given.size() ? 0 : 1;
-  for (size_t i = 0; i < expected.size(); ++i)
-    diff |= static_cast<unsigned char>(expected[i]) ^
-            static_cast<unsigned char>(i < given.size() ? given[i] : 0);
-  return diff == 0 && !expected.empty();
-}
-
 void requireToken(const std::string &expected, const std::string &given,
                   const std::string &request) {
   if (tokenMatches(expected, given))
@@ -355,8 +382,13 @@ void requireToken(const std::string &expected, const std::string &given,
 void redirectThriftLogging() {
   static std::once_flag once;
   std::call_once(once, [] {
-    GlobalOutput.setOutputFunction(
-        [](const char *message) { spdlog::warn("thrift: {}", message); });
+    GlobalOutput.setOutputFunction([](const char *message) {
+      // A receive deadline passing is reported by ControlTransport, which
+      // knows which deadline it was.
+      if (std::strstr(message, "THRIFT_EAGAIN (timed out)"))
+        return;
+      spdlog::warn("thrift: {}", message);
+    });
   });
 }
 

@@ -1,9 +1,11 @@
 //===- ThriftGlue.h - Thrift servers and clients -------------- -*- C++ -*-===//
 //
 // The only place Thrift exceptions exist: servers run the generated
-// processors on a TThreadedServer with framed transports bounded by
-// `WireLimits`; clients connect with timeouts; every exception a Thrift call
-// throws is turned into a `Status` by `callThrift`. Shared by the controller
+// processors on a TThreadedServer over authenticated framed transports
+// (ControlTransport.h) and a protocol that allocates only what it received
+// (BoundedProtocol.h), bounded by `WireOptions`; clients connect with
+// timeouts and the job token; every exception a Thrift call throws is
+// turned into a `Status` by `callThrift`. Shared by the controller
 // (MonarchExecutor) and monarch-worker. Not an interface header: it lives
 // beside its implementation and is on MonarchControl's include path.
 //
@@ -13,6 +15,7 @@
 
 #include "monarch/Support/Status.h"
 
+#include "ControlTransport.h"
 #include "ControllerService.h"
 #include "WorkerService.h"
 
@@ -32,11 +35,21 @@
 
 namespace monarch::executor {
 
-/// Bounds on one control message (MONARCH_MAX_MESSAGE_BYTES). A larger frame
-/// is rejected by the receiving transport before it is read.
-struct WireLimits {
+/// Bounds and credentials of control connections. A frame larger than
+/// `maxMessageBytes` (MONARCH_MAX_MESSAGE_BYTES) is rejected before it is
+/// read; every connection opens with the job token (ControlTransport.h): a
+/// server closes one that does not present `token` within
+/// `handshakeTimeoutMs`, and one whose frame does not arrive whole within
+/// `frameTimeoutMs`; it serves at most `maxConnections` at once (more wait
+/// in the listen queue).
+struct WireOptions {
   int maxMessageBytes = 256 << 20;
-  static WireLimits fromEnv();
+  std::string token;
+  int handshakeTimeoutMs = 2000;
+  int frameTimeoutMs = 30000;
+  int maxConnections = 64;
+  /// The limits and timeouts of the environment; `token` is the caller's.
+  static WireOptions fromEnv(std::string token);
   std::shared_ptr<apache::thrift::TConfiguration> configuration() const;
 };
 
@@ -59,12 +72,12 @@ public:
   /// request before blocking (ReadAheadTransport).
   static StatusOr<std::unique_ptr<ControlServer>>
   start(std::shared_ptr<apache::thrift::TProcessor> processor,
-        const std::string &host, int port, const WireLimits &limits,
+        const std::string &host, int port, const WireOptions &limits,
         std::string name, int requestSpinUs = 0);
   /// Listens on the abstract Unix socket `name` (see ControlEndpoint).
   static StatusOr<std::unique_ptr<ControlServer>>
   startLocal(std::shared_ptr<apache::thrift::TProcessor> processor,
-             const std::string &name, const WireLimits &limits,
+             const std::string &name, const WireOptions &limits,
              std::string label, int requestSpinUs = 0);
   ~ControlServer();
 
@@ -88,7 +101,7 @@ private:
   serve(std::shared_ptr<apache::thrift::TProcessor> processor,
         std::shared_ptr<apache::thrift::transport::TServerSocket> socket,
         const std::string &where, const std::string &host,
-        const WireLimits &limits, std::string name, int requestSpinUs);
+        const WireOptions &limits, std::string name, int requestSpinUs);
   std::string name_;
   std::string host_;
   std::string localName_;
@@ -103,11 +116,11 @@ private:
 template <typename ClientT> class ControlConnection {
 public:
   static StatusOr<std::unique_ptr<ControlConnection>>
-  connect(const std::string &host, int port, const WireLimits &limits,
+  connect(const std::string &host, int port, const WireOptions &limits,
           int connectTimeoutMs, int recvTimeoutMs);
   /// Dials the endpoint's local socket when it has one, else host:port.
   static StatusOr<std::unique_ptr<ControlConnection>>
-  connect(const ControlEndpoint &endpoint, const WireLimits &limits,
+  connect(const ControlEndpoint &endpoint, const WireOptions &limits,
           int connectTimeoutMs, int recvTimeoutMs);
   ~ControlConnection() { close(); }
 
@@ -147,12 +160,9 @@ Status callThrift(const std::string &what, const std::function<void()> &call,
                   control::ControlError *serviceError = nullptr,
                   bool *transportFailed = nullptr);
 
-/// Constant-time comparison of job tokens.
 /// Whether same-host control connections use local sockets (the default;
 /// MONARCH_LOCAL_CONTROL=0 keeps every connection on TCP).
 bool localControlEnabled();
-
-bool tokenMatches(const std::string &expected, const std::string &given);
 
 /// Throws the PERMISSION_DENIED ControlError (after logging it) when `given`
 /// is not the job token. For use inside service handlers only.

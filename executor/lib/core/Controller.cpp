@@ -186,10 +186,14 @@ Controller::start(ControllerOptions options) {
   auto impl = std::make_unique<Impl>();
   Impl &s = *impl;
   s.options = std::move(options);
-  s.limits = WireLimits::fromEnv();
   s.replySpinUs = static_cast<int>(knobs::getInt(knobs::Id::ReplySpinUs).value);
   s.token =
       s.options.jobToken.empty() ? generateJobToken() : s.options.jobToken;
+  s.limits = WireOptions::fromEnv(s.token);
+  // A worker holds a handful of connections to the controller (heartbeat,
+  // store, error reports, logs, registration): room for all of them.
+  s.limits.maxConnections = static_cast<int>(
+      std::min<int64_t>(8LL * s.options.worldSize + 64, 1 << 20));
   s.jobId = generateJobToken().substr(0, 8);
   auto store = std::make_unique<GenerationStore>(createInProcessStore());
   s.generationStore = store.get();
@@ -254,7 +258,7 @@ Controller::start(ControllerOptions options) {
 }
 
 StatusOr<std::unique_ptr<WorkerConnection>>
-dialWorker(const ControlEndpoint &endpoint, const WireLimits &limits,
+dialWorker(const ControlEndpoint &endpoint, const WireOptions &limits,
            int connectTimeoutMs, int recvTimeoutMs) {
   if (!endpoint.local.empty()) {
     auto conn = WorkerConnection::connect(endpoint, limits, connectTimeoutMs,

@@ -100,12 +100,12 @@ struct RankState {
 /// Connects to a worker through its local socket when it has one, falling
 /// back to TCP (a worker in another network namespace with our hostname).
 StatusOr<std::unique_ptr<WorkerConnection>>
-dialWorker(const ControlEndpoint &endpoint, const WireLimits &limits,
+dialWorker(const ControlEndpoint &endpoint, const WireOptions &limits,
            int connectTimeoutMs, int recvTimeoutMs);
 
 struct Controller::Impl {
   ControllerOptions options;
-  WireLimits limits;
+  WireOptions limits;
   std::string token;
   std::string jobId;
   std::unique_ptr<Store> store;

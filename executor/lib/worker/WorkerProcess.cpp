@@ -159,7 +159,7 @@ Status Worker::init() {
   if (!parsedFault.isOk())
     return parsedFault.status();
   fault = *parsedFault;
-  limits = WireLimits::fromEnv();
+  limits = WireOptions::fromEnv(token);
 
   sink = std::make_shared<ForwardingSink>(rank);
   auto logger = std::make_shared<spdlog::logger>("worker", sink);
@@ -200,7 +200,9 @@ Status Worker::init() {
       store = std::move(st).value();
       break;
     }
-    if (Clock::now() > storeDeadline)
+    // Only an unreachable controller is worth waiting for.
+    if (st.status().code() == StatusCode::PermissionDenied ||
+        Clock::now() > storeDeadline)
       return st.status();
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }

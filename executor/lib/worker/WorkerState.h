@@ -29,7 +29,7 @@ using executor::ControlServer;
 using executor::ControlStore;
 using executor::Status;
 using executor::StatusCode;
-using executor::WireLimits;
+using executor::WireOptions;
 namespace control = executor::control;
 
 inline int64_t nowUs() {
@@ -97,7 +97,7 @@ public:
   std::string token;
   int rank = 0;
   int worldSize = 1;
-  WireLimits limits;
+  WireOptions limits;
   std::string controllerHost;
   int controllerPort = 0;
   control::WorkerConfig config;

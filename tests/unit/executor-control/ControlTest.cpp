@@ -15,6 +15,7 @@
 #include "monarch/Executor/Controller.h"
 #include "monarch/Executor/Npy.h"
 
+#include "ControlTransport.h"
 #include "ThriftGlue.h"
 
 #include <gtest/gtest.h>
@@ -227,7 +228,8 @@ TEST(ExecutorControl, MessagesAboveTheLimitAreRefused) {
       << out.status().message();
   // A raw frame just above the limit is dropped by the worker.
   auto [host, port] = c->workerAddress(0);
-  auto conn = WorkerConnection::connect(host, port, WireLimits(), 1000, 2000);
+  auto conn = WorkerConnection::connect(
+      host, port, WireOptions::fromEnv(c->jobToken()), 1000, 2000);
   ASSERT_TRUE(conn.isOk());
   std::vector<monarch::executor::control::PlanInfo> infos;
   Status st = callThrift("loadPlan", [&] {
@@ -357,13 +359,22 @@ TEST(ExecutorFaults, WrongTokenIsRejected) {
   };
   auto c = startOrDie(o);
   ASSERT_TRUE(c);
-  // A client with a wrong token on a worker's port.
+  // A client with a wrong token on a worker's port is refused at the
+  // connection's handshake, before it can send a request.
   auto [host, port] = c->workerAddress(0);
-  auto conn = WorkerConnection::connect(host, port, WireLimits(), 1000, 1000);
-  ASSERT_TRUE(conn.isOk()) << conn.status().toString();
+  auto conn = WorkerConnection::connect(
+      host, port, WireOptions::fromEnv("wrong"), 1000, 1000);
+  ASSERT_FALSE(conn.isOk());
+  EXPECT_EQ(conn.status().code(), StatusCode::PermissionDenied)
+      << conn.status().toString();
+  // With the job's token, a request that carries a wrong one is still
+  // refused by the handler.
+  auto authentic = WorkerConnection::connect(
+      host, port, WireOptions::fromEnv(c->jobToken()), 1000, 1000);
+  ASSERT_TRUE(authentic.isOk()) << authentic.status().toString();
   monarch::executor::control::PingReply reply;
   Status st =
-      callThrift("ping", [&] { (*conn)->client().ping(reply, "wrong"); });
+      callThrift("ping", [&] { (*authentic)->client().ping(reply, "wrong"); });
   EXPECT_EQ(st.code(), StatusCode::PermissionDenied) << st.toString();
   // A worker process presenting a wrong token to the controller.
   pid_t rogue = ::fork();
@@ -390,9 +401,10 @@ TEST(ExecutorFaults, WrongTokenIsRejected) {
   std::lock_guard<std::mutex> lock(logMutex);
   bool logged = false;
   for (const std::string &line : logs)
-    logged |= line.find("[rank 0] rejected ping") != std::string::npos &&
+    logged |= line.find("[rank 0] worker 0: rejected connection from") !=
+                  std::string::npos &&
               line.find("wrong job token") != std::string::npos;
-  EXPECT_TRUE(logged) << "no forwarded log of the rejected ping";
+  EXPECT_TRUE(logged) << "no forwarded log of the rejected connection";
 }
 
 TEST(ExecutorFaults, MalformedFrameIsRejectedAndTheWorkerSurvives) {
@@ -413,9 +425,14 @@ TEST(ExecutorFaults, MalformedFrameIsRejectedAndTheWorkerSurvives) {
   ::inet_pton(AF_INET, host.c_str(), &addr.sin_addr);
   ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr *>(&addr), sizeof(addr)),
             0);
-  // A frame claiming 2 GiB, then junk.
-  const char frame[] = "\x7f\xff\xff\xff\x80\x01\x00\x01garbage";
-  ASSERT_GT(::write(fd, frame, sizeof(frame) - 1), 0);
+  // An authenticated connection, then a frame claiming 2 GiB and junk.
+  std::string bytes = handshakeBytes(c->jobToken());
+  bytes += std::string("\x7f\xff\xff\xff\x80\x01\x00\x01garbage", 15);
+  ASSERT_EQ(::write(fd, bytes.data(), bytes.size()),
+            static_cast<ssize_t>(bytes.size()));
+  char accepted = 0;
+  ASSERT_EQ(::read(fd, &accepted, 1), 1);
+  EXPECT_EQ(accepted, 'A');
   timeval tv{2, 0};
   ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
   char buf[64];

@@ -324,7 +324,8 @@ TEST(Recovery, RequestsFromAReplacedGenerationAreIgnored) {
   auto address = parseHostPort(c->address());
   ASSERT_TRUE(address.isOk()) << address.status().toString();
   auto conn = ControllerConnection::connect(address->first, address->second,
-                                            WireLimits(), 1000, 5000);
+                                            WireOptions::fromEnv(c->jobToken()),
+                                            1000, 5000);
   ASSERT_TRUE(conn.isOk()) << conn.status().toString();
   auto &client = (*conn)->client();
   Status st = callThrift(

@@ -113,7 +113,8 @@ TEST(SameHost, ABadStagingAreaIsRefused) {
   ASSERT_TRUE(c.isOk()) << c.status().toString();
   ASSERT_TRUE((*c)->loadPlan(serialize(allReducePlan(1, 4))).isOk());
   auto [host, port] = (*c)->workerAddress(0);
-  auto conn = WorkerConnection::connect(host, port, WireLimits(), 1000, 5000);
+  auto conn = WorkerConnection::connect(
+      host, port, WireOptions::fromEnv((*c)->jobToken()), 1000, 5000);
   ASSERT_TRUE(conn.isOk()) << conn.status().toString();
   auto request = [&] {
     control::RunStepRequest r;

@@ -128,6 +128,14 @@ enum Component : unsigned {
     2147483647, "", Controller | Worker, false,                                \
     "bound on one control frame/message; staged tensors (same-host fast "      \
     "path) do not count")                                                      \
+  X(HandshakeTimeoutMs, "MONARCH_HANDSHAKE_TIMEOUT_MS", Ms, "2000", 10,        \
+    600000, "", Controller | Worker, false,                                    \
+    "a control connection that has not presented the job token this long "     \
+    "after connecting is closed")                                              \
+  X(FrameTimeoutMs, "MONARCH_FRAME_TIMEOUT_MS", Ms, "30000", 10, 86400000, "", \
+    Controller | Worker, false,                                                \
+    "a control frame that has begun must arrive whole within this, or its "    \
+    "connection is closed (idle connections may wait forever)")                \
   X(Shm, "MONARCH_SHM", Bool, "1", 0, 0, "", Worker, false,                    \
     "`0` forces Gloo TCP between ranks on one host (`1`: shared memory "       \
     "where every member of a communicator shares the host); every rank must "  \
