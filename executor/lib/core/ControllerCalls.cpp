@@ -12,6 +12,8 @@
 
 #include "monarch/Codegen/PlanFile.h"
 
+#include <spdlog/spdlog.h>
+
 #include <algorithm>
 #include <climits>
 
@@ -167,17 +169,37 @@ Controller::loadPlanOnce(const std::string &planBytes) {
     all[r] = r;
   auto gather = std::make_shared<Gather<std::vector<control::PlanInfo>>>(n);
   std::string token = s.token;
+  // The first rank to refuse the plan is the cause. The others may be
+  // waiting for it in a communicator's rendezvous: the store fails their
+  // waits at once (loadAborted), and what they then report is a
+  // consequence, not a failure of the job.
+  auto firstRefusal = std::make_shared<Status>();
   Status status = callAll<std::vector<control::PlanInfo>>(
       s, all, gather, "loadPlan", {"", -1}, s.options.startTimeout,
       [planBytes, token](int, WorkerConnection &conn,
                          std::vector<control::PlanInfo> &reply) {
         conn.client().loadPlan(reply, token, planBytes);
       },
-      // A plan every rank rejects is the caller's error, not the job's.
-      [](const Status &st) {
-        return st.code() != StatusCode::InvalidArgument &&
-               st.code() != StatusCode::Unimplemented;
+      // Called under s.mutex for each rank that failed.
+      [&s, firstRefusal](const Status &st) {
+        bool refusal = st.code() == StatusCode::InvalidArgument ||
+                       st.code() == StatusCode::Unimplemented;
+        if (refusal && firstRefusal->isOk()) {
+          *firstRefusal = st;
+          s.loadAbortReason = st.message();
+          s.loadAborted = true;
+          spdlog::debug("abandoning the plan load: {}", st.toString());
+        }
+        // A plan a rank rejects is the caller's error, not the job's.
+        return !refusal && firstRefusal->isOk();
       });
+  if (s.loadAborted.exchange(false)) {
+    // Every rank has answered: nothing of this load still uses the store.
+    s.generationStore->nextEpoch();
+    std::lock_guard<std::mutex> lock(s.mutex);
+    if (!s.failed)
+      return *firstRefusal;
+  }
   if (!status)
     return status;
   for (int r = 0; r < n; ++r)

@@ -53,6 +53,9 @@ public:
       : base_(std::move(base)) {}
   void setGeneration(int generation) { generation_ = generation; }
   int generation() const { return generation_.load(); }
+  /// Starts a fresh key space: keys a rendezvous of an abandoned plan load
+  /// left behind are not seen by the next one.
+  void nextEpoch() { ++epoch_; }
   Status set(const std::string &key, const std::string &value) override {
     return base_->set(prefix() + key, value);
   }
@@ -73,10 +76,12 @@ public:
 
 private:
   std::string prefix() const {
-    return "g" + std::to_string(generation_.load()) + "/";
+    return "g" + std::to_string(generation_.load()) + "." +
+           std::to_string(epoch_.load()) + "/";
   }
   std::unique_ptr<Store> base_;
   std::atomic<int> generation_{0};
+  std::atomic<int> epoch_{0};
 };
 
 struct RankState {
@@ -127,6 +132,12 @@ struct Controller::Impl {
   std::optional<Status> pendingSecondary;
   Clock::time_point pendingSince;
   std::atomic<bool> stopping{false};
+  /// Set while a plan load one rank refused winds down: the store's waits
+  /// fail at once with `loadAbortReason` (under `mutex`), so the ranks
+  /// blocked in a rendezvous for that plan answer now, not at the
+  /// rendezvous deadline.
+  std::atomic<bool> loadAborted{false};
+  std::string loadAbortReason;
   bool stopped = false;
   std::thread monitor;
   std::thread teardown;

@@ -137,6 +137,13 @@ public:
     Clock::time_point deadline =
         Clock::now() + std::chrono::milliseconds(std::max(0, timeoutMs));
     while (true) {
+      if (impl_.loadAborted.load()) {
+        std::lock_guard<std::mutex> lock(impl_.mutex);
+        throwStatus(
+            Status(StatusCode::Aborted, "store get '" + key +
+                                            "': the plan load was abandoned (" +
+                                            impl_.loadAbortReason + ")"));
+      }
       auto slice = std::min<Clock::duration>(
           std::chrono::milliseconds(100),
           std::max<Clock::duration>(deadline - Clock::now(),

@@ -348,6 +348,42 @@ TEST(ExecutorFaults, DroppedConnectionFailsTheStep) {
   EXPECT_TRUE(allGone(pids, std::chrono::milliseconds(100)));
 }
 
+TEST(ExecutorFaults, APlanOneRankRefusesFailsAtOnceWithThatRanksError) {
+  auto c = startOrDie(options(2));
+  ASSERT_TRUE(c);
+  // Rank 0's program declares actor state over half of its feed buffer:
+  // its worker refuses the plan, while rank 1 waits for it in the
+  // all-reduce's rendezvous (MONARCH_COMM_TIMEOUT_MS, 30 s).
+  auto bad = allReducePlan(2);
+  monarch::codegen::Instruction state;
+  state.kind = monarch::codegen::InstrKind::StateBuffer;
+  state.stateBuffer.actorMesh = "acc";
+  state.stateBuffer.state = "total";
+  state.stateBuffer.buffer.offset = 8;
+  state.stateBuffer.buffer.shape = {4};
+  auto &program = bad.plans[0].programs[0];
+  program.instructions.push_back(state);
+  std::string bytes = serialize(bad);
+  ASSERT_EQ(bytes.rfind("invalid plan", 0), std::string::npos) << bytes;
+  auto t0 = Clock::now();
+  auto names = c->loadPlan(bytes);
+  double elapsed = ms(Clock::now() - t0);
+  ASSERT_FALSE(names.isOk());
+  std::string text = names.status().toString();
+  EXPECT_EQ(names.status().code(), StatusCode::InvalidArgument) << text;
+  EXPECT_NE(text.find("straddling an actor state buffer"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("rank 0"), std::string::npos) << text;
+  EXPECT_LT(elapsed, 2000.0) << text;
+  // The job is healthy, and the same plan name loads once fixed.
+  EXPECT_TRUE(c->health().isOk()) << c->health().toString();
+  ASSERT_TRUE(c->loadPlan(serialize(allReducePlan(2))).isOk());
+  auto out = c->runStep("step", {floats({1, 2, 3, 4})});
+  ASSERT_TRUE(out.isOk()) << out.status().toString();
+  EXPECT_EQ(toFloats((*out)[0]), (std::vector<float>{2, 4, 6, 8}));
+  EXPECT_TRUE(c->stop().isOk());
+}
+
 TEST(ExecutorFaults, WrongTokenIsRejected) {
   std::vector<std::string> logs;
   std::mutex logMutex;
