@@ -12,6 +12,7 @@
 // returns numpy arrays that own the results' bytes (no copy).
 //
 //===----------------------------------------------------------------------===//
+#include "Interrupt.h"
 #include "PlanCompile.h"
 
 #include "monarch/Executor/BufferPool.h"
@@ -51,6 +52,13 @@ template <typename T> T check(StatusOr<T> r) {
   if (!r.isOk())
     throw ExecutionError(r.status().message());
   return std::move(r).value();
+}
+
+/// After a call SIGINT interrupted: Python's handler runs now (with the
+/// GIL) and raises KeyboardInterrupt, unless the user's handler does not.
+void raiseIfInterrupted(bool interrupted) {
+  if (interrupted && PyErr_CheckSignals() != 0)
+    throw nb::python_error();
 }
 
 using PyTensor = std::tuple<std::string, std::vector<int64_t>, nb::bytes>;
@@ -203,8 +211,17 @@ void bindExecutor(nb::module_ &m) {
            [](PyController &self, const nb::bytes &plan) {
              std::string bytes(plan.c_str(), plan.size());
              Controller &c = self.get();
-             nb::gil_scoped_release release;
-             return check(c.loadPlan(bytes));
+             StatusOr<std::vector<std::string>> names =
+                 Status(StatusCode::Internal, "not loaded");
+             bool interrupted = false;
+             {
+               monarch::python::InterruptScope scope(c, "loading a plan");
+               nb::gil_scoped_release release;
+               names = c.loadPlan(bytes);
+               interrupted = scope.interrupted();
+             }
+             raiseIfInterrupted(interrupted);
+             return check(std::move(names));
            })
       .def("call",
            [](PyController &self, const std::string &program,
@@ -216,12 +233,16 @@ void bindExecutor(nb::module_ &m) {
              Controller &c = self.get();
              StatusOr<std::vector<HostTensor>> out =
                  Status(StatusCode::Internal, "not run");
+             bool interrupted = false;
              {
+               monarch::python::InterruptScope scope(c, program + "()");
                nb::gil_scoped_release release;
                out = c.call(program, in);
                for (HostTensor &h : in)
                  recycleBytes(std::move(h.data));
+               interrupted = scope.interrupted();
              }
+             raiseIfInterrupted(interrupted);
              std::vector<nb::object> results;
              for (HostTensor &h : check(std::move(out)))
                results.push_back(toNumpy(std::move(h)));

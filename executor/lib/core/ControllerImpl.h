@@ -137,6 +137,9 @@ struct Controller::Impl {
   /// blocked in a rendezvous for that plan answer now, not at the
   /// rendezvous deadline.
   std::atomic<bool> loadAborted{false};
+  /// Set by interrupt(): the failure it caused is not recovered by the call
+  /// it interrupted.
+  std::atomic<bool> interrupted{false};
   std::string loadAbortReason;
   bool stopped = false;
   std::thread monitor;

@@ -227,7 +227,9 @@ Status Controller::recoverIfFailed(int &attempts, Status &first) {
 Status Controller::recoverFrom(const Status &failure, int &attempts,
                                Status &first) {
   Impl &s = *impl_;
-  if (!s.policy.enabled())
+  // The call an interrupt broke returns its failure; the next one recovers.
+  bool interrupted = s.interrupted.exchange(false);
+  if (!s.policy.enabled() || interrupted)
     return failure;
   {
     // Only a failure of the job is recovered; a bad argument is the

@@ -78,6 +78,16 @@ void Controller::Impl::reportFailureLocked(Status status, bool rootCause) {
   }
 }
 
+void Controller::interrupt(const std::string &reason) {
+  Impl &s = *impl_;
+  std::lock_guard<std::mutex> lock(s.mutex);
+  if (s.failed || s.stopping)
+    return;
+  s.interrupted = true;
+  s.reportFailureLocked(Status(StatusCode::Aborted, reason),
+                        /*rootCause=*/true);
+}
+
 void Controller::Impl::finalizeLocked(Status status) {
   failed = true;
   failure = std::move(status);

@@ -200,6 +200,13 @@ public:
   /// Idempotent; returns the job's failure, if it had one.
   Status stop();
 
+  /// Fails the job now with Aborted(`reason`), as a rank's failure would:
+  /// every rank's step is aborted and the call in progress returns at once.
+  /// That call is not retried by a restart policy; a later call recovers as
+  /// from any failure (with a policy) or returns the failure. Thread-safe,
+  /// for another thread than the caller's (Ctrl-C in Python).
+  void interrupt(const std::string &reason);
+
   /// Ok, or the first failure of the job.
   Status health() const;
   int worldSize() const;
