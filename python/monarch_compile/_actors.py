@@ -221,6 +221,10 @@ def spawn(mesh, name, cls, args, kwargs, loc):
     root = mesh
     while root.parent is not None:
         root = root.parent
+    if root._stopped:
+        raise errors.MeshError(
+            f"cannot spawn '{name}' on {mesh!r}: its mesh was stopped; create "
+            "a new mesh", *loc)
     taken = root.__dict__.setdefault("_actor_names", set())
     unique, i = name, 1
     while unique in taken:

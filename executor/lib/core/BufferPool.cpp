@@ -21,6 +21,7 @@ struct Pool {
   std::mutex mutex;
   std::deque<std::string> buffers; // oldest first
   size_t bytes = 0;
+  int holders = 0;
 };
 
 Pool &pool() {
@@ -59,12 +60,36 @@ void recycleBytes(std::string &&bytes) {
   keep.clear();
   Pool &p = pool();
   std::lock_guard<std::mutex> lock(p.mutex);
+  if (p.holders == 0)
+    return; // freed (outside the lock, with `keep`)
   p.bytes += keep.capacity();
   p.buffers.push_back(std::move(keep));
   while (p.buffers.size() > kMaxBuffers || p.bytes > kMaxPooledBytes) {
     p.bytes -= p.buffers.front().capacity();
     p.buffers.pop_front();
   }
+}
+
+void holdBufferPool() {
+  Pool &p = pool();
+  std::lock_guard<std::mutex> lock(p.mutex);
+  ++p.holders;
+}
+
+void releaseBufferPool() {
+  std::deque<std::string> drop;
+  Pool &p = pool();
+  std::lock_guard<std::mutex> lock(p.mutex);
+  if (p.holders > 0 && --p.holders == 0) {
+    drop.swap(p.buffers);
+    p.bytes = 0;
+  }
+}
+
+size_t pooledBytes() {
+  Pool &p = pool();
+  std::lock_guard<std::mutex> lock(p.mutex);
+  return p.bytes;
 }
 
 } // namespace monarch::executor

@@ -8,6 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "ControllerImpl.h"
+
 #include "monarch/Support/Knobs.h"
 
 #include "Control_constants.h"
@@ -385,6 +386,9 @@ Status Controller::stop() {
   }
   if (s.server)
     s.server->stop();
+  // The recycled tensor storage goes with the mesh that used it (a 200 MiB
+  // feed left the user's process 250 MB larger after stop).
+  s.bufferPool.release();
   Status traceStatus;
   if (!s.options.tracePath.empty())
     traceStatus = s.trace.write(s.options.tracePath, s.options.worldSize);

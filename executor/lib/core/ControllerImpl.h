@@ -11,6 +11,7 @@
 #define MONARCH_EXECUTOR_CORE_CONTROLLERIMPL_H
 
 #include "monarch/Codegen/Plan.h"
+#include "monarch/Executor/BufferPool.h"
 #include "monarch/Executor/Controller.h"
 #include "monarch/Executor/Store.h"
 
@@ -108,7 +109,25 @@ StatusOr<std::unique_ptr<WorkerConnection>>
 dialWorker(const ControlEndpoint &endpoint, const WireOptions &limits,
            int connectTimeoutMs, int recvTimeoutMs);
 
+/// This controller's hold on the process's buffer pool (BufferPool.h), from
+/// its start until it stops or is destroyed.
+class BufferPoolHold {
+public:
+  BufferPoolHold() { holdBufferPool(); }
+  ~BufferPoolHold() { release(); }
+  BufferPoolHold(const BufferPoolHold &) = delete;
+  BufferPoolHold &operator=(const BufferPoolHold &) = delete;
+  void release() {
+    if (!released_.exchange(true))
+      releaseBufferPool();
+  }
+
+private:
+  std::atomic<bool> released_{false};
+};
+
 struct Controller::Impl {
+  BufferPoolHold bufferPool;
   ControllerOptions options;
   WireOptions limits;
   std::string token;

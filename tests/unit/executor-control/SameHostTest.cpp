@@ -156,6 +156,7 @@ TEST(SameHost, ABadStagingAreaIsRefused) {
 }
 
 TEST(BufferPool, LargeBuffersAreReusedSmallOnesAreNot) {
+  holdBufferPool(); // what a running controller does
   std::string a = takeBytes(300 << 10);
   ASSERT_EQ(a.size(), size_t(300) << 10);
   const char *storage = a.data();
@@ -176,6 +177,12 @@ TEST(BufferPool, LargeBuffersAreReusedSmallOnesAreNot) {
   recycleBytes(std::move(small));
   recycleBytes(std::move(c));
   recycleBytes(std::move(d));
+  EXPECT_EQ(pooledBytes(), (size_t(100) << 10) + (size_t(300) << 10));
+  // The last holder's release frees everything, and nothing is pooled after.
+  releaseBufferPool();
+  EXPECT_EQ(pooledBytes(), 0u);
+  recycleBytes(takeBytes(300 << 10));
+  EXPECT_EQ(pooledBytes(), 0u);
 }
 
 } // namespace

@@ -7,7 +7,8 @@
 // with recycleBytes(), already faulted in; the Python bindings give back a
 // call's inputs after the call and a result's bytes when numpy frees the
 // array. Buffers under 64 KB are not pooled (malloc serves them well); the
-// pool holds at most 64 buffers and 256 MB, process-wide and thread-safe.
+// pool holds at most 64 buffers and 256 MB, process-wide and thread-safe,
+// and only while a controller runs.
 //
 //===----------------------------------------------------------------------===//
 #ifndef MONARCH_EXECUTOR_BUFFERPOOL_H
@@ -23,6 +24,15 @@ std::string takeBytes(size_t bytes);
 /// Gives `bytes`' storage back to the pool (or frees it when the pool is
 /// full or the buffer small).
 void recycleBytes(std::string &&bytes);
+/// The pool keeps buffers only while something uses it: each running
+/// controller holds it (Controller::start to stop). When the last one lets
+/// go, every pooled buffer is freed and later give-backs (a result numpy
+/// frees after the mesh stopped) are freed at once: the pool's memory goes
+/// with the meshes that used it.
+void holdBufferPool();
+void releaseBufferPool();
+/// Bytes the pool holds now.
+size_t pooledBytes();
 
 } // namespace monarch::executor
 
