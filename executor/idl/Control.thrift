@@ -58,6 +58,9 @@ struct RegisterRequest {
   /// Host, kernel, pid namespace and user (SharedArea.h): a controller with
   /// the same identity can share memory with this worker.
   10: string hostIdentity,
+  /// The worker's progress page (Progress.h): a memfd a same-host
+  /// controller maps through /proc/<pid>/fd/<progressFd>; -1: none.
+  11: i32 progressFd = -1,
 }
 
 /// What the controller tells a worker at registration.
@@ -250,6 +253,10 @@ struct PlanInfo {
   5: list<BufferSpec> feeds,
   6: list<BufferSpec> fetches,
   7: list<StateSpec> states,
+  /// This rank's instructions: their names and the user's source locations,
+  /// to name what a progress page (RegisterRequest.progressFd) points at.
+  8: list<string> instructionNames,
+  9: list<string> instructionLocations,
 }
 
 struct PingReply {

@@ -274,7 +274,8 @@ Controller::loadPlanOnce(const std::string &planBytes) {
   }
   std::lock_guard<std::mutex> lock(s.mutex);
   std::vector<std::string> names;
-  for (PlanSignature &sig : sigs) {
+  for (size_t p = 0; p < sigs.size(); ++p) {
+    PlanSignature &sig = sigs[p];
     for (auto &[key, type] : sig.states)
       s.states[key] = type;
     for (auto &[key, holders] : sig.stateRanks) {
@@ -286,6 +287,22 @@ Controller::loadPlanOnce(const std::string &planBytes) {
     }
     names.push_back(sig.name);
     s.nextStep.emplace(sig.name, 0);
+    {
+      // What progress pages point at (ranks that have one).
+      auto &text = s.instructionText[sig.name];
+      text.assign(n, {});
+      for (int r = 0; r < n; ++r) {
+        if (!s.ranks[r].progressPage)
+          continue;
+        const control::PlanInfo &info = gather->replies[r][p];
+        for (size_t i = 0; i < info.instructionNames.size(); ++i)
+          text[r].emplace_back(info.instructionNames[i],
+                               i < info.instructionLocations.size()
+                                   ? info.instructionLocations[i]
+                                   : std::string());
+      }
+      s.planByHash[planHash(sig.name)] = sig.name;
+    }
     s.plans[sig.name] = std::move(sig);
   }
   for (const codegen::StepPlan &step : file->plans)

@@ -17,6 +17,7 @@
 
 #include "ThriftGlue.h"
 #include "TraceWriter.h"
+#include "core/Progress.h"
 #include "core/SharedArea.h"
 
 #include <atomic>
@@ -99,6 +100,10 @@ struct RankState {
   control::Progress progress;
   /// The connection runStep/loadPlan use; owned by this rank's dispatcher.
   std::unique_ptr<WorkerConnection> conn;
+  /// The worker's progress page (Progress.h), mapped at registration when
+  /// it shares our host; it outlives the worker.
+  std::shared_ptr<SharedArea> progressArea;
+  const ProgressPage *progressPage = nullptr;
 
   ControlEndpoint endpoint() const { return {host, port, local}; }
 };
@@ -166,6 +171,13 @@ struct Controller::Impl {
 
   std::vector<std::unique_ptr<Dispatcher>> dispatchers;
   std::map<std::string, PlanSignature> plans;
+  /// Per plan, per rank: its instructions' names and source locations
+  /// (PlanInfo), to name what a progress page points at; and plan names by
+  /// planHash.
+  std::map<std::string,
+           std::vector<std::vector<std::pair<std::string, std::string>>>>
+      instructionText;
+  std::map<uint32_t, std::string> planByHash;
   /// Controller programs by name, with the plan file they came from.
   struct LoadedProgram {
     std::shared_ptr<const codegen::ExecutionPlan> file;
@@ -226,6 +238,11 @@ struct Controller::Impl {
   /// instruction 4 'launch @k' (model.py:3:1)" or "while idle".
   std::string describeRankLocked(int rank) const;
   std::string whereLocked(int rank) const;
+  /// Where a same-host rank's threads are from its progress page: "during
+  /// step 3 of plan 'p': stream 1 at instruction 4 'launch @k' (model.py:3:1);
+  /// the issuing thread at instruction 6 'wait' (...)", or "" when it has
+  /// no page or every thread is between instructions.
+  std::string progressPageLocked(int rank) const;
   /// "rank 1 (pid 7) failed in step 2 of plan 'p' at instruction 3
   /// 'launch @k' (model.py:4:2): Internal: message".
   Status rankFailureLocked(int rank, const std::string &plan, int64_t step,

@@ -80,6 +80,22 @@ public:
     rank.sameHost =
         localControlEnabled() && request.hostIdentity == impl_.hostIdentity;
     rank.local = rank.sameHost ? request.localSocket : std::string();
+    // Where its threads are, readable after it died or while it hangs.
+    if (request.hostIdentity == impl_.hostIdentity && request.progressFd >= 0) {
+      auto area = SharedArea::open(request.pid, request.progressFd,
+                                   sizeof(ProgressPage));
+      if (area.isOk()) {
+        rank.progressArea =
+            std::make_shared<SharedArea>(std::move(area).value());
+        auto *page =
+            reinterpret_cast<const ProgressPage *>(rank.progressArea->data());
+        if (page->magic.load() == ProgressPage::kMagic)
+          rank.progressPage = page;
+      } else {
+        spdlog::debug("rank {}: no progress page: {}", request.rank,
+                      area.status().toString());
+      }
+    }
     rank.lastSeen = Clock::now();
     ++impl_.numRegistered;
     impl_.cv.notify_all();

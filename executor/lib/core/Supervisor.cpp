@@ -23,11 +23,84 @@ std::string Controller::Impl::describeRankLocked(int rank) const {
   return text;
 }
 
+namespace {
+
+/// "instruction 3 'launch @k0' (model.py:12:5)".
+std::string describeInstruction(
+    int instruction,
+    const std::vector<std::pair<std::string, std::string>> *text) {
+  std::string out = "instruction " + std::to_string(instruction);
+  if (text && instruction >= 0 &&
+      instruction < static_cast<int>(text->size())) {
+    const auto &[name, location] = (*text)[instruction];
+    if (!name.empty())
+      out += " '" + name + "'";
+    if (!location.empty())
+      out += " (" + location + ")";
+  }
+  return out;
+}
+
+} // namespace
+
+std::string Controller::Impl::progressPageLocked(int rank) const {
+  const ProgressPage *page = ranks[rank].progressPage;
+  if (!page)
+    return "";
+  // The streams first: a kernel or a transfer is where a step spends its
+  // time; the issuing thread is then usually at a wait for them.
+  struct Seen {
+    int stream;
+    uint32_t plan;
+    int64_t step;
+    int instruction;
+  };
+  std::vector<Seen> busy;
+  Seen issuing{-1, 0, -1, -1};
+  int claimed = std::min(page->claimed.load(), ProgressPage::kSlots);
+  for (int i = 0; i < claimed; ++i) {
+    const ProgressSlot &slot = page->slots[i];
+    Seen seen{slot.stream.load(), slot.plan.load(), slot.step.load(),
+              slot.instruction.load()};
+    if (seen.stream < 0)
+      issuing = seen;
+    else if (seen.instruction >= 0 && seen.plan != 0)
+      busy.push_back(seen);
+  }
+  if (issuing.instruction < 0 && busy.empty())
+    return "";
+  uint32_t plan = issuing.instruction >= 0 ? issuing.plan : busy[0].plan;
+  int64_t step = issuing.instruction >= 0 ? issuing.step : busy[0].step;
+  auto name = planByHash.find(plan);
+  std::string planName =
+      name == planByHash.end() ? std::string("?") : name->second;
+  const std::vector<std::pair<std::string, std::string>> *text = nullptr;
+  if (auto it = instructionText.find(planName);
+      it != instructionText.end() && rank < static_cast<int>(it->second.size()))
+    text = &it->second[rank];
+  std::string out =
+      "during step " + std::to_string(step) + " of plan '" + planName + "'";
+  std::vector<std::string> parts;
+  for (const Seen &s : busy)
+    if (s.plan == plan && s.step == step)
+      parts.push_back("stream " + std::to_string(s.stream) + " at " +
+                      describeInstruction(s.instruction, text));
+  if (issuing.instruction >= 0)
+    parts.push_back("the issuing thread at " +
+                    describeInstruction(issuing.instruction, text));
+  for (size_t i = 0; i < parts.size(); ++i)
+    out += (i ? "; " : ": ") + parts[i];
+  return out;
+}
+
 std::string Controller::Impl::whereLocked(int rank) const {
   if (rank < 0 || rank >= static_cast<int>(ranks.size()))
     return "";
+  // A same-host worker's page says where each of its threads is now.
+  if (std::string now = progressPageLocked(rank); !now.empty())
+    return now;
   const control::Progress &p = ranks[rank].progress;
-  if (p.step < 0)
+  if (p.step < 0 || ranks[rank].progressPage)
     return "while idle";
   std::string text =
       "during step " + std::to_string(p.step) + " of plan '" + p.plan + "'";

@@ -12,6 +12,7 @@
 
 #include "DeviceArena.h"
 
+#include "core/Progress.h"
 #include "core/SharedArea.h"
 #include "monarch/Codegen/KernelRuntime.h"
 
@@ -119,8 +120,12 @@ struct Interpreter::Impl {
     std::thread thread;
     /// The first instruction of the entry being run, -1 when idle.
     int busy = -1;
+    /// This stream's slot of the worker's progress page, if it has one.
+    executor::ProgressSlot *progress = nullptr;
   };
   std::map<int, Stream> streams;
+  /// planHash of the program's plan, written to progress slots.
+  uint32_t planId = 0;
 
   std::mutex traceMutex;
   std::vector<TraceRecord> *trace = nullptr;
@@ -324,6 +329,8 @@ struct Interpreter::Impl {
       stream.entries.pop_front();
       bool skip = stepFailed || aborted;
       stream.busy = entry.instrs.front();
+      if (stream.progress)
+        stream.progress->enter(planId, step, entry.instrs.front());
       lock.unlock();
       Status status;
       int failed = entry.instrs.front();
@@ -350,6 +357,8 @@ struct Interpreter::Impl {
         }
       }
       stream.busy = -1;
+      if (stream.progress)
+        stream.progress->leave();
       --pendingEntries;
       cv.notify_all();
     }
@@ -726,7 +735,10 @@ StatusOr<std::unique_ptr<Interpreter>> Interpreter::create(RankProgram program,
   for (const Instruction &instr : p.instructions)
     if (instr.kind == OpKind::Launch || isComm(instr.kind))
       s.streams[instr.stream];
+  s.planId = executor::planHash(p.planName);
   for (auto &[id, stream] : s.streams) {
+    if (s.options.progress)
+      stream.progress = s.options.progress->claim(id);
     int streamId = id;
     Impl *impl = &s;
     stream.thread =
@@ -775,8 +787,11 @@ StepFailure Interpreter::runStep(int64_t step,
   size_t n = p.instructions.size();
   if (Status st = s.syncStates(/*toDevice=*/true); !st)
     s.fail(st, -1);
+  executor::ProgressSlot *issuing = s.options.issuingProgress;
   for (int i = 0; i < static_cast<int>(n); ++i) {
     current_ = i;
+    if (issuing)
+      issuing->enter(s.planId, step, i);
     {
       std::lock_guard<std::mutex> lock(s.mutex);
       if (s.stepFailed || s.aborted)
@@ -816,6 +831,8 @@ StepFailure Interpreter::runStep(int64_t step,
   if (ok)
     if (Status st = s.syncStates(/*toDevice=*/false); !st)
       s.fail(st, -1);
+  if (issuing)
+    issuing->leave();
   current_ = -1;
   currentStep_ = -1;
   {

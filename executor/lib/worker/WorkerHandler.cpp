@@ -63,7 +63,13 @@ public:
         spec.shape = in.buffer.shape;
         (in.kind == OpKind::Feed ? info.feeds : info.fetches).push_back(spec);
       }
+      for (const Instruction &in : program.instructions) {
+        info.instructionNames.push_back(in.name);
+        info.instructionLocations.push_back(in.location);
+      }
       Interpreter::Options options;
+      options.progress = w_.progressPage;
+      options.issuingProgress = w_.issuingProgress;
       options.store = w_.store.get();
       options.states = w_.states;
       options.worldSize = w_.worldSize;

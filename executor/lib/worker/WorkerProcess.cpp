@@ -168,6 +168,19 @@ Status Worker::init() {
   spdlog::set_default_logger(logger);
   redirectThriftLogging();
 
+  // The progress page a same-host controller reads when this worker dies
+  // or hangs (Progress.h); without one, heartbeats carry the progress.
+  if (auto area = SharedArea::create("monarch-progress",
+                                     sizeof(executor::ProgressPage));
+      area.isOk()) {
+    progressArea = std::move(area).value();
+    progressPage = new (progressArea.data()) executor::ProgressPage();
+    issuingProgress = progressPage->claim(-1);
+    progressPage->magic.store(executor::ProgressPage::kMagic);
+  } else {
+    spdlog::debug("no progress page: {}", area.status().toString());
+  }
+
   // Serve first, so the address we register is live.
   std::string bindHost = knobs::getString(knobs::Id::WorkerHost).value;
   auto handler = makeWorkerHandler(*this);
@@ -216,6 +229,8 @@ Status Worker::init() {
   if (localServer_)
     request.localSocket = localServer_->localName();
   request.hostIdentity = hostIdentity();
+  if (progressPage)
+    request.progressFd = progressArea.fd();
   request.pid = ::getpid();
   char hostname[256] = {};
   ::gethostname(hostname, sizeof(hostname) - 1);

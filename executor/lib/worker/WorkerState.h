@@ -12,6 +12,7 @@
 
 #include "ControlStore.h"
 #include "ThriftGlue.h"
+#include "core/Progress.h"
 #include "core/SharedArea.h"
 
 #include <spdlog/sinks/base_sink.h>
@@ -115,6 +116,13 @@ public:
   std::mutex stagingMutex;
   std::shared_ptr<executor::SharedArea> staging;
   std::pair<int64_t, int> stagingKey{-1, -1};
+
+  /// This worker's progress page (Progress.h), mapped by a same-host
+  /// controller; slot 0 is the issuing thread's. Null when it could not be
+  /// made.
+  executor::SharedArea progressArea;
+  executor::ProgressPage *progressPage = nullptr;
+  executor::ProgressSlot *issuingProgress = nullptr;
 
   std::unique_ptr<ControlStore> store;
   std::shared_ptr<ActorStates> states = std::make_shared<ActorStates>();

@@ -283,6 +283,43 @@ TEST(ExecutorFaults, KilledWorkerFailsTheStepWithinTwoSeconds) {
   EXPECT_TRUE(allGone(job.pids, std::chrono::milliseconds(100)));
 }
 
+TEST(ExecutorFaults, AKillNamesTheInstructionEachThreadWasRunning) {
+  // Rank 1 sleeps before issuing the all-reduce of step 2, so rank 0's
+  // stream 1 sits in the all-reduce and its issuing thread at the wait.
+  // Rank 0 is killed 100 ms into that step, less than a heartbeat after
+  // the last one: the report comes from its progress page, not from a
+  // heartbeat that still says "step 1" or "idle".
+  ControllerOptions o = options(2);
+  o.rankEnv[1]["MONARCH_FAULT_INJECT"] = "sleep:2:1:5000";
+  auto c = startOrDie(o);
+  ASSERT_TRUE(c);
+  ASSERT_TRUE(c->loadPlan(serialize(allReducePlan(2))).isOk());
+  for (int s = 0; s < 2; ++s)
+    ASSERT_TRUE(c->runStep("step", {floats({1, 2, 3, 4})}).isOk());
+  std::vector<pid_t> pids = pidsOf(*c);
+  Controller *raw = c.get();
+  auto step = std::async(std::launch::async, [raw] {
+    return raw->runStep("step", {floats({1, 2, 3, 4})});
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  ASSERT_EQ(::kill(pids[0], SIGKILL), 0);
+  auto result = step.get();
+  ASSERT_FALSE(result.isOk());
+  std::string text = result.status().message();
+  EXPECT_NE(text.find("rank 0"), std::string::npos) << text;
+  EXPECT_NE(text.find("during step 2 of plan 'step'"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("stream 1 at instruction 1 'all_reduce"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("(test.py:2:5)"), std::string::npos) << text;
+  EXPECT_NE(text.find("the issuing thread at instruction 2 'wait"),
+            std::string::npos)
+      << text;
+  (void)c->stop();
+  EXPECT_TRUE(allGone(pids, std::chrono::milliseconds(100)));
+}
+
 TEST(ExecutorFaults, StoppedWorkerIsDetectedByHeartbeatsWithinTwoSeconds) {
   HungStep job;
   ASSERT_TRUE(job.start());

@@ -29,6 +29,8 @@
 
 namespace monarch::executor {
 class SharedArea;
+struct ProgressPage;
+struct ProgressSlot;
 } // namespace monarch::executor
 
 namespace monarch::worker {
@@ -125,6 +127,11 @@ public:
     FaultInjection fault;
     /// Called for the `drop` fault.
     std::function<void()> dropConnections;
+    /// Where this program's threads write what they execute (Progress.h):
+    /// each stream claims a slot of `progress`; the issuing thread writes
+    /// `issuingProgress`. Null: not reported.
+    executor::ProgressPage *progress = nullptr;
+    executor::ProgressSlot *issuingProgress = nullptr;
     /// Called once with the first failure of a step, before the
     /// communicators are aborted (the worker reports it to the controller).
     std::function<void(const StepFailure &, int64_t step,
