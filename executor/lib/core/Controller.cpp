@@ -18,6 +18,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <cstdio>
 #include <cstdlib>
 #include <unistd.h>
 
@@ -289,9 +290,35 @@ Status Controller::Impl::launchWorkers() {
   // Wait for every rank to register.
   {
     std::unique_lock<std::mutex> lock(mutex);
-    bool done = cv.wait_for(lock, options.startTimeout, [&] {
+    auto ready = [&] {
       return failed || stopping || numRegistered == options.worldSize;
-    });
+    };
+    // More than 8 workers: say how many registered so far, as one line
+    // updated in place on a terminal, else a log line a second (info).
+    bool show = options.worldSize > 8;
+    bool terminal = show && ::isatty(STDERR_FILENO);
+    auto deadline = Clock::now() + options.startTimeout;
+    bool done = false;
+    int shown = -1;
+    Clock::time_point logged;
+    while (!(done = ready()) && Clock::now() < deadline) {
+      cv.wait_until(lock,
+                    std::min(deadline, Clock::now() + std::chrono::seconds(1)));
+      if (show && numRegistered != shown && !ready() &&
+          (terminal || Clock::now() - logged >= std::chrono::seconds(1))) {
+        shown = numRegistered;
+        logged = Clock::now();
+        if (terminal)
+          std::fprintf(stderr, "\rmonarch: starting %d workers: %d registered",
+                       options.worldSize, shown);
+        else
+          spdlog::info("starting {} workers: {} registered", options.worldSize,
+                       shown);
+      }
+    }
+    if (terminal && shown >= 0)
+      std::fprintf(stderr, "\rmonarch: starting %d workers: %d registered\n",
+                   options.worldSize, numRegistered);
     if (failed)
       return failure.withContext("starting workers");
     if (stopping)
