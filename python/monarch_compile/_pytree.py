@@ -53,20 +53,22 @@ def flatten(tree, leaf_type):
 
 def unflatten(treedef, leaves):
     """`treedef` rebuilt with `leaves` (an iterable, consumed in order)."""
-    it = iter(leaves)
+    # A module-level helper, not a recursive closure: a closure that calls
+    # itself is a reference cycle, which kept the leaves (a call's result
+    # arrays and their storage) alive until the garbage collector ran.
+    return _build(treedef, iter(leaves))
 
-    def build(node):
-        if node == LEAF:
-            return next(it)
-        if node is None:
-            return None
-        kind = node[0]
-        if kind == "tuple":
-            return tuple(build(c) for c in node[1])
-        if kind == "list":
-            return [build(c) for c in node[1]]
-        if kind == "dict":
-            return {k: build(c) for k, c in zip(node[1], node[2])}
-        return node[1](*(build(c) for c in node[2]))  # namedtuple
 
-    return build(treedef)
+def _build(node, it):
+    if node == LEAF:
+        return next(it)
+    if node is None:
+        return None
+    kind = node[0]
+    if kind == "tuple":
+        return tuple(_build(c, it) for c in node[1])
+    if kind == "list":
+        return [_build(c, it) for c in node[1]]
+    if kind == "dict":
+        return {k: _build(c, it) for k, c in zip(node[1], node[2])}
+    return node[1](*(_build(c, it) for c in node[2]))  # namedtuple

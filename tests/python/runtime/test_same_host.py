@@ -141,3 +141,25 @@ def test_a_large_feed_leaves_nothing_behind_after_stop():
     gc.collect()
     grown = _rss_mb() - before
     assert grown < 64, f"the process is {grown} MB larger after stop()"
+
+
+def test_a_result_is_freed_when_its_last_reference_goes():
+    # Without waiting for the garbage collector: the results' structure was
+    # rebuilt by a recursive closure, a reference cycle that kept every
+    # result array (and its pooled storage) alive until gc ran.
+    import weakref
+    with mc.mesh(gpus=2) as mesh:
+        @mc.compile(mesh=mesh)
+        def pair(v):
+            return {"a": v + 1.0, "b": (v * 2.0, [v - 1.0])}
+
+        v = np.arange(1 << 16, dtype=np.float32)
+        gc.disable()
+        try:
+            out = pair(v)
+            np.testing.assert_array_equal(out["b"][1][0], v - 1)
+            alive = weakref.ref(out["a"])
+            del out
+            assert alive() is None
+        finally:
+            gc.enable()
