@@ -14,6 +14,7 @@
 #include "monarch/Codegen/PlanFile.h"
 #include "monarch/Driver/DumpAfterEachPass.h"
 #include "monarch/Support/Knobs.h"
+#include "monarch/Support/Progress.h"
 #include "monarch/Transforms/Registration.h"
 
 #include "mlir/IR/Diagnostics.h"
@@ -120,10 +121,22 @@ struct CompileSession::Impl {
     return success();
   }
 
+  /// Shown after 2 s of compiling (Progress.h).
+  ProgressLine *progress = nullptr;
+
+  std::string progressLabel() const {
+    return options.source.empty() ? std::string("compiling")
+                                  : "compiling " + options.source;
+  }
+
   LogicalResult lower(ModuleOp module, Stage to) {
     if (failed(checkSettings()))
       return mlir::failure();
-    return runStages(module, to);
+    ProgressLine line(progressLabel(), std::chrono::seconds(2));
+    progress = &line;
+    LogicalResult ok = runStages(module, to);
+    progress = nullptr;
+    return ok;
   }
 
   /// The stage ladder up to `to`, after checkSettings.
@@ -137,6 +150,8 @@ struct CompileSession::Impl {
     pipelineOptions.groupBytes = options.groupBytes;
     StageRunOptions run;
     run.verifyEachPass = options.verifyEach;
+    if (ProgressLine *line = progress)
+      run.onPass = [line](llvm::StringRef pass) { line->update(pass.str()); };
     if (!options.dumpDir.empty()) {
       if (std::error_code ec =
               llvm::sys::fs::create_directories(options.dumpDir)) {
@@ -204,8 +219,13 @@ struct CompileSession::Impl {
                        ? std::string()
                        : " (removed a corrupt entry: " + corruption + ")");
     }
-    if (failed(runStages(module, Stage::Planned)))
+    ProgressLine line(progressLabel(), std::chrono::seconds(2));
+    progress = &line;
+    LogicalResult staged = runStages(module, Stage::Planned);
+    progress = nullptr;
+    if (failed(staged))
       return mlir::failure();
+    line.update("building the plan and compiling its kernels");
     PlanBuildOptions build;
     build.kernels = options.kernels;
     build.compilerVersion = MONARCH_VERSION;

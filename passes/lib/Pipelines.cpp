@@ -131,6 +131,21 @@ private:
 };
 } // namespace
 
+namespace {
+/// Calls StageRunOptions::onPass before each pass.
+class PassNotifier : public PassInstrumentation {
+public:
+  explicit PassNotifier(const std::function<void(StringRef)> &notify)
+      : notify(notify) {}
+  void runBeforePass(Pass *pass, Operation *) override {
+    notify(pass->getArgument().empty() ? pass->getName() : pass->getArgument());
+  }
+
+private:
+  const std::function<void(StringRef)> &notify;
+};
+} // namespace
+
 LogicalResult runStagePipelines(ModuleOp module, Stage from, Stage to,
                                 const PipelineOptions &options,
                                 StageRunOptions run, std::string *reproducer) {
@@ -160,6 +175,8 @@ LogicalResult runStagePipelines(ModuleOp module, Stage from, Stage to,
     if (run.observer)
       pm.addInstrumentation(
           std::make_unique<ForwardInstrumentation>(*run.observer));
+    if (run.onPass)
+      pm.addInstrumentation(std::make_unique<PassNotifier>(run.onPass));
     if (failed(pm.run(module))) {
       describe(stage);
       if (!culprit.empty())

@@ -18,12 +18,14 @@
 #include "monarch/Executor/Controller.h"
 #include "monarch/Executor/Npy.h"
 #include "monarch/Support/Knobs.h"
+#include "monarch/Support/Progress.h"
 
 #include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
 
 #include <cstdio>
 #include <cstring>
+#include <optional>
 #include <sys/stat.h>
 
 using namespace monarch::executor;
@@ -193,11 +195,21 @@ int main(int argc, char **argv) {
     }
   }
   StatusOr<std::vector<HostTensor>> result = Status(StatusCode::Internal, "");
-  for (int i = 0; i < steps; ++i) {
-    result = program ? (*controller)->call(program->name, feeds)
-                     : (*controller)->runStep(step->symbol, feeds);
-    if (!result.isOk())
-      break;
+  {
+    // Steps done, on one line, once a run of several steps takes a while.
+    std::optional<monarch::ProgressLine> line;
+    if (steps > 1)
+      line.emplace("running " + std::to_string(steps) + " steps",
+                   std::chrono::seconds(1));
+    for (int i = 0; i < steps; ++i) {
+      result = program ? (*controller)->call(program->name, feeds)
+                       : (*controller)->runStep(step->symbol, feeds);
+      if (!result.isOk())
+        break;
+      if (line)
+        line->update(std::to_string(i + 1) + " of " + std::to_string(steps) +
+                     " done");
+    }
   }
   Status stopped = (*controller)->stop();
   if (!result.isOk())

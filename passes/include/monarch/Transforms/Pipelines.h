@@ -13,6 +13,7 @@
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassOptions.h"
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -58,6 +59,9 @@ struct StageRunOptions {
   bool verifyEachPass = false;
   /// Observes every pass (e.g. `--dump-dir`).
   std::unique_ptr<mlir::PassInstrumentation> observer;
+  /// Told the argument of every pass before it runs ("monarch-partition"):
+  /// progress for long compiles.
+  std::function<void(llvm::StringRef)> onPass;
 };
 
 /// Runs the stage pipelines from `from` (exclusive) up to `to` (inclusive)
