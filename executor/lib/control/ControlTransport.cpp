@@ -37,6 +37,9 @@ int64_t nowNs() {
       .count();
 }
 
+/// The steady-clock nanosecond `ms` milliseconds from now.
+int64_t deadlineAfter(int ms) { return nowNs() + int64_t(ms) * 1000000; }
+
 } // namespace
 
 bool tokenMatches(const std::string &expected, const std::string &given) {
@@ -62,17 +65,18 @@ ControlFramedTransport::ControlFramedTransport(
     : TFramedTransport(inner, std::move(config)), ahead_(std::move(inner)),
       socket_(std::move(socket)), guard_(std::move(guard)) {}
 
-std::string ControlFramedTransport::peer() const {
-  if (!socket_)
-    return "unknown peer";
+std::string describePeer(TSocket &socket) {
   sockaddr_storage addr{};
   socklen_t len = sizeof(addr);
-  if (::getsockname(socket_->getSocketFD(), reinterpret_cast<sockaddr *>(&addr),
+  if (::getsockname(socket.getSocketFD(), reinterpret_cast<sockaddr *>(&addr),
                     &len) == 0 &&
       addr.ss_family == AF_UNIX)
     return "local socket";
-  return socket_->getPeerAddress() + ":" +
-         std::to_string(socket_->getPeerPort());
+  return socket.getPeerAddress() + ":" + std::to_string(socket.getPeerPort());
+}
+
+std::string ControlFramedTransport::peer() const {
+  return socket_ ? describePeer(*socket_) : std::string("unknown peer");
 }
 
 void ControlFramedTransport::setRecvTimeout(int ms) {
@@ -92,7 +96,7 @@ bool ControlFramedTransport::readExactly(uint8_t *buf, uint32_t len,
         setRecvTimeout(0);
       } else {
         if (deadlineNs_ == 0)
-          deadlineNs_ = nowNs() + int64_t(guard_->frameTimeoutMs) * 1000000;
+          deadlineNs_ = deadlineAfter(guard_->frameTimeoutMs);
         int64_t leftMs = (deadlineNs_ - nowNs()) / 1000000;
         if (leftMs <= 0)
           throw TTransportException(TTransportException::TIMED_OUT,
@@ -110,13 +114,13 @@ bool ControlFramedTransport::readExactly(uint8_t *buf, uint32_t len,
     }
     have += got;
     if (idle && guard_ && deadlineNs_ == 0)
-      deadlineNs_ = nowNs() + int64_t(guard_->frameTimeoutMs) * 1000000;
+      deadlineNs_ = deadlineAfter(guard_->frameTimeoutMs);
   }
   return true;
 }
 
 void ControlFramedTransport::authenticate() {
-  deadlineNs_ = nowNs() + int64_t(guard_->handshakeTimeoutMs) * 1000000;
+  deadlineNs_ = deadlineAfter(guard_->handshakeTimeoutMs);
   std::string who = peer();
   try {
     uint8_t head[6];

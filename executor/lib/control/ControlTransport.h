@@ -91,6 +91,10 @@ Status clientHandshake(apache::thrift::transport::TSocket &socket,
                        const std::string &token, int timeoutMs,
                        const std::string &peer);
 
+/// "127.0.0.1:40312" for a TCP socket's peer, "local socket" for a Unix
+/// socket.
+std::string describePeer(apache::thrift::transport::TSocket &socket);
+
 /// Constant-time comparison of job tokens; an empty `expected` matches
 /// nothing.
 bool tokenMatches(const std::string &expected, const std::string &given);

@@ -99,14 +99,7 @@ void rememberConnection(const std::shared_ptr<TTransport> &transport) {
     if (socket->getSocketFD() == currentFd && !currentPeerText.empty())
       return;
     currentFd = socket->getSocketFD();
-    sockaddr_storage addr{};
-    socklen_t len = sizeof(addr);
-    bool local = ::getsockname(currentFd, reinterpret_cast<sockaddr *>(&addr),
-                               &len) == 0 &&
-                 addr.ss_family == AF_UNIX;
-    currentPeerText = local ? std::string("local socket")
-                            : socket->getPeerAddress() + ":" +
-                                  std::to_string(socket->getPeerPort());
+    currentPeerText = describePeer(*socket);
   }
 }
 
