@@ -10,6 +10,7 @@
 #include "ControllerImpl.h"
 
 #include "monarch/Support/Knobs.h"
+#include "monarch/Support/Progress.h"
 
 #include "Control_constants.h"
 #include "monarch/Codegen/PlanFile.h"
@@ -18,8 +19,8 @@
 
 #include <algorithm>
 #include <climits>
-#include <cstdio>
 #include <cstdlib>
+#include <optional>
 #include <unistd.h>
 
 namespace monarch::executor {
@@ -293,32 +294,26 @@ Status Controller::Impl::launchWorkers() {
     auto ready = [&] {
       return failed || stopping || numRegistered == options.worldSize;
     };
-    // More than 8 workers: say how many registered so far, as one line
-    // updated in place on a terminal, else a log line a second (info).
-    bool show = options.worldSize > 8;
-    bool terminal = show && ::isatty(STDERR_FILENO);
+    // More than 8 workers: how many registered so far (Progress.h).
+    std::optional<ProgressLine> line;
+    if (options.worldSize > 8)
+      line.emplace("starting " + std::to_string(options.worldSize) + " workers",
+                   std::chrono::milliseconds(500));
     auto deadline = Clock::now() + options.startTimeout;
-    bool done = false;
-    int shown = -1;
-    Clock::time_point logged;
-    while (!(done = ready()) && Clock::now() < deadline) {
-      cv.wait_until(lock,
-                    std::min(deadline, Clock::now() + std::chrono::seconds(1)));
-      if (show && numRegistered != shown && !ready() &&
-          (terminal || Clock::now() - logged >= std::chrono::seconds(1))) {
-        shown = numRegistered;
-        logged = Clock::now();
-        if (terminal)
-          std::fprintf(stderr, "\rmonarch: starting %d workers: %d registered",
-                       options.worldSize, shown);
-        else
-          spdlog::info("starting {} workers: {} registered", options.worldSize,
-                       shown);
+    int seen = -1;
+    bool done = ready();
+    while (!done) {
+      if (line && numRegistered != seen) {
+        seen = numRegistered;
+        line->update(std::to_string(seen) + " registered");
       }
+      if (!cv.wait_until(lock, deadline, [&] {
+            return ready() || (line && numRegistered != seen);
+          }))
+        break;
+      done = ready();
     }
-    if (terminal && shown >= 0)
-      std::fprintf(stderr, "\rmonarch: starting %d workers: %d registered\n",
-                   options.worldSize, numRegistered);
+    line.reset();
     if (failed)
       return failure.withContext("starting workers");
     if (stopping)
