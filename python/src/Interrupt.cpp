@@ -9,8 +9,8 @@
 #include <cerrno>
 #include <csignal>
 #include <cstdint>
-#include <map>
 #include <mutex>
+#include <set>
 #include <sys/eventfd.h>
 #include <thread>
 #include <unistd.h>
@@ -20,9 +20,8 @@ namespace monarch::python {
 namespace {
 
 std::mutex gMutex;
-/// Active scopes (calls in flight, on any thread) and what they run.
-std::map<const InterruptScope *, std::pair<executor::Controller *, std::string>>
-    gActive;
+/// Active scopes (calls in flight, on any thread).
+std::set<const InterruptScope *> gActive;
 struct sigaction gPrevious;
 int gEventFd = -1;
 /// SIGINTs seen so far (read by scopes to tell whether one hit them).
@@ -55,17 +54,21 @@ void watch() {
       return;
     }
     std::lock_guard<std::mutex> lock(gMutex);
-    for (auto &[scope, target] : gActive)
-      target.first->interrupt(
-          "interrupted (KeyboardInterrupt) during " + target.second +
-          ": the step was aborted on every rank and the mesh's workers "
-          "stopped; create a new mesh to run again, or give the function a "
-          "restart policy (on_failure=mc.Restart(...)) to resume from the "
-          "last checkpoint");
+    for (const InterruptScope *scope : gActive)
+      scope->interruptNow();
   }
 }
 
 } // namespace
+
+void InterruptScope::interruptNow() const {
+  controller_.interrupt(
+      "interrupted (KeyboardInterrupt) during " + what_ +
+      ": the step was aborted on every rank and the mesh's workers "
+      "stopped; create a new mesh to run again, or give the function a "
+      "restart policy (on_failure=mc.Restart(...)) to resume from the "
+      "last checkpoint");
+}
 
 InterruptScope::InterruptScope(executor::Controller &controller,
                                std::string what)
@@ -90,7 +93,7 @@ InterruptScope::InterruptScope(executor::Controller &controller,
     gPrevious = previous;
     ::sigaction(SIGINT, &ours, nullptr);
   }
-  gActive[this] = {&controller_, what_};
+  gActive.insert(this);
 }
 
 InterruptScope::~InterruptScope() {

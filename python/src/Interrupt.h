@@ -28,6 +28,8 @@ public:
 
   /// Whether SIGINT arrived while the scope was active.
   bool interrupted() const;
+  /// Interrupts the scope's controller (the watcher thread calls it).
+  void interruptNow() const;
 
 private:
   executor::Controller &controller_;
