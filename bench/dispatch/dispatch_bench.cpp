@@ -16,9 +16,9 @@
 // Prints a table; the target is reported, never asserted.
 //
 //===----------------------------------------------------------------------===//
-#include "monarch/Codegen/Plan.h"
-#include "monarch/Codegen/PlanFile.h"
 #include "monarch/Executor/Controller.h"
+#include "monarch/Plan/Plan.h"
+#include "monarch/Plan/PlanFile.h"
 
 #include <algorithm>
 #include <arpa/inet.h>
@@ -34,7 +34,7 @@
 #include <unistd.h>
 #include <vector>
 
-namespace cg = monarch::codegen;
+namespace pm = monarch::plan;
 namespace ex = monarch::executor;
 using Clock = std::chrono::steady_clock;
 
@@ -181,26 +181,26 @@ bool fanOut(std::vector<EchoPeer> &peers, int n, int rounds,
   return true;
 }
 
-cg::Buffer oneFloat() {
-  cg::Buffer b;
+pm::Buffer oneFloat() {
+  pm::Buffer b;
   b.offset = 0;
-  b.dtype = cg::DType::F32;
+  b.dtype = pm::DType::F32;
   b.shape = {1};
   return b;
 }
 
 /// One step, "noop": every rank feeds input 0 (f32[1]) into its arena and
 /// fetches it back as output 0. No kernel, no collective.
-cg::ExecutionPlan noopPlan(int ranks) {
-  cg::ExecutionPlan plan;
+pm::ExecutionPlan noopPlan(int ranks) {
+  pm::ExecutionPlan plan;
   plan.compilerVersion = "dispatch_bench";
   plan.source = "dispatch_bench.cpp";
-  cg::ProcMesh mesh;
+  pm::ProcMesh mesh;
   mesh.name = "mesh";
   mesh.dims = {{"gpus", ranks}};
-  cg::MeshTopology topo;
+  pm::MeshTopology topo;
   topo.mesh = "mesh";
-  cg::Host host;
+  pm::Host host;
   host.name = "localhost";
   for (int r = 0; r < ranks; ++r) {
     mesh.rootRanks.push_back(r);
@@ -210,22 +210,22 @@ cg::ExecutionPlan noopPlan(int ranks) {
   plan.meshes = {mesh};
   plan.topology = {topo};
 
-  cg::StepPlan s;
+  pm::StepPlan s;
   s.symbol = "noop";
   s.mesh = "mesh";
-  cg::ValueType t;
+  pm::ValueType t;
   t.shape = {1};
   s.inputs = {t};
   s.outputs = {t};
   for (int r = 0; r < ranks; ++r) {
-    cg::RankProgram p;
+    pm::RankProgram p;
     p.rank = r;
     p.arenaBytes = 4;
-    cg::Instruction feed, fetch;
-    feed.kind = cg::InstrKind::FeedBuffer;
+    pm::Instruction feed, fetch;
+    feed.kind = pm::InstrKind::FeedBuffer;
     feed.io.index = 0;
     feed.io.buffer = oneFloat();
-    fetch.kind = cg::InstrKind::FetchBuffer;
+    fetch.kind = pm::InstrKind::FetchBuffer;
     fetch.io.index = 0;
     fetch.io.buffer = oneFloat();
     feed.loc.file = fetch.loc.file = "dispatch_bench.cpp";
@@ -284,7 +284,7 @@ int main(int argc, char **argv) {
       continue;
     }
     std::unique_ptr<ex::Controller> c = std::move(started).value();
-    auto bytes = cg::serializePlan(noopPlan(n));
+    auto bytes = pm::serializePlan(noopPlan(n));
     auto loaded = bytes.isOk()
                       ? c->loadPlan(*bytes)
                       : ex::StatusOr<std::vector<std::string>>(bytes.status());

@@ -11,7 +11,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "monarch/Codegen/KernelCompiler.h"
-#include "monarch/Codegen/KernelRuntime.h"
+#include "monarch/Executor/KernelRuntime.h"
 
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/InitAllDialects.h"
@@ -37,6 +37,8 @@ extern "C" void monarch_bench_c_relu_chain(const float *a, const float *b,
                                            const float *c, float *out, long n);
 
 using namespace monarch::codegen;
+using namespace monarch::plan;
+using namespace monarch::executor;
 
 namespace {
 

@@ -11,8 +11,8 @@
 
 #include "monarch/Codegen/PlanBuilder.h"
 #include "monarch/Codegen/PlanCache.h"
-#include "monarch/Codegen/PlanFile.h"
 #include "monarch/Driver/DumpAfterEachPass.h"
+#include "monarch/Plan/PlanFile.h"
 #include "monarch/Support/Knobs.h"
 #include "monarch/Support/Progress.h"
 #include "monarch/Transforms/Registration.h"
@@ -30,6 +30,7 @@
 
 using namespace mlir;
 using namespace monarch::codegen;
+using namespace monarch::plan;
 
 namespace monarch::driver {
 

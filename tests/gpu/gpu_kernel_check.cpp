@@ -10,9 +10,9 @@
 // 1 on a mismatch or error, 77 when there is no CUDA device (skip).
 //
 //===----------------------------------------------------------------------===//
-#include "monarch/Codegen/CudaRuntime.h"
 #include "monarch/Codegen/KernelCompiler.h"
-#include "monarch/Codegen/KernelRuntime.h"
+#include "monarch/Executor/CudaRuntime.h"
+#include "monarch/Executor/KernelRuntime.h"
 #include "monarch/Transforms/Pipelines.h"
 #include "monarch/Transforms/Registration.h"
 
@@ -37,6 +37,8 @@
 #include <string>
 #include <vector>
 
+namespace pm = monarch::plan;
+
 using namespace monarch;
 
 namespace {
@@ -46,12 +48,12 @@ namespace {
 bool compileOnly = false;
 
 /// The device, when there is one (not in --compile-only).
-std::unique_ptr<codegen::CudaDevice> device;
+std::unique_ptr<executor::CudaDevice> device;
 
 /// Runs one kernel on the GPU through MonarchCudaRuntime: arguments are
 /// copied in, the manifest's launches and cuBLAS calls run, outputs are
 /// copied back.
-bool runOnGpu(codegen::LoadedCudaLibrary &lib, const std::string &symbol,
+bool runOnGpu(executor::LoadedCudaLibrary &lib, const std::string &symbol,
               std::vector<std::vector<uint8_t>> &args, unsigned numInputs,
               double &seconds) {
   std::vector<uint64_t> ptrs;
@@ -87,9 +89,9 @@ bool runOnGpu(codegen::LoadedCudaLibrary &lib, const std::string &symbol,
 }
 
 /// The cuBLAS tables of a compiled CUDA library, by symbol.
-std::map<std::string, std::vector<codegen::GemmCall>>
+std::map<std::string, std::vector<pm::GemmCall>>
 gemmTables(const codegen::KernelLibrary &lib) {
-  std::map<std::string, std::vector<codegen::GemmCall>> out;
+  std::map<std::string, std::vector<pm::GemmCall>> out;
   for (const codegen::CompiledKernel &k : lib.kernels)
     if (!k.gemms.empty())
       out[k.symbol] = k.gemms;
@@ -108,20 +110,20 @@ void checkGroup(const std::string &name, mlir::ModuleOp module,
   auto cpu = codegen::compileKernels(module, kernels, cpuOptions);
   auto cuda = codegen::compileKernels(module, kernels, cudaOptions);
   auto cpuLib = mlir::succeeded(cpu)
-                    ? codegen::LoadedKernelLibrary::load(cpu->binary, name)
-                    : codegen::LoadedKernelLibrary::load("", name);
-  std::map<std::string, codegen::CudaKernelProgram> parsed;
-  std::unique_ptr<codegen::LoadedCudaLibrary> gpuLib;
+                    ? executor::LoadedKernelLibrary::load(cpu->binary, name)
+                    : executor::LoadedKernelLibrary::load("", name);
+  std::map<std::string, executor::CudaKernelProgram> parsed;
+  std::unique_ptr<executor::LoadedCudaLibrary> gpuLib;
   std::string why;
   if (mlir::succeeded(cuda)) {
-    auto p = codegen::parseCudaLibrary(cuda->binary, gemmTables(*cuda));
+    auto p = executor::parseCudaLibrary(cuda->binary, gemmTables(*cuda));
     if (p.isOk())
       parsed = std::move(*p);
     else
       why = p.status().toString();
     if (p.isOk() && !compileOnly) {
-      auto l = codegen::LoadedCudaLibrary::load(*device, cuda->binary,
-                                                gemmTables(*cuda));
+      auto l = executor::LoadedCudaLibrary::load(*device, cuda->binary,
+                                                 gemmTables(*cuda));
       if (l.isOk())
         gpuLib = std::move(*l);
       else
@@ -294,7 +296,7 @@ int main(int argc, char **argv) {
   }
   std::string deviceName = "no device (compile only)";
   if (!compileOnly) {
-    auto opened = codegen::CudaDevice::open();
+    auto opened = executor::CudaDevice::open();
     if (!opened.isOk()) {
       llvm::outs() << "no device, skipped: " << opened.status().message()
                    << "\n";

@@ -13,9 +13,9 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "monarch/Codegen/PlanFile.h"
-#include "monarch/Codegen/PlanPrinter.h"
 #include "monarch/Driver/CompileSession.h"
+#include "monarch/Plan/PlanFile.h"
+#include "monarch/Plan/PlanPrinter.h"
 #include "monarch/Support/Knobs.h"
 #include "monarch/Transforms/Pipelines.h"
 #include "monarch/Transforms/Registration.h"
@@ -42,6 +42,7 @@
 
 using namespace mlir;
 using namespace monarch::codegen;
+using namespace monarch::plan;
 namespace knobs = monarch::knobs;
 
 namespace {

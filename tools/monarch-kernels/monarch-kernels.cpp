@@ -11,7 +11,7 @@
 //===----------------------------------------------------------------------===//
 #include "monarch/Codegen/KernelCompiler.h"
 #include "monarch/Codegen/KernelInspect.h"
-#include "monarch/Codegen/KernelRuntime.h"
+#include "monarch/Executor/KernelRuntime.h"
 #include "monarch/IR/MonarchDialect.h"
 
 #include "mlir/IR/MLIRContext.h"
@@ -35,6 +35,8 @@
 
 using namespace mlir;
 using namespace monarch::codegen;
+using namespace monarch::plan;
+using namespace monarch::executor;
 
 namespace cl = llvm::cl;
 

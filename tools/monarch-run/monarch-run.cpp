@@ -14,9 +14,9 @@
 // failed rank) are printed and exit non-zero.
 //
 //===----------------------------------------------------------------------===//
-#include "monarch/Codegen/PlanFile.h"
 #include "monarch/Executor/Controller.h"
 #include "monarch/Executor/Npy.h"
+#include "monarch/Plan/PlanFile.h"
 #include "monarch/Support/Knobs.h"
 #include "monarch/Support/Progress.h"
 
@@ -30,7 +30,7 @@
 
 using namespace monarch::executor;
 namespace knobs = monarch::knobs;
-namespace cg = monarch::codegen;
+namespace pm = monarch::plan;
 
 namespace {
 
@@ -108,21 +108,21 @@ int main(int argc, char **argv) {
       level.isSet)
     spdlog::set_level(spdlog::level::from_str(level.value));
 
-  auto bytes = cg::readFileBytes(planPath);
+  auto bytes = pm::readFileBytes(planPath);
   if (!bytes.isOk())
     return fail(bytes.status().toString());
-  auto plan = cg::deserializePlan(*bytes);
+  auto plan = pm::deserializePlan(*bytes);
   if (!plan.isOk())
     return fail(planPath + ": " + plan.status().toString());
   if (plan->plans.empty())
     return fail(planPath + ": the plan file holds no step plan");
-  const cg::StepPlan *step = &plan->plans[0];
-  const cg::ControllerProgram *program = nullptr;
+  const pm::StepPlan *step = &plan->plans[0];
+  const pm::ControllerProgram *program = nullptr;
   if (planName.empty() && !plan->controllers.empty()) {
     program = &plan->controllers[0];
     if (!programName.empty()) {
       program = nullptr;
-      for (const cg::ControllerProgram &c : plan->controllers)
+      for (const pm::ControllerProgram &c : plan->controllers)
         if (c.name == programName)
           program = &c;
       if (!program)
@@ -130,8 +130,8 @@ int main(int argc, char **argv) {
                     "'");
     }
     if (!program->steps.empty())
-      for (const cg::ControlStep &s : program->steps)
-        if (s.kind == cg::ControlStepKind::ControlMsg && !s.plans.empty()) {
+      for (const pm::ControlStep &s : program->steps)
+        if (s.kind == pm::ControlStepKind::ControlMsg && !s.plans.empty()) {
           step = &plan->plans[s.plans[0]];
           break;
         }

@@ -26,6 +26,7 @@
 #include "mlir/IR/BuiltinTypes.h"
 
 using namespace mlir;
+using namespace monarch::plan;
 
 namespace monarch::codegen::detail {
 namespace {

@@ -42,6 +42,7 @@
 #include "llvm/ADT/SetVector.h"
 
 using namespace mlir;
+using namespace monarch::plan;
 
 namespace monarch::codegen::detail {
 namespace {

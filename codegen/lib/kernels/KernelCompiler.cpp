@@ -29,6 +29,7 @@
 using namespace mlir;
 
 namespace monarch::codegen {
+using plan::GemmCall;
 namespace {
 
 bool isSupportedElementType(Type type) {

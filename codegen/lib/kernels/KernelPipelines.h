@@ -89,16 +89,15 @@ inline constexpr llvm::StringLiteral kGemmAttrName = "monarch_gemm";
 /// can run by calls tagged kGemmAttrName and appends their GemmCalls
 /// (operands are filled in by the manifest). Others stay linalg ops.
 void extractGemms(mlir::ModuleOp scratch, mlir::func::FuncOp fn,
-                  std::vector<GemmCall> &gemms);
+                  std::vector<plan::GemmCall> &gemms);
 
 /// Lowers a bufferized scratch module through gpu/nvvm and returns its
 /// manifest and PTX; the kernel's matmuls become `gemms`. Sets `message`
 /// and fails on error.
-mlir::FailureOr<std::string> lowerKernelToPtx(mlir::ModuleOp scratch,
-                                              llvm::StringRef symbol,
-                                              const KernelCompileOptions &opts,
-                                              std::vector<GemmCall> &gemms,
-                                              std::string &message);
+mlir::FailureOr<std::string>
+lowerKernelToPtx(mlir::ModuleOp scratch, llvm::StringRef symbol,
+                 const KernelCompileOptions &opts,
+                 std::vector<plan::GemmCall> &gemms, std::string &message);
 
 } // namespace monarch::codegen::detail
 

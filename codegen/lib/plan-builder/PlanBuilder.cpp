@@ -11,7 +11,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "monarch/Codegen/PlanBuilder.h"
-#include "monarch/Codegen/PlanFile.h"
+#include "monarch/Plan/PlanFile.h"
 
 #include "monarch/IR/MonarchDialect.h"
 
@@ -27,6 +27,39 @@
 using namespace mlir;
 
 namespace monarch::codegen {
+using plan::Backend;
+using plan::Buffer;
+using plan::CollectiveInstr;
+using plan::CollectiveKind;
+using plan::Communicator;
+using plan::CompiledKernelRef;
+using plan::ControllerProgram;
+using plan::ControlStep;
+using plan::ControlStepKind;
+using plan::DType;
+using plan::ExecutionPlan;
+using plan::Host;
+using plan::InstrKind;
+using plan::Instruction;
+using plan::IOInstr;
+using plan::Kernel;
+using plan::KernelLibraryBlob;
+using plan::LaunchInstr;
+using plan::MeshDim;
+using plan::MeshTopology;
+using plan::P2PInstr;
+using plan::PlanTarget;
+using plan::ProcMesh;
+using plan::RankProgram;
+using plan::ReductionKind;
+using plan::ScalarArg;
+using plan::SourceLoc;
+using plan::StateBufferInstr;
+using plan::StepPlan;
+using plan::validatePlan;
+using plan::ValueKind;
+using plan::ValueRef;
+using plan::ValueType;
 
 bool kernelCompilerAvailable() {
 #if MONARCH_HAVE_KERNEL_COMPILER

@@ -7,7 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "monarch/Codegen/PlanCache.h"
-#include "monarch/Codegen/PlanFile.h"
+#include "monarch/Plan/PlanFile.h"
 #include "monarch/Support/Knobs.h"
 
 #include "llvm/ADT/StringExtras.h"
@@ -27,6 +27,11 @@
 #endif
 
 namespace monarch::codegen {
+using plan::deserializePlan;
+using plan::ExecutionPlan;
+using plan::kPlanFormatVersion;
+using plan::readFileBytes;
+using plan::writeFileAtomically;
 
 static std::optional<std::string> env(const char *name) {
   const char *value = std::getenv(name);

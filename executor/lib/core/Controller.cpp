@@ -13,7 +13,7 @@
 #include "monarch/Support/Progress.h"
 
 #include "Control_constants.h"
-#include "monarch/Codegen/PlanFile.h"
+#include "monarch/Plan/PlanFile.h"
 
 #include <spdlog/spdlog.h>
 

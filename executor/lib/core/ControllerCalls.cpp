@@ -10,12 +10,14 @@
 //===----------------------------------------------------------------------===//
 #include "ControllerImpl.h"
 
-#include "monarch/Codegen/PlanFile.h"
+#include "monarch/Plan/PlanFile.h"
 
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <climits>
+
+namespace pm = monarch::plan;
 
 namespace monarch::executor {
 //===--- Calls on every rank ----------------------------------------------===//
@@ -158,11 +160,11 @@ Controller::loadPlanOnce(const std::string &planBytes) {
                       std::to_string(s.limits.maxMessageBytes) +
                       " (MONARCH_MAX_MESSAGE_BYTES)");
   // Rejected here first, so a bad file never reaches the workers.
-  auto decoded = codegen::deserializePlan(planBytes);
+  auto decoded = pm::deserializePlan(planBytes);
   if (!decoded.isOk())
     return decoded.status();
-  auto file = std::make_shared<const codegen::ExecutionPlan>(
-      std::move(decoded).value());
+  auto file =
+      std::make_shared<const pm::ExecutionPlan>(std::move(decoded).value());
   int n = s.options.worldSize;
   std::vector<int> all(n);
   for (int r = 0; r < n; ++r)
@@ -253,7 +255,7 @@ Controller::loadPlanOnce(const std::string &planBytes) {
     // Feeds and fetches index the plan's inputs and outputs. An input no
     // rank reads (a scalar only dead work used) has no feed.
     size_t numInputs = sig.feeds.size(), numOutputs = sig.fetches.size();
-    for (const codegen::StepPlan &step : file->plans)
+    for (const pm::StepPlan &step : file->plans)
       if (step.symbol == sig.name) {
         numInputs = std::max(numInputs, step.inputs.size());
         numOutputs = std::max(numOutputs, step.outputs.size());
@@ -305,9 +307,9 @@ Controller::loadPlanOnce(const std::string &planBytes) {
     }
     s.plans[sig.name] = std::move(sig);
   }
-  for (const codegen::StepPlan &step : file->plans)
+  for (const pm::StepPlan &step : file->plans)
     s.planInputs[step.symbol] = step.inputs.size();
-  for (const codegen::ControllerProgram &program : file->controllers)
+  for (const pm::ControllerProgram &program : file->controllers)
     s.programs[program.name] = {file, &program};
   return names;
 }

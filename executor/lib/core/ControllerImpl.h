@@ -10,10 +10,10 @@
 #ifndef MONARCH_EXECUTOR_CORE_CONTROLLERIMPL_H
 #define MONARCH_EXECUTOR_CORE_CONTROLLERIMPL_H
 
-#include "monarch/Codegen/Plan.h"
 #include "monarch/Executor/BufferPool.h"
 #include "monarch/Executor/Controller.h"
 #include "monarch/Executor/Store.h"
+#include "monarch/Plan/Plan.h"
 
 #include "ThriftGlue.h"
 #include "TraceWriter.h"
@@ -180,8 +180,8 @@ struct Controller::Impl {
   std::map<uint32_t, std::string> planByHash;
   /// Controller programs by name, with the plan file they came from.
   struct LoadedProgram {
-    std::shared_ptr<const codegen::ExecutionPlan> file;
-    const codegen::ControllerProgram *program = nullptr;
+    std::shared_ptr<const monarch::plan::ExecutionPlan> file;
+    const monarch::plan::ControllerProgram *program = nullptr;
   };
   std::map<std::string, LoadedProgram> programs;
   /// Actor state over every loaded plan: type and holders.

@@ -14,30 +14,30 @@
 #include <cstring>
 #include <deque>
 
+namespace pm = monarch::plan;
+
 namespace monarch::executor {
 namespace {
 
-namespace cg = codegen;
-
-const char *numpyName(cg::DType dtype) {
+const char *numpyName(pm::DType dtype) {
   switch (dtype) {
-  case cg::DType::F32:
+  case pm::DType::F32:
     return "float32";
-  case cg::DType::F16:
+  case pm::DType::F16:
     return "float16";
-  case cg::DType::BF16:
+  case pm::DType::BF16:
     return "bfloat16";
-  case cg::DType::F64:
+  case pm::DType::F64:
     return "float64";
-  case cg::DType::I1:
+  case pm::DType::I1:
     return "bool";
-  case cg::DType::I8:
+  case pm::DType::I8:
     return "int8";
-  case cg::DType::I16:
+  case pm::DType::I16:
     return "int16";
-  case cg::DType::I32:
+  case pm::DType::I32:
     return "int32";
-  case cg::DType::I64:
+  case pm::DType::I64:
     return "int64";
   }
   return "?";
@@ -50,31 +50,31 @@ template <typename T> std::string bytesOf(T value) {
 }
 
 /// A scalar constant as a 0-d tensor of `type`.
-StatusOr<HostTensor> constant(double value, const cg::ValueType &type) {
+StatusOr<HostTensor> constant(double value, const pm::ValueType &type) {
   HostTensor t;
   t.dtype = numpyName(type.dtype);
   t.shape = type.isTensor ? type.shape : std::vector<int64_t>{};
   std::string one;
   switch (type.dtype) {
-  case cg::DType::F32:
+  case pm::DType::F32:
     one = bytesOf(static_cast<float>(value));
     break;
-  case cg::DType::F64:
+  case pm::DType::F64:
     one = bytesOf(value);
     break;
-  case cg::DType::I1:
+  case pm::DType::I1:
     one = bytesOf(static_cast<uint8_t>(value != 0));
     break;
-  case cg::DType::I8:
+  case pm::DType::I8:
     one = bytesOf(static_cast<int8_t>(value));
     break;
-  case cg::DType::I16:
+  case pm::DType::I16:
     one = bytesOf(static_cast<int16_t>(value));
     break;
-  case cg::DType::I32:
+  case pm::DType::I32:
     one = bytesOf(static_cast<int32_t>(value));
     break;
-  case cg::DType::I64:
+  case pm::DType::I64:
     one = bytesOf(static_cast<int64_t>(value));
     break;
   default:
@@ -109,15 +109,15 @@ Controller::call(const std::string &name, const std::vector<HostTensor> &args) {
                     "no controller program named '" + name + "' is loaded");
     loaded = it->second;
   }
-  const cg::ExecutionPlan &file = *loaded.file;
-  const cg::ControllerProgram &program = *loaded.program;
+  const pm::ExecutionPlan &file = *loaded.file;
+  const pm::ControllerProgram &program = *loaded.program;
   if (args.size() != program.inputs.size())
     return Status(StatusCode::InvalidArgument,
                   "'" + name + "' takes " +
                       std::to_string(program.inputs.size()) +
                       " arguments, got " + std::to_string(args.size()));
   for (size_t i = 0; i < args.size(); ++i) {
-    const cg::ValueType &type = program.inputs[i];
+    const pm::ValueType &type = program.inputs[i];
     std::vector<int64_t> shape =
         type.isTensor ? type.shape : std::vector<int64_t>{};
     if (args[i].dtype != numpyName(type.dtype) || args[i].shape != shape) {
@@ -138,14 +138,14 @@ Controller::call(const std::string &name, const std::vector<HostTensor> &args) {
   std::deque<std::vector<HostTensor>> kept;
   std::map<int, const HostTensor *> fetched; // by step index
   auto resolve =
-      [&](const cg::ValueRef &ref,
-          const cg::ValueType &type) -> StatusOr<const HostTensor *> {
+      [&](const pm::ValueRef &ref,
+          const pm::ValueType &type) -> StatusOr<const HostTensor *> {
     switch (ref.kind) {
-    case cg::ValueKind::Argument:
+    case pm::ValueKind::Argument:
       if (ref.index < 0 || ref.index >= static_cast<int>(args.size()))
         return Status(StatusCode::InvalidArgument, "argument out of range");
       return &args[ref.index];
-    case cg::ValueKind::Fetched: {
+    case pm::ValueKind::Fetched: {
       auto it = fetched.find(ref.index);
       if (it == fetched.end())
         return Status(StatusCode::InvalidArgument,
@@ -153,7 +153,7 @@ Controller::call(const std::string &name, const std::vector<HostTensor> &args) {
                           " fetched nothing (yet)");
       return it->second;
     }
-    case cg::ValueKind::Constant: {
+    case pm::ValueKind::Constant: {
       auto value = constant(ref.constant, type);
       if (!value.isOk())
         return value.status();
@@ -166,7 +166,7 @@ Controller::call(const std::string &name, const std::vector<HostTensor> &args) {
 
   std::map<int, std::map<int, const HostTensor *>> feeds; // plan -> input
   std::map<int, std::vector<HostTensor> *> outputs;       // plan -> last
-  auto planAt = [&](int32_t p) -> const cg::StepPlan * {
+  auto planAt = [&](int32_t p) -> const pm::StepPlan * {
     return p >= 0 && p < static_cast<int32_t>(file.plans.size())
                ? &file.plans[p]
                : nullptr;
@@ -175,7 +175,7 @@ Controller::call(const std::string &name, const std::vector<HostTensor> &args) {
   auto flush = [&]() -> Status {
     for (const std::vector<int32_t> &plans : pending)
       for (int32_t p : plans) {
-        const cg::StepPlan *plan = planAt(p);
+        const pm::StepPlan *plan = planAt(p);
         std::vector<const HostTensor *> inputs(plan->inputs.size());
         for (size_t i = 0; i < inputs.size(); ++i) {
           auto it = feeds[p].find(static_cast<int>(i));
@@ -195,9 +195,9 @@ Controller::call(const std::string &name, const std::vector<HostTensor> &args) {
     return Status::ok();
   };
   for (size_t k = 0; k < program.steps.size(); ++k) {
-    const cg::ControlStep &step = program.steps[k];
+    const pm::ControlStep &step = program.steps[k];
     switch (step.kind) {
-    case cg::ControlStepKind::FeedInput: {
+    case pm::ControlStepKind::FeedInput: {
       auto value = resolve(step.value, step.type);
       if (!value.isOk())
         return value.status().withContext("'" + name + "' step " +
@@ -205,8 +205,8 @@ Controller::call(const std::string &name, const std::vector<HostTensor> &args) {
       feeds[step.plan][step.index] = *value;
       break;
     }
-    case cg::ControlStepKind::ControlMsg: {
-      for (const cg::ScalarArg &scalar : step.scalars) {
+    case pm::ControlStepKind::ControlMsg: {
+      for (const pm::ScalarArg &scalar : step.scalars) {
         auto value = resolve(scalar.value, scalar.type);
         if (!value.isOk())
           return value.status();
@@ -220,7 +220,7 @@ Controller::call(const std::string &name, const std::vector<HostTensor> &args) {
       pending.push_back(step.plans);
       break;
     }
-    case cg::ControlStepKind::FetchOutput: {
+    case pm::ControlStepKind::FetchOutput: {
       if (Status st = flush(); !st)
         return st;
       auto it = outputs.find(step.plan);
@@ -232,7 +232,7 @@ Controller::call(const std::string &name, const std::vector<HostTensor> &args) {
       fetched[static_cast<int>(k)] = &(*it->second)[step.index];
       break;
     }
-    case cg::ControlStepKind::Await:
+    case pm::ControlStepKind::Await:
       // runStep returns once the step completed on every rank.
       if (Status st = flush(); !st)
         return st;
@@ -246,8 +246,8 @@ Controller::call(const std::string &name, const std::vector<HostTensor> &args) {
   std::map<const HostTensor *, int> uses;
   std::vector<const HostTensor *> values;
   for (size_t i = 0; i < program.results.size(); ++i) {
-    cg::ValueType type =
-        i < program.outputs.size() ? program.outputs[i] : cg::ValueType{};
+    pm::ValueType type =
+        i < program.outputs.size() ? program.outputs[i] : pm::ValueType{};
     auto value = resolve(program.results[i], type);
     if (!value.isOk())
       return value.status().withContext("result " + std::to_string(i));

@@ -6,8 +6,8 @@
 //===----------------------------------------------------------------------===//
 #include "DeviceArena.h"
 
-#include "monarch/Codegen/CudaRuntime.h"
-#include "monarch/Codegen/Plan.h"
+#include "monarch/Executor/CudaRuntime.h"
+#include "monarch/Plan/Plan.h"
 
 #include <algorithm>
 
@@ -28,8 +28,8 @@ public:
                 const std::vector<int64_t> &offsets) override;
 
 private:
-  std::unique_ptr<codegen::CudaDevice> device_;
-  std::unique_ptr<codegen::LoadedCudaLibrary> library_;
+  std::unique_ptr<executor::CudaDevice> device_;
+  std::unique_ptr<executor::LoadedCudaLibrary> library_;
   uint64_t base_ = 0;
   int64_t bytes_ = 0;
 };
@@ -37,7 +37,7 @@ private:
 StatusOr<std::unique_ptr<DeviceArena>>
 CudaDeviceArena::create(const RankProgram &p, int ordinal) {
   std::unique_ptr<CudaDeviceArena> arena(new CudaDeviceArena());
-  auto device = codegen::CudaDevice::open(ordinal);
+  auto device = executor::CudaDevice::open(ordinal);
   if (!device.isOk())
     // Not a failure of the job: this worker cannot run such plans at all.
     return Status(StatusCode::Unimplemented,
@@ -64,9 +64,9 @@ CudaDeviceArena::create(const RankProgram &p, int ordinal) {
                     "plan @" + p.planName +
                         " launches kernels on the device but has no CUDA "
                         "library (compile with --target=cuda)");
-    auto library = codegen::LoadedCudaLibrary::load(
+    auto library = executor::LoadedCudaLibrary::load(
         *arena->device_, p.cudaLibrary->code,
-        codegen::gemmsBySymbol(*p.cudaLibrary));
+        executor::gemmsBySymbol(*p.cudaLibrary));
     if (!library.isOk())
       return library.status().withContext("CUDA kernels of plan @" +
                                           p.planName);

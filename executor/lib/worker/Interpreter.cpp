@@ -14,7 +14,7 @@
 
 #include "core/Progress.h"
 #include "core/SharedArea.h"
-#include "monarch/Codegen/KernelRuntime.h"
+#include "monarch/Executor/KernelRuntime.h"
 
 #include <chrono>
 #include <condition_variable>
@@ -68,8 +68,8 @@ std::string_view FetchResult::view() const {
 struct Interpreter::Impl {
   Options options;
   const RankProgram *program = nullptr;
-  std::unique_ptr<codegen::LoadedKernelLibrary> kernels;
-  std::vector<codegen::KernelFunction> kernelFns;
+  std::unique_ptr<executor::LoadedKernelLibrary> kernels;
+  std::vector<executor::KernelFunction> kernelFns;
   std::vector<std::vector<void *>> kernelArgs;
   char *arena = nullptr;
   /// Device plans (RankProgram::device): the arena on the GPU instead.
@@ -654,7 +654,7 @@ StatusOr<std::unique_ptr<Interpreter>> Interpreter::create(RankProgram program,
   for (const Instruction &instr : p.instructions)
     anyLaunch |= instr.kind == OpKind::Launch;
   if (anyLaunch && !s.device) {
-    auto lib = codegen::LoadedKernelLibrary::load(
+    auto lib = executor::LoadedKernelLibrary::load(
         p.kernelLibrary, "kernels of rank " + std::to_string(p.rank));
     if (!lib.isOk())
       return lib.status();

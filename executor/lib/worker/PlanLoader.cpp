@@ -8,13 +8,13 @@
 //===----------------------------------------------------------------------===//
 #include "monarch/Executor/Worker.h"
 
-#include "monarch/Codegen/PlanFile.h"
+#include "monarch/Plan/PlanFile.h"
 
 #include <map>
 #include <set>
 
 using namespace monarch::executor;
-namespace cg = monarch::codegen;
+namespace pm = monarch::plan;
 
 namespace monarch::worker {
 namespace {
@@ -24,69 +24,69 @@ struct TypeInfo {
   const char *numpy;
 };
 
-TypeInfo typeInfo(cg::DType dtype) {
+TypeInfo typeInfo(pm::DType dtype) {
   switch (dtype) {
-  case cg::DType::F32:
+  case pm::DType::F32:
     return {DType::Float32, "float32"};
-  case cg::DType::F16:
+  case pm::DType::F16:
     return {DType::Float16, "float16"};
-  case cg::DType::BF16:
+  case pm::DType::BF16:
     return {DType::BFloat16, "bfloat16"};
-  case cg::DType::F64:
+  case pm::DType::F64:
     return {DType::Float64, "float64"};
-  case cg::DType::I1:
+  case pm::DType::I1:
     return {DType::UInt8, "bool"};
-  case cg::DType::I8:
+  case pm::DType::I8:
     return {DType::Int8, "int8"};
-  case cg::DType::I16:
+  case pm::DType::I16:
     // Not a data-plane type; only host-side feeds and fetches use it.
     return {DType::UInt8, "int16"};
-  case cg::DType::I32:
+  case pm::DType::I32:
     return {DType::Int32, "int32"};
-  case cg::DType::I64:
+  case pm::DType::I64:
     return {DType::Int64, "int64"};
   }
   return {DType::UInt8, "uint8"};
 }
 
-BufferRef buffer(const cg::Buffer &b) {
+BufferRef buffer(const pm::Buffer &b) {
   BufferRef ref;
   ref.offset = b.offset;
   TypeInfo info = typeInfo(b.dtype);
   ref.dtype = info.dtype;
   ref.numpy = info.numpy;
-  ref.elementBytes = cg::dtypeBytes(b.dtype);
+  ref.elementBytes = pm::dtypeBytes(b.dtype);
   ref.shape = b.shape;
   return ref;
 }
 
-ReduceOp reduceOp(std::optional<cg::ReductionKind> kind) {
-  switch (kind.value_or(cg::ReductionKind::Sum)) {
-  case cg::ReductionKind::Sum:
+ReduceOp reduceOp(std::optional<pm::ReductionKind> kind) {
+  switch (kind.value_or(pm::ReductionKind::Sum)) {
+  case pm::ReductionKind::Sum:
     return ReduceOp::Sum;
-  case cg::ReductionKind::Prod:
+  case pm::ReductionKind::Prod:
     return ReduceOp::Prod;
-  case cg::ReductionKind::Max:
+  case pm::ReductionKind::Max:
     return ReduceOp::Max;
-  case cg::ReductionKind::Min:
+  case pm::ReductionKind::Min:
     return ReduceOp::Min;
-  case cg::ReductionKind::Avg:
+  case pm::ReductionKind::Avg:
     return ReduceOp::Avg;
   }
   return ReduceOp::Sum;
 }
 
-CommOpKind collectiveKind(cg::CollectiveKind kind) {
+CommOpKind collectiveKind(pm::CollectiveKind kind) {
   switch (kind) {
-  case cg::CollectiveKind::AllReduce:
+  case pm::CollectiveKind::AllReduce:
     return CommOpKind::AllReduce;
-  case cg::CollectiveKind::AllGather:
+  case pm::CollectiveKind::AllGather:
     return CommOpKind::AllGather;
-  case cg::CollectiveKind::ReduceScatter:
+  case pm::CollectiveKind::ReduceScatter:
     return CommOpKind::ReduceScatter;
-  case cg::CollectiveKind::Broadcast:
+  case pm::CollectiveKind::Broadcast:
     return CommOpKind::Broadcast;
-  case cg::CollectiveKind::AllToAll:
+  case pm::CollectiveKind::AllToAll:
     return CommOpKind::AllToAll;
   }
   return CommOpKind::AllReduce;
@@ -95,12 +95,12 @@ CommOpKind collectiveKind(cg::CollectiveKind kind) {
 /// Maps ranks of any mesh of the plan to ranks of its root mesh.
 class RankMap {
 public:
-  explicit RankMap(const cg::ExecutionPlan &plan) : plan_(plan) {}
+  explicit RankMap(const pm::ExecutionPlan &plan) : plan_(plan) {}
   StatusOr<int> world(const std::string &mesh, int64_t rank) const {
     int32_t m = plan_.findMesh(mesh);
     if (m < 0)
       return Status(StatusCode::InvalidArgument, "unknown mesh @" + mesh);
-    const cg::ProcMesh &pm = plan_.meshes[m];
+    const pm::ProcMesh &pm = plan_.meshes[m];
     if (pm.rootRanks.empty())
       return static_cast<int>(rank);
     if (rank < 0 || rank >= static_cast<int64_t>(pm.rootRanks.size()))
@@ -114,7 +114,7 @@ public:
       int32_t m = plan_.findMesh(name);
       if (m < 0)
         return Status(StatusCode::InvalidArgument, "unknown mesh @" + name);
-      const cg::ProcMesh &pm = plan_.meshes[m];
+      const pm::ProcMesh &pm = plan_.meshes[m];
       if (!pm.parent)
         return pm.numRanks();
       name = *pm.parent;
@@ -123,10 +123,10 @@ public:
   }
 
 private:
-  const cg::ExecutionPlan &plan_;
+  const pm::ExecutionPlan &plan_;
 };
 
-std::string describe(const cg::ExecutionPlan &plan, const cg::Instruction &in,
+std::string describe(const pm::ExecutionPlan &plan, const pm::Instruction &in,
                      const RankMap &ranks, const std::string &mesh) {
   auto commName = [&](int32_t c) {
     return c >= 0 && c < static_cast<int32_t>(plan.communicators.size())
@@ -134,32 +134,32 @@ std::string describe(const cg::ExecutionPlan &plan, const cg::Instruction &in,
                : std::string("@?");
   };
   switch (in.kind) {
-  case cg::InstrKind::Launch:
+  case pm::InstrKind::Launch:
     return "launch @" +
            (in.launch.kernel >= 0 &&
                     in.launch.kernel < static_cast<int32_t>(plan.kernels.size())
                 ? plan.kernels[in.launch.kernel].name
                 : std::string("?"));
-  case cg::InstrKind::Send:
+  case pm::InstrKind::Send:
     return "send to " + std::to_string(in.p2p.peer) + " on " +
            commName(in.p2p.communicator);
-  case cg::InstrKind::Recv:
+  case pm::InstrKind::Recv:
     return "recv from " + std::to_string(in.p2p.peer) + " on " +
            commName(in.p2p.communicator);
-  case cg::InstrKind::Collective: {
-    std::string text = cg::collectiveKindName(in.collective.kind);
+  case pm::InstrKind::Collective: {
+    std::string text = pm::collectiveKindName(in.collective.kind);
     if (in.collective.reduction)
       text +=
-          std::string(" ") + cg::reductionKindName(*in.collective.reduction);
+          std::string(" ") + pm::reductionKindName(*in.collective.reduction);
     return text + " on " + commName(in.collective.communicator);
   }
-  case cg::InstrKind::Wait:
+  case pm::InstrKind::Wait:
     return "wait";
-  case cg::InstrKind::FeedBuffer:
+  case pm::InstrKind::FeedBuffer:
     return "feed_buffer " + std::to_string(in.io.index);
-  case cg::InstrKind::FetchBuffer:
+  case pm::InstrKind::FetchBuffer:
     return "fetch_buffer " + std::to_string(in.io.index);
-  case cg::InstrKind::StateBuffer:
+  case pm::InstrKind::StateBuffer:
     return "state_buffer @" + in.stateBuffer.actorMesh + "::@" +
            in.stateBuffer.state;
   }
@@ -170,26 +170,26 @@ std::string describe(const cg::ExecutionPlan &plan, const cg::Instruction &in,
 
 StatusOr<std::vector<RankProgram>>
 loadRankPrograms(const std::string &planBytes, int worldRank, int worldSize) {
-  auto decoded = cg::deserializePlan(planBytes);
+  auto decoded = pm::deserializePlan(planBytes);
   if (!decoded.isOk())
     return decoded.status();
-  const cg::ExecutionPlan &plan = *decoded;
+  const pm::ExecutionPlan &plan = *decoded;
   RankMap ranks(plan);
 
   // The kernel libraries (CPU, CUDA) and each kernel's symbol in them.
-  const cg::KernelLibraryBlob *library = nullptr, *cudaLibrary = nullptr;
-  for (const cg::KernelLibraryBlob &lib : plan.libraries)
-    (lib.target == cg::PlanTarget::Cpu ? library : cudaLibrary) = &lib;
+  const pm::KernelLibraryBlob *library = nullptr, *cudaLibrary = nullptr;
+  for (const pm::KernelLibraryBlob &lib : plan.libraries)
+    (lib.target == pm::PlanTarget::Cpu ? library : cudaLibrary) = &lib;
   std::map<int32_t, std::string> cpuSymbols, cudaSymbols;
   if (library)
-    for (const cg::CompiledKernelRef &k : library->kernels)
+    for (const pm::CompiledKernelRef &k : library->kernels)
       cpuSymbols[k.kernel] = k.symbol;
   if (cudaLibrary)
-    for (const cg::CompiledKernelRef &k : cudaLibrary->kernels)
+    for (const pm::CompiledKernelRef &k : cudaLibrary->kernels)
       cudaSymbols[k.kernel] = k.symbol;
 
   std::vector<RankProgram> out;
-  for (const cg::StepPlan &step : plan.plans) {
+  for (const pm::StepPlan &step : plan.plans) {
     RankProgram program;
     program.planName = step.symbol;
     program.rank = worldRank;
@@ -205,29 +205,29 @@ loadRankPrograms(const std::string &planBytes, int worldRank, int worldSize) {
 
     // Streams using each communicator, over every rank's program.
     std::map<int32_t, std::set<int>> commStreams;
-    const cg::RankProgram *mine = nullptr;
-    for (const cg::RankProgram &rp : step.programs) {
+    const pm::RankProgram *mine = nullptr;
+    for (const pm::RankProgram &rp : step.programs) {
       auto w = ranks.world(step.mesh, rp.rank);
       if (!w.isOk())
         return w.status().withContext("plan @" + step.symbol);
       if (*w == worldRank)
         mine = &rp;
-      for (const cg::Instruction &in : rp.instructions) {
-        if (in.kind == cg::InstrKind::Send || in.kind == cg::InstrKind::Recv)
+      for (const pm::Instruction &in : rp.instructions) {
+        if (in.kind == pm::InstrKind::Send || in.kind == pm::InstrKind::Recv)
           commStreams[in.p2p.communicator].insert(
               static_cast<int>(in.p2p.stream));
-        else if (in.kind == cg::InstrKind::Collective)
+        else if (in.kind == pm::InstrKind::Collective)
           commStreams[in.collective.communicator].insert(
               static_cast<int>(in.collective.stream));
       }
     }
     // NCCL moves device memory: a plan using an NCCL communicator keeps
     // every buffer on the device, so all its communicators must be NCCL.
-    std::set<cg::Backend> used;
+    std::set<pm::Backend> used;
     for (auto &[c, streams] : commStreams)
       if (c >= 0 && c < static_cast<int32_t>(plan.communicators.size()))
         used.insert(plan.communicators[c].backend);
-    program.device = used.count(cg::Backend::Nccl) != 0;
+    program.device = used.count(pm::Backend::Nccl) != 0;
     if (program.device && used.size() > 1)
       return Status(StatusCode::InvalidArgument,
                     "plan @" + step.symbol +
@@ -236,11 +236,11 @@ loadRankPrograms(const std::string &planBytes, int worldRank, int worldSize) {
     const std::map<int32_t, std::string> &symbols =
         program.device ? cudaSymbols : cpuSymbols;
     for (size_t c = 0; c < plan.communicators.size(); ++c) {
-      const cg::Communicator &comm = plan.communicators[c];
+      const pm::Communicator &comm = plan.communicators[c];
       CommunicatorSpec spec;
       spec.name = comm.name;
       spec.backend =
-          comm.backend == cg::Backend::Nccl ? Backend::Nccl : Backend::Gloo;
+          comm.backend == pm::Backend::Nccl ? Backend::Nccl : Backend::Gloo;
       // Communicators the plan does not use are not created.
       if (commStreams.count(static_cast<int32_t>(c)))
         for (int64_t r : comm.ranks) {
@@ -262,7 +262,7 @@ loadRankPrograms(const std::string &planBytes, int worldRank, int worldSize) {
     program.numEvents = static_cast<int>(mine->instructions.size());
     bool launches = false;
     for (size_t i = 0; i < mine->instructions.size(); ++i) {
-      const cg::Instruction &in = mine->instructions[i];
+      const pm::Instruction &in = mine->instructions[i];
       Instruction instr;
       instr.name = describe(plan, in, ranks, step.mesh);
       if (!in.loc.file.empty())
@@ -270,7 +270,7 @@ loadRankPrograms(const std::string &planBytes, int worldRank, int worldSize) {
       if (in.isAsync())
         instr.event = static_cast<int>(i);
       switch (in.kind) {
-      case cg::InstrKind::Launch: {
+      case pm::InstrKind::Launch: {
         instr.kind = OpKind::Launch;
         instr.stream = static_cast<int>(in.launch.stream);
         auto it = symbols.find(in.launch.kernel);
@@ -283,17 +283,17 @@ loadRankPrograms(const std::string &planBytes, int worldRank, int worldSize) {
                                    "--target=cuda)"
                                  : " has no compiled code for the CPU"));
         instr.kernelSymbol = it->second;
-        for (const cg::Buffer &b : in.launch.ins)
+        for (const pm::Buffer &b : in.launch.ins)
           instr.ins.push_back(buffer(b));
-        for (const cg::Buffer &b : in.launch.outs)
+        for (const pm::Buffer &b : in.launch.outs)
           instr.outs.push_back(buffer(b));
         launches = true;
         break;
       }
-      case cg::InstrKind::Send:
-      case cg::InstrKind::Recv: {
+      case pm::InstrKind::Send:
+      case pm::InstrKind::Recv: {
         instr.kind =
-            in.kind == cg::InstrKind::Send ? OpKind::Send : OpKind::Recv;
+            in.kind == pm::InstrKind::Send ? OpKind::Send : OpKind::Recv;
         instr.buffer = buffer(in.p2p.buffer);
         instr.stream = static_cast<int>(in.p2p.stream);
         instr.group = in.p2p.group ? static_cast<int>(*in.p2p.group) : -1;
@@ -304,8 +304,8 @@ loadRankPrograms(const std::string &planBytes, int worldRank, int worldSize) {
         instr.peer = *peer;
         break;
       }
-      case cg::InstrKind::Collective: {
-        const cg::CollectiveInstr &c = in.collective;
+      case pm::InstrKind::Collective: {
+        const pm::CollectiveInstr &c = in.collective;
         instr.kind = OpKind::Collective;
         instr.collective = collectiveKind(c.kind);
         instr.reduce = reduceOp(c.reduction);
@@ -320,19 +320,19 @@ loadRankPrograms(const std::string &planBytes, int worldRank, int worldSize) {
           instr.root = static_cast<int>(*c.root);
         break;
       }
-      case cg::InstrKind::Wait:
+      case pm::InstrKind::Wait:
         instr.kind = OpKind::Wait;
         for (int32_t e : in.wait.events)
           instr.waitEvents.push_back(e);
         break;
-      case cg::InstrKind::FeedBuffer:
-      case cg::InstrKind::FetchBuffer:
+      case pm::InstrKind::FeedBuffer:
+      case pm::InstrKind::FetchBuffer:
         instr.kind =
-            in.kind == cg::InstrKind::FeedBuffer ? OpKind::Feed : OpKind::Fetch;
+            in.kind == pm::InstrKind::FeedBuffer ? OpKind::Feed : OpKind::Fetch;
         instr.index = static_cast<int>(in.io.index);
         instr.buffer = buffer(in.io.buffer);
         break;
-      case cg::InstrKind::StateBuffer:
+      case pm::InstrKind::StateBuffer:
         instr.kind = OpKind::State;
         instr.buffer = buffer(in.stateBuffer.buffer);
         instr.stateKey =
@@ -344,7 +344,7 @@ loadRankPrograms(const std::string &planBytes, int worldRank, int worldSize) {
     if (program.device) {
       if (cudaLibrary)
         program.cudaLibrary =
-            std::make_shared<const cg::KernelLibraryBlob>(*cudaLibrary);
+            std::make_shared<const pm::KernelLibraryBlob>(*cudaLibrary);
     } else if (launches && library) {
       program.kernelLibrary = library->code;
     }

@@ -8,9 +8,9 @@
 // CudaDevice::open reports Unavailable.
 //
 //===----------------------------------------------------------------------===//
-#include "monarch/Codegen/CudaRuntime.h"
+#include "monarch/Executor/CudaRuntime.h"
 #include "monarch/Codegen/KernelCompiler.h"
-#include "monarch/Codegen/KernelRuntime.h"
+#include "monarch/Executor/KernelRuntime.h"
 
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/InitAllDialects.h"
@@ -24,6 +24,8 @@
 #include <thread>
 
 using namespace monarch::codegen;
+using namespace monarch::plan;
+using namespace monarch::executor;
 
 namespace {
 

@@ -10,7 +10,7 @@
 //===----------------------------------------------------------------------===//
 #include "KernelTestUtils.h"
 
-#include "monarch/Codegen/KernelRuntime.h"
+#include "monarch/Executor/KernelRuntime.h"
 #include "monarch/Transforms/Pipelines.h"
 #include "monarch/Transforms/Registration.h"
 
@@ -76,8 +76,8 @@ TEST_P(ExamplePlansTest, OptimizedKernelsMatchReferenceLowering) {
   auto slow =
       codegen::compileKernels(*module, kernels.getArrayRef(), reference);
   ASSERT_TRUE(mlir::succeeded(fast) && mlir::succeeded(slow));
-  auto fastLib = codegen::LoadedKernelLibrary::load(fast->binary, "optimized");
-  auto slowLib = codegen::LoadedKernelLibrary::load(slow->binary, "reference");
+  auto fastLib = executor::LoadedKernelLibrary::load(fast->binary, "optimized");
+  auto slowLib = executor::LoadedKernelLibrary::load(slow->binary, "reference");
   ASSERT_TRUE(fastLib && slowLib);
   // Same symbols, different code: each library must answer with its own.
   auto fastFn = (*fastLib)->lookup(fast->kernels.front().symbol);

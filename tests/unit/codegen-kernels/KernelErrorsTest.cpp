@@ -97,7 +97,7 @@ func.func private @k(%a: tensor<4xf32>, %out: memref<4xf32>) {
 }
 
 TEST_F(KernelErrorsTest, RuntimeRejectsBadLibrariesAndSymbols) {
-  auto garbage = codegen::LoadedKernelLibrary::load("not a library", "junk");
+  auto garbage = executor::LoadedKernelLibrary::load("not a library", "junk");
   ASSERT_FALSE(garbage);
   EXPECT_EQ(garbage.status().code(), executor::StatusCode::InvalidArgument);
   EXPECT_NE(garbage.status().message().find("not an ELF"), std::string::npos);
@@ -106,7 +106,7 @@ TEST_F(KernelErrorsTest, RuntimeRejectsBadLibrariesAndSymbols) {
   truncated.replace(0, 4,
                     "\x7f"
                     "ELF");
-  auto broken = codegen::LoadedKernelLibrary::load(truncated, "broken");
+  auto broken = executor::LoadedKernelLibrary::load(truncated, "broken");
   ASSERT_FALSE(broken);
   EXPECT_EQ(broken.status().code(), executor::StatusCode::InvalidArgument);
 
@@ -150,8 +150,8 @@ func.func private @k(%x: tensor<8xf32>, %out: memref<8xf32>) {
   auto add = build("linalg.add");
   auto mul = build("linalg.mul");
   ASSERT_TRUE(mlir::succeeded(add) && mlir::succeeded(mul));
-  auto addLib = codegen::LoadedKernelLibrary::load(add->binary, "add");
-  auto mulLib = codegen::LoadedKernelLibrary::load(mul->binary, "mul");
+  auto addLib = executor::LoadedKernelLibrary::load(add->binary, "add");
+  auto mulLib = executor::LoadedKernelLibrary::load(mul->binary, "mul");
   ASSERT_TRUE(addLib && mulLib);
   float in[8] = {1, 2, 3, 4, 5, 6, 7, 8}, sum[8], product[8];
   void *addArgs[] = {in, sum}, *mulArgs[] = {in, product};

@@ -282,7 +282,8 @@ bool KernelTest::compile(const std::string &source,
   loaded.reset();
   if (options.target != codegen::KernelTarget::Cpu)
     return true;
-  auto lib = codegen::LoadedKernelLibrary::load(library.binary, "test kernels");
+  auto lib =
+      executor::LoadedKernelLibrary::load(library.binary, "test kernels");
   if (!lib) {
     ADD_FAILURE() << lib.status().toString();
     return false;

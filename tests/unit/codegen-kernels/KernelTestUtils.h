@@ -11,7 +11,7 @@
 #define MONARCH_TESTS_UNIT_CODEGEN_KERNELS_KERNELTESTUTILS_H
 
 #include "monarch/Codegen/KernelCompiler.h"
-#include "monarch/Codegen/KernelRuntime.h"
+#include "monarch/Executor/KernelRuntime.h"
 
 #include "mlir/IR/MLIRContext.h"
 
@@ -83,7 +83,7 @@ protected:
   mlir::MLIRContext ctx;
   std::string diagnostics;
   codegen::KernelLibrary library;
-  std::unique_ptr<codegen::LoadedKernelLibrary> loaded;
+  std::unique_ptr<executor::LoadedKernelLibrary> loaded;
 };
 
 } // namespace monarch::test

@@ -9,8 +9,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "monarch/Codegen/PlanBuilder.h"
-#include "monarch/Codegen/PlanFile.h"
 #include "monarch/IR/MonarchDialect.h"
+#include "monarch/Plan/PlanFile.h"
 #include "monarch/Transforms/Pipelines.h"
 #include "monarch/Transforms/Registration.h"
 
@@ -22,6 +22,7 @@
 
 using namespace mlir;
 using namespace monarch::codegen;
+using namespace monarch::plan;
 
 namespace {
 

@@ -10,7 +10,7 @@
 #include "ScopedEnv.h"
 
 #include "monarch/Codegen/PlanCache.h"
-#include "monarch/Codegen/PlanFile.h"
+#include "monarch/Plan/PlanFile.h"
 
 #include <gtest/gtest.h>
 
@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 using namespace monarch::codegen;
+using namespace monarch::plan;
 namespace fs = std::filesystem;
 
 namespace {
@@ -32,7 +33,7 @@ protected:
            ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::remove_all(dir);
     StatusOr<std::string> b =
-        serializePlan(monarch::codegen::testing::samplePlan());
+        serializePlan(monarch::plan::testing::samplePlan());
     ASSERT_TRUE(b.isOk());
     bytes = *b;
   }

@@ -392,8 +392,8 @@ TEST(ExecutorFaults, APlanOneRankRefusesFailsAtOnceWithThatRanksError) {
   // its worker refuses the plan, while rank 1 waits for it in the
   // all-reduce's rendezvous (MONARCH_COMM_TIMEOUT_MS, 30 s).
   auto bad = allReducePlan(2);
-  monarch::codegen::Instruction state;
-  state.kind = monarch::codegen::InstrKind::StateBuffer;
+  monarch::plan::Instruction state;
+  state.kind = monarch::plan::InstrKind::StateBuffer;
   state.stateBuffer.actorMesh = "acc";
   state.stateBuffer.state = "total";
   state.stateBuffer.buffer.offset = 8;

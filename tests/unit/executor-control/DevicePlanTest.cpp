@@ -16,13 +16,13 @@
 
 using namespace monarch::executor;
 using namespace monarch::testing;
-namespace cg = monarch::codegen;
+namespace pm = monarch::plan;
 
 namespace {
 
-cg::ExecutionPlan onNccl(cg::ExecutionPlan plan) {
-  for (cg::Communicator &c : plan.communicators)
-    c.backend = cg::Backend::Nccl;
+pm::ExecutionPlan onNccl(pm::ExecutionPlan plan) {
+  for (pm::Communicator &c : plan.communicators)
+    c.backend = pm::Backend::Nccl;
   return plan;
 }
 
@@ -40,7 +40,7 @@ TEST(NcclPlans, RunOnTheDeviceOrAreRefused) {
         << loaded.status().message();
     // Refused, not failed: the job still runs host plans.
     EXPECT_TRUE((*c)->health().isOk());
-    auto gloo = cg::ExecutionPlan(allReducePlan(1));
+    auto gloo = pm::ExecutionPlan(allReducePlan(1));
     gloo.plans[0].symbol = "host";
     ASSERT_TRUE((*c)->loadPlan(serialize(gloo)).isOk());
     auto out = (*c)->runStep("host", {floats({1, 2, 3, 4})});

@@ -1,7 +1,7 @@
 //===- TestPlans.cpp - Small ExecutionPlans and process helpers -----------===//
 #include "TestPlans.h"
 
-#include "monarch/Codegen/PlanFile.h"
+#include "monarch/Plan/PlanFile.h"
 
 #include <cstring>
 #include <dirent.h>
@@ -10,45 +10,45 @@
 #include <sstream>
 #include <thread>
 
-namespace cg = monarch::codegen;
+namespace pm = monarch::plan;
 
 namespace monarch::testing {
 namespace {
 
-cg::Buffer buf(int64_t offset, int64_t elements = 4) {
-  cg::Buffer b;
+pm::Buffer buf(int64_t offset, int64_t elements = 4) {
+  pm::Buffer b;
   b.offset = offset;
-  b.dtype = cg::DType::F32;
+  b.dtype = pm::DType::F32;
   b.shape = {elements};
   return b;
 }
 
-cg::Instruction at(cg::Instruction in, int line) {
+pm::Instruction at(pm::Instruction in, int line) {
   in.loc.file = "test.py";
   in.loc.line = line;
   in.loc.col = 5;
   return in;
 }
 
-cg::ExecutionPlan base(int ranks) {
-  cg::ExecutionPlan plan;
+pm::ExecutionPlan base(int ranks) {
+  pm::ExecutionPlan plan;
   plan.compilerVersion = "test";
   plan.source = "TestPlans.cpp";
-  cg::ProcMesh mesh;
+  pm::ProcMesh mesh;
   mesh.name = "mesh";
   mesh.dims = {{"gpus", ranks}};
   for (int r = 0; r < ranks; ++r)
     mesh.rootRanks.push_back(r);
   plan.meshes = {mesh};
-  cg::MeshTopology topo;
+  pm::MeshTopology topo;
   topo.mesh = "mesh";
-  cg::Host host;
+  pm::Host host;
   host.name = "localhost";
   for (int r = 0; r < ranks; ++r)
     host.ranks.push_back(r);
   topo.hosts = {host};
   plan.topology = {topo};
-  cg::Communicator world;
+  pm::Communicator world;
   world.name = "world";
   world.mesh = "mesh";
   for (int r = 0; r < ranks; ++r)
@@ -57,54 +57,54 @@ cg::ExecutionPlan base(int ranks) {
   return plan;
 }
 
-cg::StepPlan step(const std::string &name, int64_t elements = 4) {
-  cg::StepPlan s;
+pm::StepPlan step(const std::string &name, int64_t elements = 4) {
+  pm::StepPlan s;
   s.symbol = name;
   s.mesh = "mesh";
-  cg::ValueType t;
+  pm::ValueType t;
   t.shape = {elements};
   s.inputs = {t};
   s.outputs = {t};
   return s;
 }
 
-cg::Instruction feed(int64_t index, int64_t offset, int64_t elements = 4) {
-  cg::Instruction in;
-  in.kind = cg::InstrKind::FeedBuffer;
+pm::Instruction feed(int64_t index, int64_t offset, int64_t elements = 4) {
+  pm::Instruction in;
+  in.kind = pm::InstrKind::FeedBuffer;
   in.io.index = index;
   in.io.buffer = buf(offset, elements);
   return in;
 }
 
-cg::Instruction fetch(int64_t index, int64_t offset, int64_t elements = 4) {
-  cg::Instruction in;
-  in.kind = cg::InstrKind::FetchBuffer;
+pm::Instruction fetch(int64_t index, int64_t offset, int64_t elements = 4) {
+  pm::Instruction in;
+  in.kind = pm::InstrKind::FetchBuffer;
   in.io.index = index;
   in.io.buffer = buf(offset, elements);
   return in;
 }
 
-cg::Instruction waitFor(std::vector<int32_t> events) {
-  cg::Instruction in;
-  in.kind = cg::InstrKind::Wait;
+pm::Instruction waitFor(std::vector<int32_t> events) {
+  pm::Instruction in;
+  in.kind = pm::InstrKind::Wait;
   in.wait.events = std::move(events);
   return in;
 }
 
 } // namespace
 
-cg::ExecutionPlan allReducePlan(int ranks, int64_t elements) {
-  cg::ExecutionPlan plan = base(ranks);
-  cg::StepPlan s = step("step", elements);
+pm::ExecutionPlan allReducePlan(int ranks, int64_t elements) {
+  pm::ExecutionPlan plan = base(ranks);
+  pm::StepPlan s = step("step", elements);
   int64_t bytes = elements * 4;
   for (int r = 0; r < ranks; ++r) {
-    cg::RankProgram p;
+    pm::RankProgram p;
     p.rank = r;
     p.arenaBytes = 2 * bytes;
-    cg::Instruction ar;
-    ar.kind = cg::InstrKind::Collective;
-    ar.collective.kind = cg::CollectiveKind::AllReduce;
-    ar.collective.reduction = cg::ReductionKind::Sum;
+    pm::Instruction ar;
+    ar.kind = pm::InstrKind::Collective;
+    ar.collective.kind = pm::CollectiveKind::AllReduce;
+    ar.collective.reduction = pm::ReductionKind::Sum;
     ar.collective.communicator = 0;
     ar.collective.input = buf(0, elements);
     ar.collective.output = buf(bytes, elements);
@@ -117,21 +117,21 @@ cg::ExecutionPlan allReducePlan(int ranks, int64_t elements) {
   return plan;
 }
 
-cg::ExecutionPlan ringPlan(int ranks) {
-  cg::ExecutionPlan plan = base(ranks);
-  cg::StepPlan s = step("ring");
+pm::ExecutionPlan ringPlan(int ranks) {
+  pm::ExecutionPlan plan = base(ranks);
+  pm::StepPlan s = step("ring");
   for (int r = 0; r < ranks; ++r) {
-    cg::RankProgram p;
+    pm::RankProgram p;
     p.rank = r;
     p.arenaBytes = 32;
-    cg::Instruction send, recv;
-    send.kind = cg::InstrKind::Send;
+    pm::Instruction send, recv;
+    send.kind = pm::InstrKind::Send;
     send.p2p.buffer = buf(0);
     send.p2p.peer = (r + 1) % ranks;
     send.p2p.communicator = 0;
     send.p2p.stream = 1;
     send.p2p.group = 0;
-    recv.kind = cg::InstrKind::Recv;
+    recv.kind = pm::InstrKind::Recv;
     recv.p2p.buffer = buf(16);
     recv.p2p.peer = (r + ranks - 1) % ranks;
     recv.p2p.communicator = 0;
@@ -145,30 +145,30 @@ cg::ExecutionPlan ringPlan(int ranks) {
   return plan;
 }
 
-cg::ExecutionPlan statePlan(int ranks, const std::string &kernelLibrary) {
-  cg::ExecutionPlan plan = base(ranks);
-  cg::Kernel k;
+pm::ExecutionPlan statePlan(int ranks, const std::string &kernelLibrary) {
+  pm::ExecutionPlan plan = base(ranks);
+  pm::Kernel k;
   k.name = "add4";
   k.numInputs = 2;
   k.numOutputs = 1;
   plan.kernels = {k};
-  cg::KernelLibraryBlob lib;
-  lib.target = cg::PlanTarget::Cpu;
+  pm::KernelLibraryBlob lib;
+  lib.target = pm::PlanTarget::Cpu;
   lib.code = kernelLibrary;
   lib.kernels = {{0, "monarch_test_add4"}};
   plan.libraries = {lib};
-  cg::StepPlan s = step("accumulate");
+  pm::StepPlan s = step("accumulate");
   for (int r = 0; r < ranks; ++r) {
-    cg::RankProgram p;
+    pm::RankProgram p;
     p.rank = r;
     p.arenaBytes = 32;
-    cg::Instruction state;
-    state.kind = cg::InstrKind::StateBuffer;
+    pm::Instruction state;
+    state.kind = pm::InstrKind::StateBuffer;
     state.stateBuffer.actorMesh = "acc";
     state.stateBuffer.state = "total";
     state.stateBuffer.buffer = buf(0);
-    cg::Instruction launch;
-    launch.kind = cg::InstrKind::Launch;
+    pm::Instruction launch;
+    launch.kind = pm::InstrKind::Launch;
     launch.launch.kernel = 0;
     launch.launch.ins = {buf(0), buf(16)};
     launch.launch.outs = {buf(0)};
@@ -178,14 +178,14 @@ cg::ExecutionPlan statePlan(int ranks, const std::string &kernelLibrary) {
     s.programs.push_back(p);
   }
   // A second plan reading the same actor state from another arena offset.
-  cg::StepPlan peek = step("peek");
+  pm::StepPlan peek = step("peek");
   peek.inputs.clear();
   for (int r = 0; r < ranks; ++r) {
-    cg::RankProgram p;
+    pm::RankProgram p;
     p.rank = r;
     p.arenaBytes = 64;
-    cg::Instruction state;
-    state.kind = cg::InstrKind::StateBuffer;
+    pm::Instruction state;
+    state.kind = pm::InstrKind::StateBuffer;
     state.stateBuffer.actorMesh = "acc";
     state.stateBuffer.state = "total";
     state.stateBuffer.buffer = buf(32);
@@ -196,44 +196,44 @@ cg::ExecutionPlan statePlan(int ranks, const std::string &kernelLibrary) {
   return plan;
 }
 
-cg::ExecutionPlan programPlan(int ranks) {
-  cg::ExecutionPlan plan = allReducePlan(ranks);
-  cg::ValueType t;
+pm::ExecutionPlan programPlan(int ranks) {
+  pm::ExecutionPlan plan = allReducePlan(ranks);
+  pm::ValueType t;
   t.shape = {4};
-  auto stepOf = [&](cg::ControlStepKind kind) {
-    cg::ControlStep step;
+  auto stepOf = [&](pm::ControlStepKind kind) {
+    pm::ControlStep step;
     step.kind = kind;
     step.mesh = "mesh";
     step.type = t;
     return step;
   };
-  cg::ControllerProgram main;
+  pm::ControllerProgram main;
   main.name = "main";
   main.inputs = {t};
   main.outputs = {t};
-  cg::ControlStep feedStep = stepOf(cg::ControlStepKind::FeedInput);
-  feedStep.value.kind = cg::ValueKind::Argument;
-  cg::ControlStep msg = stepOf(cg::ControlStepKind::ControlMsg);
+  pm::ControlStep feedStep = stepOf(pm::ControlStepKind::FeedInput);
+  feedStep.value.kind = pm::ValueKind::Argument;
+  pm::ControlStep msg = stepOf(pm::ControlStepKind::ControlMsg);
   msg.plans = {0};
-  cg::ControlStep await = stepOf(cg::ControlStepKind::Await);
+  pm::ControlStep await = stepOf(pm::ControlStepKind::Await);
   await.tokens = {1};
-  cg::ControlStep fetchStep = stepOf(cg::ControlStepKind::FetchOutput);
+  pm::ControlStep fetchStep = stepOf(pm::ControlStepKind::FetchOutput);
   main.steps = {feedStep, msg, await, fetchStep};
-  cg::ValueRef result;
-  result.kind = cg::ValueKind::Fetched;
+  pm::ValueRef result;
+  result.kind = pm::ValueKind::Fetched;
   result.index = 3;
   main.results = {result};
 
-  cg::ControllerProgram twice;
+  pm::ControllerProgram twice;
   twice.name = "twice_const";
   twice.outputs = {t, t};
-  cg::ControlStep feedConst = stepOf(cg::ControlStepKind::FeedInput);
-  feedConst.value.kind = cg::ValueKind::Constant;
+  pm::ControlStep feedConst = stepOf(pm::ControlStepKind::FeedInput);
+  feedConst.value.kind = pm::ValueKind::Constant;
   feedConst.value.constant = 2.5;
-  cg::ControlStep await2 = await;
+  pm::ControlStep await2 = await;
   await2.tokens = {3};
   twice.steps = {feedConst, msg, fetchStep, msg, await2, fetchStep};
-  cg::ValueRef first = result, second = result;
+  pm::ValueRef first = result, second = result;
   first.index = 2;
   second.index = 5;
   twice.results = {first, second};
@@ -241,8 +241,8 @@ cg::ExecutionPlan programPlan(int ranks) {
   return plan;
 }
 
-std::string serialize(const cg::ExecutionPlan &plan) {
-  auto bytes = cg::serializePlan(plan);
+std::string serialize(const pm::ExecutionPlan &plan) {
+  auto bytes = pm::serializePlan(plan);
   if (!bytes.isOk())
     return "invalid plan: " + bytes.status().toString() + "\n";
   return *bytes;

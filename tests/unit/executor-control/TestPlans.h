@@ -1,14 +1,14 @@
 //===- TestPlans.h - Small ExecutionPlans and process helpers --*- C++ -*-===//
 //
-// Plans built directly as codegen::ExecutionPlan values (no compiler in the
-// loop), and helpers that check processes are gone.
+// Plans built directly as monarch::plan::ExecutionPlan values (no compiler in
+// the loop), and helpers that check processes are gone.
 //
 //===----------------------------------------------------------------------===//
 #ifndef MONARCH_TESTS_EXECUTORCONTROL_TESTPLANS_H
 #define MONARCH_TESTS_EXECUTORCONTROL_TESTPLANS_H
 
-#include "monarch/Codegen/Plan.h"
 #include "monarch/Executor/Controller.h"
+#include "monarch/Plan/Plan.h"
 
 #include <chrono>
 #include <string>
@@ -20,27 +20,28 @@ namespace monarch::testing {
 /// Every rank feeds input 0 (f32[elements]), all-reduces it (sum) over
 /// @world on stream 1, waits, and fetches the sum as output 0. Source
 /// locations are "test.py:<instruction + 1>:5".
-codegen::ExecutionPlan allReducePlan(int ranks, int64_t elements = 4);
+monarch::plan::ExecutionPlan allReducePlan(int ranks, int64_t elements = 4);
 
 /// A ring on top of allReducePlan's shape: rank r sends its input to r+1
 /// and receives from r-1 (one group), fetched as output 0 by every rank;
 /// rank 0's copy is returned.
-codegen::ExecutionPlan ringPlan(int ranks);
+monarch::plan::ExecutionPlan ringPlan(int ranks);
 
 /// Actor state: a state buffer S (f32[4]) per rank; each step launches
 /// `monarch_test_add4(S, input 0) -> S` and fetches S as output 0, so after
 /// k steps S holds the sum of the k inputs. A second plan, `peek`, declares
 /// the same actor state at another arena offset and fetches it.
 /// `kernelLibrary` is the bytes of TestKernels.c compiled as a shared object.
-codegen::ExecutionPlan statePlan(int ranks, const std::string &kernelLibrary);
+monarch::plan::ExecutionPlan statePlan(int ranks,
+                                       const std::string &kernelLibrary);
 
 /// allReducePlan plus two controller programs: `main(x)` feeds x, runs the
 /// step and returns its output; `twice_const()` feeds the constant 2.5 as
 /// the whole input, runs the step twice (two control messages) and returns
 /// both outputs.
-codegen::ExecutionPlan programPlan(int ranks);
+monarch::plan::ExecutionPlan programPlan(int ranks);
 
-std::string serialize(const codegen::ExecutionPlan &plan);
+std::string serialize(const monarch::plan::ExecutionPlan &plan);
 
 executor::HostTensor floats(const std::vector<float> &values);
 std::vector<float> toFloats(const executor::HostTensor &tensor);

@@ -17,7 +17,7 @@
 #ifndef MONARCH_CODEGEN_KERNELCOMPILER_H
 #define MONARCH_CODEGEN_KERNELCOMPILER_H
 
-#include "monarch/Codegen/Plan.h"
+#include "monarch/Plan/Plan.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -52,7 +52,7 @@ struct CompiledKernel {
   unsigned numOutputs = 0;
   /// CUDA: the kernel's matmuls, executed as cuBLAS calls at the
   /// `monarch.gemm` lines of its launch manifest (docs/kernels.md).
-  std::vector<GemmCall> gemms;
+  std::vector<plan::GemmCall> gemms;
   /// Wall time spent on this kernel: checks, canonicalization and hashing,
   /// plus the MLIR pipeline and translation unless an identical kernel was
   /// compiled before it.

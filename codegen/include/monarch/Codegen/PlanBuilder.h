@@ -11,7 +11,7 @@
 #define MONARCH_CODEGEN_PLANBUILDER_H
 
 #include "monarch/Codegen/KernelCompiler.h"
-#include "monarch/Codegen/Plan.h"
+#include "monarch/Plan/Plan.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Location.h"
@@ -40,12 +40,12 @@ bool kernelCompilerAvailable();
 mlir::LogicalResult verifyPlannedModule(mlir::ModuleOp module);
 
 /// verifyPlannedModule, then the plan. `module` is not modified.
-mlir::FailureOr<ExecutionPlan>
+mlir::FailureOr<plan::ExecutionPlan>
 buildExecutionPlan(mlir::ModuleOp module, const PlanBuildOptions &options);
 
 /// The user's source location inside `loc`: the first FileLineColLoc found
 /// looking through NameLoc, CallSiteLoc (callee first) and FusedLoc.
-SourceLoc toSourceLoc(mlir::Location loc, llvm::StringRef opName = "");
+plan::SourceLoc toSourceLoc(mlir::Location loc, llvm::StringRef opName = "");
 
 } // namespace monarch::codegen
 

@@ -18,9 +18,9 @@
 #include <string>
 #include <vector>
 
-namespace monarch::codegen {
+namespace monarch::plan {
 struct KernelLibraryBlob;
-} // namespace monarch::codegen
+} // namespace monarch::plan
 
 namespace monarch::worker {
 
@@ -115,7 +115,7 @@ struct RankProgram {
   /// the arena is device memory and kernels come from `cudaLibrary` (PTX
   /// and cuBLAS calls, `monarch-compile --target=cuda`). DeviceArena.h.
   bool device = false;
-  std::shared_ptr<const codegen::KernelLibraryBlob> cudaLibrary;
+  std::shared_ptr<const monarch::plan::KernelLibraryBlob> cudaLibrary;
 };
 
 } // namespace monarch::worker

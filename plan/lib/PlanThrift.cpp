@@ -9,8 +9,8 @@
 
 #include <string>
 
-namespace monarch::codegen::detail {
-namespace t = ::monarch::plan;
+namespace monarch::plan::detail {
+namespace t = ::monarch::plan::wire;
 
 static_assert(kPlanFormatVersion == 2,
               "bump FORMAT_VERSION in ExecutionPlan.thrift together with "
@@ -174,7 +174,7 @@ static std::vector<t::ValueType> toT(const std::vector<ValueType> &vs) {
   return mapAll<t::ValueType>(vs, [](const ValueType &v) { return toT(v); });
 }
 
-plan::ExecutionPlan toThrift(const ExecutionPlan &p) {
+t::ExecutionPlan toThrift(const ExecutionPlan &p) {
   t::ExecutionPlan r;
   r.__set_formatVersion(p.formatVersion);
   r.__set_compilerVersion(p.compilerVersion);
@@ -403,7 +403,7 @@ static ControlStep fromT(const t::ControlStep &s) {
   return r;
 }
 
-executor::StatusOr<ExecutionPlan> fromThrift(const plan::ExecutionPlan &p) {
+executor::StatusOr<ExecutionPlan> fromThrift(const t::ExecutionPlan &p) {
   ExecutionPlan r;
   r.formatVersion = p.formatVersion;
   r.compilerVersion = p.compilerVersion;
@@ -505,4 +505,4 @@ executor::StatusOr<ExecutionPlan> fromThrift(const plan::ExecutionPlan &p) {
   return r;
 }
 
-} // namespace monarch::codegen::detail
+} // namespace monarch::plan::detail

@@ -10,8 +10,8 @@
 // rejected by `load`, not by the first call.
 //
 //===----------------------------------------------------------------------===//
-#ifndef MONARCH_CODEGEN_KERNELRUNTIME_H
-#define MONARCH_CODEGEN_KERNELRUNTIME_H
+#ifndef MONARCH_EXECUTOR_KERNELRUNTIME_H
+#define MONARCH_EXECUTOR_KERNELRUNTIME_H
 
 #include "monarch/Support/Status.h"
 
@@ -20,7 +20,7 @@
 #include <string>
 #include <string_view>
 
-namespace monarch::codegen {
+namespace monarch::executor {
 
 /// The entry of every compiled kernel: one pointer per kernel argument,
 /// inputs first then outputs, each a contiguous row-major buffer.
@@ -59,6 +59,6 @@ private:
   std::string name_;
 };
 
-} // namespace monarch::codegen
+} // namespace monarch::executor
 
-#endif // MONARCH_CODEGEN_KERNELRUNTIME_H
+#endif // MONARCH_EXECUTOR_KERNELRUNTIME_H

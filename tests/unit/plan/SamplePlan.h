@@ -8,9 +8,9 @@
 #ifndef MONARCH_TESTS_UNIT_CODEGEN_PLAN_SAMPLEPLAN_H
 #define MONARCH_TESTS_UNIT_CODEGEN_PLAN_SAMPLEPLAN_H
 
-#include "monarch/Codegen/Plan.h"
+#include "monarch/Plan/Plan.h"
 
-namespace monarch::codegen::testing {
+namespace monarch::plan::testing {
 
 inline Buffer buf(int64_t offset, std::vector<int64_t> shape,
                   DType dtype = DType::F32) {
@@ -164,6 +164,6 @@ inline ExecutionPlan samplePlan() {
   return p;
 }
 
-} // namespace monarch::codegen::testing
+} // namespace monarch::plan::testing
 
 #endif // MONARCH_TESTS_UNIT_CODEGEN_PLAN_SAMPLEPLAN_H

@@ -6,13 +6,13 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "monarch/Codegen/PlanPrinter.h"
+#include "monarch/Plan/PlanPrinter.h"
 
 #include <algorithm>
 #include <cstdio>
 #include <sstream>
 
-namespace monarch::codegen {
+namespace monarch::plan {
 namespace {
 
 using Row = std::vector<std::string>;
@@ -340,4 +340,4 @@ std::string planToString(const ExecutionPlan &plan) {
   return os.str();
 }
 
-} // namespace monarch::codegen
+} // namespace monarch::plan

@@ -9,18 +9,18 @@
 #ifndef MONARCH_CODEGEN_LIB_PLAN_PLANTHRIFT_H
 #define MONARCH_CODEGEN_LIB_PLAN_PLANTHRIFT_H
 
-#include "monarch/Codegen/Plan.h"
+#include "monarch/Plan/Plan.h"
 #include "monarch/Support/Status.h"
 
 #include "ExecutionPlan_constants.h"
 #include "ExecutionPlan_types.h"
 
-namespace monarch::codegen::detail {
+namespace monarch::plan::detail {
 
-plan::ExecutionPlan toThrift(const ExecutionPlan &plan);
+wire::ExecutionPlan toThrift(const ExecutionPlan &plan);
 /// Fails when an instruction union holds no member or more than one.
-executor::StatusOr<ExecutionPlan> fromThrift(const plan::ExecutionPlan &plan);
+executor::StatusOr<ExecutionPlan> fromThrift(const wire::ExecutionPlan &plan);
 
-} // namespace monarch::codegen::detail
+} // namespace monarch::plan::detail
 
 #endif // MONARCH_CODEGEN_LIB_PLAN_PLANTHRIFT_H

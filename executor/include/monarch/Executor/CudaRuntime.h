@@ -13,10 +13,10 @@
 // CudaDevice::open reports "built without CUDA". Parsing needs neither.
 //
 //===----------------------------------------------------------------------===//
-#ifndef MONARCH_CODEGEN_CUDARUNTIME_H
-#define MONARCH_CODEGEN_CUDARUNTIME_H
+#ifndef MONARCH_EXECUTOR_CUDARUNTIME_H
+#define MONARCH_EXECUTOR_CUDARUNTIME_H
 
-#include "monarch/Codegen/Plan.h"
+#include "monarch/Plan/Plan.h"
 #include "monarch/Support/Status.h"
 
 #include <cstdint>
@@ -26,7 +26,7 @@
 #include <string_view>
 #include <vector>
 
-namespace monarch::codegen {
+namespace monarch::executor {
 
 /// A buffer a step uses: kernel argument (`argument` true) or temporary
 /// `index`, plus a byte offset.
@@ -51,7 +51,7 @@ struct CudaKernelProgram {
   unsigned numArgs = 0;
   std::vector<int64_t> scratchBytes;
   std::vector<CudaStep> steps;
-  std::vector<GemmCall> gemms;
+  std::vector<plan::GemmCall> gemms;
   /// The kernel's PTX module text (its manifest lines included).
   std::string module;
   size_t numLaunches() const;
@@ -61,13 +61,13 @@ struct CudaKernelProgram {
 /// kernel its cuBLAS calls from `gemms` (by symbol). InvalidArgument on a
 /// malformed manifest, an operand out of range, or a `monarch.gemm` line
 /// without its table entry (or the reverse).
-executor::StatusOr<std::map<std::string, CudaKernelProgram>>
-parseCudaLibrary(std::string_view code,
-                 const std::map<std::string, std::vector<GemmCall>> &gemms);
+executor::StatusOr<std::map<std::string, CudaKernelProgram>> parseCudaLibrary(
+    std::string_view code,
+    const std::map<std::string, std::vector<plan::GemmCall>> &gemms);
 
 /// The gemm tables of a plan's CUDA library, by symbol.
-std::map<std::string, std::vector<GemmCall>>
-gemmsBySymbol(const KernelLibraryBlob &library);
+std::map<std::string, std::vector<plan::GemmCall>>
+gemmsBySymbol(const plan::KernelLibraryBlob &library);
 
 /// The first CUDA device: driver, primary context and a cuBLAS handle.
 class CudaDevice {
@@ -103,7 +103,7 @@ class LoadedCudaLibrary {
 public:
   static executor::StatusOr<std::unique_ptr<LoadedCudaLibrary>>
   load(CudaDevice &device, std::string_view code,
-       const std::map<std::string, std::vector<GemmCall>> &gemms);
+       const std::map<std::string, std::vector<plan::GemmCall>> &gemms);
   ~LoadedCudaLibrary();
   LoadedCudaLibrary(const LoadedCudaLibrary &) = delete;
   LoadedCudaLibrary &operator=(const LoadedCudaLibrary &) = delete;
@@ -125,6 +125,6 @@ private:
   std::map<std::string, void *> modules_; // symbol -> CUmodule
 };
 
-} // namespace monarch::codegen
+} // namespace monarch::executor
 
-#endif // MONARCH_CODEGEN_CUDARUNTIME_H
+#endif // MONARCH_EXECUTOR_CUDARUNTIME_H

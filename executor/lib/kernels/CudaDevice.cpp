@@ -9,7 +9,7 @@
 // device entry point reports Unavailable.
 //
 //===----------------------------------------------------------------------===//
-#include "monarch/Codegen/CudaRuntime.h"
+#include "monarch/Executor/CudaRuntime.h"
 
 #ifdef MONARCH_HAVE_CUDA
 #include <cublas_v2.h>
@@ -19,7 +19,7 @@
 #include <type_traits>
 #endif
 
-namespace monarch::codegen {
+namespace monarch::executor {
 
 using executor::Status;
 using executor::StatusCode;
@@ -97,13 +97,13 @@ Status cuError(CUresult r, const std::string &what) {
                 what + ": " + (s ? s : "CUDA error " + std::to_string(r)));
 }
 
-cudaDataType_t cudaType(DType t) {
+cudaDataType_t cudaType(plan::DType t) {
   switch (t) {
-  case DType::F16:
+  case plan::DType::F16:
     return CUDA_R_16F;
-  case DType::BF16:
+  case plan::DType::BF16:
     return CUDA_R_16BF;
-  case DType::F64:
+  case plan::DType::F64:
     return CUDA_R_64F;
   default:
     return CUDA_R_32F;
@@ -204,7 +204,7 @@ Status CudaDevice::synchronize() {
 
 StatusOr<std::unique_ptr<LoadedCudaLibrary>> LoadedCudaLibrary::load(
     CudaDevice &device, std::string_view code,
-    const std::map<std::string, std::vector<GemmCall>> &gemms) {
+    const std::map<std::string, std::vector<plan::GemmCall>> &gemms) {
   StatusOr<std::map<std::string, CudaKernelProgram>> parsed =
       parseCudaLibrary(code, gemms);
   if (!parsed.isOk())
@@ -232,11 +232,11 @@ LoadedCudaLibrary::~LoadedCudaLibrary() {
 
 namespace {
 
-Status runGemm(cublasHandle_t blas, const GemmCall &g,
+Status runGemm(cublasHandle_t blas, const plan::GemmCall &g,
                const std::vector<CUdeviceptr> &ptrs) {
   cublasOperation_t ta = g.transA ? CUBLAS_OP_T : CUBLAS_OP_N;
   cublasOperation_t tb = g.transB ? CUBLAS_OP_T : CUBLAS_OP_N;
-  bool f64 = g.typeC == DType::F64;
+  bool f64 = g.typeC == plan::DType::F64;
   cublasComputeType_t compute = f64 ? CUBLAS_COMPUTE_64F : CUBLAS_COMPUTE_32F;
   float alpha32 = static_cast<float>(g.alpha),
         beta32 = static_cast<float>(g.beta);
@@ -344,9 +344,9 @@ Status CudaDevice::copyToDevice(uint64_t, const void *, size_t) {
 }
 Status CudaDevice::copyToHost(void *, uint64_t, size_t) { return noCuda(); }
 Status CudaDevice::synchronize() { return noCuda(); }
-StatusOr<std::unique_ptr<LoadedCudaLibrary>>
-LoadedCudaLibrary::load(CudaDevice &, std::string_view,
-                        const std::map<std::string, std::vector<GemmCall>> &) {
+StatusOr<std::unique_ptr<LoadedCudaLibrary>> LoadedCudaLibrary::load(
+    CudaDevice &, std::string_view,
+    const std::map<std::string, std::vector<plan::GemmCall>> &) {
   return noCuda();
 }
 LoadedCudaLibrary::~LoadedCudaLibrary() = default;
@@ -357,4 +357,4 @@ Status LoadedCudaLibrary::run(const std::string &,
 
 #endif
 
-} // namespace monarch::codegen
+} // namespace monarch::executor

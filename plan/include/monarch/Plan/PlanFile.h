@@ -1,7 +1,7 @@
 //===- PlanFile.h - Reading and writing .mcplan files -----------*- C++ -*-===//
 //
 // A `.mcplan` file is a 32-byte header followed by the ExecutionPlan encoded
-// with Thrift's compact protocol (codegen/idl/ExecutionPlan.thrift):
+// with Thrift's compact protocol (plan/idl/ExecutionPlan.thrift):
 //
 //   bytes  0..7   magic "\x89MCPLAN\n"
 //   bytes  8..11  format version, little-endian u32 (kPlanFormatVersion)
@@ -15,10 +15,10 @@
 // from -fno-exceptions code.
 //
 //===----------------------------------------------------------------------===//
-#ifndef MONARCH_CODEGEN_PLANFILE_H
-#define MONARCH_CODEGEN_PLANFILE_H
+#ifndef MONARCH_PLAN_PLANFILE_H
+#define MONARCH_PLAN_PLANFILE_H
 
-#include "monarch/Codegen/Plan.h"
+#include "monarch/Plan/Plan.h"
 #include "monarch/Support/Status.h"
 
 #include <cstddef>
@@ -26,7 +26,7 @@
 #include <string>
 #include <string_view>
 
-namespace monarch::codegen {
+namespace monarch::plan {
 
 using executor::Status;
 using executor::StatusCode;
@@ -72,6 +72,6 @@ StatusOr<ExecutionPlan> readPlanFile(const std::string &path);
 /// FNV-1a 64 of `bytes` (the header checksum; also used for cache keys).
 uint64_t fnv1a64(std::string_view bytes, uint64_t seed = 0xcbf29ce484222325ULL);
 
-} // namespace monarch::codegen
+} // namespace monarch::plan
 
-#endif // MONARCH_CODEGEN_PLANFILE_H
+#endif // MONARCH_PLAN_PLANFILE_H

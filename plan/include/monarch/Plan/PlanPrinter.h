@@ -6,19 +6,19 @@
 // programs. No MLIR involved.
 //
 //===----------------------------------------------------------------------===//
-#ifndef MONARCH_CODEGEN_PLANPRINTER_H
-#define MONARCH_CODEGEN_PLANPRINTER_H
+#ifndef MONARCH_PLAN_PLANPRINTER_H
+#define MONARCH_PLAN_PLANPRINTER_H
 
-#include "monarch/Codegen/Plan.h"
+#include "monarch/Plan/Plan.h"
 
 #include <ostream>
 #include <string>
 
-namespace monarch::codegen {
+namespace monarch::plan {
 
 void printPlan(const ExecutionPlan &plan, std::ostream &os);
 std::string planToString(const ExecutionPlan &plan);
 
-} // namespace monarch::codegen
+} // namespace monarch::plan
 
-#endif // MONARCH_CODEGEN_PLANPRINTER_H
+#endif // MONARCH_PLAN_PLANPRINTER_H

@@ -7,12 +7,12 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "monarch/Codegen/PlanFile.h"
+#include "monarch/Plan/PlanFile.h"
 
 #include <limits>
 #include <set>
 
-namespace monarch::codegen {
+namespace monarch::plan {
 namespace {
 
 Status invalid(const std::string &message) {
@@ -447,4 +447,4 @@ private:
 
 Status validatePlan(const ExecutionPlan &plan) { return Validator(plan).run(); }
 
-} // namespace monarch::codegen
+} // namespace monarch::plan

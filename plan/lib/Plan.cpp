@@ -4,11 +4,11 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "monarch/Codegen/Plan.h"
+#include "monarch/Plan/Plan.h"
 
 #include <limits>
 
-namespace monarch::codegen {
+namespace monarch::plan {
 
 const char *dtypeName(DType dtype) {
   switch (dtype) {
@@ -273,4 +273,4 @@ int32_t ExecutionPlan::findKernel(const std::string &name) const {
   return findByName(kernels, name, &Kernel::name);
 }
 
-} // namespace monarch::codegen
+} // namespace monarch::plan

@@ -2,7 +2,7 @@
 //
 // The in-memory form of a `.mcplan` file, shared by the compiler (which
 // builds it from planned IR), the executor (which runs it) and the tools
-// (which print it). It mirrors codegen/idl/ExecutionPlan.thrift field for
+// (which print it). It mirrors plan/idl/ExecutionPlan.thrift field for
 // field but uses only the standard library: no MLIR, no Thrift, no
 // exceptions, so both the -fno-exceptions compiler and the exception-enabled
 // runtime can include it. PlanFile.h converts it to and from the Thrift
@@ -10,15 +10,15 @@
 // format and its versioning: docs/plan.md.
 //
 //===----------------------------------------------------------------------===//
-#ifndef MONARCH_CODEGEN_PLAN_H
-#define MONARCH_CODEGEN_PLAN_H
+#ifndef MONARCH_PLAN_PLAN_H
+#define MONARCH_PLAN_PLAN_H
 
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
 
-namespace monarch::codegen {
+namespace monarch::plan {
 
 /// The plan format this build reads and writes (ExecutionPlan.thrift's
 /// FORMAT_VERSION; a static_assert in the serializer keeps them equal).
@@ -355,6 +355,6 @@ struct ExecutionPlan {
   bool operator==(const ExecutionPlan &) const = default;
 };
 
-} // namespace monarch::codegen
+} // namespace monarch::plan
 
-#endif // MONARCH_CODEGEN_PLAN_H
+#endif // MONARCH_PLAN_PLAN_H

@@ -6,12 +6,12 @@
 // order. Needs no driver.
 //
 //===----------------------------------------------------------------------===//
-#include "monarch/Codegen/CudaRuntime.h"
+#include "monarch/Executor/CudaRuntime.h"
 
 #include <cstdio>
 #include <sstream>
 
-namespace monarch::codegen {
+namespace monarch::executor {
 
 using executor::Status;
 using executor::StatusCode;
@@ -140,9 +140,9 @@ size_t CudaKernelProgram::numLaunches() const {
   return n;
 }
 
-StatusOr<std::map<std::string, CudaKernelProgram>>
-parseCudaLibrary(std::string_view code,
-                 const std::map<std::string, std::vector<GemmCall>> &gemms) {
+StatusOr<std::map<std::string, CudaKernelProgram>> parseCudaLibrary(
+    std::string_view code,
+    const std::map<std::string, std::vector<plan::GemmCall>> &gemms) {
   std::map<std::string, CudaKernelProgram> kernels;
   const std::string marker = "// monarch.ptx-module ";
   size_t pos = code.find(marker);
@@ -176,13 +176,13 @@ parseCudaLibrary(std::string_view code,
   return kernels;
 }
 
-std::map<std::string, std::vector<GemmCall>>
-gemmsBySymbol(const KernelLibraryBlob &library) {
-  std::map<std::string, std::vector<GemmCall>> out;
-  for (const CompiledKernelRef &k : library.kernels)
+std::map<std::string, std::vector<plan::GemmCall>>
+gemmsBySymbol(const plan::KernelLibraryBlob &library) {
+  std::map<std::string, std::vector<plan::GemmCall>> out;
+  for (const plan::CompiledKernelRef &k : library.kernels)
     if (!k.gemms.empty())
       out[k.symbol] = k.gemms;
   return out;
 }
 
-} // namespace monarch::codegen
+} // namespace monarch::executor

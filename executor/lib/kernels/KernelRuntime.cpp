@@ -5,7 +5,7 @@
 // unlinks it as soon as dlopen has mapped it.
 //
 //===----------------------------------------------------------------------===//
-#include "monarch/Codegen/KernelRuntime.h"
+#include "monarch/Executor/KernelRuntime.h"
 
 #include <cerrno>
 #include <cstdlib>
@@ -20,7 +20,7 @@ using monarch::executor::Status;
 using monarch::executor::StatusCode;
 using monarch::executor::StatusOr;
 
-namespace monarch::codegen {
+namespace monarch::executor {
 namespace {
 
 /// Writes all of `data` to `fd`.
@@ -228,4 +228,4 @@ Status LoadedKernelLibrary::call(const std::string &symbol,
   return Status::ok();
 }
 
-} // namespace monarch::codegen
+} // namespace monarch::executor

@@ -8,7 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "monarch/Codegen/PlanFile.h"
+#include "monarch/Plan/PlanFile.h"
 
 #include "PlanThrift.h"
 
@@ -27,7 +27,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-namespace monarch::codegen {
+namespace monarch::plan {
 
 using apache::thrift::TConfiguration;
 using apache::thrift::protocol::TCompactProtocolT;
@@ -97,7 +97,7 @@ StatusOr<ExecutionPlan> decodePlanPayload(std::string_view payload) {
   if (payload.size() > static_cast<size_t>(INT_MAX))
     return invalid("plan payload of " + std::to_string(payload.size()) +
                    " bytes is too large");
-  plan::ExecutionPlan decoded;
+  wire::ExecutionPlan decoded;
   try {
     auto limit = static_cast<int>(payload.size());
     auto config = std::make_shared<TConfiguration>(limit, limit);
@@ -238,4 +238,4 @@ Status writePlanFile(const ExecutionPlan &plan, const std::string &path) {
   return writeFileAtomically(path, *bytes);
 }
 
-} // namespace monarch::codegen
+} // namespace monarch::plan

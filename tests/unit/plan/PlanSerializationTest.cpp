@@ -9,8 +9,8 @@
 
 #include "SamplePlan.h"
 
-#include "monarch/Codegen/PlanFile.h"
-#include "monarch/Codegen/PlanPrinter.h"
+#include "monarch/Plan/PlanFile.h"
+#include "monarch/Plan/PlanPrinter.h"
 
 #include <gtest/gtest.h>
 
@@ -19,8 +19,8 @@
 #include <random>
 #include <unistd.h>
 
-using namespace monarch::codegen;
-using monarch::codegen::testing::samplePlan;
+using namespace monarch::plan;
+using monarch::plan::testing::samplePlan;
 
 namespace {
 

@@ -16,7 +16,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-namespace cpp monarch.plan
+namespace cpp monarch.plan.wire
 
 const i32 FORMAT_VERSION = 2
 

@@ -13,13 +13,13 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "monarch/Codegen/PlanFile.h"
+#include "monarch/Plan/PlanFile.h"
 
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
 
-using namespace monarch::codegen;
+using namespace monarch::plan;
 
 static void check(const StatusOr<ExecutionPlan> &plan) {
   if (!plan.isOk())
