@@ -42,6 +42,8 @@
 #include <vector>
 
 using namespace monarch::executor;
+using monarch::DType;
+using monarch::dtypeSize;
 using Clock = std::chrono::steady_clock;
 
 namespace {
@@ -151,17 +153,17 @@ std::vector<Row> run(int rank, const std::string &dir) {
   for (int i = 0; i < 201; ++i) {
     auto s0 = Clock::now();
     if (rank == 0) {
-      check(c.send(small.data(), small.size(), DType::UInt8, 1)
+      check(c.send(small.data(), small.size(), DType::UI8, 1)
                 ->wait(options.timeout),
             "ping");
-      check(c.recv(small.data(), small.size(), DType::UInt8, 1)
+      check(c.recv(small.data(), small.size(), DType::UI8, 1)
                 ->wait(options.timeout),
             "pong");
     } else {
-      check(c.recv(small.data(), small.size(), DType::UInt8, 0)
+      check(c.recv(small.data(), small.size(), DType::UI8, 0)
                 ->wait(options.timeout),
             "ping");
-      check(c.send(small.data(), small.size(), DType::UInt8, 0)
+      check(c.send(small.data(), small.size(), DType::UI8, 0)
                 ->wait(options.timeout),
             "pong");
     }
@@ -203,18 +205,16 @@ std::vector<Row> run(int rank, const std::string &dir) {
       }
       auto t1 = Clock::now();
       if (rank == 0) {
-        check(
-            c.send(buf.data(), count, DType::Float32, 1)->wait(options.timeout),
-            "send");
-        check(c.recv(&ack, 1, DType::UInt8, 1)->wait(options.timeout), "ack");
+        check(c.send(buf.data(), count, DType::F32, 1)->wait(options.timeout),
+              "send");
+        check(c.recv(&ack, 1, DType::UI8, 1)->wait(options.timeout), "ack");
       } else {
-        check(
-            c.recv(out.data(), count, DType::Float32, 0)->wait(options.timeout),
-            "recv");
-        check(c.send(&ack, 1, DType::UInt8, 0)->wait(options.timeout), "ack");
+        check(c.recv(out.data(), count, DType::F32, 0)->wait(options.timeout),
+              "recv");
+        check(c.send(&ack, 1, DType::UI8, 0)->wait(options.timeout), "ack");
       }
       auto t2 = Clock::now();
-      check(c.allReduce(buf.data(), out.data(), count, DType::Float32)
+      check(c.allReduce(buf.data(), out.data(), count, DType::F32)
                 ->wait(options.timeout),
             "all_reduce");
       auto t3 = Clock::now();

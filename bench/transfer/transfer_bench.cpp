@@ -48,6 +48,8 @@
 #include <vector>
 
 using namespace monarch::executor;
+using monarch::DType;
+using monarch::dtypeSize;
 using Clock = std::chrono::steady_clock;
 
 namespace {
@@ -183,13 +185,11 @@ void run(int rank, const Options &o, const std::string &dir,
     std::vector<std::vector<double>> samples(kMethods);
     auto p2p = [&](Communicator &c) {
       if (rank == 0) {
-        check(c.send(buf.data(), count, DType::Float32, 1)->wait(kTimeout),
-              "send");
-        check(c.recv(&ack, 1, DType::UInt8, 1)->wait(kTimeout), "ack");
+        check(c.send(buf.data(), count, DType::F32, 1)->wait(kTimeout), "send");
+        check(c.recv(&ack, 1, DType::UI8, 1)->wait(kTimeout), "ack");
       } else if (rank == 1) {
-        check(c.recv(out.data(), count, DType::Float32, 0)->wait(kTimeout),
-              "recv");
-        check(c.send(&ack, 1, DType::UInt8, 0)->wait(kTimeout), "ack");
+        check(c.recv(out.data(), count, DType::F32, 0)->wait(kTimeout), "recv");
+        check(c.send(&ack, 1, DType::UI8, 0)->wait(kTimeout), "ack");
       }
     };
     auto once = [&](int m) {
@@ -216,7 +216,7 @@ void run(int rank, const Options &o, const std::string &dir,
       case ShmAR:
       case GlooAR: {
         Communicator &c = m == ShmAR ? **shm : **tcp;
-        check(c.allReduce(buf.data(), out.data(), count, DType::Float32)
+        check(c.allReduce(buf.data(), out.data(), count, DType::F32)
                   ->wait(kTimeout),
               "all_reduce");
         break;

@@ -76,6 +76,8 @@ Status TraceBuilder::addState(const std::string &cls, const std::string &name,
   ActorClassOp c = I.lookupClass(cls);
   if (!c)
     return I.error(loc, "unknown actor class '" + cls + "'");
+  if (!isTraceableDType(type.dtype))
+    return I.dtypeError(loc, type.dtype);
   Type t = I.typeOf(type);
   if (auto s =
           dyn_cast_or_null<StateOp>(SymbolTable::lookupSymbolIn(c, name))) {
@@ -116,8 +118,11 @@ TraceBuilder::beginEndpoint(const std::string &cls, const std::string &name,
   if (argDists.size() > args.size())
     return I.error(loc, "more distributions than arguments");
   SmallVector<Type> types;
-  for (const ArgType &a : args)
+  for (const ArgType &a : args) {
+    if (!isTraceableDType(a.dtype))
+      return I.dtypeError(loc, a.dtype);
     types.push_back(I.typeOf(a));
+  }
   for (size_t i = 0; i < argDists.size(); ++i) {
     if (argDists[i].isReplicated())
       continue;

@@ -131,6 +131,8 @@ Result<Value> TraceBuilder::constant(double value, DType dtype, SourceLoc loc) {
   Impl &I = *pimpl;
   if (I.stack.empty())
     return I.error(loc, "no function or endpoint is being traced");
+  if (!isTraceableDType(dtype))
+    return I.dtypeError(loc, dtype);
   mlir::Value c = constantLike(I.b, I.loc(loc), I.elementType(dtype), value);
   return I.add(c, "", Dist{}, true);
 }
@@ -141,6 +143,8 @@ Result<Value> TraceBuilder::constantTensor(const std::string &data,
   Impl &I = *pimpl;
   if (I.stack.empty())
     return I.error(loc, "no function or endpoint is being traced");
+  if (!isTraceableDType(dtype))
+    return I.dtypeError(loc, dtype);
   if (dtype == DType::I1)
     return I.error(loc, "internal error: boolean constants are built from "
                         "int32 ones");
@@ -523,6 +527,8 @@ Result<Value> TraceBuilder::cast(Value x, DType dtype, SourceLoc loc) {
   Result<ValueRecord *> r = I.get(x, loc);
   if (!r)
     return r.error();
+  if (!isTraceableDType(dtype))
+    return I.dtypeError(loc, dtype);
   Type to = I.elementType(dtype);
   if (elemOf(**r) == to)
     return x;

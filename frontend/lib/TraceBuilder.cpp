@@ -43,34 +43,9 @@ std::string Error::str() const {
   return loc.str() + ": error: " + message;
 }
 
-const char *dtypeName(DType dtype) {
-  switch (dtype) {
-  case DType::F32:
-    return "float32";
-  case DType::F16:
-    return "float16";
-  case DType::BF16:
-    return "bfloat16";
-  case DType::I32:
-    return "int32";
-  case DType::I1:
-    return "bool";
-  }
-  return "?";
-}
-
-std::optional<DType> parseDType(const std::string &name) {
-  if (name == "float32" || name == "f32")
-    return DType::F32;
-  if (name == "float16" || name == "f16")
-    return DType::F16;
-  if (name == "bfloat16" || name == "bf16")
-    return DType::BF16;
-  if (name == "int32" || name == "i32")
-    return DType::I32;
-  if (name == "bool" || name == "i1")
-    return DType::I1;
-  return std::nullopt;
+bool isTraceableDType(DType dtype) {
+  return dtype == DType::F32 || dtype == DType::F16 || dtype == DType::BF16 ||
+         dtype == DType::I32 || dtype == DType::I1;
 }
 
 std::optional<ReduceKind> parseReduceKind(const std::string &name) {
@@ -140,6 +115,12 @@ Location TraceBuilder::Impl::loc(const SourceLoc &l) {
 
 Error TraceBuilder::Impl::error(const SourceLoc &l, std::string message) const {
   return Error{std::move(message), l};
+}
+
+Error TraceBuilder::Impl::dtypeError(const SourceLoc &l, DType dtype) const {
+  return error(l, std::string("element type ") + dtypeName(dtype) +
+                      " cannot be traced (supported: float32, float16, "
+                      "bfloat16, int32, bool)");
 }
 
 std::string
@@ -225,6 +206,16 @@ Type TraceBuilder::Impl::elementType(DType dtype) {
     return b.getI32Type();
   case DType::I1:
     return b.getI1Type();
+  case DType::F64:
+    return b.getF64Type();
+  case DType::I8:
+    return b.getI8Type();
+  case DType::I16:
+    return b.getI16Type();
+  case DType::I64:
+    return b.getI64Type();
+  case DType::UI8:
+    return b.getIntegerType(8, /*isSigned=*/false);
   }
   return b.getF32Type();
 }
@@ -240,6 +231,16 @@ std::optional<DType> TraceBuilder::Impl::dtypeOf(Type t) const {
     return DType::I32;
   if (t.isInteger(1))
     return DType::I1;
+  if (t.isF64())
+    return DType::F64;
+  if (t.isSignlessInteger(8))
+    return DType::I8;
+  if (t.isUnsignedInteger(8))
+    return DType::UI8;
+  if (t.isInteger(16))
+    return DType::I16;
+  if (t.isInteger(64))
+    return DType::I64;
   return std::nullopt;
 }
 
@@ -439,6 +440,8 @@ TraceBuilder::beginFunction(const std::string &name,
     for (int64_t d : a.shape)
       if (d < 0)
         return I.error(loc, "argument shapes must be static and non-negative");
+    if (!isTraceableDType(a.dtype))
+      return I.dtypeError(loc, a.dtype);
     types.push_back(I.typeOf(a));
   }
   I.b.setInsertionPointToEnd(I.module->getBody());

@@ -77,6 +77,8 @@ struct TraceBuilder::Impl {
 
   mlir::Location loc(const SourceLoc &l);
   Error error(const SourceLoc &l, std::string message) const;
+  /// "element type int64 cannot be traced (...)".
+  Error dtypeError(const SourceLoc &l, DType dtype) const;
   /// Runs `fn` collecting MLIR diagnostics; returns them joined.
   std::string collectDiagnostics(llvm::function_ref<void()> fn);
 

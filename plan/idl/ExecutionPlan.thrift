@@ -31,6 +31,7 @@ enum DType {
   I16 = 7,
   I32 = 8,
   I64 = 9,
+  UI8 = 10,
 }
 
 enum Backend {

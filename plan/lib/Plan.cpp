@@ -10,49 +10,6 @@
 
 namespace monarch::plan {
 
-const char *dtypeName(DType dtype) {
-  switch (dtype) {
-  case DType::F32:
-    return "f32";
-  case DType::F16:
-    return "f16";
-  case DType::BF16:
-    return "bf16";
-  case DType::F64:
-    return "f64";
-  case DType::I1:
-    return "i1";
-  case DType::I8:
-    return "i8";
-  case DType::I16:
-    return "i16";
-  case DType::I32:
-    return "i32";
-  case DType::I64:
-    return "i64";
-  }
-  return "?";
-}
-
-int64_t dtypeBytes(DType dtype) {
-  switch (dtype) {
-  case DType::I1:
-  case DType::I8:
-    return 1;
-  case DType::F16:
-  case DType::BF16:
-  case DType::I16:
-    return 2;
-  case DType::F32:
-  case DType::I32:
-    return 4;
-  case DType::F64:
-  case DType::I64:
-    return 8;
-  }
-  return 0;
-}
-
 const char *backendName(Backend backend) {
   switch (backend) {
   case Backend::Gloo:
@@ -150,11 +107,11 @@ std::string SourceLoc::str() const {
 static std::string shapeString(const std::vector<int64_t> &shape, DType dtype,
                                bool isTensor) {
   if (!isTensor)
-    return dtypeName(dtype);
+    return dtypeMlirName(dtype);
   std::string s = "tensor<";
   for (int64_t d : shape)
     s += std::to_string(d) + "x";
-  return s + dtypeName(dtype) + ">";
+  return s + dtypeMlirName(dtype) + ">";
 }
 
 std::string ValueType::str() const {
@@ -175,7 +132,7 @@ int64_t Buffer::numElements() const {
 }
 
 int64_t Buffer::sizeInBytes() const {
-  int64_t n = numElements(), bytes = dtypeBytes(dtype);
+  int64_t n = numElements(), bytes = static_cast<int64_t>(dtypeSize(dtype));
   if (n < 0)
     return -1;
   if (bytes != 0 && n > std::numeric_limits<int64_t>::max() / bytes)

@@ -188,9 +188,9 @@ private:
       s += ", batch=" + std::to_string(g.batch) +
            " strides=" + std::to_string(g.strideA) + "," +
            std::to_string(g.strideB) + "," + std::to_string(g.strideC);
-    s += std::string(", ") + dtypeName(g.typeA) + "*" + dtypeName(g.typeB) +
-         "->" + dtypeName(g.typeC) + ", alpha=" + num(g.alpha) +
-         ", beta=" + num(g.beta) + ")";
+    s += std::string(", ") + dtypeMlirName(g.typeA) + "*" +
+         dtypeMlirName(g.typeB) + "->" + dtypeMlirName(g.typeC) +
+         ", alpha=" + num(g.alpha) + ", beta=" + num(g.beta) + ")";
     return s;
   }
 

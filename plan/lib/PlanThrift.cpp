@@ -16,6 +16,22 @@ static_assert(kPlanFormatVersion == 2,
               "bump FORMAT_VERSION in ExecutionPlan.thrift together with "
               "kPlanFormatVersion");
 
+// Enums convert by value: support's DType is numbered as the IDL's.
+#define MONARCH_SAME_DTYPE(name)                                               \
+  static_assert(static_cast<int32_t>(DType::name) ==                           \
+                static_cast<int32_t>(t::DType::name));
+MONARCH_SAME_DTYPE(F32)
+MONARCH_SAME_DTYPE(F16)
+MONARCH_SAME_DTYPE(BF16)
+MONARCH_SAME_DTYPE(F64)
+MONARCH_SAME_DTYPE(I1)
+MONARCH_SAME_DTYPE(I8)
+MONARCH_SAME_DTYPE(I16)
+MONARCH_SAME_DTYPE(I32)
+MONARCH_SAME_DTYPE(I64)
+MONARCH_SAME_DTYPE(UI8)
+#undef MONARCH_SAME_DTYPE
+
 template <typename To, typename From> static To cast(From v) {
   return static_cast<To>(static_cast<int32_t>(v));
 }

@@ -19,7 +19,7 @@ Status invalid(const std::string &message) {
   return Status(StatusCode::InvalidArgument, message);
 }
 
-bool validDType(DType d) { return dtypeBytes(d) != 0; }
+bool validDType(DType d) { return dtypeSize(d) != 0; }
 bool validBackend(Backend b) {
   return b == Backend::Gloo || b == Backend::Nccl;
 }
@@ -110,10 +110,6 @@ private:
   }
 
   static Status gemm(const GemmCall &g, const Kernel &kernel) {
-    auto floatType = [](DType t) {
-      return t == DType::F32 || t == DType::F16 || t == DType::BF16 ||
-             t == DType::F64;
-    };
     if (g.m <= 0 || g.n <= 0 || g.k <= 0 || g.batch <= 0)
       return invalid("non-positive dimension (m=" + std::to_string(g.m) +
                      ", n=" + std::to_string(g.n) +
@@ -124,7 +120,8 @@ private:
       return invalid("a leading dimension is smaller than its matrix's rows");
     if (g.strideA < 0 || g.strideB < 0 || g.strideC < 0)
       return invalid("negative batch stride");
-    if (!floatType(g.typeA) || !floatType(g.typeB) || !floatType(g.typeC))
+    if (!isFloatDType(g.typeA) || !isFloatDType(g.typeB) ||
+        !isFloatDType(g.typeC))
       return invalid("element types must be f32, f16, bf16 or f64");
     for (const std::string *op : {&g.a, &g.b, &g.c})
       if (!validGemmOperand(*op, kernel))

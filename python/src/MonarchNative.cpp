@@ -23,6 +23,9 @@
 
 namespace nb = nanobind;
 using namespace monarch::frontend;
+using monarch::DType;
+using monarch::dtypeName;
+using monarch::parseDType;
 
 namespace {
 
@@ -54,7 +57,7 @@ void check(const Status &s) {
 
 DType toDType(const std::string &name) {
   std::optional<DType> d = parseDType(name);
-  if (!d)
+  if (!d || !isTraceableDType(*d))
     throw NativeError("error: unsupported dtype '" + name +
                       "' (supported: float32, float16, bfloat16, int32)");
   return *d;

@@ -19,30 +19,6 @@ namespace pm = monarch::plan;
 namespace monarch::executor {
 namespace {
 
-const char *numpyName(pm::DType dtype) {
-  switch (dtype) {
-  case pm::DType::F32:
-    return "float32";
-  case pm::DType::F16:
-    return "float16";
-  case pm::DType::BF16:
-    return "bfloat16";
-  case pm::DType::F64:
-    return "float64";
-  case pm::DType::I1:
-    return "bool";
-  case pm::DType::I8:
-    return "int8";
-  case pm::DType::I16:
-    return "int16";
-  case pm::DType::I32:
-    return "int32";
-  case pm::DType::I64:
-    return "int64";
-  }
-  return "?";
-}
-
 template <typename T> std::string bytesOf(T value) {
   std::string out(sizeof(T), '\0');
   std::memcpy(out.data(), &value, sizeof(T));
@@ -52,7 +28,7 @@ template <typename T> std::string bytesOf(T value) {
 /// A scalar constant as a 0-d tensor of `type`.
 StatusOr<HostTensor> constant(double value, const pm::ValueType &type) {
   HostTensor t;
-  t.dtype = numpyName(type.dtype);
+  t.dtype = dtypeName(type.dtype);
   t.shape = type.isTensor ? type.shape : std::vector<int64_t>{};
   std::string one;
   switch (type.dtype) {
@@ -77,9 +53,12 @@ StatusOr<HostTensor> constant(double value, const pm::ValueType &type) {
   case pm::DType::I64:
     one = bytesOf(static_cast<int64_t>(value));
     break;
+  case pm::DType::UI8:
+    one = bytesOf(static_cast<uint8_t>(value));
+    break;
   default:
     return Status(StatusCode::Unimplemented,
-                  std::string("constants of type ") + numpyName(type.dtype));
+                  std::string("constants of type ") + dtypeName(type.dtype));
   }
   for (int64_t i = 0; i < t.numElements(); ++i)
     t.data += one;
@@ -120,9 +99,9 @@ Controller::call(const std::string &name, const std::vector<HostTensor> &args) {
     const pm::ValueType &type = program.inputs[i];
     std::vector<int64_t> shape =
         type.isTensor ? type.shape : std::vector<int64_t>{};
-    if (args[i].dtype != numpyName(type.dtype) || args[i].shape != shape) {
+    if (args[i].dtype != dtypeName(type.dtype) || args[i].shape != shape) {
       HostTensor want;
-      want.dtype = numpyName(type.dtype);
+      want.dtype = dtypeName(type.dtype);
       want.shape = shape;
       return Status(StatusCode::InvalidArgument,
                     "argument " + std::to_string(i) + " of '" + name +

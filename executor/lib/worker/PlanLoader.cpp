@@ -19,43 +19,12 @@ namespace pm = monarch::plan;
 namespace monarch::worker {
 namespace {
 
-struct TypeInfo {
-  DType dtype;
-  const char *numpy;
-};
-
-TypeInfo typeInfo(pm::DType dtype) {
-  switch (dtype) {
-  case pm::DType::F32:
-    return {DType::Float32, "float32"};
-  case pm::DType::F16:
-    return {DType::Float16, "float16"};
-  case pm::DType::BF16:
-    return {DType::BFloat16, "bfloat16"};
-  case pm::DType::F64:
-    return {DType::Float64, "float64"};
-  case pm::DType::I1:
-    return {DType::UInt8, "bool"};
-  case pm::DType::I8:
-    return {DType::Int8, "int8"};
-  case pm::DType::I16:
-    // Not a data-plane type; only host-side feeds and fetches use it.
-    return {DType::UInt8, "int16"};
-  case pm::DType::I32:
-    return {DType::Int32, "int32"};
-  case pm::DType::I64:
-    return {DType::Int64, "int64"};
-  }
-  return {DType::UInt8, "uint8"};
-}
-
 BufferRef buffer(const pm::Buffer &b) {
   BufferRef ref;
   ref.offset = b.offset;
-  TypeInfo info = typeInfo(b.dtype);
-  ref.dtype = info.dtype;
-  ref.numpy = info.numpy;
-  ref.elementBytes = pm::dtypeBytes(b.dtype);
+  ref.dtype = b.dtype;
+  ref.numpy = dtypeName(b.dtype);
+  ref.elementBytes = static_cast<int64_t>(dtypeSize(b.dtype));
   ref.shape = b.shape;
   return ref;
 }

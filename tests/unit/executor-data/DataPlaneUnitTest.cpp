@@ -25,6 +25,8 @@
 #include <unistd.h>
 
 using namespace monarch::executor;
+using monarch::DType;
+using monarch::dtypeSize;
 using namespace std::chrono_literals;
 
 namespace {
@@ -80,13 +82,13 @@ TEST(Reduction, Float16SumAndAverageGoThroughFloat32) {
   uint16_t a[2] = {data::floatToHalf(1.5f), data::floatToHalf(-2.0f)};
   uint16_t b[2] = {data::floatToHalf(2.25f), data::floatToHalf(8.0f)};
   uint16_t out[2];
-  data::reduceElements(out, a, b, 2, DType::Float16, ReduceOp::Sum);
+  data::reduceElements(out, a, b, 2, DType::F16, ReduceOp::Sum);
   EXPECT_EQ(data::halfToFloat(out[0]), 3.75f);
   EXPECT_EQ(data::halfToFloat(out[1]), 6.0f);
-  data::finishAverage(out, 2, DType::Float16, 2);
+  data::finishAverage(out, 2, DType::F16, 2);
   EXPECT_EQ(data::halfToFloat(out[0]), 1.875f);
   int32_t i[3] = {7, -7, 5};
-  data::finishAverage(i, 3, DType::Int32, 2);
+  data::finishAverage(i, 3, DType::I32, 2);
   EXPECT_EQ(i[0], 3);
   EXPECT_EQ(i[1], -3);
 }
@@ -217,16 +219,15 @@ TEST(GlooOneRank, EveryOpAndBadOps) {
   EXPECT_EQ(c.rank(), 0);
   EXPECT_EQ(c.size(), 1);
   std::vector<float> in = {1, 2, 3, 4}, out(4);
-  ASSERT_TRUE(
-      c.allReduce(in.data(), out.data(), 4, DType::Float32, ReduceOp::Avg)
-          ->wait(1s));
+  ASSERT_TRUE(c.allReduce(in.data(), out.data(), 4, DType::F32, ReduceOp::Avg)
+                  ->wait(1s));
   EXPECT_EQ(out, in);
   std::fill(out.begin(), out.end(), 0);
-  ASSERT_TRUE(c.allGather(in.data(), out.data(), 4, DType::Float32)->wait(1s));
+  ASSERT_TRUE(c.allGather(in.data(), out.data(), 4, DType::F32)->wait(1s));
   EXPECT_EQ(out, in);
   std::fill(out.begin(), out.end(), 0);
-  ASSERT_TRUE(c.post({CommOp::send(in.data(), 4, DType::Float32, 0, 3),
-                      CommOp::recv(out.data(), 4, DType::Float32, 0, 3)})
+  ASSERT_TRUE(c.post({CommOp::send(in.data(), 4, DType::F32, 0, 3),
+                      CommOp::recv(out.data(), 4, DType::F32, 0, 3)})
                   ->wait(1s));
   EXPECT_EQ(out, in);
   auto bad = [&](CommOp op) {
@@ -235,22 +236,21 @@ TEST(GlooOneRank, EveryOpAndBadOps) {
     EXPECT_NE(st.message().find("gloo"), std::string::npos) << st.message();
     return st.message();
   };
-  EXPECT_NE(bad(CommOp::send(in.data(), 4, DType::Float32, 1)).find("peer 1"),
+  EXPECT_NE(bad(CommOp::send(in.data(), 4, DType::F32, 1)).find("peer 1"),
             std::string::npos);
-  EXPECT_NE(bad(CommOp::broadcast(in.data(), out.data(), 4, DType::Float32, 3))
+  EXPECT_NE(bad(CommOp::broadcast(in.data(), out.data(), 4, DType::F32, 3))
                 .find("root 3"),
             std::string::npos);
-  bad(CommOp::recv(nullptr, 4, DType::Float32, 0));
-  bad(CommOp::send(in.data(), 4, DType::Float32, 0, kMaxTag));
-  bad(CommOp::allToAll(in.data(), in.data() + 1, 2, DType::Float32));
+  bad(CommOp::recv(nullptr, 4, DType::F32, 0));
+  bad(CommOp::send(in.data(), 4, DType::F32, 0, kMaxTag));
+  bad(CommOp::allToAll(in.data(), in.data() + 1, 2, DType::F32));
   // A send to self outside a group with its receive.
-  EXPECT_EQ(c.send(in.data(), 4, DType::Float32, 0)->wait(1s).code(),
+  EXPECT_EQ(c.send(in.data(), 4, DType::F32, 0)->wait(1s).code(),
             StatusCode::InvalidArgument);
   c.abort("done");
   EXPECT_TRUE(c.isAborted());
-  EXPECT_EQ(
-      c.allReduce(in.data(), out.data(), 4, DType::Float32)->wait(1s).code(),
-      StatusCode::Aborted);
+  EXPECT_EQ(c.allReduce(in.data(), out.data(), 4, DType::F32)->wait(1s).code(),
+            StatusCode::Aborted);
 }
 
 /// Two Gloo ranks as threads of this process.
@@ -280,12 +280,12 @@ TEST(GlooInProcess, CompletionCallbacksMayCallBackIn) {
   ASSERT_TRUE(comms[0] && comms[1]);
   Communicator &c = *comms[0];
   float x = 0;
-  auto pending = c.recv(&x, 1, DType::Float32, 1); // never sent
+  auto pending = c.recv(&x, 1, DType::F32, 1); // never sent
   std::promise<Status> again;
   pending->onComplete([&](const Status &) {
     // Re-entering from the completing thread must not deadlock.
     c.abort("again");
-    again.set_value(c.send(&x, 1, DType::Float32, 1)->wait(1s));
+    again.set_value(c.send(&x, 1, DType::F32, 1)->wait(1s));
   });
   std::thread aborter([&] { c.abort("test"); });
   auto fut = again.get_future();
@@ -294,7 +294,7 @@ TEST(GlooInProcess, CompletionCallbacksMayCallBackIn) {
   aborter.join();
   EXPECT_EQ(pending->wait(1s).code(), StatusCode::Aborted);
   // The other rank sees this one leave.
-  EXPECT_EQ(comms[1]->recv(&x, 1, DType::Float32, 0)->wait(5s).code(),
+  EXPECT_EQ(comms[1]->recv(&x, 1, DType::F32, 0)->wait(5s).code(),
             StatusCode::Unavailable);
 }
 
@@ -316,23 +316,23 @@ TEST(FakeCommunicator, CollectivesAndSendRecv) {
     std::vector<int32_t> in(6), out(6), gathered(18), scattered(2);
     for (int i = 0; i < 6; ++i)
       in[i] = r * 10 + i;
-    EXPECT_TRUE(c.allReduce(in.data(), out.data(), 6, DType::Int32)->wait(5s));
+    EXPECT_TRUE(c.allReduce(in.data(), out.data(), 6, DType::I32)->wait(5s));
     for (int i = 0; i < 6; ++i)
       EXPECT_EQ(out[i], 30 + 3 * i);
     EXPECT_TRUE(
-        c.allGather(in.data(), gathered.data(), 6, DType::Int32)->wait(5s));
+        c.allGather(in.data(), gathered.data(), 6, DType::I32)->wait(5s));
     EXPECT_EQ(gathered[13], 21);
-    EXPECT_TRUE(c.reduceScatter(in.data(), scattered.data(), 2, DType::Int32,
+    EXPECT_TRUE(c.reduceScatter(in.data(), scattered.data(), 2, DType::I32,
                                 ReduceOp::Max)
                     ->wait(5s));
     EXPECT_EQ(scattered[0], 20 + 2 * r);
     int32_t v = r == 1 ? 99 : 0;
-    EXPECT_TRUE(c.broadcast(&v, &v, 1, DType::Int32, 1)->wait(5s));
+    EXPECT_TRUE(c.broadcast(&v, &v, 1, DType::I32, 1)->wait(5s));
     EXPECT_EQ(v, 99);
     int right = (r + 1) % 3, left = (r + 2) % 3;
     int32_t got = -1;
-    EXPECT_TRUE(c.post({CommOp::send(&r, 1, DType::Int32, right, 4),
-                        CommOp::recv(&got, 1, DType::Int32, left, 4)})
+    EXPECT_TRUE(c.post({CommOp::send(&r, 1, DType::I32, right, 4),
+                        CommOp::recv(&got, 1, DType::I32, left, 4)})
                     ->wait(5s));
     EXPECT_EQ(got, left);
   });
@@ -347,7 +347,7 @@ TEST(FakeCommunicator, ExplicitTagsMatchAcrossDuplicates) {
     // Rank 0 reduces on the original, rank 1 on the duplicate.
     Communicator &mine = r == 0 ? c : **dup;
     int32_t v = r + 1;
-    CommOp op = CommOp::allReduce(&v, &v, 1, DType::Int32, ReduceOp::Sum);
+    CommOp op = CommOp::allReduce(&v, &v, 1, DType::I32, ReduceOp::Sum);
     op.tag = 5;
     EXPECT_TRUE(mine.post({op})->wait(5s));
     EXPECT_EQ(v, 3);
@@ -360,7 +360,7 @@ TEST(FakeCommunicator, KilledRankFailsPeersNamingIt) {
   onFakeRanks(world, [](int r, Communicator &c) {
     float x = 1;
     auto start = std::chrono::steady_clock::now();
-    Status st = c.allReduce(&x, &x, 1, DType::Float32)->wait(5s);
+    Status st = c.allReduce(&x, &x, 1, DType::F32)->wait(5s);
     EXPECT_LT(std::chrono::steady_clock::now() - start, 1s);
     if (r == 2) {
       EXPECT_EQ(st.code(), StatusCode::Aborted);
@@ -376,12 +376,12 @@ TEST(FakeCommunicator, SilentPeerTimesOutAndAbortUnblocks) {
   auto c0 = world.communicator(0);
   auto c1 = world.communicator(1);
   float x = 0;
-  EXPECT_EQ(c0->recv(&x, 1, DType::Float32, 1)->wait(5s).code(),
+  EXPECT_EQ(c0->recv(&x, 1, DType::F32, 1)->wait(5s).code(),
             StatusCode::DeadlineExceeded);
   FakeCommWorld slow(2, 10000ms);
   auto s0 = slow.communicator(0);
   auto s1 = slow.communicator(1);
-  auto w = s0->recv(&x, 1, DType::Float32, 1);
+  auto w = s0->recv(&x, 1, DType::F32, 1);
   s1->abort("test");
   EXPECT_EQ(w->wait(2s).code(), StatusCode::Aborted);
 }

@@ -15,6 +15,8 @@
 #include <vector>
 
 using namespace monarch::executor;
+using monarch::DType;
+using monarch::dtypeSize;
 using namespace std::chrono_literals;
 
 namespace {
@@ -52,8 +54,8 @@ TEST(NcclOneRank, SendToSelfAndAllReduceMatchCpu) {
 
   // Send to self, grouped with the receive.
   ASSERT_EQ(cudaMemset(out, 0, n * sizeof(float)), cudaSuccess);
-  Status st = c.post({CommOp::send(in, n, DType::Float32, 0),
-                      CommOp::recv(out, n, DType::Float32, 0)})
+  Status st = c.post({CommOp::send(in, n, DType::F32, 0),
+                      CommOp::recv(out, n, DType::F32, 0)})
                   ->wait(20s);
   ASSERT_TRUE(st) << st.toString();
   fetch();
@@ -62,25 +64,25 @@ TEST(NcclOneRank, SendToSelfAndAllReduceMatchCpu) {
   // all_reduce of one rank: the CPU result is the input (sum, max, avg).
   for (ReduceOp op : {ReduceOp::Sum, ReduceOp::Max, ReduceOp::Avg}) {
     ASSERT_EQ(cudaMemset(out, 0, n * sizeof(float)), cudaSuccess);
-    st = c.allReduce(in, out, n, DType::Float32, op)->wait(20s);
+    st = c.allReduce(in, out, n, DType::F32, op)->wait(20s);
     ASSERT_TRUE(st) << st.toString();
     fetch();
     EXPECT_EQ(back, host) << reduceOpName(op);
   }
   ASSERT_EQ(cudaMemset(out, 0, n * sizeof(float)), cudaSuccess);
-  ASSERT_TRUE(c.allGather(in, out, n, DType::Float32)->wait(20s));
+  ASSERT_TRUE(c.allGather(in, out, n, DType::F32)->wait(20s));
   fetch();
   EXPECT_EQ(back, host);
 
   // A duplicate (ncclCommSplit) works alongside.
   auto dup = c.duplicate("gpu-dup");
   ASSERT_TRUE(dup) << dup.status().toString();
-  ASSERT_TRUE((*dup)->broadcast(in, out, n, DType::Float32, 0)->wait(20s));
+  ASSERT_TRUE((*dup)->broadcast(in, out, n, DType::F32, 0)->wait(20s));
   fetch();
   EXPECT_EQ(back, host);
 
   c.abort("test done");
-  EXPECT_EQ(c.allReduce(in, out, n, DType::Float32)->wait(5s).code(),
+  EXPECT_EQ(c.allReduce(in, out, n, DType::F32)->wait(5s).code(),
             StatusCode::Aborted);
   cudaFree(in);
   cudaFree(out);

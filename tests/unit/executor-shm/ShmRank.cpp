@@ -13,6 +13,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "ElementIO.h"
 #include "core/Reduction.h"
 #include "monarch/Executor/Communicator.h"
 
@@ -31,6 +32,10 @@
 #endif
 
 using namespace monarch::executor;
+using monarch::DType;
+using monarch::dtypeSize;
+using monarch::testing::readElem;
+using monarch::testing::writeElem;
 using Clock = std::chrono::steady_clock;
 
 namespace {
@@ -50,61 +55,9 @@ bool expectOk(const Status &st, const std::string &what) {
   return st.isOk();
 }
 
-double readElem(const void *p, size_t i, DType t) {
-  switch (t) {
-  case DType::Float32:
-    return static_cast<const float *>(p)[i];
-  case DType::Float64:
-    return static_cast<const double *>(p)[i];
-  case DType::Float16:
-    return data::halfToFloat(static_cast<const uint16_t *>(p)[i]);
-  case DType::BFloat16:
-    return data::bfloat16ToFloat(static_cast<const uint16_t *>(p)[i]);
-  case DType::Int8:
-    return static_cast<const int8_t *>(p)[i];
-  case DType::Int32:
-    return static_cast<const int32_t *>(p)[i];
-  case DType::Int64:
-    return static_cast<const int64_t *>(p)[i];
-  case DType::UInt8:
-    return static_cast<const uint8_t *>(p)[i];
-  }
-  return 0;
-}
-
-/// Small integers only (exact in every dtype).
-void writeElem(void *p, size_t i, DType t, double v) {
-  switch (t) {
-  case DType::Float32:
-    static_cast<float *>(p)[i] = float(v);
-    return;
-  case DType::Float64:
-    static_cast<double *>(p)[i] = v;
-    return;
-  case DType::Float16:
-    static_cast<uint16_t *>(p)[i] = data::floatToHalf(float(v));
-    return;
-  case DType::BFloat16:
-    static_cast<uint16_t *>(p)[i] = data::floatToBFloat16(float(v));
-    return;
-  case DType::Int8:
-    static_cast<int8_t *>(p)[i] = int8_t(v);
-    return;
-  case DType::Int32:
-    static_cast<int32_t *>(p)[i] = int32_t(v);
-    return;
-  case DType::Int64:
-    static_cast<int64_t *>(p)[i] = int64_t(v);
-    return;
-  case DType::UInt8:
-    static_cast<uint8_t *>(p)[i] = uint8_t(v);
-    return;
-  }
-}
-
 bool isFloat(DType t) {
-  return t == DType::Float32 || t == DType::Float64 || t == DType::Float16 ||
-         t == DType::BFloat16;
+  return t == DType::F32 || t == DType::F64 || t == DType::F16 ||
+         t == DType::BF16;
 }
 
 /// The value rank `r` contributes at element `i` (1, 2 or 3).
@@ -211,11 +164,16 @@ void everyOp(Communicator &c, DType t, size_t count, int salt) {
 
 void scenarioCollectives(Communicator &c) {
   int salt = 0;
-  for (DType t : kAllDTypes)
+  for (DType t : monarch::kAllDTypes) {
+    // Values here are 1..3; bools (any/all) are DataPlaneRank's, which runs
+    // over shared memory too.
+    if (t == DType::I1)
+      continue;
     for (size_t count : {size_t(1), size_t(7), size_t(1001), size_t(40009)})
       everyOp(c, t, count, ++salt);
+  }
   // Past the all_reduce and reduce_scatter blocks (4 MB): several slices.
-  everyOp(c, DType::Float32, (size_t(5) << 20) + 3, ++salt);
+  everyOp(c, DType::F32, (size_t(5) << 20) + 3, ++salt);
 }
 
 /// Messages around the eager limit and past the ring, receives posted in
@@ -242,44 +200,44 @@ void scenarioP2P(Communicator &c) {
   std::vector<std::vector<char>> sendBufs, recvBufs(sizes.size());
   std::vector<CommOp> sends, recvs;
   for (size_t k = 0; k < sizes.size(); ++k) {
-    sendBufs.push_back(filled(DType::UInt8, sizes[k], r, int(k)));
-    sends.push_back(CommOp::send(sendBufs[k].data(), sizes[k], DType::UInt8,
-                                 next, /*tag=*/100 + k));
+    sendBufs.push_back(filled(DType::UI8, sizes[k], r, int(k)));
+    sends.push_back(CommOp::send(sendBufs[k].data(), sizes[k], DType::UI8, next,
+                                 /*tag=*/100 + k));
   }
   auto sent = c.post(sends);
   std::this_thread::sleep_for(std::chrono::milliseconds(100));
   for (size_t k = sizes.size(); k-- > 0;) {
     recvBufs[k].resize(sizes[k]);
-    recvs.push_back(CommOp::recv(recvBufs[k].data(), sizes[k], DType::UInt8,
-                                 prev, 100 + k));
+    recvs.push_back(
+        CommOp::recv(recvBufs[k].data(), sizes[k], DType::UI8, prev, 100 + k));
   }
   auto received = (*dup)->post(recvs);
   expectOk(sent->wait(kWait), "sends");
   if (expectOk(received->wait(kWait), "recvs"))
     for (size_t k = 0; k < sizes.size(); ++k)
       check("p2p of " + std::to_string(sizes[k]) + " bytes", recvBufs[k].data(),
-            sizes[k], DType::UInt8,
+            sizes[k], DType::UI8,
             [&](size_t i) { return value(prev, i, int(k)); });
   // Exchange with both neighbours in one group: 8 MB each way.
   size_t big = size_t(8) << 20;
-  std::vector<char> out = filled(DType::UInt8, big, r, 99), in(big);
-  auto w = c.post({CommOp::send(out.data(), big, DType::UInt8, next, 7),
-                   CommOp::recv(in.data(), big, DType::UInt8, prev, 7)});
+  std::vector<char> out = filled(DType::UI8, big, r, 99), in(big);
+  auto w = c.post({CommOp::send(out.data(), big, DType::UI8, next, 7),
+                   CommOp::recv(in.data(), big, DType::UI8, prev, 7)});
   if (expectOk(w->wait(kWait), "ring exchange"))
-    check("ring exchange", in.data(), big, DType::UInt8,
+    check("ring exchange", in.data(), big, DType::UI8,
           [&](size_t i) { return value(prev, i, 99); });
   // Same tag, different sizes: matched by size, not by order.
-  std::vector<char> a = filled(DType::UInt8, 10, r, 1),
-                    b = filled(DType::UInt8, 20, r, 2), ra(10), rb(20);
-  auto s12 = c.post({CommOp::send(a.data(), 10, DType::UInt8, next, 5),
-                     CommOp::send(b.data(), 20, DType::UInt8, next, 5)});
-  auto r21 = (*dup)->post({CommOp::recv(rb.data(), 20, DType::UInt8, prev, 5),
-                           CommOp::recv(ra.data(), 10, DType::UInt8, prev, 5)});
+  std::vector<char> a = filled(DType::UI8, 10, r, 1),
+                    b = filled(DType::UI8, 20, r, 2), ra(10), rb(20);
+  auto s12 = c.post({CommOp::send(a.data(), 10, DType::UI8, next, 5),
+                     CommOp::send(b.data(), 20, DType::UI8, next, 5)});
+  auto r21 = (*dup)->post({CommOp::recv(rb.data(), 20, DType::UI8, prev, 5),
+                           CommOp::recv(ra.data(), 10, DType::UI8, prev, 5)});
   expectOk(s12->wait(kWait), "same tag, two sizes: sends");
   expectOk(r21->wait(kWait), "same tag, two sizes: recvs");
-  check("tag 5, 10 bytes", ra.data(), 10, DType::UInt8,
+  check("tag 5, 10 bytes", ra.data(), 10, DType::UI8,
         [&](size_t i) { return value(prev, i, 1); });
-  check("tag 5, 20 bytes", rb.data(), 20, DType::UInt8,
+  check("tag 5, 20 bytes", rb.data(), 20, DType::UI8,
         [&](size_t i) { return value(prev, i, 2); });
 }
 
@@ -299,19 +257,18 @@ void scenarioConcurrent(Store &store, const CommOptions &options) {
     for (int it = 0; it < 30; ++it) {
       size_t count = 1000 + size_t(it) * 4099;
       int s = salt + it;
-      std::vector<char> in = filled(DType::Int32, count, gRank, s),
+      std::vector<char> in = filled(DType::I32, count, gRank, s),
                         out(count * 4), got(count * 4);
-      auto w = c.allReduce(in.data(), out.data(), count, DType::Int32);
-      auto p =
-          c.post({CommOp::send(in.data(), count, DType::Int32, next, it),
-                  CommOp::recv(got.data(), count, DType::Int32, prev, it)});
+      auto w = c.allReduce(in.data(), out.data(), count, DType::I32);
+      auto p = c.post({CommOp::send(in.data(), count, DType::I32, next, it),
+                       CommOp::recv(got.data(), count, DType::I32, prev, it)});
       if (expectOk(w->wait(kWait), name + " all_reduce"))
-        check(name + " all_reduce", out.data(), count, DType::Int32,
+        check(name + " all_reduce", out.data(), count, DType::I32,
               [&](size_t i) {
-                return reference(ReduceOp::Sum, DType::Int32, i, s);
+                return reference(ReduceOp::Sum, DType::I32, i, s);
               });
       if (expectOk(p->wait(kWait), name + " ring"))
-        check(name + " ring", got.data(), count, DType::Int32,
+        check(name + " ring", got.data(), count, DType::I32,
               [&](size_t i) { return value(prev, i, s); });
     }
   };
@@ -367,9 +324,9 @@ int main(int argc, char **argv) {
     std::printf("TRANSPORT %d %s\n", gRank, c.transport());
     // Still a working communicator.
     std::vector<float> v(3, 1.0f);
-    expectOk(c.allReduce(v.data(), v.data(), 3, DType::Float32)->wait(kWait),
+    expectOk(c.allReduce(v.data(), v.data(), 3, DType::F32)->wait(kWait),
              "all_reduce");
-    check("all_reduce", v.data(), 3, DType::Float32,
+    check("all_reduce", v.data(), 3, DType::F32,
           [&](size_t) { return double(gSize); });
   } else if (scenario == "shm-collectives") {
     scenarioCollectives(c);

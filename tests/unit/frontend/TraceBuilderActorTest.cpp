@@ -13,6 +13,7 @@
 #include <string>
 
 using namespace monarch::frontend;
+using monarch::DType;
 
 namespace {
 

@@ -14,6 +14,7 @@
 #include <string>
 
 using namespace monarch::frontend;
+using monarch::DType;
 
 namespace {
 
@@ -188,6 +189,23 @@ TEST_F(TraceBuilderTest, ControllerValuesNeedAMesh) {
   auto n = tb.unary(UnaryOp::Neg, *s);
   ASSERT_TRUE(n.ok());
   ASSERT_TRUE(tb.endFunction({*n}).ok());
+}
+
+// The DType is support's, shared with the plan and the data plane; what a
+// trace may hold is a subset, and every entry point refuses the rest at the
+// caller's line instead of tracing a type the pipeline cannot lower.
+TEST_F(TraceBuilderTest, ElementTypesATraceCannotHoldAreRefused) {
+  ArgType wide{{4}, DType::F64};
+  auto f = tb.beginFunction("f", {f32({4}), wide}, "");
+  EXPECT_EQ(err(f), "element type float64 cannot be traced (supported: "
+                    "float32, float16, bfloat16, int32, bool)");
+  auto args = begin({f32({4})});
+  EXPECT_TRUE(contains(err(tb.constant(1.0, DType::I64)), "int64"));
+  EXPECT_TRUE(contains(err(tb.cast(args[0], DType::UI8)), "uint8"));
+  EXPECT_TRUE(contains(
+      err(tb.constantTensor(std::string(8, '\0'), {4}, DType::I16)), "int16"));
+  for (DType d : {DType::F32, DType::F16, DType::BF16, DType::I32, DType::I1})
+    EXPECT_TRUE(isTraceableDType(d)) << dtypeName(d);
 }
 
 TEST_F(TraceBuilderTest, BroadcastingReductionsAndCasts) {

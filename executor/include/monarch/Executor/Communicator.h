@@ -24,8 +24,8 @@
 #ifndef MONARCH_EXECUTOR_COMMUNICATOR_H
 #define MONARCH_EXECUTOR_COMMUNICATOR_H
 
-#include "monarch/Executor/DType.h"
 #include "monarch/Executor/Store.h"
+#include "monarch/Support/DType.h"
 #include "monarch/Support/Status.h"
 
 #include <chrono>
@@ -93,7 +93,7 @@ struct CommOp {
   /// reduce_scatter: of the output (input holds count * size).
   /// all_to_all: per peer (input and output hold count * size).
   size_t count = 0;
-  DType dtype = DType::Float32;
+  DType dtype = DType::F32;
   ReduceOp reduce = ReduceOp::Sum; // all_reduce, reduce_scatter
   int peer = -1;                   // send/recv: the peer; broadcast: the root
   uint64_t tag = kAutoTag;

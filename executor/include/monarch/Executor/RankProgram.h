@@ -11,7 +11,7 @@
 #define MONARCH_EXECUTOR_RANKPROGRAM_H
 
 #include "monarch/Executor/Communicator.h"
-#include "monarch/Executor/DType.h"
+#include "monarch/Support/DType.h"
 
 #include <cstdint>
 #include <memory>
@@ -26,13 +26,12 @@ namespace monarch::worker {
 
 using executor::Backend;
 using executor::CommOpKind;
-using executor::DType;
 using executor::ReduceOp;
 
 struct BufferRef {
   int64_t offset = 0;
   /// The data plane's type (meaningful for types it moves).
-  DType dtype = DType::Float32;
+  DType dtype = DType::F32;
   /// numpy's name ("float32", "bool", "int16", ...) and element size.
   std::string numpy = "float32";
   int64_t elementBytes = 4;

@@ -126,6 +126,19 @@ void reduceTyped(void *out, const void *a, const void *b, size_t n,
   }
 }
 
+// Bools are bytes of 0 or 1; numpy's sum/max of bools is "any", prod/min
+// "all", and the result stays a bool (a byte of 2 would not be one).
+void reduceBool(void *out, const void *a, const void *b, size_t n,
+                ReduceOp op) {
+  uint8_t *o = static_cast<uint8_t *>(out);
+  const uint8_t *x = static_cast<const uint8_t *>(a);
+  const uint8_t *y = static_cast<const uint8_t *>(b);
+  bool any = op == ReduceOp::Sum || op == ReduceOp::Max;
+  for (size_t i = 0; i < n; ++i)
+    o[i] = any ? uint8_t((x[i] != 0) | (y[i] != 0))
+               : uint8_t((x[i] != 0) & (y[i] != 0));
+}
+
 template <float (*ToF)(uint16_t), uint16_t (*FromF)(float)>
 void reduce16(void *out, const void *a, const void *b, size_t n, ReduceOp op) {
   uint16_t *o = static_cast<uint16_t *>(out);
@@ -140,21 +153,25 @@ void reduce16(void *out, const void *a, const void *b, size_t n, ReduceOp op) {
 void reduceElements(void *out, const void *a, const void *b, size_t count,
                     DType dtype, ReduceOp op) {
   switch (dtype) {
-  case DType::Float32:
+  case DType::F32:
     return reduceTyped<float>(out, a, b, count, op);
-  case DType::Float64:
+  case DType::F64:
     return reduceTyped<double>(out, a, b, count, op);
-  case DType::Float16:
+  case DType::F16:
     return reduce16<halfToFloat, floatToHalf>(out, a, b, count, op);
-  case DType::BFloat16:
+  case DType::BF16:
     return reduce16<bfloat16ToFloat, floatToBFloat16>(out, a, b, count, op);
-  case DType::Int8:
+  case DType::I1:
+    return reduceBool(out, a, b, count, op);
+  case DType::I8:
     return reduceTyped<int8_t>(out, a, b, count, op);
-  case DType::Int32:
+  case DType::I16:
+    return reduceTyped<int16_t>(out, a, b, count, op);
+  case DType::I32:
     return reduceTyped<int32_t>(out, a, b, count, op);
-  case DType::Int64:
+  case DType::I64:
     return reduceTyped<int64_t>(out, a, b, count, op);
-  case DType::UInt8:
+  case DType::UI8:
     return reduceTyped<uint8_t>(out, a, b, count, op);
   }
 }
@@ -175,21 +192,25 @@ void divide16(void *buf, size_t n, int d) {
 
 void finishAverage(void *buf, size_t count, DType dtype, int n) {
   switch (dtype) {
-  case DType::Float32:
+  case DType::F32:
     return divideTyped<float>(buf, count, n);
-  case DType::Float64:
+  case DType::F64:
     return divideTyped<double>(buf, count, n);
-  case DType::Float16:
+  case DType::F16:
     return divide16<halfToFloat, floatToHalf>(buf, count, n);
-  case DType::BFloat16:
+  case DType::BF16:
     return divide16<bfloat16ToFloat, floatToBFloat16>(buf, count, n);
-  case DType::Int8:
+  case DType::I1: // refused by validateOp
+    return;
+  case DType::I8:
     return divideTyped<int8_t>(buf, count, n);
-  case DType::Int32:
+  case DType::I16:
+    return divideTyped<int16_t>(buf, count, n);
+  case DType::I32:
     return divideTyped<int32_t>(buf, count, n);
-  case DType::Int64:
+  case DType::I64:
     return divideTyped<int64_t>(buf, count, n);
-  case DType::UInt8:
+  case DType::UI8:
     return divideTyped<uint8_t>(buf, count, n);
   }
 }
@@ -203,6 +224,10 @@ Status validateOp(const CommOp &op, int rank, int size,
   };
   if (dtypeSize(op.dtype) == 0)
     return bad("unknown dtype");
+  bool reduces =
+      op.kind == CommOpKind::AllReduce || op.kind == CommOpKind::ReduceScatter;
+  if (reduces && op.dtype == DType::I1 && op.reduce == ReduceOp::Avg)
+    return bad("the average of bools is not a bool");
   bool p2p = op.kind == CommOpKind::Send || op.kind == CommOpKind::Recv;
   if (p2p && (op.peer < 0 || op.peer >= size))
     return bad("peer " + std::to_string(op.peer) + " is not a rank of a " +

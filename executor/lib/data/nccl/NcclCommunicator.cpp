@@ -65,22 +65,25 @@ Status ncclStatus(ncclResult_t res, const std::string &what) {
 
 ncclDataType_t ncclType(DType t) {
   switch (t) {
-  case DType::Float32:
+  case DType::F32:
     return ncclFloat32;
-  case DType::Float64:
+  case DType::F64:
     return ncclFloat64;
-  case DType::Float16:
+  case DType::F16:
     return ncclFloat16;
-  case DType::BFloat16:
+  case DType::BF16:
     return ncclBfloat16;
-  case DType::Int8:
-    return ncclInt8;
-  case DType::Int32:
-    return ncclInt32;
-  case DType::Int64:
-    return ncclInt64;
-  case DType::UInt8:
+  case DType::I1:
+  case DType::UI8:
     return ncclUint8;
+  case DType::I16: // moved as bytes; reductions are refused in issue()
+    return ncclUint8;
+  case DType::I8:
+    return ncclInt8;
+  case DType::I32:
+    return ncclInt32;
+  case DType::I64:
+    return ncclInt64;
   }
   return ncclFloat32;
 }
@@ -250,32 +253,49 @@ private:
   Status issue(const CommOp &op) {
     ncclDataType_t t = ncclType(op.dtype);
     size_t bytes = op.count * dtypeSize(op.dtype);
+    size_t count = op.count;
+    ncclRedOp_t red = ncclOp(op.reduce);
+    bool reduces = op.kind == CommOpKind::AllReduce ||
+                   op.kind == CommOpKind::ReduceScatter;
+    if (op.dtype == DType::I16) {
+      // NCCL has no 16-bit integers: move them as bytes.
+      if (reduces)
+        return Status(StatusCode::InvalidArgument,
+                      "nccl: no reduction of int16 (NCCL lacks the type)");
+      count *= 2;
+    } else if (op.dtype == DType::I1) {
+      // Bools are bytes of 0 or 1: sum is "any" (max), prod "all" (min).
+      if (op.reduce == ReduceOp::Sum)
+        red = ncclMax;
+      else if (op.reduce == ReduceOp::Prod)
+        red = ncclMin;
+    }
     int n = size();
     switch (op.kind) {
     case CommOpKind::Send:
-      return check(ncclSend(op.input, op.count, t, op.peer, comm_, stream_));
+      return check(ncclSend(op.input, count, t, op.peer, comm_, stream_));
     case CommOpKind::Recv:
-      return check(ncclRecv(op.output, op.count, t, op.peer, comm_, stream_));
+      return check(ncclRecv(op.output, count, t, op.peer, comm_, stream_));
     case CommOpKind::AllReduce:
-      return check(ncclAllReduce(op.input, op.output, op.count, t,
-                                 ncclOp(op.reduce), comm_, stream_));
+      return check(
+          ncclAllReduce(op.input, op.output, count, t, red, comm_, stream_));
     case CommOpKind::AllGather:
       return check(
-          ncclAllGather(op.input, op.output, op.count, t, comm_, stream_));
+          ncclAllGather(op.input, op.output, count, t, comm_, stream_));
     case CommOpKind::ReduceScatter:
-      return check(ncclReduceScatter(op.input, op.output, op.count, t,
-                                     ncclOp(op.reduce), comm_, stream_));
+      return check(ncclReduceScatter(op.input, op.output, count, t, red, comm_,
+                                     stream_));
     case CommOpKind::Broadcast:
-      return check(ncclBroadcast(op.input, op.output, op.count, t, op.peer,
-                                 comm_, stream_));
+      return check(ncclBroadcast(op.input, op.output, count, t, op.peer, comm_,
+                                 stream_));
     case CommOpKind::AllToAll:
       for (int p = 0; p < n; ++p) {
         Status st =
             check(ncclSend(static_cast<const char *>(op.input) + p * bytes,
-                           op.count, t, p, comm_, stream_));
+                           count, t, p, comm_, stream_));
         if (st)
-          st = check(ncclRecv(static_cast<char *>(op.output) + p * bytes,
-                              op.count, t, p, comm_, stream_));
+          st = check(ncclRecv(static_cast<char *>(op.output) + p * bytes, count,
+                              t, p, comm_, stream_));
         if (!st)
           return st;
       }

@@ -22,6 +22,8 @@
 #ifndef MONARCH_FRONTEND_TRACEBUILDER_H
 #define MONARCH_FRONTEND_TRACEBUILDER_H
 
+#include "monarch/Support/DType.h"
+
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -86,11 +88,11 @@ private:
   std::optional<Error> err;
 };
 
-/// Element types. `I1` is what comparisons produce.
-enum class DType { F32, F16, BF16, I32, I1 };
-/// `float32`, `float16`, `bfloat16`, `int32`, `bool`.
-const char *dtypeName(DType dtype);
-std::optional<DType> parseDType(const std::string &name);
+/// The element types a trace may hold (support's DType, also the plan's):
+/// float32, float16, bfloat16, int32 and bool (`I1`, what comparisons
+/// produce). Every entry point that takes
+/// a DType refuses the others at the caller's line.
+bool isTraceableDType(DType dtype);
 
 /// A handle to a traced value (tensor or scalar).
 struct Value {

@@ -13,6 +13,8 @@
 #ifndef MONARCH_PLAN_PLAN_H
 #define MONARCH_PLAN_PLAN_H
 
+#include "monarch/Support/DType.h"
+
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -24,17 +26,8 @@ namespace monarch::plan {
 /// FORMAT_VERSION; a static_assert in the serializer keeps them equal).
 inline constexpr int32_t kPlanFormatVersion = 2;
 
-enum class DType : int32_t {
-  F32 = 1,
-  F16 = 2,
-  BF16 = 3,
-  F64 = 4,
-  I1 = 5,
-  I8 = 6,
-  I16 = 7,
-  I32 = 8,
-  I64 = 9,
-};
+/// Element types: support's one DType, whose values are the IDL's.
+using monarch::DType;
 enum class Backend : int32_t { Gloo = 0, Nccl = 1 };
 enum class CollectiveKind : int32_t {
   AllReduce = 0,
@@ -52,15 +45,12 @@ enum class ReductionKind : int32_t {
 };
 enum class PlanTarget : int32_t { Cpu = 0, Cuda = 1 };
 
-/// Lower-case names as written in the IR ("f32", "all_reduce", "sum", ...);
-/// "?" for values outside the enumeration.
-const char *dtypeName(DType dtype);
+/// Lower-case names as written in the IR ("all_reduce", "sum", ...); "?"
+/// for values outside the enumeration. Element types: dtypeMlirName.
 const char *backendName(Backend backend);
 const char *collectiveKindName(CollectiveKind kind);
 const char *reductionKindName(ReductionKind kind);
 const char *targetName(PlanTarget target);
-/// Bytes per element (i1 takes one byte, like `#monarch.buf`); 0 if unknown.
-int64_t dtypeBytes(DType dtype);
 
 /// Where the user wrote the operation an instruction comes from.
 struct SourceLoc {
