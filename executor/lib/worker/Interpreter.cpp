@@ -300,17 +300,21 @@ struct Interpreter::Impl {
       works.push_back({comm->post(std::move(ops)), first[comm]});
     for (auto &[work, i] : works) {
       while (true) {
-        Status st = work->wait(std::chrono::milliseconds(100));
-        if (st.code() == StatusCode::DeadlineExceeded && !work->isCompleted()) {
+        // Wake every 100 ms to notice an abort. The work's own status is
+        // read with poll(): one that completes just after the wait timed
+        // out (a peer reported dead) must not be taken for a deadline.
+        (void)work->wait(std::chrono::milliseconds(100));
+        std::optional<Status> done = work->poll();
+        if (!done) {
           if (aborted) {
             *failed = i;
             return Status(StatusCode::Aborted, abortReason);
           }
           continue;
         }
-        if (!st) {
+        if (!*done) {
           *failed = i;
-          return st;
+          return *done;
         }
         break;
       }
