@@ -25,7 +25,7 @@ namespace {
 /// Prints the error and exits when `r` holds one.
 template <typename T> T orDie(Result<T> r) {
   if (!r) {
-    std::fprintf(stderr, "%s\n", r.error().str().c_str());
+    std::fprintf(stderr, "%s\n", r.status().str().c_str());
     std::exit(1);
   }
   return std::move(*r);
@@ -33,7 +33,7 @@ template <typename T> T orDie(Result<T> r) {
 
 void orDie(const Status &s) {
   if (!s) {
-    std::fprintf(stderr, "%s\n", s.error().str().c_str());
+    std::fprintf(stderr, "%s\n", s.status().str().c_str());
     std::exit(1);
   }
 }
@@ -105,6 +105,6 @@ int main(int argc, char **argv) {
       orDie(bad.beginFunction("bad", {f32({4, 8}), f32({7, 3})}, "mesh"));
   Result<Value> mm = bad.matmul(a[0], a[1]);
   std::printf("// expected error: %s\n",
-              mm ? "(none)" : mm.error().str().c_str());
+              mm ? "(none)" : mm.status().str().c_str());
   return mm ? 1 : 0;
 }

@@ -56,7 +56,7 @@ Status TraceBuilder::declareActorClass(const std::string &name, SourceLoc loc) {
   Operation *existing = SymbolTable::lookupSymbolIn(*I.module, name);
   if (existing && isa<ActorClassOp>(existing))
     return Status();
-  if (Status room = I.makeRoomFor(name, loc); !room.ok())
+  if (Status room = I.makeRoomFor(name, loc); !room.isOk())
     return room;
   if (name.empty())
     return I.error(loc, "actor classes need a name");
@@ -133,7 +133,7 @@ TraceBuilder::beginEndpoint(const std::string &cls, const std::string &name,
     Dist names = argDists[i];
     std::vector<int64_t> big(args[i].shape.size(), 0);
     if (Status s = I.checkDist(mesh, names, big, loc, "argument"); !s)
-      return s.error();
+      return s.status();
   }
   Scope scope;
   scope.kind = Scope::Endpoint;
@@ -173,7 +173,7 @@ Status TraceBuilder::endEndpoint(const std::vector<Value> &results,
   for (Value v : results) {
     Result<ValueRecord *> r = I.get(v, loc);
     if (!r)
-      return r.error();
+      return r.status();
     mlir::Value out = (*r)->value;
     // A scalar result leaves as a 0-d tensor: a value on the mesh like any
     // other (fetched, used by tensor work, reduced with out="sum").
@@ -212,7 +212,7 @@ Status TraceBuilder::endEndpoint(const std::vector<Value> &results,
         llvm::cast<RankedTensorType>(outs[i].getType()).getRank(), 0);
     if (Status s = I.checkDist(scope->mesh, resultDists[i], big, loc, "result");
         !s)
-      return s.error();
+      return s.status();
   }
   auto ep = llvm::cast<EndpointOp>(scope->op);
   ReturnOp::create(I.b, I.loc(loc), outs);
@@ -280,7 +280,7 @@ Result<Value> TraceBuilder::stateGet(const std::string &name, SourceLoc loc) {
   Impl &I = *pimpl;
   Result<StateOp> s = lookupState(I, name, loc);
   if (!s)
-    return s.error();
+    return s.status();
   auto op = StateGetOp::create(I.b, I.loc(loc), s->getType(), name);
   return I.add(op.getResult(), "", Dist{},
                !isa<RankedTensorType>(s->getType()));
@@ -290,10 +290,10 @@ Status TraceBuilder::stateSet(const std::string &name, Value v, SourceLoc loc) {
   Impl &I = *pimpl;
   Result<StateOp> s = lookupState(I, name, loc);
   if (!s)
-    return s.error();
+    return s.status();
   Result<ValueRecord *> r = I.get(v, loc);
   if (!r)
-    return r.error();
+    return r.status();
   if ((*r)->value.getType() != s->getType()) {
     std::string stateType, valueType;
     llvm::raw_string_ostream a(stateType), b(valueType);
@@ -318,7 +318,7 @@ static Result<int64_t> collectiveGroup(TraceBuilder::Impl &I, Value v,
                                "function, shard/replicate insert collectives");
   Result<ValueRecord *> r = I.get(v, loc);
   if (!r)
-    return r.error();
+    return r.status();
   if ((*r)->scalar)
     return I.error(loc, what + " needs a tensor, got a scalar");
   if (dims.empty())
@@ -352,7 +352,7 @@ Result<Value> TraceBuilder::allReduce(Value v,
   v = I.scalarAsTensor(v, loc);
   Result<int64_t> group = collectiveGroup(I, v, dims, "all_reduce", loc);
   if (!group)
-    return group.error();
+    return group.status();
   auto op = AllReduceOp::create(I.b, I.loc(loc), I.rec(v).value,
                                 dimsAttr(I, dims), toReduction(kind));
   return I.add(op.getResult(), "", Dist{}, false);
@@ -376,10 +376,10 @@ Result<Value> TraceBuilder::allGather(Value v,
   Impl &I = *pimpl;
   Result<int64_t> group = collectiveGroup(I, v, dims, "all_gather", loc);
   if (!group)
-    return group.error();
+    return group.status();
   Result<int64_t> a = collectiveAxis(I, v, axis, loc);
   if (!a)
-    return a.error();
+    return a.status();
   auto type = llvm::cast<RankedTensorType>(I.rec(v).value.getType());
   SmallVector<int64_t> shape(type.getShape());
   shape[*a] *= *group;
@@ -396,10 +396,10 @@ Result<Value> TraceBuilder::reduceScatter(Value v,
   Impl &I = *pimpl;
   Result<int64_t> group = collectiveGroup(I, v, dims, "reduce_scatter", loc);
   if (!group)
-    return group.error();
+    return group.status();
   Result<int64_t> a = collectiveAxis(I, v, axis, loc);
   if (!a)
-    return a.error();
+    return a.status();
   auto type = llvm::cast<RankedTensorType>(I.rec(v).value.getType());
   SmallVector<int64_t> shape(type.getShape());
   if (shape[*a] % *group != 0)
@@ -422,7 +422,7 @@ Result<Value> TraceBuilder::broadcastFrom(Value v,
   v = I.scalarAsTensor(v, loc);
   Result<int64_t> group = collectiveGroup(I, v, dims, "broadcast", loc);
   if (!group)
-    return group.error();
+    return group.status();
   if (root < 0 || root >= *group)
     return I.error(loc, "broadcast root " + std::to_string(root) +
                             " is out of range for " + std::to_string(*group) +
@@ -437,7 +437,7 @@ Status TraceBuilder::declareActorMesh(const std::string &name,
                                       const std::string &cls,
                                       const std::string &mesh, SourceLoc loc) {
   Impl &I = *pimpl;
-  if (Status room = I.makeRoomFor(name, loc); !room.ok())
+  if (Status room = I.makeRoomFor(name, loc); !room.isOk())
     return room;
   if (!I.lookupClass(cls))
     return I.error(loc, "unknown actor class '" + cls + "'");
@@ -487,7 +487,7 @@ prepareInvoke(TraceBuilder::Impl &I, const std::string &actorMesh,
   for (size_t i = 0; i < args.size(); ++i) {
     Result<ValueRecord *> r = I.get(args[i], loc);
     if (!r)
-      return r.error();
+      return r.status();
     std::string what = "argument #" + std::to_string(i) + " of " + endpoint;
     auto local = dyn_cast<RankedTensorType>(params[i]);
     if (!local) {
@@ -503,7 +503,7 @@ prepareInvoke(TraceBuilder::Impl &I, const std::string &actorMesh,
       return I.error(loc, what + " must be a tensor, got a scalar");
     Result<Value> handle = I.placeOn(args[i], mesh, loc);
     if (!handle)
-      return handle.error();
+      return handle.status();
     mlir::Value placed = I.rec(*handle).value;
     auto global = llvm::cast<RankedTensorType>(placed.getType());
     std::string error;
@@ -561,7 +561,7 @@ Result<std::vector<Value>> TraceBuilder::call(const std::string &actorMesh,
   std::vector<Dist> dists;
   auto prepared = prepareInvoke(I, actorMesh, endpoint, args, mesh, dists, loc);
   if (!prepared)
-    return prepared.error();
+    return prepared.status();
   auto callee = SymbolRefAttr::get(&I.ctx, actorMesh,
                                    {FlatSymbolRefAttr::get(&I.ctx, endpoint)});
   auto op = CallOp::create(I.b, I.loc(loc), TypeRange(prepared->second), callee,
@@ -586,7 +586,7 @@ Status TraceBuilder::broadcast(const std::string &actorMesh,
   std::vector<Dist> dists;
   auto prepared = prepareInvoke(I, actorMesh, endpoint, args, mesh, dists, loc);
   if (!prepared)
-    return prepared.error();
+    return prepared.status();
   auto callee = SymbolRefAttr::get(&I.ctx, actorMesh,
                                    {FlatSymbolRefAttr::get(&I.ctx, endpoint)});
   BroadcastOp::create(I.b, I.loc(loc), callee, prepared->first);

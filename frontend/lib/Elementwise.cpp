@@ -33,7 +33,7 @@ static Result<Value> elementwise(TraceBuilder::Impl &I,
   for (Value v : operands) {
     Result<ValueRecord *> r = I.get(v, l);
     if (!r)
-      return r.error();
+      return r.status();
     recs.push_back(*r);
     isScalar.push_back((*r)->scalar);
   }
@@ -75,7 +75,7 @@ static Result<Value> elementwise(TraceBuilder::Impl &I,
   }
   Result<std::string> mesh = I.placement(operands, l);
   if (!mesh)
-    return mesh.error();
+    return mesh.status();
   SmallVector<mlir::Value> inputs;
   SmallVector<AffineMap> maps;
   SmallVector<int> slot; // operand -> input index, -1 for scalars
@@ -87,7 +87,7 @@ static Result<Value> elementwise(TraceBuilder::Impl &I,
     }
     Result<mlir::Value> v = I.materialize(operands[i], *mesh, l);
     if (!v)
-      return v.error();
+      return v.status();
     std::vector<int64_t> s = shapeOf(*v);
     int64_t offset = rank - static_cast<int64_t>(s.size());
     SmallVector<bool> keep;
@@ -203,7 +203,7 @@ Result<Value> TraceBuilder::unary(UnaryOp op, Value x, SourceLoc loc) {
   Impl &I = *pimpl;
   Result<ValueRecord *> r = I.get(x, loc);
   if (!r)
-    return r.error();
+    return r.status();
   Type elem = elemOf(**r);
   bool integral =
       op == UnaryOp::Neg || op == UnaryOp::Relu || op == UnaryOp::Abs;
@@ -328,10 +328,10 @@ static Result<Type> commonElement(TraceBuilder::Impl &I, Value a, Value b,
                                   const SourceLoc &l) {
   Result<ValueRecord *> ra = I.get(a, l);
   if (!ra)
-    return ra.error();
+    return ra.status();
   Result<ValueRecord *> rb = I.get(b, l);
   if (!rb)
-    return rb.error();
+    return rb.status();
   Type ea = elemOf(**ra), eb = elemOf(**rb);
   if (ea == eb)
     return ea;
@@ -390,7 +390,7 @@ Result<Value> TraceBuilder::binary(BinaryOp op, Value a, Value b,
   Impl &I = *pimpl;
   Result<Type> elem = commonElement(I, a, b, loc);
   if (!elem)
-    return elem.error();
+    return elem.status();
   Type t = *elem;
   // numpy's `/` is true division: integers and booleans divide as floats
   // (float64 in numpy, float32 here); `//` and `%` of booleans as int32.
@@ -446,7 +446,7 @@ Result<Value> TraceBuilder::compare(CompareOp op, Value a, Value b,
   Impl &I = *pimpl;
   Result<Type> elem = commonElement(I, a, b, loc);
   if (!elem)
-    return elem.error();
+    return elem.status();
   Type t = *elem;
   bool fp = isFloat(t);
   auto body = [&](OpBuilder &nb, Location l, ValueRange e) -> mlir::Value {
@@ -507,13 +507,13 @@ Result<Value> TraceBuilder::select(Value cond, Value a, Value b,
   Impl &I = *pimpl;
   Result<ValueRecord *> rc = I.get(cond, loc);
   if (!rc)
-    return rc.error();
+    return rc.status();
   if (!elemOf(**rc).isInteger(1))
     return I.error(loc, "the condition of where/select must be bool, not " +
                             I.typeStr(**rc));
   Result<Type> elem = commonElement(I, a, b, loc);
   if (!elem)
-    return elem.error();
+    return elem.status();
   Type t = *elem;
   auto body = [&](OpBuilder &nb, Location l, ValueRange e) -> mlir::Value {
     return arith::SelectOp::create(nb, l, e[0], convertElement(nb, l, e[1], t),
@@ -526,7 +526,7 @@ Result<Value> TraceBuilder::cast(Value x, DType dtype, SourceLoc loc) {
   Impl &I = *pimpl;
   Result<ValueRecord *> r = I.get(x, loc);
   if (!r)
-    return r.error();
+    return r.status();
   if (!isTraceableDType(dtype))
     return I.dtypeError(loc, dtype);
   Type to = I.elementType(dtype);

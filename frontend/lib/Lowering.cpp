@@ -84,7 +84,7 @@ Result<std::string> TraceBuilder::lower(const LowerOptions &options) const {
   Impl &I = *pimpl;
   auto copy = lowerCopy(I, options.stage, options.backend);
   if (!copy)
-    return copy.error();
+    return copy.status();
   std::string text;
   llvm::raw_string_ostream os(text);
   OpPrintingFlags flags;
@@ -102,7 +102,7 @@ TraceBuilder::planSummary(const std::string &backend) const {
   Impl &I = *pimpl;
   auto copy = lowerCopy(I, "planned", backend);
   if (!copy)
-    return copy.error();
+    return copy.status();
   PlanSummary summary;
   std::map<std::tuple<std::string, int64_t, int64_t>, int64_t> links;
   std::map<std::tuple<std::string, std::string, std::string>,

@@ -167,7 +167,7 @@ Result<Value> TraceBuilder::Impl::placeOn(Value v, const std::string &mesh,
     if (Status s = checkDist(mesh, dist, t.shape,
                              dist.isReplicated() ? l : r.shardLoc, "tensor");
         !s)
-      return s.error();
+      return s.status();
     auto feed = FeedOp::create(b, loc(l), r.value, mesh);
     SourceLoc shardLoc = r.shardLoc;
     placed = add(feed.getResult(), mesh, dist, false);
@@ -189,7 +189,7 @@ Result<mlir::Value> TraceBuilder::Impl::materialize(Value v,
                                                     const SourceLoc &l) {
   Result<Value> placed = placeOn(v, mesh, l);
   if (!placed)
-    return placed.error();
+    return placed.status();
   ValueRecord &r = values[placed->id];
   if (r.needsAnnotation && !r.annotation) {
     annotate(*placed, l);
@@ -207,7 +207,7 @@ Result<Value> TraceBuilder::feed(Value v, const std::string &mesh,
   Impl &I = *pimpl;
   Result<ValueRecord *> r = I.get(v, loc);
   if (!r)
-    return r.error();
+    return r.status();
   if (!(*r)->mesh.empty())
     return I.error(loc, "the value already lives on mesh '" + (*r)->mesh +
                             "'; use transfer to move it");
@@ -220,7 +220,7 @@ Result<Value> TraceBuilder::fetch(Value v, SourceLoc loc) {
   Impl &I = *pimpl;
   Result<ValueRecord *> r = I.get(v, loc);
   if (!r)
-    return r.error();
+    return r.status();
   if ((*r)->mesh.empty())
     return I.error(loc, "the value is not on a mesh");
   auto op = FetchOp::create(I.b, I.loc(loc), (*r)->value, (*r)->mesh);
@@ -232,7 +232,7 @@ Result<Value> TraceBuilder::place(Value v, const std::string &mesh,
   Impl &I = *pimpl;
   Result<ValueRecord *> r = I.get(v, loc);
   if (!r)
-    return r.error();
+    return r.status();
   if (I.currentScope()->kind != Scope::Function)
     return I.error(loc, "values are placed on meshes in compiled functions");
   return I.placeOn(v, mesh, loc);
@@ -243,7 +243,7 @@ Result<Value> TraceBuilder::transfer(Value v, const std::string &mesh,
   Impl &I = *pimpl;
   Result<ValueRecord *> r = I.get(v, loc);
   if (!r)
-    return r.error();
+    return r.status();
   if ((*r)->mesh.empty())
     return I.error(loc, "the value is on the controller; feed it instead");
   if ((*r)->mesh == mesh)
@@ -258,7 +258,7 @@ TraceBuilder::shard(Value v,
   Impl &I = *pimpl;
   Result<ValueRecord *> r = I.get(v, loc);
   if (!r)
-    return r.error();
+    return r.status();
   Scope *scope = I.currentScope();
   if (scope->kind == Scope::Endpoint)
     return I.error(loc, "shard/replicate place data in compiled functions; "
@@ -294,7 +294,7 @@ TraceBuilder::shard(Value v,
                                            : scope->defaultMesh;
   if (!target.empty())
     if (Status s = I.checkDist(target, dist, t.shape, loc, "tensor"); !s)
-      return s.error();
+      return s.status();
 
   if ((*r)->mesh.empty()) {
     // A controller value: the sharding applies where it is fed.
@@ -310,7 +310,7 @@ TraceBuilder::shard(Value v,
     // Asked for explicitly: fed and annotated here, in source order.
     Result<mlir::Value> placed = I.materialize(pending, target, loc);
     if (!placed)
-      return placed.error();
+      return placed.status();
     return Value{I.values[pending.id].copies[target]};
   }
   if (!mesh.empty() && mesh != (*r)->mesh) {
@@ -328,7 +328,7 @@ TraceBuilder::shard(Value v,
   auto type = llvm::cast<RankedTensorType>(rec.value.getType());
   Result<mlir::Value> s = I.sharding(rec.mesh, dist, type.getRank(), loc);
   if (!s)
-    return s.error();
+    return s.status();
   // A fresh result gets a producer annotation (later uses of `v` read the
   // annotated value: the same numbers); a used or annotated value is
   // resharded for its later users.

@@ -42,12 +42,12 @@ static Result<Placed> placeOperands(TraceBuilder::Impl &I,
                                     const SourceLoc &loc) {
   Result<std::string> mesh = I.placement(operands, loc);
   if (!mesh)
-    return mesh.error();
+    return mesh.status();
   Placed placed{*mesh, {}};
   for (Value v : operands) {
     Result<mlir::Value> in = I.materialize(v, *mesh, loc);
     if (!in)
-      return in.error();
+      return in.status();
     placed.values.push_back(*in);
   }
   return placed;
@@ -86,7 +86,7 @@ Result<Value> TraceBuilder::contract(Value a, Value b, SourceLoc loc) {
   }
   Result<Placed> placed = placeOperands(I, {a, b}, loc);
   if (!placed)
-    return placed.error();
+    return placed.status();
   std::string *mesh = &placed->mesh;
   mlir::Value *va = &placed->values[0], *vb = &placed->values[1];
   Location l = I.loc(loc);
@@ -187,10 +187,10 @@ Result<Value> TraceBuilder::matmul(Value a, Value b, SourceLoc loc) {
   Impl &I = *pimpl;
   Result<ValueRecord *> ra = I.get(a, loc);
   if (!ra)
-    return ra.error();
+    return ra.status();
   Result<ValueRecord *> rb = I.get(b, loc);
   if (!rb)
-    return rb.error();
+    return rb.status();
   if ((*ra)->scalar || (*rb)->scalar)
     return I.error(loc, "matmul (@) needs tensors, got " + I.typeStr(**ra) +
                             " @ " + I.typeStr(**rb));
@@ -211,10 +211,10 @@ Result<Value> TraceBuilder::matmul(Value a, Value b, SourceLoc loc) {
                .dtype;
     Result<Value> ca = cast(a, to, loc);
     if (!ca)
-      return ca.error();
+      return ca.status();
     Result<Value> cb = cast(b, to, loc);
     if (!cb)
-      return cb.error();
+      return cb.status();
     return matmul(*ca, *cb, loc);
   }
   if (sa.empty() || sb.empty())
@@ -233,7 +233,7 @@ Result<Value> TraceBuilder::matmul(Value a, Value b, SourceLoc loc) {
                             ": batch sizes differ");
   Result<Placed> placed = placeOperands(I, {a, b}, loc);
   if (!placed)
-    return placed.error();
+    return placed.status();
   std::string *mesh = &placed->mesh;
   mlir::Value *va = &placed->values[0], *vb = &placed->values[1];
   Location l = I.loc(loc);
@@ -336,7 +336,7 @@ Result<Value> TraceBuilder::reduce(ReduceOp kind, Value x,
   Impl &I = *pimpl;
   Result<ValueRecord *> r = I.get(x, loc);
   if (!r)
-    return r.error();
+    return r.status();
   if ((*r)->scalar) {
     // numpy: the reduction of a scalar is the scalar (a mean in float).
     if (kind == ReduceOp::Mean && !isFloat(elemOf(**r)))
@@ -350,13 +350,13 @@ Result<Value> TraceBuilder::reduce(ReduceOp kind, Value x,
   if (kind == ReduceOp::Mean && !isFloat(elem)) {
     Result<Value> f = cast(x, DType::F32, loc);
     if (!f)
-      return f.error();
+      return f.status();
     return reduce(kind, *f, std::move(axes), keepDims, loc);
   }
   if (elem.isInteger(1)) {
     Result<Value> i = cast(x, DType::I32, loc);
     if (!i)
-      return i.error();
+      return i.status();
     Result<Value> red = reduce(kind, *i, std::move(axes), keepDims, loc);
     if (!red || kind == ReduceOp::Sum)
       return red;
@@ -367,7 +367,7 @@ Result<Value> TraceBuilder::reduce(ReduceOp kind, Value x,
   Result<std::vector<int64_t>> norm =
       normalizeAxes(I, std::move(axes), rank, shape, loc);
   if (!norm)
-    return norm.error();
+    return norm.status();
   // Nothing to reduce (a 0-d value): the value itself, as in numpy. A
   // linalg.reduce over no dimensions is elementwise and reads its init;
   // fused into a broadcasting consumer it accumulated once per element.
@@ -375,7 +375,7 @@ Result<Value> TraceBuilder::reduce(ReduceOp kind, Value x,
     return x;
   Result<Placed> placed = placeOperands(I, {x}, loc);
   if (!placed)
-    return placed.error();
+    return placed.status();
   std::string *mesh = &placed->mesh;
   mlir::Value *in = &placed->values[0];
   Location l = I.loc(loc);
@@ -397,14 +397,14 @@ Result<Value> TraceBuilder::softmax(Value x, int64_t axis, SourceLoc loc) {
   Impl &I = *pimpl;
   Result<ValueRecord *> r = I.get(x, loc);
   if (!r)
-    return r.error();
+    return r.status();
   if ((*r)->scalar)
     return I.error(loc, "softmax needs a tensor, got " + I.typeStr(**r));
   if (!isFloat(elemOf(**r))) {
     // Of integers or booleans: in float, as numpy would (float32 here).
     Result<Value> f = cast(x, DType::F32, loc);
     if (!f)
-      return f.error();
+      return f.status();
     return softmax(*f, axis, loc);
   }
   std::vector<int64_t> shape = shapeOf((*r)->value);
@@ -412,11 +412,11 @@ Result<Value> TraceBuilder::softmax(Value x, int64_t axis, SourceLoc loc) {
   Result<std::vector<int64_t>> norm =
       normalizeAxes(I, {axis}, rank, shape, loc);
   if (!norm)
-    return norm.error();
+    return norm.status();
   int64_t a = (*norm)[0];
   Result<Placed> placed = placeOperands(I, {x}, loc);
   if (!placed)
-    return placed.error();
+    return placed.status();
   std::string *mesh = &placed->mesh;
   mlir::Value *in = &placed->values[0];
   Location l = I.loc(loc);
@@ -449,7 +449,7 @@ Result<Value> TraceBuilder::reshape(Value x, std::vector<int64_t> shape,
   Impl &I = *pimpl;
   Result<ValueRecord *> r = I.get(x, loc);
   if (!r)
-    return r.error();
+    return r.status();
   if ((*r)->scalar) {
     // A per-rank scalar of an endpoint reshapes as its 0-d tensor (numpy:
     // `np.float32(2).reshape((1,))`).
@@ -485,7 +485,7 @@ Result<Value> TraceBuilder::reshape(Value x, std::vector<int64_t> shape,
     return x;
   Result<Placed> placed = placeOperands(I, {x}, loc);
   if (!placed)
-    return placed.error();
+    return placed.status();
   std::string *mesh = &placed->mesh;
   mlir::Value *in = &placed->values[0];
   Location l = I.loc(loc);
@@ -614,7 +614,7 @@ Result<Value> TraceBuilder::slice(Value x, std::vector<int64_t> offsets,
   Impl &I = *pimpl;
   Result<ValueRecord *> r = I.get(x, loc);
   if (!r)
-    return r.error();
+    return r.status();
   if ((*r)->scalar)
     return I.error(loc, "indexing needs a tensor, got a scalar");
   std::vector<int64_t> from = shapeOf((*r)->value);
@@ -648,7 +648,7 @@ Result<Value> TraceBuilder::slice(Value x, std::vector<int64_t> offsets,
                           "0)");
   Result<Placed> placed = placeOperands(I, {x}, loc);
   if (!placed)
-    return placed.error();
+    return placed.status();
   std::string *mesh = &placed->mesh;
   mlir::Value *in = &placed->values[0];
   Location l = I.loc(loc);
@@ -674,10 +674,10 @@ Result<Value> TraceBuilder::take(Value x, Value indices, int64_t axis,
   Impl &I = *pimpl;
   Result<ValueRecord *> r = I.get(x, loc);
   if (!r)
-    return r.error();
+    return r.status();
   Result<ValueRecord *> ri = I.get(indices, loc);
   if (!ri)
-    return ri.error();
+    return ri.status();
   if ((*r)->scalar)
     return I.error(loc, "take needs a tensor to index, got a scalar");
   if ((*ri)->scalar)
@@ -703,10 +703,10 @@ Result<Value> TraceBuilder::take(Value x, Value indices, int64_t axis,
     // Boolean tensors are bytes in kernels; the gather reads int32 ones.
     Result<Value> wide = cast(x, DType::I32, loc);
     if (!wide)
-      return wide.error();
+      return wide.status();
     Result<Value> taken = take(*wide, indices, axis, loc);
     if (!taken)
-      return taken.error();
+      return taken.status();
     return cast(*taken, DType::I1, loc);
   }
   std::vector<int64_t> out(from.begin(), from.begin() + a);
@@ -718,7 +718,7 @@ Result<Value> TraceBuilder::take(Value x, Value indices, int64_t axis,
                           "size 0)");
   Result<Placed> placed = placeOperands(I, {x, indices}, loc);
   if (!placed)
-    return placed.error();
+    return placed.status();
   mlir::Value table = placed->values[0];
   Location l = I.loc(loc);
   int64_t k = static_cast<int64_t>(idx.size());
@@ -790,7 +790,7 @@ Result<Value> TraceBuilder::concatenate(const std::vector<Value> &parts,
   for (Value v : parts) {
     Result<ValueRecord *> r = I.get(v, loc);
     if (!r)
-      return r.error();
+      return r.status();
     if ((*r)->scalar)
       return I.error(loc, "concatenate needs tensors, got a scalar");
     shapes.push_back(shapeOf((*r)->value));
@@ -822,7 +822,7 @@ Result<Value> TraceBuilder::concatenate(const std::vector<Value> &parts,
     return parts[0];
   Result<Placed> placed = placeOperands(I, parts, loc);
   if (!placed)
-    return placed.error();
+    return placed.status();
   mlir::Value out =
       tensor::ConcatOp::create(I.b, I.loc(loc), a, placed->values);
   return I.add(out, placed->mesh, Dist{}, false);
@@ -833,7 +833,7 @@ Result<Value> TraceBuilder::transpose(Value x, std::vector<int64_t> perm,
   Impl &I = *pimpl;
   Result<ValueRecord *> r = I.get(x, loc);
   if (!r)
-    return r.error();
+    return r.status();
   if ((*r)->scalar)
     return I.error(loc, "transpose needs a tensor, got a scalar");
   std::vector<int64_t> from = shapeOf((*r)->value);
@@ -860,7 +860,7 @@ Result<Value> TraceBuilder::transpose(Value x, std::vector<int64_t> perm,
     return x;
   Result<Placed> placed = placeOperands(I, {x}, loc);
   if (!placed)
-    return placed.error();
+    return placed.status();
   std::string *mesh = &placed->mesh;
   mlir::Value *in = &placed->values[0];
   Location l = I.loc(loc);

@@ -31,18 +31,6 @@ namespace monarch::frontend {
 // Small public types
 //===----------------------------------------------------------------------===//
 
-std::string SourceLoc::str() const {
-  if (file.empty())
-    return "<unknown>";
-  return file + ":" + std::to_string(line) + ":" + std::to_string(col);
-}
-
-std::string Error::str() const {
-  if (loc.file.empty())
-    return "error: " + message;
-  return loc.str() + ": error: " + message;
-}
-
 bool isTraceableDType(DType dtype) {
   return dtype == DType::F32 || dtype == DType::F16 || dtype == DType::BF16 ||
          dtype == DType::I32 || dtype == DType::I1;
@@ -113,11 +101,12 @@ Location TraceBuilder::Impl::loc(const SourceLoc &l) {
   return FileLineColLoc::get(&ctx, l.file, l.line, l.col);
 }
 
-Error TraceBuilder::Impl::error(const SourceLoc &l, std::string message) const {
-  return Error{std::move(message), l};
+Status TraceBuilder::Impl::error(const SourceLoc &l,
+                                 std::string message) const {
+  return Status(StatusCode::InvalidArgument, std::move(message), l);
 }
 
-Error TraceBuilder::Impl::dtypeError(const SourceLoc &l, DType dtype) const {
+Status TraceBuilder::Impl::dtypeError(const SourceLoc &l, DType dtype) const {
   return error(l, std::string("element type ") + dtypeName(dtype) +
                       " cannot be traced (supported: float32, float16, "
                       "bfloat16, int32, bool)");
@@ -323,7 +312,7 @@ Status TraceBuilder::declareMesh(const std::string &name,
   Impl &I = *pimpl;
   if (!isIdentifier(name))
     return I.error(loc, "invalid mesh name '" + name + "'");
-  if (Status room = I.makeRoomFor(name, loc); !room.ok())
+  if (Status room = I.makeRoomFor(name, loc); !room.isOk())
     return room;
   if (dims.empty())
     return I.error(loc, "a mesh needs at least one dimension");
@@ -357,7 +346,7 @@ Status TraceBuilder::declareSlice(const std::string &name,
   Impl &I = *pimpl;
   if (!isIdentifier(name))
     return I.error(loc, "invalid mesh name '" + name + "'");
-  if (Status room = I.makeRoomFor(name, loc); !room.ok())
+  if (Status room = I.makeRoomFor(name, loc); !room.isOk())
     return room;
   MeshOpInterface p = I.lookupMesh(parent);
   if (!p)
@@ -516,7 +505,7 @@ Status TraceBuilder::endFunction(const std::vector<Value> &results,
   for (Value v : results) {
     Result<ValueRecord *> r = I.get(v, loc);
     if (!r)
-      return r.error();
+      return r.status();
     if ((*r)->mesh.empty()) {
       outs.push_back((*r)->value);
       continue;
@@ -542,7 +531,7 @@ Status TraceBuilder::endFunction(const std::vector<Value> &results,
   I.b.setInsertionPointToEnd(I.module->getBody());
   if (Status s = verify(); !s)
     return I.error(loc, "the traced function does not verify:\n" +
-                            s.error().message);
+                            s.status().message());
   return Status();
 }
 

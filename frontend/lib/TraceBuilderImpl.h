@@ -76,9 +76,9 @@ struct TraceBuilder::Impl {
   //===--- Helpers ----------------------------------------------------===//
 
   mlir::Location loc(const SourceLoc &l);
-  Error error(const SourceLoc &l, std::string message) const;
+  Status error(const SourceLoc &l, std::string message) const;
   /// "element type int64 cannot be traced (...)".
-  Error dtypeError(const SourceLoc &l, DType dtype) const;
+  Status dtypeError(const SourceLoc &l, DType dtype) const;
   /// Runs `fn` collecting MLIR diagnostics; returns them joined.
   std::string collectDiagnostics(llvm::function_ref<void()> fn);
 

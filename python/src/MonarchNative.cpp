@@ -42,17 +42,17 @@ SourceLoc toLoc(const Loc &l) {
   return {std::get<0>(l), std::get<1>(l), std::get<2>(l)};
 }
 
-[[noreturn]] void fail(const Error &e) { throw NativeError(e.str()); }
+[[noreturn]] void fail(const Status &e) { throw NativeError(e.str()); }
 
 template <typename T> T check(Result<T> r) {
   if (!r)
-    fail(r.error());
+    fail(r.status());
   return std::move(*r);
 }
 
 void check(const Status &s) {
   if (!s)
-    fail(s.error());
+    fail(s.status());
 }
 
 DType toDType(const std::string &name) {

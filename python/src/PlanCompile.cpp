@@ -29,7 +29,7 @@ PlanCompileResult compileTrace(const frontend::TraceBuilder &builder,
   frontend::Result<OwningOpRef<ModuleOp>> copy =
       frontend::cloneTracedModule(builder, program);
   if (!copy) {
-    result.error = copy.error().str();
+    result.error = copy.status().str();
     return result;
   }
   OwningOpRef<ModuleOp> module = std::move(*copy);

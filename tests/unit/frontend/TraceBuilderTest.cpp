@@ -29,28 +29,28 @@ class TraceBuilderTest : public testing::Test {
 protected:
   std::vector<Value> begin(std::vector<ArgType> args,
                            std::string mesh = "mesh") {
-    EXPECT_TRUE(tb.declareMesh("mesh", {{"hosts", 1}, {"gpus", 4}}).ok());
+    EXPECT_TRUE(tb.declareMesh("mesh", {{"hosts", 1}, {"gpus", 4}}).isOk());
     auto r = tb.beginFunction("f", args, mesh);
-    EXPECT_TRUE(r.ok()) << (r ? "" : r.error().str());
+    EXPECT_TRUE(r.isOk()) << (r ? "" : r.status().str());
     return r ? *r : std::vector<Value>{};
   }
 
   /// The error message of a failed result (or a marker when it succeeded).
   template <typename T> std::string err(const Result<T> &r) {
-    return r ? std::string("<no error>") : r.error().message;
+    return r ? std::string("<no error>") : r.status().message();
   }
   std::string err(const Status &s) {
-    return s ? std::string("<no error>") : s.error().message;
+    return s ? std::string("<no error>") : s.status().message();
   }
 
   TraceBuilder tb;
 };
 
 TEST_F(TraceBuilderTest, MeshesAndSlices) {
-  ASSERT_TRUE(tb.declareMesh("mesh", {{"hosts", 2}, {"gpus", 4}}).ok());
-  ASSERT_TRUE(tb.declareSlice("half", "mesh", {{"gpus", 0, 2}}).ok());
+  ASSERT_TRUE(tb.declareMesh("mesh", {{"hosts", 2}, {"gpus", 4}}).isOk());
+  ASSERT_TRUE(tb.declareSlice("half", "mesh", {{"gpus", 0, 2}}).isOk());
   auto dims = tb.meshDims("half");
-  ASSERT_TRUE(dims.ok());
+  ASSERT_TRUE(dims.isOk());
   ASSERT_EQ(dims->size(), 2u);
   EXPECT_EQ((*dims)[0].name, "hosts");
   EXPECT_EQ((*dims)[0].size, 2);
@@ -60,7 +60,7 @@ TEST_F(TraceBuilderTest, MeshesAndSlices) {
   EXPECT_TRUE(contains(
       tb.str(), "monarch.mesh_slice @half of @mesh(hosts = 0 to 2, gpus = 0 "
                 "to 2)"));
-  EXPECT_TRUE(tb.verify().ok());
+  EXPECT_TRUE(tb.verify().isOk());
 
   EXPECT_TRUE(
       contains(err(tb.declareMesh("mesh", {{"gpus", 2}})), "already declared"));
@@ -72,26 +72,26 @@ TEST_F(TraceBuilderTest, MeshesAndSlices) {
   EXPECT_TRUE(contains(err(tb.declareSlice("s", "mesh", {{"gpus", 3, 9}})),
                        "out of range"));
   EXPECT_TRUE(contains(err(tb.declareSlice("s", "zzz", {})), "unknown mesh"));
-  EXPECT_TRUE(tb.verify().ok());
+  EXPECT_TRUE(tb.verify().isOk());
 }
 
 TEST_F(TraceBuilderTest, DataParallelStepLowersToEveryStage) {
   auto args = begin({f32({8, 4}), f32({4, 4})});
   auto x = tb.shard(args[0], {{"gpus", 0}});
-  ASSERT_TRUE(x.ok()) << x.error().str();
+  ASSERT_TRUE(x.isOk()) << x.status().str();
   EXPECT_EQ(tb.info(*x).mesh, "mesh");
   ASSERT_EQ(tb.info(*x).dist.split.size(), 2u);
   EXPECT_EQ(tb.info(*x).dist.split[0], std::vector<std::string>{"gpus"});
   auto y = tb.matmul(*x, args[1]);
-  ASSERT_TRUE(y.ok()) << y.error().str();
+  ASSERT_TRUE(y.isOk()) << y.status().str();
   EXPECT_EQ(tb.info(*y).shape, (std::vector<int64_t>{8, 4}));
   auto r = tb.unary(UnaryOp::Relu, *y);
   auto s = tb.reduce(ReduceOp::Sum, *r, {0});
-  ASSERT_TRUE(s.ok());
+  ASSERT_TRUE(s.isOk());
   EXPECT_EQ(tb.info(*s).shape, (std::vector<int64_t>{4}));
   auto rep = tb.replicate(*s);
-  ASSERT_TRUE(rep.ok());
-  ASSERT_TRUE(tb.endFunction({*rep}).ok());
+  ASSERT_TRUE(rep.isOk());
+  ASSERT_TRUE(tb.endFunction({*rep}).isOk());
 
   std::string traced = tb.str();
   EXPECT_TRUE(contains(traced, "monarch.feed %arg0 to @mesh"));
@@ -102,7 +102,7 @@ TEST_F(TraceBuilderTest, DataParallelStepLowersToEveryStage) {
     LowerOptions o;
     o.stage = stage;
     auto text = tb.lower(o);
-    ASSERT_TRUE(text.ok()) << stage << ": " << text.error().str();
+    ASSERT_TRUE(text.isOk()) << stage << ": " << text.status().str();
   }
   LowerOptions o;
   o.stage = "partitioned";
@@ -111,7 +111,7 @@ TEST_F(TraceBuilderTest, DataParallelStepLowersToEveryStage) {
   EXPECT_TRUE(contains(err(tb.lower(o)), "unknown stage 'bogus'"));
 
   auto summary = tb.planSummary();
-  ASSERT_TRUE(summary.ok()) << summary.error().str();
+  ASSERT_TRUE(summary.isOk()) << summary.status().str();
   EXPECT_EQ(summary->ranks.size(), 4u);
   ASSERT_EQ(summary->collectives.size(), 1u);
   EXPECT_EQ(summary->collectives[0].kind, "all_reduce");
@@ -128,10 +128,10 @@ TEST_F(TraceBuilderTest, LocationsAreTheCallersLines) {
   auto args = begin({f32({4, 4})});
   int line = __LINE__ + 1;
   auto y = tb.unary(UnaryOp::Exp, args[0]);
-  ASSERT_TRUE(y.ok());
+  ASSERT_TRUE(y.isOk());
   auto explicitLoc = tb.unary(UnaryOp::Tanh, *y, SourceLoc{"user.py", 7, 3});
-  ASSERT_TRUE(explicitLoc.ok());
-  ASSERT_TRUE(tb.endFunction({*explicitLoc}).ok());
+  ASSERT_TRUE(explicitLoc.isOk());
+  ASSERT_TRUE(tb.endFunction({*explicitLoc}).isOk());
   std::string text = tb.str(/*debugInfo=*/true);
   EXPECT_TRUE(contains(text, "TraceBuilderTest.cpp\":" + std::to_string(line)))
       << text;
@@ -143,11 +143,11 @@ TEST_F(TraceBuilderTest, LocationsAreTheCallersLines) {
 TEST_F(TraceBuilderTest, ShapeErrorsAreValues) {
   auto args = begin({f32({4, 8}), f32({7, 3}), f32({8, 4})});
   auto bad = tb.matmul(args[0], args[1], SourceLoc{"step.py", 12, 9});
-  ASSERT_FALSE(bad.ok());
-  EXPECT_EQ(bad.error().message,
+  ASSERT_FALSE(bad.isOk());
+  EXPECT_EQ(bad.status().message(),
             "matmul shape mismatch: (4,8) @ (7,3): 8 != 7");
   EXPECT_EQ(
-      bad.error().str(),
+      bad.status().str(),
       "step.py:12:9: error: matmul shape mismatch: (4,8) @ (7,3): 8 != 7");
   EXPECT_TRUE(contains(err(tb.binary(BinaryOp::Add, args[0], args[1])),
                        "cannot broadcast shapes (4,8) and (7,3)"));
@@ -159,9 +159,9 @@ TEST_F(TraceBuilderTest, ShapeErrorsAreValues) {
                        "axis 2 is out of range"));
   // After the errors, tracing goes on and the module verifies.
   auto ok = tb.matmul(args[0], args[2]);
-  ASSERT_TRUE(ok.ok());
-  ASSERT_TRUE(tb.endFunction({*ok}).ok());
-  EXPECT_TRUE(tb.verify().ok());
+  ASSERT_TRUE(ok.isOk());
+  ASSERT_TRUE(tb.endFunction({*ok}).isOk());
+  EXPECT_TRUE(tb.verify().isOk());
 }
 
 TEST_F(TraceBuilderTest, ShardingErrors) {
@@ -174,8 +174,8 @@ TEST_F(TraceBuilderTest, ShardingErrors) {
   EXPECT_TRUE(contains(err(tb.shard(args[0], {{"gpus", 2}})),
                        "tensor dimension 2 is out of range"));
   auto ok = tb.shard(args[0], {{"gpus", 1}});
-  ASSERT_TRUE(ok.ok());
-  EXPECT_TRUE(tb.endFunction({*ok}).ok());
+  ASSERT_TRUE(ok.isOk());
+  EXPECT_TRUE(tb.endFunction({*ok}).isOk());
 }
 
 TEST_F(TraceBuilderTest, ControllerValuesNeedAMesh) {
@@ -184,11 +184,11 @@ TEST_F(TraceBuilderTest, ControllerValuesNeedAMesh) {
       contains(err(tb.unary(UnaryOp::Neg, args[0])), "needs a mesh to run on"));
   // Sharding a controller value records the sharding for its feed.
   auto s = tb.shard(args[0], {{"gpus", 0}}, "mesh");
-  ASSERT_TRUE(s.ok()) << s.error().str();
+  ASSERT_TRUE(s.isOk()) << s.status().str();
   EXPECT_EQ(tb.info(*s).mesh, "mesh");
   auto n = tb.unary(UnaryOp::Neg, *s);
-  ASSERT_TRUE(n.ok());
-  ASSERT_TRUE(tb.endFunction({*n}).ok());
+  ASSERT_TRUE(n.isOk());
+  ASSERT_TRUE(tb.endFunction({*n}).isOk());
 }
 
 // The DType is support's, shared with the plan and the data plane; what a
@@ -211,66 +211,66 @@ TEST_F(TraceBuilderTest, ElementTypesATraceCannotHoldAreRefused) {
 TEST_F(TraceBuilderTest, BroadcastingReductionsAndCasts) {
   auto args = begin({f32({8, 1}), f32({4}), f32({8, 4})});
   auto sum = tb.binary(BinaryOp::Add, args[0], args[1]);
-  ASSERT_TRUE(sum.ok()) << sum.error().str();
+  ASSERT_TRUE(sum.isOk()) << sum.status().str();
   EXPECT_EQ(tb.info(*sum).shape, (std::vector<int64_t>{8, 4}));
   auto two = tb.constant(2.0, DType::F32);
-  ASSERT_TRUE(two.ok());
+  ASSERT_TRUE(two.isOk());
   EXPECT_TRUE(tb.info(*two).scalar);
   auto scaled = tb.binary(BinaryOp::Mul, *two, *sum);
-  ASSERT_TRUE(scaled.ok());
+  ASSERT_TRUE(scaled.isOk());
   auto mean = tb.reduce(ReduceOp::Mean, *scaled, {-1}, /*keepDims=*/true);
-  ASSERT_TRUE(mean.ok()) << mean.error().str();
+  ASSERT_TRUE(mean.isOk()) << mean.status().str();
   EXPECT_EQ(tb.info(*mean).shape, (std::vector<int64_t>{8, 1}));
   auto all = tb.reduce(ReduceOp::Max, args[2], {});
-  ASSERT_TRUE(all.ok());
+  ASSERT_TRUE(all.isOk());
   EXPECT_EQ(tb.info(*all).shape, std::vector<int64_t>{});
   auto soft = tb.softmax(args[2], 1);
-  ASSERT_TRUE(soft.ok());
+  ASSERT_TRUE(soft.isOk());
   EXPECT_EQ(tb.info(*soft).shape, (std::vector<int64_t>{8, 4}));
   auto half = tb.cast(*soft, DType::BF16);
-  ASSERT_TRUE(half.ok());
+  ASSERT_TRUE(half.isOk());
   EXPECT_EQ(tb.info(*half).dtype, DType::BF16);
   auto ints = tb.cast(args[2], DType::I32);
-  ASSERT_TRUE(ints.ok());
+  ASSERT_TRUE(ints.isOk());
   // numpy's promotion: exp of int32, int32 + float32 and int32 / int32 are
   // float (float64 in numpy, float32 here); int32 // int32 stays int32.
   auto expInts = tb.unary(UnaryOp::Exp, *ints);
-  ASSERT_TRUE(expInts.ok());
+  ASSERT_TRUE(expInts.isOk());
   EXPECT_EQ(tb.info(*expInts).dtype, DType::F32);
   auto mixed = tb.binary(BinaryOp::Add, *ints, args[2]);
-  ASSERT_TRUE(mixed.ok());
+  ASSERT_TRUE(mixed.isOk());
   EXPECT_EQ(tb.info(*mixed).dtype, DType::F32);
   auto quotient = tb.binary(BinaryOp::Div, *ints, *ints);
-  ASSERT_TRUE(quotient.ok());
+  ASSERT_TRUE(quotient.isOk());
   EXPECT_EQ(tb.info(*quotient).dtype, DType::F32);
   auto floored = tb.binary(BinaryOp::FloorDiv, *ints, *ints);
-  ASSERT_TRUE(floored.ok());
+  ASSERT_TRUE(floored.isOk());
   EXPECT_EQ(tb.info(*floored).dtype, DType::I32);
   auto halfPlusFloat = tb.binary(BinaryOp::Mul, *half, args[2]);
-  ASSERT_TRUE(halfPlusFloat.ok());
+  ASSERT_TRUE(halfPlusFloat.isOk());
   EXPECT_EQ(tb.info(*halfPlusFloat).dtype, DType::F32);
   EXPECT_TRUE(
       contains(err(tb.binary(BinaryOp::Pow, *ints, *ints)), "unsupported op"));
   auto cmp = tb.compare(CompareOp::Gt, args[2], *two);
-  ASSERT_TRUE(cmp.ok());
+  ASSERT_TRUE(cmp.isOk());
   EXPECT_EQ(tb.info(*cmp).dtype, DType::I1);
   auto sel = tb.select(*cmp, args[2], *two);
-  ASSERT_TRUE(sel.ok()) << sel.error().str();
+  ASSERT_TRUE(sel.isOk()) << sel.status().str();
   // A general reshape in controller code runs on whole values.
   auto merged = tb.reshape(*sel, {-1});
-  ASSERT_TRUE(merged.ok()) << merged.error().str();
+  ASSERT_TRUE(merged.isOk()) << merged.status().str();
   EXPECT_EQ(tb.info(*merged).shape, (std::vector<int64_t>{32}));
   auto flat = tb.reshape(*sel, {8, 1, 4});
-  ASSERT_TRUE(flat.ok()) << flat.error().str();
+  ASSERT_TRUE(flat.isOk()) << flat.status().str();
   EXPECT_EQ(tb.info(*flat).shape, (std::vector<int64_t>{8, 1, 4}));
   auto t = tb.transpose(*half);
-  ASSERT_TRUE(t.ok());
+  ASSERT_TRUE(t.isOk());
   EXPECT_EQ(tb.info(*t).shape, (std::vector<int64_t>{4, 8}));
-  ASSERT_TRUE(tb.endFunction({*mean, *all, *t, *flat, *merged}).ok());
-  EXPECT_TRUE(tb.verify().ok());
+  ASSERT_TRUE(tb.endFunction({*mean, *all, *t, *flat, *merged}).isOk());
+  EXPECT_TRUE(tb.verify().isOk());
   LowerOptions planned;
   planned.stage = "planned";
-  EXPECT_TRUE(tb.lower(planned).ok());
+  EXPECT_TRUE(tb.lower(planned).isOk());
   std::string text = tb.str();
   // Only the general reshape collapses; size-1 dimensions are generics.
   EXPECT_TRUE(contains(text, "tensor.collapse_shape"));
@@ -282,25 +282,25 @@ TEST_F(TraceBuilderTest, BroadcastingReductionsAndCasts) {
 TEST_F(TraceBuilderTest, DeadTensorWorkIsDropped) {
   auto args = begin({f32({4})});
   auto dead = tb.unary(UnaryOp::Exp, args[0]);
-  ASSERT_TRUE(dead.ok());
-  ASSERT_TRUE(tb.endFunction({args[0]}).ok());
+  ASSERT_TRUE(dead.isOk());
+  ASSERT_TRUE(tb.endFunction({args[0]}).isOk());
   EXPECT_FALSE(contains(tb.str(), "math.exp"));
   LowerOptions o;
   o.stage = "planned";
-  EXPECT_TRUE(tb.lower(o).ok());
+  EXPECT_TRUE(tb.lower(o).isOk());
 }
 
 TEST_F(TraceBuilderTest, GathersReadACapturedTable) {
   auto args = begin({f32({10, 4}), ArgType{{2, 3}, DType::I32},
                      ArgType{{2, 3}, DType::I1}, f32({4})});
   auto rows = tb.take(args[0], args[1], 0);
-  ASSERT_TRUE(rows.ok()) << rows.error().str();
+  ASSERT_TRUE(rows.isOk()) << rows.status().str();
   EXPECT_EQ(tb.info(*rows).shape, (std::vector<int64_t>{2, 3, 4}));
   auto cols = tb.take(args[0], args[1], -1);
-  ASSERT_TRUE(cols.ok()) << cols.error().str();
+  ASSERT_TRUE(cols.isOk()) << cols.status().str();
   EXPECT_EQ(tb.info(*cols).shape, (std::vector<int64_t>{10, 2, 3}));
   auto masks = tb.take(args[2], args[1], 1);
-  ASSERT_TRUE(masks.ok()) << masks.error().str();
+  ASSERT_TRUE(masks.isOk()) << masks.status().str();
   EXPECT_EQ(tb.info(*masks).dtype, DType::I1);
   EXPECT_TRUE(contains(err(tb.take(args[0], args[0], 0)),
                        "indices must be an integer tensor"));
@@ -308,19 +308,19 @@ TEST_F(TraceBuilderTest, GathersReadACapturedTable) {
                        "indices must be an integer tensor"));
   EXPECT_TRUE(contains(err(tb.take(args[0], args[1], 2)), "out of range"));
   auto two = tb.constant(2.0, DType::I32);
-  ASSERT_TRUE(two.ok());
+  ASSERT_TRUE(two.isOk());
   EXPECT_TRUE(contains(err(tb.take(args[0], *two, 0)), "got a scalar"));
   // A 0-d index of a 1-D table gives a 0-d result.
   auto first = tb.take(args[1], args[1], 0);
-  ASSERT_TRUE(first.ok());
-  ASSERT_TRUE(tb.endFunction({*rows, *cols, *masks}).ok());
-  EXPECT_TRUE(tb.verify().ok());
+  ASSERT_TRUE(first.isOk());
+  ASSERT_TRUE(tb.endFunction({*rows, *cols, *masks}).isOk());
+  EXPECT_TRUE(tb.verify().isOk());
   std::string text = tb.str();
   EXPECT_TRUE(contains(text, "tensor.extract %"));
   EXPECT_TRUE(contains(text, "arith.minsi"));
   LowerOptions planned;
   planned.stage = "planned";
-  EXPECT_TRUE(tb.lower(planned).ok());
+  EXPECT_TRUE(tb.lower(planned).isOk());
 }
 
 } // namespace

@@ -23,6 +23,7 @@
 #define MONARCH_FRONTEND_TRACEBUILDER_H
 
 #include "monarch/Support/DType.h"
+#include "monarch/Support/Status.h"
 
 #include <cstdint>
 #include <memory>
@@ -35,58 +36,14 @@
 
 namespace monarch::frontend {
 
-/// A user's source position, recorded as the location of every op built
-/// for it. By default the caller's position (C++ users get their own lines).
-struct SourceLoc {
-  std::string file;
-  unsigned line = 0;
-  unsigned col = 0;
-
-  static SourceLoc
-  current(std::source_location here = std::source_location::current()) {
-    return {here.file_name(), static_cast<unsigned>(here.line()),
-            static_cast<unsigned>(here.column())};
-  }
-  /// `file:line:col`.
-  std::string str() const;
-};
-
-/// A recoverable error: the message and where the user caused it.
-struct Error {
-  std::string message;
-  SourceLoc loc;
-  /// `file:line:col: error: message` (like MLIR diagnostics).
-  std::string str() const;
-};
-
+/// Errors are support's: a Status carries the message, its code
+/// (InvalidArgument for what the user traced) and the user's SourceLoc,
+/// which is also the location of every op built for them.
+using monarch::SourceLoc;
+using monarch::Status;
+using monarch::StatusCode;
 /// A value or an error. Check it before use.
-template <typename T> class [[nodiscard]] Result {
-public:
-  Result(T value) : storage(std::move(value)) {}
-  Result(Error error) : storage(std::move(error)) {}
-  bool ok() const { return storage.index() == 0; }
-  explicit operator bool() const { return ok(); }
-  T &operator*() { return std::get<0>(storage); }
-  const T &operator*() const { return std::get<0>(storage); }
-  T *operator->() { return &std::get<0>(storage); }
-  const Error &error() const { return std::get<1>(storage); }
-
-private:
-  std::variant<T, Error> storage;
-};
-
-/// Success, or an error.
-class [[nodiscard]] Status {
-public:
-  Status() = default;
-  Status(Error error) : err(std::move(error)) {}
-  bool ok() const { return !err.has_value(); }
-  explicit operator bool() const { return ok(); }
-  const Error &error() const { return *err; }
-
-private:
-  std::optional<Error> err;
-};
+template <typename T> using Result = monarch::StatusOr<T>;
 
 /// The element types a trace may hold (support's DType, also the plan's):
 /// float32, float16, bfloat16, int32 and bool (`I1`, what comparisons

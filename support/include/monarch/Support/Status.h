@@ -7,6 +7,8 @@
 // the worker binary stays small. (Compiler code that runs inside MLIR uses
 // LogicalResult and diagnostics instead.) The names are also visible as
 // `monarch::executor::Status` etc., which is how the runtime spells them.
+// An error the user caused while tracing also carries their SourceLoc (the
+// frontend's Result<T> is StatusOr<T>).
 //
 //===----------------------------------------------------------------------===//
 #ifndef MONARCH_SUPPORT_STATUS_H
@@ -14,10 +16,31 @@
 
 #include <cassert>
 #include <optional>
+#include <source_location>
 #include <string>
 #include <utility>
 
 namespace monarch {
+
+/// A user's source position. By default the caller's (C++ users of the
+/// TraceBuilder get their own lines; Python passes the traced line).
+struct SourceLoc {
+  std::string file;
+  unsigned line = 0;
+  unsigned col = 0;
+
+  static SourceLoc
+  current(std::source_location here = std::source_location::current()) {
+    return {here.file_name(), static_cast<unsigned>(here.line()),
+            static_cast<unsigned>(here.column())};
+  }
+  /// `file:line:col` ("<unknown>" without a file).
+  std::string str() const {
+    if (file.empty())
+      return "<unknown>";
+    return file + ":" + std::to_string(line) + ":" + std::to_string(col);
+  }
+};
 
 enum class StatusCode {
   Ok = 0,
@@ -38,6 +61,9 @@ public:
   Status() = default;
   Status(StatusCode code, std::string message)
       : code_(code), message_(std::move(message)) {}
+  /// An error at the user's line.
+  Status(StatusCode code, std::string message, SourceLoc loc)
+      : code_(code), message_(std::move(message)), loc_(std::move(loc)) {}
   static Status ok() { return Status(); }
 
   bool isOk() const { return code_ == StatusCode::Ok; }
@@ -46,15 +72,27 @@ public:
   const std::string &message() const { return message_; }
   /// "DeadlineExceeded: rank 2 did not answer within 2000 ms".
   std::string toString() const;
+  /// Where the user caused it (an empty file when not known).
+  const SourceLoc &loc() const { return loc_; }
+  /// `file:line:col: error: message`, like an MLIR diagnostic (without a
+  /// location: `error: message`).
+  std::string str() const {
+    if (loc_.file.empty())
+      return "error: " + message_;
+    return loc_.str() + ": error: " + message_;
+  }
+  /// Itself: code generic over Status and StatusOr<T> asks either.
+  const Status &status() const { return *this; }
 
   /// Prefixes the message with context ("while loading plan: ...").
   Status withContext(const std::string &context) const {
-    return isOk() ? *this : Status(code_, context + ": " + message_);
+    return isOk() ? *this : Status(code_, context + ": " + message_, loc_);
   }
 
 private:
   StatusCode code_ = StatusCode::Ok;
   std::string message_;
+  SourceLoc loc_;
 };
 
 template <typename T> class [[nodiscard]] StatusOr {
