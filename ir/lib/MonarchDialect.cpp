@@ -80,6 +80,14 @@ LogicalResult MonarchDialect::verifyOperationAttribute(Operation *op,
                              << mesh << " which is not a monarch.proc_mesh";
     return success();
   }
+  if (attr.getName() == getRankAttrName()) {
+    auto rank = dyn_cast<IntegerAttr>(attr.getValue());
+    if (!isa<FunctionOpInterface>(op) || !rank ||
+        !rank.getType().isInteger(64) || rank.getInt() < 0)
+      return op->emitError() << "'" << getRankAttrName()
+                             << "' must be a non-negative i64 on a function";
+    return success();
+  }
   if (attr.getName().getValue() == getDistAttrName())
     return op->emitError() << "'" << attr.getName().getValue()
                            << "' is only valid on endpoint arguments and "

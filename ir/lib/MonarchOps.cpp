@@ -556,8 +556,17 @@ LogicalResult StateSetOp::verifySymbolUses(SymbolTableCollection &tables) {
 // Collectives inside endpoints
 //===----------------------------------------------------------------------===//
 
+/// Per-rank code: an endpoint body, or a function specialized for one rank
+/// (`monarch.rank`) from endpoint bodies.
+static bool isPerRankCode(Operation *op) {
+  if (op->getParentOfType<EndpointOp>())
+    return true;
+  auto fn = op->getParentOfType<FunctionOpInterface>();
+  return fn && fn->hasAttr(MonarchDialect::getRankAttrName());
+}
+
 static LogicalResult verifyMeshCollective(Operation *op, ArrayAttr dims) {
-  if (!op->getParentOfType<EndpointOp>())
+  if (!isPerRankCode(op))
     return op->emitOpError("names actor mesh dimensions and must be inside a "
                            "monarch.endpoint");
   if (dims.empty())

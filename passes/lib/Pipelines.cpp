@@ -58,6 +58,7 @@ void populatePlanPipeline(OpPassManager &pm, const PipelineOptions &options) {
   MonarchPlanTransfersOptions plan;
   plan.backend = options.backend;
   plan.groupBytes = options.groupBytes;
+  pm.addPass(createMonarchSpecializeRanks());
   pm.addPass(createMonarchPlanTransfers(plan));
   pm.addPass(createMonarchSchedule());
   pm.addPass(createMonarchVerifyPlan());

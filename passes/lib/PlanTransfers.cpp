@@ -1,41 +1,34 @@
 //===- PlanTransfers.cpp - monarch-plan-transfers ---------------*- C++ -*-===//
 //
-// Lowers each worker program (split stage) to a `monarch.plan`: one
-// instruction stream per rank.
+// Lowers the per-rank form of monarch-specialize-ranks to a `monarch.plan`
+// per worker program: one instruction stream per rank.
 //
-// For every rank of the worker program's proc mesh we first specialize the
-// program into per-rank tensor code: endpoint bodies of the actor meshes the
-// rank belongs to are inlined with `monarch.process_index` folded to the
-// rank's coordinates, split arguments are sliced, split results gathered,
-// and actor state threaded through. Communication stays as placeholders
-// (mesh collectives and channel ends). We then cut that code at every
-// communication point: each run of compute becomes a kernel (`func.func`
-// taking its inputs as tensors and writing its outputs into memrefs) called
-// by `monarch.launch`; channel ends become `monarch.send`/`monarch.recv`
-// pairs on a communicator over the whole mesh, collectives become
-// `monarch.collective`s on a communicator per group of ranks. Every rank
-// issues communication in the order of the worker program, which is the same
-// order on every rank; that is what keeps the plan free of deadlocks (checked
-// by monarch-verify-plan). Compute runs on stream 0, point-to-point transfers
-// on stream 1 and collectives on stream 2, with waits only where a buffer
-// crosses streams, so transfers overlap compute. Buffers get unique offsets
-// here; monarch-schedule reorders and packs them.
+// Each rank function is cut at every communication point: each run of
+// compute becomes a kernel (`func.func` taking its inputs as tensors and
+// writing its outputs into memrefs) called by `monarch.launch`; channel ends
+// become `monarch.send`/`monarch.recv` pairs on a communicator over the
+// whole mesh, collectives become `monarch.collective`s on a communicator per
+// group of ranks (`plan.group`). Every rank issues communication in the
+// order of the worker program, which is the same order on every rank; that
+// is what keeps the plan free of deadlocks (checked by monarch-verify-plan).
+// Compute runs on stream 0, point-to-point transfers on stream 1 and
+// collectives on stream 2, with waits only where a buffer crosses streams,
+// so transfers overlap compute. Buffers get unique offsets here;
+// monarch-schedule reorders and packs them.
 //
 //===----------------------------------------------------------------------===//
 
 #include "monarch/Transforms/Passes.h"
 
 #include "LocalCanonicalizer.h"
+#include "MeshRanks.h"
 #include "PassUtils.h"
 
-#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
-#include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Transforms/Passes.h"
-#include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/SetVector.h"
 #include "llvm/ADT/SmallBitVector.h"
 
@@ -50,6 +43,7 @@ namespace monarch {
 
 using namespace mlir;
 using namespace monarch;
+using rankform::kGroupAttr;
 
 namespace {
 
@@ -57,31 +51,8 @@ constexpr int64_t kComputeStream = 0;
 constexpr int64_t kP2PStream = 1;
 constexpr int64_t kCollectiveStream = 2;
 constexpr int64_t kAlignment = 64;
-/// Attribute on placeholder collectives: the proc-mesh ranks of the group.
-constexpr llvm::StringLiteral kGroupAttr = "plan.group";
 
-/// A mesh (proc mesh or slice) resolved to ranks of its proc mesh.
-struct MeshRanks {
-  MeshOpInterface mesh;
-  SmallVector<int64_t> shape;
-  SmallVector<StringRef> dims;
-  SmallVector<int64_t> roots; // Proc-mesh rank of each mesh rank.
-
-  int64_t localRank(int64_t root) const {
-    auto it = llvm::find(roots, root);
-    return it == roots.end() ? -1 : it - roots.begin();
-  }
-  SmallVector<int64_t> coords(int64_t rank) const {
-    SmallVector<int64_t> c(shape.size());
-    for (int64_t i = shape.size() - 1; i >= 0; --i) {
-      c[i] = rank % shape[i];
-      rank /= shape[i];
-    }
-    return c;
-  }
-};
-
-/// What one rank's specialized program produced besides its ops.
+/// One rank function, read back from the per-rank form.
 struct RankCode {
   int64_t rank;
   func::FuncOp fn;            // Per-rank tensor code.
@@ -100,12 +71,15 @@ struct MonarchPlanTransfersPass
   // Per-run caches, reset at the start of every run (a pass manager may
   // run this pass on many modules).
   std::unique_ptr<SymbolTableCollection> tablesPtr;
+  std::unique_ptr<MeshResolver> meshesPtr;
   SymbolTableCollection &tables() { return *tablesPtr; }
-  DenseMap<Operation *, MeshRanks> meshCache;
+  const MeshRanks *resolve(Operation *from, FlatSymbolRefAttr ref) {
+    return meshesPtr->resolve(from, ref);
+  }
 
   void runOnOperation() override {
     tablesPtr = std::make_unique<SymbolTableCollection>();
-    meshCache.clear();
+    meshesPtr = std::make_unique<MeshResolver>(*tablesPtr);
     kernels.clear();
     comms.clear();
     if (backend != "gloo" && backend != "nccl") {
@@ -132,497 +106,10 @@ struct MonarchPlanTransfersPass
         return signalPassFailure();
   }
 
-  const MeshRanks *resolve(Operation *from, FlatSymbolRefAttr ref) {
-    MeshOpInterface mesh = lookupMesh(from, ref, &tables());
-    if (!mesh)
-      return nullptr;
-    auto it = meshCache.find(mesh.getOperation());
-    if (it != meshCache.end())
-      return &it->second;
-    MeshRanks info{mesh, mesh.getMeshShape(), mesh.getDimNames(), {}};
-    for (int64_t r = 0, n = mesh.getNumRanks(); r < n; ++r) {
-      int64_t root = r;
-      MeshOpInterface m = mesh;
-      while (auto slice = dyn_cast<MeshSliceOp>(m.getOperation())) {
-        MeshOpInterface parent =
-            lookupMesh(slice, slice.getParentAttr(), &tables());
-        root = slice.getParentRank(parent.getMeshShape(), root);
-        m = parent;
-      }
-      info.roots.push_back(root);
-    }
-    return &meshCache.try_emplace(mesh.getOperation(), std::move(info))
-                .first->second;
-  }
-
-  /// The proc mesh at the root of a mesh's slice chain.
-  Operation *rootOf(const MeshRanks &m) {
-    MeshOpInterface mesh = m.mesh;
-    while (auto slice = dyn_cast<MeshSliceOp>(mesh.getOperation()))
-      mesh = lookupMesh(slice, slice.getParentAttr(), &tables());
-    return mesh.getOperation();
-  }
-
-  /// Proc-mesh ranks that share `local`'s coordinates outside `dims`.
-  SmallVector<int64_t> groupOf(const MeshRanks &m, int64_t local,
-                               ArrayAttr dims) {
-    SmallVector<int64_t> c = m.coords(local);
-    llvm::SmallBitVector in(m.shape.size());
-    for (Attribute d : dims)
-      in.set(llvm::find(m.dims, cast<StringAttr>(d).getValue()) -
-             m.dims.begin());
-    SmallVector<int64_t> group;
-    for (int64_t r = 0, n = m.roots.size(); r < n; ++r) {
-      SmallVector<int64_t> rc = m.coords(r);
-      bool same = true;
-      for (size_t i = 0; i < rc.size(); ++i)
-        same &= in.test(i) || rc[i] == c[i];
-      if (same)
-        group.push_back(m.roots[r]);
-    }
-    return group;
-  }
-
-  /// Index of `local` within the group spanned by `dims` (row-major).
-  int64_t indexAlong(const MeshRanks &m, int64_t local,
-                     ArrayRef<StringRef> dims) {
-    SmallVector<int64_t> c = m.coords(local);
-    int64_t index = 0;
-    for (StringRef d : dims) {
-      int64_t i = llvm::find(m.dims, d) - m.dims.begin();
-      index = index * m.shape[i] + c[i];
-    }
-    return index;
-  }
-
-  //===--------------------------------------------------------------------===//
-  // Phase 1: per-rank tensor code
-  //===--------------------------------------------------------------------===//
-
-  LogicalResult specialize(func::FuncOp worker, const MeshRanks &procMesh,
-                           int64_t rank, RankCode &code) {
-    MLIRContext *ctx = &getContext();
-    OpBuilder b(ctx);
-    b.setInsertionPointToEnd(getOperation().getBody());
-    code.rank = rank;
-    code.numWorkerArgs = worker.getNumArguments();
-    code.fn = func::FuncOp::create(b, worker.getLoc(),
-                                   (worker.getSymName() + ".rank").str(),
-                                   worker.getFunctionType());
-    Block *entry = code.fn.addEntryBlock();
-    IRMapping map;
-    for (auto [a, c] : llvm::zip(worker.getArguments(), entry->getArguments()))
-      map.map(a, c);
-    b.setInsertionPointToStart(entry);
-    // Current value of each piece of state this rank holds.
-    llvm::MapVector<Attribute, Value> state;
-    pending.clear();
-
-    for (Operation &op : worker.getBody().front()) {
-      if (auto ret = dyn_cast<func::ReturnOp>(op)) {
-        for (Value v : ret.getOperands())
-          code.outputs.push_back(globalValue(b, v, map));
-        continue;
-      }
-      if (auto channelOp = dyn_cast<ChannelSendOp>(op)) {
-        auto channel = tables().lookupNearestSymbolFrom<ChannelOp>(
-            worker, channelOp.getChannelAttr());
-        const MeshRanks *from = resolve(channel, channel.getFromAttr());
-        const MeshRanks *to = resolve(channel, channel.getToAttr());
-        if (rootOf(*from) != rootOf(procMesh) ||
-            rootOf(*to) != rootOf(procMesh))
-          return channelOp.emitOpError("channel ")
-                 << channelOp.getChannelAttr()
-                 << " crosses proc meshes; plans move tensors between slices "
-                    "of one proc mesh only for now";
-      }
-      if (auto send = dyn_cast<ChannelSendOp>(op)) {
-        Value v = globalValue(b, send.getValue(), map);
-        if (v)
-          ChannelSendOp::create(b, send.getLoc(), send.getChannelAttr(), v);
-        continue;
-      }
-      if (auto recv = dyn_cast<ChannelRecvOp>(op)) {
-        auto channel = tables().lookupNearestSymbolFrom<ChannelOp>(
-            worker, recv.getChannelAttr());
-        const MeshRanks *to = resolve(channel, channel.getToAttr());
-        const MeshRanks *from = resolve(channel, channel.getFromAttr());
-        int64_t j = to->localRank(rank);
-        if (j >= 0 && from->roots[j % from->roots.size()] == rank) {
-          // Overlapping meshes: this rank sends to itself. The value is
-          // already here; a transfer would only copy it (or deadlock).
-          Value sent;
-          for (auto s : worker.getBody().front().getOps<ChannelSendOp>())
-            if (s.getChannelAttr() == recv.getChannelAttr())
-              sent = globalValue(b, s.getValue(), map);
-          if (!sent)
-            return recv.emitOpError("receives from this rank, which sends "
-                                    "nothing on the channel");
-          map.map(recv.getResult(), sent);
-          continue;
-        }
-        if (j >= 0)
-          map.map(recv.getResult(),
-                  ChannelRecvOp::create(b, recv.getLoc(), recv.getType(),
-                                        recv.getChannelAttr()));
-        continue;
-      }
-      if (isa<CallOp, BroadcastOp>(op)) {
-        if (failed(inlineCall(&op, rank, map, state, b)))
-          return failure();
-        continue;
-      }
-      if (isScalarArithmetic(&op)) { // Sunk from the controller by split.
-        b.clone(op, map);
-        continue;
-      }
-      return op.emitOpError("cannot be planned inside a worker program");
-    }
-    for (auto &[ref, value] : state)
-      code.states.push_back({ref, value});
-    // Outputs and state refer to values the rewrite below may replace.
-    DenseMap<Value, Value> replaced;
-    moveCollectiveAxesToFront(code.fn, replaced);
-    for (Value &v : code.outputs)
-      v = replaced.lookup(v) ? replaced.lookup(v) : v;
-    for (auto &[ref, v] : code.states)
-      v = replaced.lookup(v) ? replaced.lookup(v) : v;
-    return success();
-  }
-
-  /// Plans gather and scatter along dimension 0 (contiguous blocks). A
-  /// gather along axis `a` becomes a gather along 0 of `[n*l0, ...]`
-  /// followed by a rearrangement (expand, transpose, collapse) that the
-  /// next kernel performs; a scatter along `a` is rearranged first.
-  void moveCollectiveAxesToFront(func::FuncOp fn,
-                                 DenseMap<Value, Value> &replaced) {
-    SmallVector<Operation *> todo;
-    fn.walk([&](Operation *op) {
-      if (auto g = dyn_cast<AllGatherOp>(op); g && g.getAxis() != 0)
-        todo.push_back(op);
-      if (auto r = dyn_cast<ReduceScatterOp>(op); r && r.getAxis() != 0)
-        todo.push_back(op);
-      if (auto a = dyn_cast<AllToAllOp>(op);
-          a && (a.getSplit() != 0 || a.getConcat() != 0))
-        todo.push_back(op);
-    });
-    for (Operation *op : todo) {
-      OpBuilder b(op);
-      Location loc = op->getLoc();
-      auto group = op->getAttrOfType<DenseI64ArrayAttr>(kGroupAttr);
-      int64_t n = group.size();
-      if (auto g = dyn_cast<AllGatherOp>(op)) {
-        int64_t a = g.getAxis();
-        auto local = g.getInput().getType();
-        SmallVector<int64_t> blocks(local.getShape());
-        blocks[0] *= n;
-        auto gathered = AllGatherOp::create(
-            b, loc, RankedTensorType::get(blocks, local.getElementType()),
-            g.getInput(), g.getDims(), uint64_t{0});
-        gathered->setAttr(kGroupAttr, group);
-        // [n*l0, l1..] -> [n, l0, l1..] -> move n before l_a -> merge.
-        Value v = rearrange(b, loc, gathered, local, n, a, /*gather=*/true);
-        g.getResult().replaceAllUsesWith(v);
-        replaced[g.getResult()] = v;
-      } else if (auto x = dyn_cast<AllToAllOp>(op)) {
-        // Blocks of the split dimension to the front (rank j's block at
-        // j), exchanged along 0, then joined along the concat dimension.
-        auto in = x.getInput().getType();
-        SmallVector<int64_t> blockShape(in.getShape());
-        blockShape[x.getSplit()] /= n;
-        auto block = RankedTensorType::get(blockShape, in.getElementType());
-        Value packed = x.getSplit() == 0
-                           ? x.getInput()
-                           : rearrange(b, loc, x.getInput(), block, n,
-                                       x.getSplit(), /*gather=*/false);
-        auto exchanged =
-            AllToAllOp::create(b, loc, packed.getType(), packed, x.getDims(),
-                               uint64_t{0}, uint64_t{0});
-        exchanged->setAttr(kGroupAttr, group);
-        Value v = x.getConcat() == 0
-                      ? exchanged.getResult()
-                      : rearrange(b, loc, exchanged, block, n, x.getConcat(),
-                                  /*gather=*/true);
-        x.getResult().replaceAllUsesWith(v);
-        replaced[x.getResult()] = v;
-      } else {
-        auto r = cast<ReduceScatterOp>(op);
-        int64_t a = r.getAxis();
-        auto local = r.getResult().getType();
-        Value blocks = rearrange(b, loc, r.getInput(), local, n, a,
-                                 /*gather=*/false);
-        auto scattered = ReduceScatterOp::create(
-            b, loc, local, blocks, r.getDims(), uint64_t{0}, r.getReduction());
-        scattered->setAttr(kGroupAttr, group);
-        r.getResult().replaceAllUsesWith(scattered.getResult());
-        replaced[r.getResult()] = scattered.getResult();
-      }
-      op->erase();
-    }
-  }
-
-  /// Converts between `n` blocks of `local` stacked along dimension 0
-  /// (`gather`: from, else: to) and the full tensor split along `axis`.
-  Value rearrange(OpBuilder &b, Location loc, Value v, RankedTensorType local,
-                  int64_t n, int64_t axis, bool gather) {
-    int64_t rank = local.getRank();
-    Type elt = local.getElementType();
-    // Shape with the block index in front: [n, l0, ..., l_{r-1}].
-    SmallVector<int64_t> front{n};
-    front.append(local.getShape().begin(), local.getShape().end());
-    // Shape with the block index just before axis: [l0.., n, l_axis, ..].
-    SmallVector<int64_t> inner(local.getShape());
-    inner.insert(inner.begin() + axis, n);
-    // Reassociation merging the leading pair, or the pair at `axis`.
-    auto pairAt = [&](int64_t at) {
-      SmallVector<ReassociationIndices> groups;
-      for (int64_t i = 0, d = 0; i < rank; ++i) {
-        if (i == at) {
-          groups.push_back({d, d + 1});
-          d += 2;
-        } else {
-          groups.push_back({d++});
-        }
-      }
-      return groups;
-    };
-    SmallVector<int64_t> toInner, toFront;
-    for (int64_t i = 1; i <= axis; ++i)
-      toInner.push_back(i);
-    toInner.push_back(0);
-    for (int64_t i = axis + 1; i <= rank; ++i)
-      toInner.push_back(i);
-    toFront.assign(rank + 1, 0);
-    for (auto [i, p] : llvm::enumerate(toInner))
-      toFront[p] = i;
-    if (gather) {
-      Value expanded = tensor::ExpandShapeOp::create(
-          b, loc, RankedTensorType::get(front, elt), v, pairAt(0));
-      Value init = tensor::EmptyOp::create(b, loc, inner, elt);
-      Value moved = linalg::TransposeOp::create(b, loc, expanded, init, toInner)
-                        .getResult()[0];
-      SmallVector<int64_t> full(local.getShape());
-      full[axis] *= n;
-      return tensor::CollapseShapeOp::create(
-          b, loc, RankedTensorType::get(full, elt), moved, pairAt(axis));
-    }
-    Value expanded = tensor::ExpandShapeOp::create(
-        b, loc, RankedTensorType::get(inner, elt), v, pairAt(axis));
-    Value init = tensor::EmptyOp::create(b, loc, front, elt);
-    Value moved = linalg::TransposeOp::create(b, loc, expanded, init, toFront)
-                      .getResult()[0];
-    SmallVector<int64_t> blocks(local.getShape());
-    blocks[0] *= n;
-    return tensor::CollapseShapeOp::create(
-        b, loc, RankedTensorType::get(blocks, elt), moved, pairAt(0));
-  }
-
-  LogicalResult inlineCall(Operation *op, int64_t rank, IRMapping &map,
-                           llvm::MapVector<Attribute, Value> &state,
-                           OpBuilder &b) {
-    SymbolRefAttr callee = isa<CallOp>(op) ? cast<CallOp>(op).getCallee()
-                                           : cast<BroadcastOp>(op).getCallee();
-    auto actorMesh = tables().lookupNearestSymbolFrom<ActorMeshOp>(
-        op, FlatSymbolRefAttr::get(callee.getRootReference()));
-    auto actorClass = tables().lookupNearestSymbolFrom<ActorClassOp>(
-        actorMesh, actorMesh.getActorClassAttr());
-    auto endpoint = tables().lookupSymbolIn<EndpointOp>(
-        actorClass, callee.getLeafReference());
-    const MeshRanks *mesh = resolve(actorMesh, actorMesh.getMeshAttr());
-    int64_t local = mesh->localRank(rank);
-    if (local < 0)
-      return success(); // Not on this rank.
-    Location loc = op->getLoc();
-
-    // Arguments: this rank's shard of split values.
-    IRMapping inner;
-    for (auto [i, operand] : llvm::enumerate(op->getOperands())) {
-      DistAttr dist = endpoint.getArgDist(i);
-      // A shard produced with the same distribution on the same ranks is
-      // passed as is: no gather to the global value and slice back.
-      auto it = pending.find(operand);
-      if (dist && it != pending.end() && it->second.dist == dist &&
-          it->second.mesh == mesh) {
-        inner.map(endpoint.getArgument(i), it->second.local);
-        continue;
-      }
-      Value v = globalValue(b, operand, map);
-      if (!v)
-        return op->emitOpError("argument #")
-               << i << " is not available on rank " << rank;
-      if (dist && !dist.isReplicated())
-        v = sliceFor(b, loc, v, dist, *mesh, local);
-      inner.map(endpoint.getArgument(i), v);
-    }
-    // Body, with state threaded and rank queries folded.
-    SmallVector<Value> results;
-    for (Operation &bodyOp : endpoint.getBody().front()) {
-      if (auto ret = dyn_cast<ReturnOp>(bodyOp)) {
-        for (Value v : ret.getOperands())
-          results.push_back(inner.lookupOrDefault(v));
-        continue;
-      }
-      if (auto get = dyn_cast<StateGetOp>(bodyOp)) {
-        Attribute ref = SymbolRefAttr::get(actorMesh.getSymNameAttr(),
-                                           {get.getStateAttr()});
-        Value &current = state[ref];
-        if (!current)
-          current = b.getBlock()->addArgument(get.getType(), get.getLoc());
-        inner.map(get.getResult(), current);
-        continue;
-      }
-      if (auto set = dyn_cast<StateSetOp>(bodyOp)) {
-        Attribute ref = SymbolRefAttr::get(actorMesh.getSymNameAttr(),
-                                           {set.getStateAttr()});
-        if (!state.count(ref))
-          state[ref] =
-              b.getBlock()->addArgument(set.getValue().getType(), set.getLoc());
-        // The first block argument created for `ref` stays the state's
-        // buffer; the map tracks the current value.
-        state[ref] = inner.lookupOrDefault(set.getValue());
-        continue;
-      }
-      if (auto index = dyn_cast<ProcessIndexOp>(bodyOp)) {
-        SmallVector<StringRef> dims;
-        for (Attribute d : index.getDims())
-          dims.push_back(cast<StringAttr>(d).getValue());
-        inner.map(index.getResult(),
-                  arith::ConstantIndexOp::create(
-                      b, index.getLoc(), indexAlong(*mesh, local, dims)));
-        continue;
-      }
-      Operation *clone = b.clone(bodyOp, inner);
-      bool bad = false;
-      clone->walk([&](Operation *nested) {
-        if (nested != clone &&
-            isa<StateGetOp, StateSetOp, ProcessIndexOp, CallOp>(nested))
-          bad = true;
-      });
-      if (bad)
-        return bodyOp.emitOpError(
-            "uses actor state, rank queries or calls inside a region; "
-            "planning supports them only at the top of an endpoint");
-      if (auto dims = clone->getAttrOfType<ArrayAttr>("dims"))
-        if (isa<AllReduceOp, AllGatherOp, ReduceScatterOp, BroadcastFromOp,
-                AllToAllOp>(clone))
-          clone->setAttr(kGroupAttr,
-                         b.getDenseI64ArrayAttr(groupOf(*mesh, local, dims)));
-    }
-    // Results: split or partial ones are assembled into the global value
-    // only when something needs it (globalValue); every rank takes the same
-    // decision, so the collectives this inserts stay matched.
-    if (auto call = dyn_cast<CallOp>(op)) {
-      for (auto [i, r] : llvm::enumerate(results)) {
-        DistAttr dist = endpoint.getResultDist(i);
-        if (dist && !dist.isReplicated()) {
-          pending[call.getResult(i)] = {
-              r,
-              dist,
-              mesh,
-              local,
-              cast<RankedTensorType>(call.getResult(i).getType()),
-              LocationAttr(loc)};
-          continue;
-        }
-        map.map(call.getResult(i), r);
-      }
-    }
-    return success();
-  }
-
-  /// A call result still held as this rank's part (shard or partial sum).
-  struct PendingResult {
-    Value local;
-    DistAttr dist;
-    const MeshRanks *mesh;
-    int64_t localRank;
-    RankedTensorType global;
-    LocationAttr loc;
-  };
-  DenseMap<Value, PendingResult> pending;
-
-  /// The global value of `v` on this rank, assembling a pending call result
-  /// (all_reduce of partial sums, all_gather of shards) at first use.
-  Value globalValue(OpBuilder &b, Value v, IRMapping &map) {
-    if (Value mapped = map.lookupOrNull(v))
-      return mapped;
-    auto it = pending.find(v);
-    if (it == pending.end())
-      return nullptr;
-    PendingResult &p = it->second;
-    Value global = assemble(b, Location(p.loc), p.local, p.dist, *p.mesh,
-                            p.localRank, p.global);
-    map.map(v, global);
-    return global;
-  }
-
-  Value sliceFor(OpBuilder &b, Location loc, Value global, DistAttr dist,
-                 const MeshRanks &mesh, int64_t local) {
-    auto type = cast<RankedTensorType>(global.getType());
-    SmallVector<int64_t> offsets(type.getRank(), 0), sizes(type.getShape()),
-        strides(type.getRank(), 1);
-    for (int64_t d = 0; d < type.getRank(); ++d) {
-      SmallVector<StringRef> dims = dist.getSplitDims(d);
-      if (dims.empty())
-        continue;
-      int64_t parts = 1;
-      for (StringRef name : dims)
-        parts *= mesh.shape[llvm::find(mesh.dims, name) - mesh.dims.begin()];
-      sizes[d] = type.getDimSize(d) / parts;
-      offsets[d] = indexAlong(mesh, local, dims) * sizes[d];
-    }
-    auto folds = [&](ArrayRef<int64_t> values) {
-      SmallVector<OpFoldResult> out;
-      for (int64_t v : values)
-        out.push_back(b.getIndexAttr(v));
-      return out;
-    };
-    return tensor::ExtractSliceOp::create(b, loc, global, folds(offsets),
-                                          folds(sizes), folds(strides));
-  }
-
-  Value assemble(OpBuilder &b, Location loc, Value v, DistAttr dist,
-                 const MeshRanks &mesh, int64_t local,
-                 RankedTensorType global) {
-    auto stamp = [&](Operation *coll, ArrayAttr dims) {
-      coll->setAttr(kGroupAttr,
-                    b.getDenseI64ArrayAttr(groupOf(mesh, local, dims)));
-    };
-    if (dist.getPartial()) {
-      SmallVector<Attribute> all;
-      for (StringRef d : mesh.dims)
-        all.push_back(b.getStringAttr(d));
-      auto dims = b.getArrayAttr(all);
-      auto ar = AllReduceOp::create(
-          b, loc, v, dims,
-          ReductionKindAttr::get(b.getContext(), *dist.getPartial()));
-      stamp(ar, dims);
-      v = ar;
-    }
-    auto type = cast<RankedTensorType>(v.getType());
-    for (int64_t d = 0; d < type.getRank(); ++d) {
-      SmallVector<StringRef> names = dist.getSplitDims(d);
-      if (names.empty())
-        continue;
-      SmallVector<Attribute> attrs;
-      for (StringRef n : names)
-        attrs.push_back(b.getStringAttr(n));
-      auto dims = b.getArrayAttr(attrs);
-      auto cur = cast<RankedTensorType>(v.getType());
-      SmallVector<int64_t> shape(cur.getShape());
-      shape[d] = global.getDimSize(d);
-      auto gather = AllGatherOp::create(
-          b, loc, RankedTensorType::get(shape, cur.getElementType()), v, dims,
-          static_cast<uint64_t>(d));
-      stamp(gather, dims);
-      v = gather;
-    }
-    return v;
-  }
-
-  //===--------------------------------------------------------------------===//
-  // Phase 2: instruction streams
-  //===--------------------------------------------------------------------===//
+  /// Reads the rank functions of `worker` (the declaration left by
+  /// monarch-specialize-ranks) back into `codes`.
+  LogicalResult readRanks(func::FuncOp worker, const MeshRanks &procMesh,
+                          SmallVectorImpl<RankCode> &codes);
 
   /// Emits one rank program; `fetchRank[j]` is the rank that returns output j.
   LogicalResult lower(RankCode &code, PlanOp plan, const MeshRanks &procMesh,
@@ -749,10 +236,14 @@ LogicalResult MonarchPlanTransfersPass::lower(RankCode &code, PlanOp plan,
   };
   std::string planName = plan.getSymName().str();
 
-  // Inputs and persistent state.
+  // Inputs and persistent state. An input only the return uses is fed
+  // when it is an output (the return's other operands are final state).
+  auto onlyReturned = [](Value v) {
+    return llvm::all_of(v.getUsers(), llvm::IsaPred<func::ReturnOp>);
+  };
   for (unsigned i = 0; i < code.numWorkerArgs; ++i) {
     Value arg = body.getArgument(i);
-    if (arg.use_empty() && !llvm::is_contained(code.outputs, arg))
+    if (onlyReturned(arg) && !llvm::is_contained(code.outputs, arg))
       continue;
     BufferAttr buf = st.bufferFor(arg);
     FeedBufferOp::create(b, loc, b.getI64IntegerAttr(i), buf);
@@ -825,11 +316,14 @@ LogicalResult MonarchPlanTransfersPass::lower(RankCode &code, PlanOp plan,
     SmallVector<Value> outs;
     for (Operation *op : run)
       for (Value r : op->getResults()) {
-        bool usedLater = liveOut.contains(r) ||
-                         llvm::any_of(r.getUsers(), [&](Operation *u) {
-                           Operation *top = body.findAncestorOpInBlock(*u);
-                           return !inRun.contains(top);
-                         });
+        // The return counts only through liveOut: an output fetched from
+        // another rank is dead here.
+        bool usedLater =
+            liveOut.contains(r) ||
+            llvm::any_of(r.getUsers(), [&](Operation *u) {
+              Operation *top = body.findAncestorOpInBlock(*u);
+              return !inRun.contains(top) && !isa<func::ReturnOp>(top);
+            });
         if (usedLater)
           outs.push_back(r);
       }
@@ -919,7 +413,7 @@ LogicalResult MonarchPlanTransfersPass::lower(RankCode &code, PlanOp plan,
       SmallVector<int64_t> dests;
       for (int64_t j = 0, n = to->roots.size(); j < n; ++j)
         if (j % static_cast<int64_t>(from->roots.size()) == i &&
-            to->roots[j] != code.rank) // Self: see specialize().
+            to->roots[j] != code.rank) // Self: monarch-specialize-ranks.
           dests.push_back(to->roots[j]);
       if (dests.empty())
         continue;
@@ -1060,6 +554,76 @@ LogicalResult MonarchPlanTransfersPass::lower(RankCode &code, PlanOp plan,
   return success();
 }
 
+LogicalResult
+MonarchPlanTransfersPass::readRanks(func::FuncOp worker,
+                                    const MeshRanks &procMesh,
+                                    SmallVectorImpl<RankCode> &codes) {
+  auto refs = worker->getAttrOfType<ArrayAttr>(rankform::kRanksAttr);
+  if (!refs)
+    return worker.emitOpError("is not specialized per rank; "
+                              "monarch-specialize-ranks comes first");
+  FunctionType signature = worker.getFunctionType();
+  llvm::SmallBitVector seen(procMesh.roots.size());
+  for (Attribute a : refs) {
+    auto ref = dyn_cast<FlatSymbolRefAttr>(a);
+    auto fn = ref ? tables().lookupNearestSymbolFrom<func::FuncOp>(worker, ref)
+                  : func::FuncOp();
+    auto rank =
+        fn ? fn->getAttrOfType<IntegerAttr>(MonarchDialect::getRankAttrName())
+           : IntegerAttr();
+    if (!rank || !fn.getBody().hasOneBlock())
+      return worker.emitOpError("lists ")
+             << a << " among its ranks, which is not a rank function (a "
+             << "func.func with a body of one block and '"
+             << MonarchDialect::getRankAttrName() << "')";
+    int64_t r = rank.getInt();
+    if (r >= static_cast<int64_t>(seen.size()) || seen.test(r))
+      return worker.emitOpError("lists ")
+             << a << " for rank " << r << ", which "
+             << (r >= static_cast<int64_t>(seen.size())
+                     ? "is not a rank of its mesh"
+                     : "has another rank function");
+    seen.set(r);
+    auto outputs = fn->getAttrOfType<DenseI64ArrayAttr>(rankform::kOutputsAttr);
+    auto states = fn->getAttrOfType<ArrayAttr>(rankform::kStatesAttr);
+    if (!outputs || !states ||
+        !llvm::all_of(states, llvm::IsaPred<SymbolRefAttr>))
+      return fn.emitOpError("needs '")
+             << rankform::kOutputsAttr << "' (worker output indices) and '"
+             << rankform::kStatesAttr << "' (actor state references)";
+    // Arguments: the worker's, then one per state; results: the outputs
+    // held, then one per state.
+    FunctionType type = fn.getFunctionType();
+    size_t numStates = states.size(), numOutputs = outputs.size();
+    if (type.getNumInputs() != signature.getNumInputs() + numStates ||
+        type.getInputs().take_front(signature.getNumInputs()) !=
+            signature.getInputs() ||
+        type.getNumResults() != numOutputs + numStates)
+      return fn.emitOpError("takes the inputs of ")
+             << FlatSymbolRefAttr::get(worker.getSymNameAttr())
+             << " and one value per state, and returns the outputs it "
+                "holds and one value per state";
+    for (auto [k, j] : llvm::enumerate(outputs.asArrayRef()))
+      if (j < 0 || j >= signature.getNumResults() ||
+          type.getResult(k) != signature.getResult(j))
+        return fn.emitOpError("result #")
+               << k << " is not output #" << j << " of "
+               << FlatSymbolRefAttr::get(worker.getSymNameAttr());
+
+    RankCode &code = codes.emplace_back();
+    code.rank = r;
+    code.fn = fn;
+    code.numWorkerArgs = signature.getNumInputs();
+    code.outputs.assign(signature.getNumResults(), Value());
+    Operation *ret = fn.getBody().front().getTerminator();
+    for (auto [k, j] : llvm::enumerate(outputs.asArrayRef()))
+      code.outputs[j] = ret->getOperand(k);
+    for (auto [i, ref] : llvm::enumerate(states))
+      code.states.push_back({ref, ret->getOperand(numOutputs + i)});
+  }
+  return success();
+}
+
 LogicalResult MonarchPlanTransfersPass::planWorker(func::FuncOp worker) {
   MLIRContext *ctx = &getContext();
   auto meshRef = worker->getAttrOfType<FlatSymbolRefAttr>(
@@ -1068,26 +632,20 @@ LogicalResult MonarchPlanTransfersPass::planWorker(func::FuncOp worker) {
   if (!procMesh)
     return worker.emitOpError("runs on an unknown mesh");
 
-  // Phase 1 for every rank.
-  SmallVector<RankCode> codes(procMesh->roots.size());
-  for (int64_t r = 0, n = codes.size(); r < n; ++r)
-    if (failed(specialize(worker, *procMesh, r, codes[r]))) {
-      for (RankCode &c : codes)
-        if (c.fn)
-          c.fn.erase();
-      return failure();
-    }
+  SmallVector<RankCode> codes;
+  if (failed(readRanks(worker, *procMesh, codes)))
+    return failure();
   // Each output is returned by the lowest rank that has it.
   SmallVector<int64_t> fetchRank(worker.getNumResults(), -1);
   for (RankCode &c : codes)
     for (auto [j, v] : llvm::enumerate(c.outputs))
-      if (v && fetchRank[j] < 0)
+      if (v && (fetchRank[j] < 0 || c.rank < fetchRank[j]))
         fetchRank[j] = c.rank;
   for (auto [j, r] : llvm::enumerate(fetchRank))
     if (r < 0)
       return worker.emitOpError("output #") << j << " is on no rank";
 
-  // Phase 2: the plan replaces the worker program under the same name.
+  // The plan replaces the worker program under the same name.
   std::string name = worker.getSymName().str();
   FunctionType signature = worker.getFunctionType();
   OpBuilder b(ctx);

@@ -6,12 +6,16 @@
 // estimate the critical path of the result, and replan the arena over the
 // new order. The execution contract is docs/plan-semantics.md; the rules
 // this pass keeps, and why they are enough, are in docs/passes.md
-// ("## monarch-schedule").
+// ("## monarch-schedule"). Instructions, stream entries, buffers and byte
+// segments are those of the rank-program model (RankProgramModel.h), shared
+// with monarch-verify-plan.
 //
 //===----------------------------------------------------------------------===//
 
 #include "monarch/Transforms/MemoryPlan.h"
 #include "monarch/Transforms/Passes.h"
+
+#include "RankProgramModel.h"
 
 #include "mlir/IR/SymbolTable.h"
 #include "llvm/ADT/DenseMap.h"
@@ -36,6 +40,7 @@ namespace monarch {
 
 using namespace mlir;
 using namespace monarch;
+using namespace monarch::rankmodel;
 
 //===----------------------------------------------------------------------===//
 // Cost model
@@ -61,28 +66,13 @@ static constexpr double kLatencyUs = 20.0;
 
 namespace {
 
-enum class InstrKind { Host, Async, Wait };
-
-/// One buffer operand of an instruction; reads come before writes.
-struct Access {
-  int buffer;
-  bool write;
-};
-
-struct Instr {
-  Operation *op = nullptr;
-  InstrKind kind = InstrKind::Host;
-  bool comm = false;
-  int64_t stream = -1;
-  int64_t group = -1;
+/// What scheduling adds to an instruction of the model (same index).
+struct InstrInfo {
   int unit = -1;
-  /// Index in the issue list of its stream (original order).
-  int streamPos = -1;
   /// Cost alone; for communication only the bandwidth term.
   double cost = 0;
   /// Communication: the latency its stream entry pays once.
   double latency = 0;
-  llvm::SmallVector<Access, 4> accesses;
   /// First wait (original order) after which this op is known complete: it
   /// waits for this op's event (via == self) or for a later entry `via` of
   /// the same stream.
@@ -114,11 +104,10 @@ struct BufferInfo {
   bool io = false;
 };
 
-/// Last writer and readers since of a byte range [start, end): the map key
-/// is the start. Readers form persistent singly linked lists in a pool so
-/// that splitting a segment copies one index.
-struct Segment {
-  int64_t end;
+/// Last writer and readers since of a segment of bytes. Readers form
+/// persistent singly linked lists in a pool so that splitting a segment
+/// copies one index.
+struct Users {
   int writer = -1;
   int writerBuffer = -1;
   int readers = -1;
@@ -156,13 +145,11 @@ private:
   void planBuffers();
   double simulate(llvm::ArrayRef<int> unitOrder) const;
 
-  int bufferId(BufferAttr attr);
   void addEdge(int from, int to);
   void addHazard(int from, int to);
   void cover(int producer, int wait);
   void read(int instr, const Access &access);
   void write(int instr, const Access &access);
-  std::map<int64_t, Segment>::iterator split(int64_t at);
 
   /// Bytes per microsecond and latency of a transfer over `link`: the
   /// mesh's monarch.topology when it has one, else the defaults above.
@@ -172,19 +159,20 @@ private:
   SymbolTableCollection &symbols;
   TopologyOp topology;
 
-  std::vector<Instr> instrs;
+  RankProgramModel model;
+  /// Views of the model (one rank program), and what scheduling adds.
+  llvm::ArrayRef<Instr> instrs;
+  std::vector<InstrInfo> info;
   std::vector<Unit> units;
+  /// Indexed like the model's buffers.
   std::vector<BufferInfo> buffers;
-  llvm::DenseMap<Attribute, int> bufferIds;
-  llvm::DenseMap<Operation *, int> instrIds;
-  llvm::DenseMap<int64_t, std::vector<int>> streamOps;
   llvm::DenseSet<int64_t> commStreams;
 
   // Graph construction.
   std::vector<std::pair<int, int>> edges;
   std::vector<int> edgeStamp;
   std::vector<char> fifoEdgeAdded;
-  std::map<int64_t, Segment> segments;
+  SegmentMap<Users> segments;
   std::vector<std::pair<int, int>> readerPool; // (instr, next)
   std::vector<int> readerVisit;
   int visitStamp = 0;
@@ -202,15 +190,6 @@ private:
 // Collecting instructions, units and buffers
 //===----------------------------------------------------------------------===//
 
-int RankScheduler::bufferId(BufferAttr attr) {
-  auto [it, inserted] = bufferIds.try_emplace(attr, buffers.size());
-  if (inserted) {
-    int64_t lo = attr.getOffset();
-    buffers.push_back({attr, lo, lo + attr.getSizeInBytes()});
-  }
-  return it->second;
-}
-
 std::pair<double, double>
 RankScheduler::linkCost(std::optional<LinkKind> link) {
   if (!topology || !link)
@@ -225,137 +204,90 @@ RankScheduler::linkCost(std::optional<LinkKind> link) {
 }
 
 LogicalResult RankScheduler::collect() {
-  Block &block = program.getBody().front();
   if (auto plan = program->getParentOfType<PlanOp>())
     if (auto module = plan->getParentOfType<ModuleOp>())
       for (auto t : module.getOps<TopologyOp>())
         if (t.getMeshAttr() == plan.getMeshAttr())
           topology = t;
-  for (Operation &op : block) {
-    Instr in;
-    in.op = &op;
-    auto use = [&](BufferAttr attr, bool write) {
-      in.accesses.push_back({bufferId(attr), write});
-    };
-    auto commStream = [&](int64_t stream, std::optional<uint64_t> group) {
-      in.kind = InstrKind::Async;
-      in.comm = true;
-      in.stream = stream;
-      in.group = group ? static_cast<int64_t>(*group) : -1;
-    };
-    bool known =
-        llvm::TypeSwitch<Operation *, bool>(&op)
-            .Case([&](LaunchOp launch) {
-              in.kind = InstrKind::Async;
-              in.stream = launch.getStream();
-              int64_t bytes = 0;
-              for (Attribute a : launch.getIns()) {
-                use(cast<BufferAttr>(a), /*write=*/false);
-                bytes += cast<BufferAttr>(a).getSizeInBytes();
-              }
-              for (Attribute a : launch.getOuts()) {
-                use(cast<BufferAttr>(a), /*write=*/true);
-                bytes += cast<BufferAttr>(a).getSizeInBytes();
-              }
-              in.cost = bytes / kLaunchBytesPerUs;
-              return true;
-            })
-            .Case([&](SendOp send) {
-              commStream(send.getStream(), send.getGroup());
-              use(send.getBuffer(), /*write=*/false);
-              auto [rate, latency] = linkCost(send.getLink());
-              in.cost = send.getBuffer().getSizeInBytes() / rate;
-              in.latency = latency;
-              return true;
-            })
-            .Case([&](RecvOp recv) {
-              commStream(recv.getStream(), recv.getGroup());
-              use(recv.getBuffer(), /*write=*/true);
-              auto [rate, latency] = linkCost(recv.getLink());
-              in.cost = recv.getBuffer().getSizeInBytes() / rate;
-              in.latency = latency;
-              return true;
-            })
-            .Case([&](CollectiveOp coll) {
-              commStream(coll.getStream(), coll.getGroup());
-              use(coll.getInput(), /*write=*/false);
-              use(coll.getOutput(), /*write=*/true);
-              double n = 1;
-              if (auto comm = symbols.lookupNearestSymbolFrom<CommunicatorOp>(
-                      coll, coll.getCommAttr()))
-                n = std::max<size_t>(1, comm.getRanks().size());
-              int64_t bytes = std::max(coll.getInput().getSizeInBytes(),
-                                       coll.getOutput().getSizeInBytes());
-              auto [rate, latency] = linkCost(coll.getLink());
-              in.cost = bytes / rate * 2 * (n - 1) / n;
-              in.latency = latency;
-              return true;
-            })
-            .Case([&](WaitOp) {
-              in.kind = InstrKind::Wait;
-              return true;
-            })
-            .Case([&](FeedBufferOp feed) {
-              use(feed.getBuffer(), /*write=*/true);
-              buffers[in.accesses.back().buffer].io = true;
-              return true;
-            })
-            .Case([&](FetchBufferOp fetch) {
-              use(fetch.getBuffer(), /*write=*/false);
-              buffers[in.accesses.back().buffer].io = true;
-              return true;
-            })
-            .Case([&](StateBufferOp state) {
-              // Binding state defines the buffer's contents (a write).
-              use(state.getBuffer(), /*write=*/true);
-              buffers[in.accesses.back().buffer].persistent = true;
-              return true;
-            })
-            .Default([](Operation *) { return false; });
-    if (!known)
-      return op.emitOpError("is not a plan instruction; monarch-schedule "
-                            "cannot order it");
-    instrIds[&op] = instrs.size();
-    if (in.kind == InstrKind::Async) {
-      std::vector<int> &list = streamOps[in.stream];
-      in.streamPos = list.size();
-      list.push_back(instrs.size());
-      if (in.comm)
-        commStreams.insert(in.stream);
+  model.addProgram(program);
+  instrs = model.instrs;
+  for (const Instr &in : instrs)
+    if (in.kind == InstrKind::Unknown)
+      return in.op->emitOpError("is not a plan instruction; monarch-schedule "
+                                "cannot order it");
+  for (BufferAttr attr : model.buffers) {
+    int64_t lo = attr.getOffset();
+    buffers.push_back({attr, lo, lo + attr.getSizeInBytes()});
+  }
+  info.resize(instrs.size());
+  for (auto [i, in] : llvm::enumerate(instrs)) {
+    for (const Access &access : in.accesses) {
+      BufferInfo &buf = buffers[access.buffer];
+      if (in.kind == InstrKind::FeedBuffer || in.kind == InstrKind::FetchBuffer)
+        buf.io = true;
+      // Binding state defines the buffer's contents across steps.
+      if (in.kind == InstrKind::StateBuffer)
+        buf.persistent = true;
     }
-    instrs.push_back(std::move(in));
+    if (in.isComm())
+      commStreams.insert(in.stream);
+    InstrInfo &cost = info[i];
+    llvm::TypeSwitch<Operation *>(in.op)
+        .Case([&](LaunchOp launch) {
+          int64_t bytes = 0;
+          for (Attribute a : launch.getIns())
+            bytes += cast<BufferAttr>(a).getSizeInBytes();
+          for (Attribute a : launch.getOuts())
+            bytes += cast<BufferAttr>(a).getSizeInBytes();
+          cost.cost = bytes / kLaunchBytesPerUs;
+        })
+        .Case<SendOp, RecvOp>([&](auto p2p) {
+          auto [rate, latency] = linkCost(p2p.getLink());
+          cost.cost = p2p.getBuffer().getSizeInBytes() / rate;
+          cost.latency = latency;
+        })
+        .Case([&](CollectiveOp coll) {
+          double n = 1;
+          if (auto comm = symbols.lookupNearestSymbolFrom<CommunicatorOp>(
+                  coll, coll.getCommAttr()))
+            n = std::max<size_t>(1, comm.getRanks().size());
+          int64_t bytes = std::max(coll.getInput().getSizeInBytes(),
+                                   coll.getOutput().getSizeInBytes());
+          auto [rate, latency] = linkCost(coll.getLink());
+          cost.cost = bytes / rate * 2 * (n - 1) / n;
+          cost.latency = latency;
+        });
   }
 
-  // Units: adjacent communication instructions with the same group on the
-  // same stream form one stream entry. Two such instructions with only
-  // other instructions between them are two entries; the one right after
-  // the first stays between them.
+  // Units: the model's stream entries (adjacent communication instructions
+  // with the same group on the same stream), every other instruction alone.
+  // Two instructions with the same group and stream with only other
+  // instructions between them are two entries; the one right after the
+  // first stays between them.
   int lastComm = -1;
   for (int i = 0, e = instrs.size(); i < e; ++i) {
-    Instr &in = instrs[i];
-    bool sameEntry = false;
-    if (in.comm && in.group >= 0 && lastComm >= 0 &&
-        instrs[lastComm].group == in.group &&
+    const Instr &in = instrs[i];
+    InstrInfo &ii = info[i];
+    bool sameEntry =
+        in.isAsync() && model.entries[in.entry].first != unsigned(i);
+    if (!sameEntry && in.isComm() && in.group && lastComm >= 0 &&
+        lastComm != i - 1 && instrs[lastComm].group == in.group &&
         instrs[lastComm].stream == in.stream) {
-      if (lastComm == i - 1) {
-        sameEntry = true;
-      } else {
-        instrs[lastComm + 1].separatesBefore = lastComm;
-        in.separatedAfter = lastComm + 1;
-      }
+      info[lastComm + 1].separatesBefore = lastComm;
+      ii.separatedAfter = lastComm + 1;
     }
     if (sameEntry) {
       Unit &unit = units.back();
       unit.last = i;
-      unit.cost += in.cost;
+      unit.cost += ii.cost;
     } else {
-      Unit unit{i, i, in.comm, in.cost};
-      if (in.comm)
-        unit.cost += in.latency;
+      Unit unit{i, i, in.isComm(), ii.cost};
+      if (in.isComm())
+        unit.cost += ii.latency;
       units.push_back(unit);
     }
-    in.unit = units.size() - 1;
-    if (in.comm)
+    ii.unit = units.size() - 1;
+    if (in.isComm())
       lastComm = i;
   }
   return success();
@@ -366,7 +298,7 @@ LogicalResult RankScheduler::collect() {
 //===----------------------------------------------------------------------===//
 
 void RankScheduler::addEdge(int from, int to) {
-  int u = instrs[from].unit, v = instrs[to].unit;
+  int u = info[from].unit, v = info[to].unit;
   if (u == v || edgeStamp[u] == v)
     return;
   // Every edge into unit v is added while its instructions are visited, so
@@ -380,22 +312,22 @@ void RankScheduler::addEdge(int from, int to) {
 /// the host already serializes them, else after the wait that made the
 /// original program safe.
 void RankScheduler::addHazard(int from, int to) {
-  Instr &a = instrs[from], &b = instrs[to];
-  if (a.unit == b.unit)
+  const Instr &a = instrs[from], &b = instrs[to];
+  const InstrInfo &ai = info[from];
+  if (ai.unit == info[to].unit)
     return;
-  if (a.kind != InstrKind::Async ||
-      (b.kind == InstrKind::Async && a.stream == b.stream)) {
+  if (!a.isAsync() || (b.isAsync() && a.stream == b.stream)) {
     addEdge(from, to);
     return;
   }
-  if (a.coverWait >= 0) {
+  if (ai.coverWait >= 0) {
     // The wait comes before `to`: waits are visited before later ops.
-    addEdge(a.coverWait, to);
-    if (a.coverVia != from && !fifoEdgeAdded[from]) {
+    addEdge(ai.coverWait, to);
+    if (ai.coverVia != from && !fifoEdgeAdded[from]) {
       // The wait proves `from` complete only while `from` is issued before
       // `via` on their stream.
       fifoEdgeAdded[from] = 1;
-      int u = a.unit, v = instrs[a.coverVia].unit;
+      int u = ai.unit, v = info[ai.coverVia].unit;
       if (u != v)
         edges.emplace_back(u, v);
     }
@@ -409,20 +341,22 @@ void RankScheduler::addHazard(int from, int to) {
 }
 
 void RankScheduler::cover(int producer, int wait) {
-  Instr &p = instrs[producer];
+  const Instr &p = instrs[producer];
+  const Unit &unit = units[info[producer].unit];
   // The event of a grouped instruction fires when its whole group has
   // completed (docs/plan-semantics.md).
-  for (int m = units[p.unit].first; m <= units[p.unit].last; ++m) {
-    if (instrs[m].coverWait < 0) {
-      instrs[m].coverWait = wait;
-      instrs[m].coverVia = m;
+  for (int m = unit.first; m <= unit.last; ++m) {
+    if (info[m].coverWait < 0) {
+      info[m].coverWait = wait;
+      info[m].coverVia = m;
     }
   }
   // Streams are FIFO: every earlier entry of the stream has completed too.
-  std::vector<int> &list = streamOps[p.stream];
-  int entryStart = instrs[units[p.unit].first].streamPos;
+  ArrayRef<unsigned> list =
+      model.programs.front().streams.find(p.stream)->second;
+  int entryStart = instrs[unit.first].streamPos;
   for (int &ptr = coveredUpTo[p.stream]; ptr < entryStart; ++ptr) {
-    Instr &earlier = instrs[list[ptr]];
+    InstrInfo &earlier = info[list[ptr]];
     if (earlier.coverWait < 0) {
       earlier.coverWait = wait;
       earlier.coverVia = producer;
@@ -430,43 +364,21 @@ void RankScheduler::cover(int producer, int wait) {
   }
 }
 
-/// Makes `at` a segment boundary; returns the first segment at or after it.
-std::map<int64_t, Segment>::iterator RankScheduler::split(int64_t at) {
-  auto it = segments.upper_bound(at);
-  if (it != segments.begin()) {
-    auto prev = std::prev(it);
-    if (prev->first < at && at < prev->second.end) {
-      Segment right = prev->second;
-      prev->second.end = at;
-      return segments.emplace_hint(it, at, right);
-    }
-  }
-  return it == segments.begin() || std::prev(it)->first != at ? it
-                                                              : std::prev(it);
-}
-
 void RankScheduler::read(int instr, const Access &access) {
   BufferInfo &buf = buffers[access.buffer];
   if (buf.lo == buf.hi)
     return;
-  split(buf.hi);
-  auto it = split(buf.lo);
-  int64_t cursor = buf.lo;
-  while (cursor < buf.hi) {
-    if (it == segments.end() || it->first > cursor) {
-      // Never written in this program: the value comes from before it.
-      int64_t end = it == segments.end() ? buf.hi : std::min(buf.hi, it->first);
-      it = segments.emplace_hint(it, cursor, Segment{end});
-    }
-    Segment &seg = it->second;
+  forEachSegmentIn(segments, buf.lo, buf.hi, [&](Segment<Users> &segment) {
+    Users &seg = segment.value;
     if (seg.writer < 0) {
+      // Never written in this program: the value comes from before it.
       buf.persistent = true;
     } else {
       if (seg.writer != instr)
         addHazard(seg.writer, instr);
       // A value written through another buffer is read through this one:
       // they alias and must move together.
-      if (seg.writerBuffer != access.buffer)
+      if (seg.writerBuffer != static_cast<int>(access.buffer))
         aliases.insert(std::minmax<unsigned>(seg.writerBuffer, access.buffer));
     }
     if (seg.readers < 0 || readerPool[seg.readers].first != instr) {
@@ -474,21 +386,16 @@ void RankScheduler::read(int instr, const Access &access) {
       readerVisit.push_back(-1);
       seg.readers = readerPool.size() - 1;
     }
-    cursor = seg.end;
-    ++it;
-  }
+  });
 }
 
 void RankScheduler::write(int instr, const Access &access) {
   const BufferInfo &buf = buffers[access.buffer];
   if (buf.lo == buf.hi)
     return;
-  split(buf.hi);
-  auto first = split(buf.lo);
-  auto it = first;
   ++visitStamp;
-  for (; it != segments.end() && it->first < buf.hi; ++it) {
-    Segment &seg = it->second;
+  findOverlapping(segments, buf.lo, buf.hi, [&](Segment<Users> &segment) {
+    const Users &seg = segment.value;
     if (seg.writer >= 0 && seg.writer != instr)
       addHazard(seg.writer, instr);
     // Reader lists share tails after splits: stop at a visited entry.
@@ -498,9 +405,10 @@ void RankScheduler::write(int instr, const Access &access) {
       if (readerPool[r].first != instr)
         addHazard(readerPool[r].first, instr);
     }
-  }
-  segments.erase(first, it);
-  segments.emplace(buf.lo, Segment{buf.hi, instr, access.buffer, -1});
+    return false;
+  });
+  assignSegments(segments, buf.lo, buf.hi,
+                 Users{instr, static_cast<int>(access.buffer), -1});
 }
 
 void RankScheduler::buildGraph() {
@@ -509,21 +417,21 @@ void RankScheduler::buildGraph() {
   int lastComm = -1;
   llvm::DenseMap<int64_t, int> lastOnCommStream;
   for (int i = 0, e = instrs.size(); i < e; ++i) {
-    Instr &in = instrs[i];
+    const Instr &in = instrs[i];
     // Communication keeps its issue order: it fixes matching and the
     // global per-communicator order that makes plans deadlock-free.
-    if (in.comm) {
+    if (in.isComm()) {
       if (lastComm >= 0)
         addEdge(lastComm, i);
       lastComm = i;
     }
-    if (in.separatesBefore >= 0)
-      addEdge(in.separatesBefore, i);
-    if (in.separatedAfter >= 0)
-      addEdge(in.separatedAfter, i);
+    if (info[i].separatesBefore >= 0)
+      addEdge(info[i].separatesBefore, i);
+    if (info[i].separatedAfter >= 0)
+      addEdge(info[i].separatedAfter, i);
     // A stream carrying communication keeps its whole order, since its
     // FIFO order is part of the happens-before graph across ranks.
-    if (in.kind == InstrKind::Async && commStreams.contains(in.stream)) {
+    if (in.isAsync() && commStreams.contains(in.stream)) {
       auto [it, inserted] = lastOnCommStream.try_emplace(in.stream, i);
       if (!inserted) {
         addEdge(it->second, i);
@@ -539,7 +447,7 @@ void RankScheduler::buildGraph() {
       if (lastWait >= 0)
         addEdge(lastWait, i);
       for (Value event : cast<WaitOp>(in.op).getEvents()) {
-        int producer = instrIds.lookup(event.getDefiningOp());
+        int producer = model.idOf.lookup(event.getDefiningOp());
         addEdge(producer, i);
         cover(producer, i);
       }
@@ -659,10 +567,10 @@ double RankScheduler::simulate(llvm::ArrayRef<int> unitOrder) const {
     const Instr &head = instrs[units[u].first];
     if (head.kind == InstrKind::Wait) {
       for (Value event : cast<WaitOp>(head.op).getEvents())
-        host = std::max(host, done[instrIds.lookup(event.getDefiningOp())]);
+        host = std::max(host, done[model.idOf.lookup(event.getDefiningOp())]);
       continue;
     }
-    if (head.kind == InstrKind::Host)
+    if (head.isHost())
       continue;
     double &free = streamFree[head.stream];
     double end = std::max(host, free) + units[u].cost;
@@ -698,18 +606,18 @@ void RankScheduler::planBuffers() {
   std::vector<int> newStreamPos(n, -1), entryStart(n, -1);
   for (int u : order) {
     for (int i = units[u].first; i <= units[u].last; ++i) {
-      Instr &in = instrs[i];
-      if (in.kind == InstrKind::Host) {
+      const Instr &in = instrs[i];
+      if (in.isHost()) {
         complete[i] = pos[i];
-      } else if (in.kind == InstrKind::Async) {
+      } else if (in.isAsync()) {
         std::vector<int> &list = newStreamOps[in.stream];
         newStreamPos[i] = list.size();
         entryStart[i] = newStreamPos[units[u].first];
         list.push_back(i);
       } else {
         for (Value event : cast<WaitOp>(in.op).getEvents()) {
-          int p = instrIds.lookup(event.getDefiningOp());
-          const Unit &entry = units[instrs[p].unit];
+          int p = model.idOf.lookup(event.getDefiningOp());
+          const Unit &entry = units[info[p].unit];
           for (int m = entry.first; m <= entry.last; ++m)
             complete[m] = std::min(complete[m], pos[i]);
           std::vector<int> &list = newStreamOps[instrs[p].stream];
@@ -768,7 +676,7 @@ void RankScheduler::planBuffers() {
       out.push_back(remap[a]);
     return builder.getArrayAttr(out);
   };
-  for (Instr &in : instrs)
+  for (const Instr &in : instrs)
     llvm::TypeSwitch<Operation *>(in.op)
         .Case([&](LaunchOp op) {
           op.setInsAttr(mapList(op.getIns()));

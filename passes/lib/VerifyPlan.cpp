@@ -21,12 +21,16 @@
 // (one NCCL group is one kernel on the stream).
 //
 // Everything is linear in the number of instructions, except the hazard
-// check's interval map (logarithmic per access).
+// check's interval map (logarithmic per access). Instructions, stream
+// entries and groups come from the rank-program model (RankProgramModel.h),
+// shared with monarch-schedule.
 //
 //===----------------------------------------------------------------------===//
 
 #include "monarch/Transforms/VerifyPlan.h"
 #include "monarch/Transforms/Passes.h"
+
+#include "RankProgramModel.h"
 
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
@@ -50,41 +54,9 @@ namespace monarch {
 
 using namespace mlir;
 using namespace monarch;
+using namespace monarch::rankmodel;
 
 namespace {
-
-constexpr unsigned kNone = ~0u;
-
-enum class InstrKind : uint8_t { Launch, Send, Recv, Collective, Wait, Host };
-
-/// One instruction of one rank program.
-struct Instr {
-  Operation *op;
-  int64_t rank;
-  /// Position in the rank program, from 0.
-  unsigned pos;
-  InstrKind kind;
-  /// Stream, stream entry and group of an asynchronous instruction.
-  int64_t stream = -1;
-  std::optional<uint64_t> group;
-  unsigned entry = kNone;
-  /// The last wait before this instruction on its rank: it is issued only
-  /// once that wait has completed.
-  unsigned gate = kNone;
-
-  bool isAsync() const {
-    return kind != InstrKind::Wait && kind != InstrKind::Host;
-  }
-};
-
-/// A stream entry: one asynchronous instruction or one group, whose members
-/// are the adjacent instructions [first, last].
-struct Entry {
-  unsigned first, last;
-  /// Position among the entries of its stream, and the entry before it.
-  unsigned streamIndex;
-  unsigned prev;
-};
 
 enum class EdgeKind : uint8_t {
   Start,  // an instruction's start -> its (possibly shared) completion
@@ -101,20 +73,19 @@ struct Edge {
   unsigned fromInstr, toInstr;
 };
 
-/// An asynchronous read or write of a buffer, for the hazard check.
-struct Access {
+/// A read or write of a buffer recorded by the hazard check.
+struct Use {
   unsigned instr;
   int64_t stream; // -1 for host instructions (done when issued)
   unsigned streamIndex;
   BufferAttr buffer;
 };
 
-/// Bytes [start, end) of an arena with their last writer and the latest
-/// reader per stream since that write.
-struct Segment {
-  int64_t end;
-  std::optional<Access> writer;
-  SmallVector<Access, 2> readers;
+/// The last writer of a segment of bytes and the latest asynchronous reader
+/// per stream since that write.
+struct Users {
+  std::optional<Use> writer;
+  SmallVector<Use, 2> readers;
 };
 
 std::string plural(size_t n, StringRef word) {
@@ -162,11 +133,10 @@ private:
   SymbolTableCollection &tables;
   const VerifyPlanOptions &options;
 
-  SmallVector<Instr> instrs;
-  SmallVector<Entry> entries;
-  /// Instructions of each rank program are the ids [begin, end).
-  SmallVector<std::pair<unsigned, unsigned>> programs;
-  DenseMap<Operation *, unsigned> idOf;
+  /// The instructions of every rank program of the plan.
+  RankProgramModel model;
+  ArrayRef<Instr> instrs;
+  ArrayRef<Entry> entries;
   /// Instructions whose completions are one moment (pairs, collectives).
   SmallVector<std::pair<unsigned, unsigned>> sameCompletion;
   bool failed = false;
@@ -233,96 +203,33 @@ std::string PlanVerifier::signature(CollectiveOp op) const {
 // Instructions, stream entries and groups
 //===----------------------------------------------------------------------===//
 
-static InstrKind kindOf(Operation *op) {
-  return TypeSwitch<Operation *, InstrKind>(op)
-      .Case([](LaunchOp) { return InstrKind::Launch; })
-      .Case([](SendOp) { return InstrKind::Send; })
-      .Case([](RecvOp) { return InstrKind::Recv; })
-      .Case([](CollectiveOp) { return InstrKind::Collective; })
-      .Case([](WaitOp) { return InstrKind::Wait; })
-      .Default([](Operation *) { return InstrKind::Host; });
-}
-
 void PlanVerifier::collect() {
-  for (auto program : plan.getBody().getOps<RankProgramOp>()) {
-    int64_t rank = program.getRank();
-    unsigned begin = instrs.size();
-    // Per stream: its last entry and its number of entries.
-    DenseMap<int64_t, std::pair<unsigned, unsigned>> streams;
-    // Per group id: its last member so far.
-    DenseMap<uint64_t, unsigned> groupLast;
-    DenseSet<uint64_t> reported;
-    unsigned open = kNone; // entry of the group being extended
-    unsigned gate = kNone;
-    for (Operation &op : program.getBody().front()) {
-      unsigned id = instrs.size();
-      Instr in;
-      in.op = &op;
-      in.rank = rank;
-      in.pos = id - begin;
-      in.kind = kindOf(&op);
-      in.gate = gate;
-      idOf[&op] = id;
-      TypeSwitch<Operation *>(&op)
-          .Case([&](LaunchOp op) { in.stream = op.getStream(); })
-          .Case<SendOp, RecvOp, CollectiveOp>([&](auto op) {
-            in.stream = op.getStream();
-            in.group = op.getGroup();
-          });
-      instrs.push_back(in);
-      if (!in.isAsync()) {
-        open = kNone;
-        if (in.kind == InstrKind::Wait)
-          gate = id;
-        continue;
-      }
-
-      bool extends = false;
-      if (in.group) {
-        const Instr *prev =
-            open == kNone ? nullptr : &instrs[entries[open].last];
-        if (prev && prev->group == in.group) {
-          extends = prev->stream == in.stream;
-          if (!extends && reported.insert(*in.group).second) {
-            InFlightDiagnostic diag =
-                op.emitError("group ")
-                << *in.group << " of rank " << rank << " spans streams "
-                << prev->stream << " and " << in.stream
-                << ": the instructions of a group form one stream entry";
-            diag.attachNote(prev->op->getLoc())
-                << "previous instruction of the group";
-            failed = true;
-          }
-        } else if (auto it = groupLast.find(*in.group);
-                   it != groupLast.end() && reported.insert(*in.group).second) {
-          InFlightDiagnostic diag =
-              op.emitError("group ")
-              << *in.group << " of rank " << rank
-              << " is not adjacent: " << describe(it->second + 1)
-              << " separates this instruction from the earlier ones of the "
-                 "group; the instructions of a group must be consecutive in "
-                 "program order";
-          diag.attachNote(instrs[it->second].op->getLoc())
-              << "previous instruction of group " << *in.group;
-          failed = true;
-        }
-        groupLast[*in.group] = id;
-      }
-
-      if (extends) {
-        entries[open].last = id;
-        instrs[id].entry = open;
-        continue;
-      }
-      unsigned entry = entries.size();
-      auto [it, inserted] =
-          streams.try_emplace(in.stream, std::make_pair(kNone, 0u));
-      entries.push_back({id, id, it->second.second, it->second.first});
-      it->second = {entry, it->second.second + 1};
-      instrs[id].entry = entry;
-      open = in.group ? entry : kNone;
+  for (auto program : plan.getBody().getOps<RankProgramOp>())
+    model.addProgram(program);
+  instrs = model.instrs;
+  entries = model.entries;
+  for (const GroupIssue &issue : model.groupIssues) {
+    const Instr &in = instrs[issue.instr];
+    if (issue.kind == GroupIssue::SpansStreams) {
+      const Instr &prev = instrs[issue.other];
+      InFlightDiagnostic diag =
+          in.op->emitError("group ")
+          << *in.group << " of rank " << in.rank << " spans streams "
+          << prev.stream << " and " << in.stream
+          << ": the instructions of a group form one stream entry";
+      diag.attachNote(prev.op->getLoc()) << "previous instruction of the group";
+    } else {
+      InFlightDiagnostic diag =
+          in.op->emitError("group ")
+          << *in.group << " of rank " << in.rank
+          << " is not adjacent: " << describe(issue.other + 1)
+          << " separates this instruction from the earlier ones of the "
+             "group; the instructions of a group must be consecutive in "
+             "program order";
+      diag.attachNote(instrs[issue.other].op->getLoc())
+          << "previous instruction of group " << *in.group;
     }
-    programs.emplace_back(begin, instrs.size());
+    failed = true;
   }
 }
 
@@ -497,7 +404,7 @@ void PlanVerifier::checkDeadlock() {
   edges.reserve(3 * numInstrs);
   for (auto [id, in] : llvm::enumerate(instrs)) {
     unsigned i = id;
-    if (in.gate != kNone && in.kind != InstrKind::Host)
+    if (in.gate != kNone && !in.isHost())
       edges.push_back({done(in.gate), in.isAsync() ? start(i) : done(i),
                        EdgeKind::Issue, in.gate, i});
     if (in.isAsync()) {
@@ -511,8 +418,8 @@ void PlanVerifier::checkDeadlock() {
     if (!wait)
       continue;
     for (Value event : wait.getEvents()) {
-      auto it = idOf.find(event.getDefiningOp());
-      if (it == idOf.end() || !instrs[it->second].isAsync() ||
+      auto it = model.idOf.find(event.getDefiningOp());
+      if (it == model.idOf.end() || !instrs[it->second].isAsync() ||
           instrs[it->second].rank != in.rank) {
         wait.emitError("waits on an event that no earlier instruction of "
                        "rank ")
@@ -688,15 +595,15 @@ void PlanVerifier::reportCycle(ArrayRef<Edge> edges, ArrayRef<unsigned> cycle) {
 //===----------------------------------------------------------------------===//
 
 void PlanVerifier::checkHazards() {
-  for (auto [begin, end] : programs) {
+  for (const Program &program : model.programs) {
     // Per stream: the last entry index known complete through a wait.
     DenseMap<int64_t, unsigned> waited;
-    std::map<int64_t, Segment> segments;
+    SegmentMap<Users> segments;
 
     auto streamIndex = [&](unsigned id) {
       return entries[instrs[id].entry].streamIndex;
     };
-    auto ordered = [&](const Access &a, unsigned j) {
+    auto ordered = [&](const Use &a, unsigned j) {
       if (a.stream < 0)
         return true;
       const Instr &in = instrs[j];
@@ -706,34 +613,12 @@ void PlanVerifier::checkHazards() {
       auto it = waited.find(a.stream);
       return it != waited.end() && it->second > a.streamIndex;
     };
-    // Splits the segment containing `at` so that a segment starts there.
-    auto split = [&](int64_t at) {
-      auto it = segments.upper_bound(at);
-      if (it == segments.begin())
-        return;
-      --it;
-      if (it->first == at || it->second.end <= at)
-        return;
-      Segment tail = it->second;
-      it->second.end = at;
-      segments.emplace(at, std::move(tail));
-    };
-    // Calls `fn` on every segment overlapping [lo, hi).
-    auto overlapping = [&](int64_t lo, int64_t hi, auto fn) {
-      auto it = segments.upper_bound(lo);
-      if (it != segments.begin() && std::prev(it)->second.end > lo)
-        --it;
-      for (; it != segments.end() && it->first < hi; ++it)
-        if (fn(it->second))
-          return;
-    };
-
-    for (unsigned j = begin; j < end; ++j) {
+    for (unsigned j = program.begin; j < program.end; ++j) {
       const Instr &in = instrs[j];
       if (auto wait = dyn_cast<WaitOp>(in.op)) {
         for (Value event : wait.getEvents()) {
-          auto it = idOf.find(event.getDefiningOp());
-          if (it == idOf.end() || !instrs[it->second].isAsync())
+          auto it = model.idOf.find(event.getDefiningOp());
+          if (it == model.idOf.end() || !instrs[it->second].isAsync())
             continue;
           unsigned producer = it->second;
           unsigned &upTo =
@@ -742,37 +627,29 @@ void PlanVerifier::checkHazards() {
         }
         continue;
       }
+      // `state_buffer` only declares where actor state lives: it touches
+      // no bytes when issued.
       SmallVector<BufferAttr, 4> reads, writes;
-      TypeSwitch<Operation *>(in.op)
-          .Case([&](LaunchOp op) {
-            for (Attribute a : op.getIns())
-              reads.push_back(cast<BufferAttr>(a));
-            for (Attribute a : op.getOuts())
-              writes.push_back(cast<BufferAttr>(a));
-          })
-          .Case([&](SendOp op) { reads.push_back(op.getBuffer()); })
-          .Case([&](RecvOp op) { writes.push_back(op.getBuffer()); })
-          .Case([&](CollectiveOp op) {
-            reads.push_back(op.getInput());
-            writes.push_back(op.getOutput());
-          })
-          .Case([&](FeedBufferOp op) { writes.push_back(op.getBuffer()); })
-          .Case([&](FetchBufferOp op) { reads.push_back(op.getBuffer()); });
+      if (in.kind != InstrKind::StateBuffer)
+        for (const Access &access : in.accesses)
+          (access.write ? writes : reads)
+              .push_back(model.buffers[access.buffer]);
 
       // Find the first conflict of this instruction, if any.
-      std::optional<Access> conflict;
+      std::optional<Use> conflict;
       BufferAttr mine;
       bool mineWrites = false, otherWrites = false;
       auto check = [&](BufferAttr buf, bool writes) {
         int64_t lo = buf.getOffset(), hi = lo + buf.getSizeInBytes();
         if (conflict || lo == hi)
           return;
-        overlapping(lo, hi, [&](Segment &seg) {
+        findOverlapping(segments, lo, hi, [&](Segment<Users> &segment) {
+          Users &seg = segment.value;
           if (seg.writer && !ordered(*seg.writer, j)) {
             conflict = seg.writer;
             otherWrites = true;
           } else if (writes) {
-            for (const Access &r : seg.readers)
+            for (const Use &r : seg.readers)
               if (!ordered(r, j)) {
                 conflict = r;
                 break;
@@ -806,46 +683,34 @@ void PlanVerifier::checkHazards() {
       }
 
       // Record this instruction's accesses.
-      Access self{j,
-                  in.isAsync() ? in.stream : -1,
-                  in.isAsync() ? streamIndex(j) : 0,
-                  {}};
+      Use self{j,
+               in.isAsync() ? in.stream : -1,
+               in.isAsync() ? streamIndex(j) : 0,
+               {}};
       for (BufferAttr buf : reads) {
         int64_t lo = buf.getOffset(), hi = lo + buf.getSizeInBytes();
         if (lo == hi || self.stream < 0)
           continue;
-        split(lo);
-        split(hi);
-        // Fill the gaps so that the read is remembered everywhere.
-        for (int64_t at = lo; at < hi;) {
-          auto it = segments.lower_bound(at);
-          if (it == segments.end() || it->first != at) {
-            int64_t gapEnd =
-                it != segments.end() && it->first < hi ? it->first : hi;
-            it = segments.emplace(at, Segment{gapEnd, std::nullopt, {}}).first;
-          }
-          Access read = self;
-          read.buffer = buf;
-          auto same = llvm::find_if(it->second.readers, [&](const Access &r) {
-            return r.stream == self.stream;
-          });
-          if (same == it->second.readers.end())
-            it->second.readers.push_back(read);
+        Use read = self;
+        read.buffer = buf;
+        // Gaps are filled, so that the read is remembered everywhere.
+        forEachSegmentIn(segments, lo, hi, [&](Segment<Users> &segment) {
+          SmallVector<Use, 2> &readers = segment.value.readers;
+          auto same = llvm::find_if(
+              readers, [&](const Use &r) { return r.stream == self.stream; });
+          if (same == readers.end())
+            readers.push_back(read);
           else if (same->streamIndex <= read.streamIndex)
             *same = read;
-          at = it->second.end;
-        }
+        });
       }
       for (BufferAttr buf : writes) {
         int64_t lo = buf.getOffset(), hi = lo + buf.getSizeInBytes();
         if (lo == hi)
           continue;
-        split(lo);
-        split(hi);
-        segments.erase(segments.lower_bound(lo), segments.lower_bound(hi));
-        Access write = self;
+        Use write = self;
         write.buffer = buf;
-        segments.emplace(lo, Segment{hi, write, {}});
+        assignSegments(segments, lo, hi, Users{write, {}});
       }
     }
   }

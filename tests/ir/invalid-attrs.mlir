@@ -180,6 +180,20 @@ func.func @f() attributes {monarch.stage = 0 : i64} {
 
 // -----
 
+// `monarch.rank` marks the code of one rank (monarch-specialize-ranks).
+// expected-error @+1 {{'monarch.rank' must be a non-negative i64 on a function}}
+func.func @f() attributes {monarch.rank = -1 : i64} {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'monarch.rank' must be a non-negative i64 on a function}}
+monarch.actor_class @A attributes {monarch.rank = 0 : i64} {
+}
+
+// -----
+
 // `monarch.dist` describes endpoint signatures only.
 // expected-error @+1 {{'monarch.dist' is only valid on endpoint arguments and results}}
 func.func @f(%x: tensor<8xf32> {monarch.dist = #monarch.dist<[["gpus"]]>}) {

@@ -20,6 +20,16 @@ func.func @step.worker.mesh(%x: tensor<4xf32>, %s: f32) -> tensor<4xf32> attribu
   return %y : tensor<4xf32>
 }
 
+// The per-rank form of monarch-specialize-ranks: a function marked
+// `monarch.rank` is per-rank code, like an endpoint body, so mesh
+// collectives may appear in it.
+// CHECK-LABEL: func.func private @step.worker.mesh.rank0(%arg0: tensor<4xf32>) -> tensor<4xf32> attributes {monarch.rank = 0 : i64}
+// CHECK-NEXT:    monarch.all_reduce %arg0 over ["gpus"] sum {plan.group = array<i64: 0, 1>} : tensor<4xf32>
+func.func private @step.worker.mesh.rank0(%x: tensor<4xf32>) -> tensor<4xf32> attributes {monarch.rank = 0 : i64} {
+  %r = monarch.all_reduce %x over ["gpus"] sum {plan.group = array<i64: 0, 1>} : tensor<4xf32>
+  return %r : tensor<4xf32>
+}
+
 // CHECK-LABEL: func.func @step
 // CHECK-NEXT:    %[[T:.*]] = monarch.control_msg to @mesh invoke [@step.worker.mesh] args(%arg1 : f32) : !monarch.token
 // CHECK-NEXT:    monarch.feed_input %arg0 to @step.worker.mesh input 0 : tensor<4xf32>

@@ -1,12 +1,12 @@
 // A split moving from tensor dimension 0 to 1 over the same mesh dimension
 // is one all_to_all: monarch-partition keeps upstream's shard.all_to_all as
-// monarch.all_to_all, and monarch-plan-transfers packs the blocks of the
-// split dimension to the front (a transpose in the kernel before), exchanges
-// them along dimension 0, and joins them along the concat dimension (in the
-// kernel after). Each rank moves 3/4 of its 2x16 shard, where an all_gather
+// monarch.all_to_all, monarch-specialize-ranks packs the blocks of the
+// split dimension to the front (a transpose in the kernel before) for an
+// exchange along dimension 0 and joins them along the concat dimension (in
+// the kernel after), and monarch-plan-transfers plans the exchange. Each rank moves 3/4 of its 2x16 shard, where an all_gather
 // and a slice would move three times it.
 // RUN: monarch-opt %s --monarch-partition | FileCheck %s --check-prefix=PART
-// RUN: monarch-opt %s --monarch-partition --monarch-split-control-data --monarch-plan-transfers --monarch-verify-plan | FileCheck %s --check-prefix=PLAN
+// RUN: monarch-opt %s --monarch-partition --monarch-split-control-data --monarch-specialize-ranks --monarch-plan-transfers --monarch-verify-plan | FileCheck %s --check-prefix=PLAN
 
 // PART:      monarch.endpoint @run(%arg0: tensor<2x16xf32> {monarch.dist = #monarch.dist<{{\[\["gpus"\], \[\]\]}}>})
 // PART:        all_to_all %{{.*}} over ["gpus"] split 1 concat 0 : tensor<2x16xf32> -> tensor<8x4xf32>

@@ -1,67 +1,144 @@
 // RUN: monarch-opt %s --monarch-plan-transfers --split-input-file --verify-diagnostics
 // RUN: not monarch-opt %s --split-input-file --monarch-plan-transfers="backend=mpi" 2>&1 | FileCheck %s --check-prefix=BACKEND
 // BACKEND: monarch-plan-transfers: unknown backend 'mpi' (expected gloo or nccl)
+//
+// monarch-plan-transfers on the per-rank form of monarch-specialize-ranks;
+// the diagnostics of specialization are in specialize-ranks-invalid.mlir.
 
-// Channels between two proc meshes need one rank space for both; plans do
-// not have it yet and say so at the channel.
+// A worker program of the split stage has not been specialized yet.
 module {
   shard.grid @grid(shape = 2)
   monarch.proc_mesh @mesh(gpus = 2) grid @grid
-  shard.grid @grid2(shape = 2)
-  monarch.proc_mesh @other(gpus = 2) grid @grid2
-  monarch.actor_class @mlp.mesh.0.class {
-    monarch.endpoint @run(%arg0: tensor<4x8xf32>, %arg1: tensor<8x8xf32> {monarch.dist = #monarch.dist<[[], ["gpus"]]>}, %arg2: tensor<8x8xf32> {monarch.dist = #monarch.dist<[["gpus"], []]>}) -> tensor<4x8xf32> {
-      %c0 = arith.constant 0 : index
-      %cst = arith.constant 0.000000e+00 : f32
-      %0 = tensor.empty() : tensor<4x8xf32>
-      %1 = linalg.fill ins(%cst : f32) outs(%0 : tensor<4x8xf32>) -> tensor<4x8xf32>
-      %2 = tensor.empty() : tensor<4x8xf32>
-      %3 = linalg.fill ins(%cst : f32) outs(%2 : tensor<4x8xf32>) -> tensor<4x8xf32>
-      %4 = linalg.matmul ins(%arg0, %arg1 : tensor<4x8xf32>, tensor<8x8xf32>) outs(%1 : tensor<4x8xf32>) -> tensor<4x8xf32>
-      %5 = process_index over ["gpus"] : index
-      %6 = arith.cmpi eq, %5, %c0 : index
-      %7 = scf.if %6 -> (tensor<4x8xf32>) {
-        scf.yield %3 : tensor<4x8xf32>
-      } else {
-        %10 = tensor.empty() : tensor<4x8xf32>
-        %11 = linalg.fill ins(%cst : f32) outs(%10 : tensor<4x8xf32>) -> tensor<4x8xf32>
-        scf.yield %11 : tensor<4x8xf32>
-      }
-      %8 = linalg.matmul ins(%4, %arg2 : tensor<4x8xf32>, tensor<8x8xf32>) outs(%7 : tensor<4x8xf32>) -> tensor<4x8xf32>
-      %9 = all_reduce %8 over ["gpus"] sum : tensor<4x8xf32>
-      return %9 : tensor<4x8xf32>
-    }
-  }
-  monarch.actor_mesh @mlp.mesh.0 = @mlp.mesh.0.class on @mesh
-  monarch.actor_class @mlp.other.1.class {
-    monarch.endpoint @run(%arg0: tensor<4x8xf32>) -> tensor<4x8xf32> {
-      %0 = tensor.empty() : tensor<4x8xf32>
-      %1 = linalg.add ins(%arg0, %arg0 : tensor<4x8xf32>, tensor<4x8xf32>) outs(%0 : tensor<4x8xf32>) -> tensor<4x8xf32>
-      return %1 : tensor<4x8xf32>
-    }
-  }
-  monarch.actor_mesh @mlp.other.1 = @mlp.other.1.class on @other
-  monarch.channel @mlp.ch0 from @mesh to @other : tensor<4x8xf32>
-  func.func @mlp.worker.mesh(%arg0: tensor<4x8xf32>, %arg1: tensor<8x16xf32>, %arg2: tensor<16x8xf32>) attributes {monarch.worker_for = @mesh} {
-    %0 = monarch.call @mlp.mesh.0::@run(%arg0, %arg1, %arg2) : (tensor<4x8xf32>, tensor<8x16xf32>, tensor<16x8xf32>) -> tensor<4x8xf32>
-    // expected-error @+1 {{channel @mlp.ch0 crosses proc meshes; plans move tensors between slices of one proc mesh only for now}}
-    monarch.channel_send @mlp.ch0, %0 : tensor<4x8xf32>
-    return
-  }
-  func.func @mlp.worker.other() -> tensor<4x8xf32> attributes {monarch.worker_for = @other} {
-    %0 = monarch.channel_recv @mlp.ch0 : tensor<4x8xf32>
-    %1 = monarch.call @mlp.other.1::@run(%0) : (tensor<4x8xf32>) -> tensor<4x8xf32>
-    return %1 : tensor<4x8xf32>
-  }
-  func.func @mlp(%arg0: tensor<4x8xf32>, %arg1: tensor<8x16xf32>, %arg2: tensor<16x8xf32>) -> tensor<4x8xf32> {
-    %0 = monarch.control_msg to @mesh invoke [@mlp.worker.mesh] : !monarch.token
-    %1 = monarch.control_msg to @other invoke [@mlp.worker.other] : !monarch.token
-    monarch.feed_input %arg0 to @mlp.worker.mesh input 0 : tensor<4x8xf32>
-    monarch.feed_input %arg1 to @mlp.worker.mesh input 1 : tensor<8x16xf32>
-    monarch.feed_input %arg2 to @mlp.worker.mesh input 2 : tensor<16x8xf32>
-    %2 = monarch.fetch_output @mlp.worker.other output 0 : tensor<4x8xf32>
-    monarch.await %0, %1 : !monarch.token, !monarch.token
-    return %2 : tensor<4x8xf32>
+  // expected-error @+1 {{'func.func' op is not specialized per rank; monarch-specialize-ranks comes first}}
+  func.func @w(%x: tensor<4xf32>) -> tensor<4xf32> attributes {monarch.worker_for = @mesh} {
+    return %x : tensor<4xf32>
   }
 }
 
+// -----
+
+module {
+  shard.grid @grid(shape = 2)
+  monarch.proc_mesh @mesh(gpus = 2) grid @grid
+  // expected-error @+1 {{'func.func' op lists @w.rank0 among its ranks, which is not a rank function (a func.func with a body of one block and 'monarch.rank')}}
+  func.func private @w(tensor<4xf32>) -> tensor<4xf32> attributes {monarch.worker_for = @mesh, plan.ranks = [@w.rank0]}
+  func.func private @w.rank0(%x: tensor<4xf32>) -> tensor<4xf32> {
+    return %x : tensor<4xf32>
+  }
+}
+
+// -----
+
+module {
+  shard.grid @grid(shape = 2)
+  monarch.proc_mesh @mesh(gpus = 2) grid @grid
+  // expected-error @+1 {{'func.func' op lists @w.rank2 for rank 2, which is not a rank of its mesh}}
+  func.func private @w(tensor<4xf32>) -> tensor<4xf32> attributes {monarch.worker_for = @mesh, plan.ranks = [@w.rank2]}
+  func.func private @w.rank2(%x: tensor<4xf32>) -> tensor<4xf32> attributes {monarch.rank = 2 : i64, plan.outputs = array<i64: 0>, plan.states = []} {
+    return %x : tensor<4xf32>
+  }
+}
+
+// -----
+
+module {
+  shard.grid @grid(shape = 2)
+  monarch.proc_mesh @mesh(gpus = 2) grid @grid
+  // expected-error @+1 {{'func.func' op lists @w.again for rank 0, which has another rank function}}
+  func.func private @w(tensor<4xf32>) -> tensor<4xf32> attributes {monarch.worker_for = @mesh, plan.ranks = [@w.rank0, @w.again]}
+  func.func private @w.rank0(%x: tensor<4xf32>) -> tensor<4xf32> attributes {monarch.rank = 0 : i64, plan.outputs = array<i64: 0>, plan.states = []} {
+    return %x : tensor<4xf32>
+  }
+  func.func private @w.again(%x: tensor<4xf32>) -> tensor<4xf32> attributes {monarch.rank = 0 : i64, plan.outputs = array<i64: 0>, plan.states = []} {
+    return %x : tensor<4xf32>
+  }
+}
+
+// -----
+
+module {
+  shard.grid @grid(shape = 2)
+  monarch.proc_mesh @mesh(gpus = 2) grid @grid
+  func.func private @w(tensor<4xf32>) -> tensor<4xf32> attributes {monarch.worker_for = @mesh, plan.ranks = [@w.rank0]}
+  // expected-error @+1 {{'func.func' op needs 'plan.outputs' (worker output indices) and 'plan.states' (actor state references)}}
+  func.func private @w.rank0(%x: tensor<4xf32>) -> tensor<4xf32> attributes {monarch.rank = 0 : i64, plan.outputs = array<i64: 0>} {
+    return %x : tensor<4xf32>
+  }
+}
+
+// -----
+
+module {
+  shard.grid @grid(shape = 2)
+  monarch.proc_mesh @mesh(gpus = 2) grid @grid
+  func.func private @w(tensor<4xf32>) -> tensor<4xf32> attributes {monarch.worker_for = @mesh, plan.ranks = [@w.rank0]}
+  // expected-error @+1 {{'func.func' op takes the inputs of @w and one value per state, and returns the outputs it holds and one value per state}}
+  func.func private @w.rank0(%x: tensor<4xf32>, %s: tensor<4xf32>) -> tensor<4xf32> attributes {monarch.rank = 0 : i64, plan.outputs = array<i64: 0>, plan.states = []} {
+    return %x : tensor<4xf32>
+  }
+}
+
+// -----
+
+module {
+  shard.grid @grid(shape = 2)
+  monarch.proc_mesh @mesh(gpus = 2) grid @grid
+  func.func private @w(tensor<4xf32>) -> tensor<4xf32> attributes {monarch.worker_for = @mesh, plan.ranks = [@w.rank0]}
+  // expected-error @+1 {{'func.func' op result #0 is not output #1 of @w}}
+  func.func private @w.rank0(%x: tensor<4xf32>) -> tensor<4xf32> attributes {monarch.rank = 0 : i64, plan.outputs = array<i64: 1>, plan.states = []} {
+    return %x : tensor<4xf32>
+  }
+}
+
+// -----
+
+module {
+  shard.grid @grid(shape = 2)
+  monarch.proc_mesh @mesh(gpus = 2) grid @grid
+  // expected-error @+1 {{'func.func' op output #0 is on no rank}}
+  func.func private @w(tensor<4xf32>) -> tensor<4xf32> attributes {monarch.worker_for = @mesh, plan.ranks = [@w.rank0]}
+  func.func private @w.rank0(%x: tensor<4xf32>) attributes {monarch.rank = 0 : i64, plan.outputs = array<i64>, plan.states = []} {
+    return
+  }
+}
+
+// -----
+
+// Plan collectives move contiguous blocks: along dimension 0 only
+// (monarch-specialize-ranks rearranges the others).
+module {
+  shard.grid @grid(shape = 2)
+  monarch.proc_mesh @mesh(gpus = 2) grid @grid
+  func.func private @w(tensor<2x2xf32>) -> tensor<2x4xf32> attributes {monarch.worker_for = @mesh, plan.ranks = [@w.rank0]}
+  func.func private @w.rank0(%x: tensor<2x2xf32>) -> tensor<2x4xf32> attributes {monarch.rank = 0 : i64, plan.outputs = array<i64: 0>, plan.states = []} {
+    // expected-error @+1 {{'monarch.all_gather' op gathers along axis 1; plans gather along axis 0 only (transpose first)}}
+    %y = monarch.all_gather %x over ["gpus"] axis 1 {plan.group = array<i64: 0, 1>} : tensor<2x2xf32> -> tensor<2x4xf32>
+    return %y : tensor<2x4xf32>
+  }
+}
+
+// -----
+
+module {
+  shard.grid @grid(shape = 2)
+  monarch.proc_mesh @mesh(gpus = 2) grid @grid
+  func.func private @w(tensor<2x4xf32>) -> tensor<2x2xf32> attributes {monarch.worker_for = @mesh, plan.ranks = [@w.rank0]}
+  func.func private @w.rank0(%x: tensor<2x4xf32>) -> tensor<2x2xf32> attributes {monarch.rank = 0 : i64, plan.outputs = array<i64: 0>, plan.states = []} {
+    // expected-error @+1 {{'monarch.reduce_scatter' op scatters along axis 1; plans scatter along axis 0 only (transpose first)}}
+    %y = monarch.reduce_scatter %x over ["gpus"] axis 1 sum {plan.group = array<i64: 0, 1>} : tensor<2x4xf32> -> tensor<2x2xf32>
+    return %y : tensor<2x2xf32>
+  }
+}
+
+// -----
+
+module {
+  shard.grid @grid(shape = 2)
+  monarch.proc_mesh @mesh(gpus = 2) grid @grid
+  func.func private @w(tensor<2x4xf32>) -> tensor<4x2xf32> attributes {monarch.worker_for = @mesh, plan.ranks = [@w.rank0]}
+  func.func private @w.rank0(%x: tensor<2x4xf32>) -> tensor<4x2xf32> attributes {monarch.rank = 0 : i64, plan.outputs = array<i64: 0>, plan.states = []} {
+    // expected-error @+1 {{'monarch.all_to_all' op exchanges along dimensions 1 and 0; plans exchange along dimension 0 only (transpose first)}}
+    %y = monarch.all_to_all %x over ["gpus"] split 1 concat 0 {plan.group = array<i64: 0, 1>} : tensor<2x4xf32> -> tensor<4x2xf32>
+    return %y : tensor<4x2xf32>
+  }
+}

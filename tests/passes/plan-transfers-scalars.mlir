@@ -1,4 +1,4 @@
-// RUN: monarch-opt %s --monarch-plan-transfers | FileCheck %s
+// RUN: monarch-opt %s --monarch-specialize-ranks --monarch-plan-transfers | FileCheck %s
 
 // Scalar arithmetic that monarch-split-control-data sank from the
 // controller (`lr * 0.5`) is part of the worker's compute: the scalar

@@ -1,6 +1,6 @@
-// RUN: monarch-opt %s --monarch-plan-transfers --split-input-file | FileCheck %s
-// RUN: monarch-opt %s --monarch-plan-transfers --monarch-verify-plan --split-input-file | monarch-opt --split-input-file
-// RUN: monarch-opt %s --split-input-file --monarch-plan-transfers="group-bytes=0" | FileCheck %s --check-prefix=NOGROUP
+// RUN: monarch-opt %s --monarch-specialize-ranks --monarch-plan-transfers --split-input-file | FileCheck %s
+// RUN: monarch-opt %s --monarch-specialize-ranks --monarch-plan-transfers --monarch-verify-plan --split-input-file | monarch-opt --split-input-file
+// RUN: monarch-opt %s --split-input-file --monarch-specialize-ranks --monarch-plan-transfers="group-bytes=0" | FileCheck %s --check-prefix=NOGROUP
 // NOGROUP-NOT: group
 
 // Data parallel, split stage (as produced from a traced step by

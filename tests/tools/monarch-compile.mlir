@@ -16,9 +16,10 @@
 // DUMP: 00-input.mlir
 // DUMP-NEXT: 01-monarch-partition.mlir
 // DUMP-NEXT: 02-monarch-split-control-data.mlir
-// DUMP-NEXT: 03-monarch-plan-transfers.mlir
-// DUMP-NEXT: 04-monarch-schedule.mlir
-// DUMP-NEXT: 05-monarch-verify-plan.mlir
+// DUMP-NEXT: 03-monarch-specialize-ranks.mlir
+// DUMP-NEXT: 04-monarch-plan-transfers.mlir
+// DUMP-NEXT: 05-monarch-schedule.mlir
+// DUMP-NEXT: 06-monarch-verify-plan.mlir
 // ENVDUMP: 00-input.mlir
 // ENVDUMP-NEXT: 01-monarch-partition.mlir
 // ENVDUMP-NEXT: 02-monarch-split-control-data.mlir

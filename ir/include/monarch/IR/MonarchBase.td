@@ -56,6 +56,13 @@ def Monarch_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral getWorkerForAttrName() {
       return ::llvm::StringLiteral("monarch.worker_for");
     }
+    /// Marks a `func.func` as the code of one rank (an i64) of a worker
+    /// program's proc mesh, specialized from endpoint bodies by
+    /// monarch-specialize-ranks: per-rank code, like an endpoint body, so
+    /// mesh collectives may appear in it.
+    static constexpr ::llvm::StringLiteral getRankAttrName() {
+      return ::llvm::StringLiteral("monarch.rank");
+    }
     /// Set by monarch-schedule on a rank program: the modelled length of its
     /// critical path in microseconds (f64) and its peak arena bytes (i64).
     static constexpr ::llvm::StringLiteral getCriticalPathAttrName() {

@@ -80,13 +80,62 @@ def MonarchSplitControlData : Pass<"monarch-split-control-data",
   ];
 }
 
+def MonarchSpecializeRanks : Pass<"monarch-specialize-ranks",
+                                  "::mlir::ModuleOp"> {
+  let summary = "Specialize each worker program into tensor code per rank";
+  let description = [{
+    For every rank of a worker program's proc mesh, builds one function of
+    per-rank tensor code: the endpoint bodies of the actor meshes the rank
+    belongs to are inlined with `monarch.process_index` folded to the rank's
+    coordinates; split arguments are sliced (`tensor.extract_slice`); split
+    or partial results are gathered or reduced where something needs the
+    global value; actor state is threaded through. Gathers, scatters and
+    exchanges along a dimension other than 0 become ones along 0 plus an
+    expand/transpose/collapse, since plan collectives move contiguous
+    blocks. Communication stays as placeholders for
+    `monarch-plan-transfers`: `monarch.channel_send`/`channel_recv` (the
+    ends this rank takes part in; a rank that would send to itself keeps the
+    value) and mesh collectives with their group resolved to proc-mesh ranks
+    in `plan.group`.
+
+    The form: a rank function (marked `monarch.rank`) takes the worker
+    program's arguments, then the value of each piece of state it uses at
+    the start of the step (`plan.states` names them); it returns the worker
+    outputs it holds (`plan.outputs` gives their indices), then the value of
+    each piece of state at the end. The worker program keeps its name,
+    signature and `monarch.worker_for` as a private declaration listing its
+    rank functions (`plan.ranks`), so the controller's control message,
+    feeds and fetches still refer to it.
+
+    ```mlir
+    func.func private @step.worker.mesh(tensor<4x4xf32>) -> tensor<4xf32>
+        attributes {monarch.worker_for = @mesh,
+                    plan.ranks = [@step.worker.mesh.rank0, @step.worker.mesh.rank1]}
+    func.func private @step.worker.mesh.rank0(%x: tensor<4x4xf32>) -> tensor<4xf32>
+        attributes {monarch.rank = 0 : i64, plan.outputs = array<i64: 0>,
+                    plan.states = []} {
+      %s = tensor.extract_slice %x[0, 0] [2, 4] [1, 1] : tensor<4x4xf32> to tensor<2x4xf32>
+      ...
+      %r = monarch.all_reduce %p over ["gpus"] sum {plan.group = array<i64: 0, 1>} : tensor<4xf32>
+      return %r : tensor<4xf32>
+    }
+    ```
+  }];
+  let dependentDialects = ["::monarch::MonarchDialect",
+                           "::mlir::func::FuncDialect",
+                           "::mlir::arith::ArithDialect",
+                           "::mlir::tensor::TensorDialect",
+                           "::mlir::linalg::LinalgDialect"];
+}
+
 def MonarchPlanTransfers : Pass<"monarch-plan-transfers", "::mlir::ModuleOp"> {
   let summary = "Lower data edges to point-to-point and collective transfers";
   let description = [{
-    Specializes each worker program per rank into a `monarch.plan` of
-    `monarch.rank_program`s: tensor compute between communication points is
-    outlined into kernels (`monarch.launch`), each data channel becomes
-    `monarch.send`/`monarch.recv` pairs and each collective a
+    Lowers the per-rank form of `monarch-specialize-ranks` to a
+    `monarch.plan` of `monarch.rank_program`s that replaces the worker
+    program under its name and signature: tensor compute between
+    communication points is outlined into kernels (`monarch.launch`), each
+    channel end becomes `monarch.send`/`monarch.recv`s and each collective a
     `monarch.collective` on a `monarch.communicator`. Paths and backends come
     from the topology (`hosts` = number of hosts the ranks are spread over,
     row-major); small transfers issued together share an NCCL group;
@@ -103,6 +152,7 @@ def MonarchPlanTransfers : Pass<"monarch-plan-transfers", "::mlir::ModuleOp"> {
   ];
   let dependentDialects = ["::monarch::MonarchDialect",
                            "::mlir::func::FuncDialect",
+                           "::mlir::tensor::TensorDialect",
                            "::mlir::bufferization::BufferizationDialect"];
   let statistics = [
     Statistic<"numSends", "sends", "Point-to-point sends">,

@@ -1,0 +1,576 @@
+//===- SpecializeRanks.cpp - monarch-specialize-ranks -----------*- C++ -*-===//
+//
+// Specializes each worker program (split stage) into per-rank tensor code,
+// the input of monarch-plan-transfers. For every rank of the worker
+// program's proc mesh, one function: endpoint bodies of the actor meshes the
+// rank belongs to are inlined with `monarch.process_index` folded to the
+// rank's coordinates, split arguments are sliced, split results gathered
+// (only where something uses the global value), and actor state is threaded
+// through as arguments and results. Communication stays as placeholders:
+// channel ends, and mesh collectives whose group of ranks is resolved
+// (`plan.group`). The worker program keeps its name and signature as a
+// declaration that lists its rank functions. The form is described in
+// Passes.td.
+//
+//===----------------------------------------------------------------------===//
+
+#include "monarch/Transforms/Passes.h"
+
+#include "MeshRanks.h"
+#include "PassUtils.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/IRMapping.h"
+#include "llvm/ADT/MapVector.h"
+
+#define DEBUG_TYPE "monarch-specialize-ranks"
+
+namespace monarch {
+#define GEN_PASS_DEF_MONARCHSPECIALIZERANKS
+#include "monarch/Transforms/Passes.h.inc"
+} // namespace monarch
+
+using namespace mlir;
+using namespace monarch;
+using rankform::kGroupAttr;
+
+namespace {
+
+/// Converts between `n` blocks of `local` stacked along dimension 0
+/// (`gather`: from, else: to) and the full tensor split along `axis`.
+Value rearrange(OpBuilder &b, Location loc, Value v, RankedTensorType local,
+                int64_t n, int64_t axis, bool gather) {
+  int64_t rank = local.getRank();
+  Type elt = local.getElementType();
+  // Shape with the block index in front: [n, l0, ..., l_{r-1}].
+  SmallVector<int64_t> front{n};
+  front.append(local.getShape().begin(), local.getShape().end());
+  // Shape with the block index just before axis: [l0.., n, l_axis, ..].
+  SmallVector<int64_t> inner(local.getShape());
+  inner.insert(inner.begin() + axis, n);
+  // Reassociation merging the leading pair, or the pair at `axis`.
+  auto pairAt = [&](int64_t at) {
+    SmallVector<ReassociationIndices> groups;
+    for (int64_t i = 0, d = 0; i < rank; ++i) {
+      if (i == at) {
+        groups.push_back({d, d + 1});
+        d += 2;
+      } else {
+        groups.push_back({d++});
+      }
+    }
+    return groups;
+  };
+  SmallVector<int64_t> toInner, toFront;
+  for (int64_t i = 1; i <= axis; ++i)
+    toInner.push_back(i);
+  toInner.push_back(0);
+  for (int64_t i = axis + 1; i <= rank; ++i)
+    toInner.push_back(i);
+  toFront.assign(rank + 1, 0);
+  for (auto [i, p] : llvm::enumerate(toInner))
+    toFront[p] = i;
+  if (gather) {
+    Value expanded = tensor::ExpandShapeOp::create(
+        b, loc, RankedTensorType::get(front, elt), v, pairAt(0));
+    Value init = tensor::EmptyOp::create(b, loc, inner, elt);
+    Value moved = linalg::TransposeOp::create(b, loc, expanded, init, toInner)
+                      .getResult()[0];
+    SmallVector<int64_t> full(local.getShape());
+    full[axis] *= n;
+    return tensor::CollapseShapeOp::create(
+        b, loc, RankedTensorType::get(full, elt), moved, pairAt(axis));
+  }
+  Value expanded = tensor::ExpandShapeOp::create(
+      b, loc, RankedTensorType::get(inner, elt), v, pairAt(axis));
+  Value init = tensor::EmptyOp::create(b, loc, front, elt);
+  Value moved = linalg::TransposeOp::create(b, loc, expanded, init, toFront)
+                    .getResult()[0];
+  SmallVector<int64_t> blocks(local.getShape());
+  blocks[0] *= n;
+  return tensor::CollapseShapeOp::create(
+      b, loc, RankedTensorType::get(blocks, elt), moved, pairAt(0));
+}
+
+/// Plans gather and scatter along dimension 0 (contiguous blocks). A
+/// gather along axis `a` becomes a gather along 0 of `[n*l0, ...]`
+/// followed by a rearrangement (expand, transpose, collapse) that the
+/// next kernel performs; a scatter along `a` is rearranged first.
+void moveCollectiveAxesToFront(func::FuncOp fn) {
+  SmallVector<Operation *> todo;
+  fn.walk([&](Operation *op) {
+    if (auto g = dyn_cast<AllGatherOp>(op); g && g.getAxis() != 0)
+      todo.push_back(op);
+    if (auto r = dyn_cast<ReduceScatterOp>(op); r && r.getAxis() != 0)
+      todo.push_back(op);
+    if (auto a = dyn_cast<AllToAllOp>(op);
+        a && (a.getSplit() != 0 || a.getConcat() != 0))
+      todo.push_back(op);
+  });
+  for (Operation *op : todo) {
+    OpBuilder b(op);
+    Location loc = op->getLoc();
+    auto group = op->getAttrOfType<DenseI64ArrayAttr>(kGroupAttr);
+    int64_t n = group.size();
+    if (auto g = dyn_cast<AllGatherOp>(op)) {
+      int64_t a = g.getAxis();
+      auto local = g.getInput().getType();
+      SmallVector<int64_t> blocks(local.getShape());
+      blocks[0] *= n;
+      auto gathered = AllGatherOp::create(
+          b, loc, RankedTensorType::get(blocks, local.getElementType()),
+          g.getInput(), g.getDims(), uint64_t{0});
+      gathered->setAttr(kGroupAttr, group);
+      // [n*l0, l1..] -> [n, l0, l1..] -> move n before l_a -> merge.
+      Value v = rearrange(b, loc, gathered, local, n, a, /*gather=*/true);
+      g.getResult().replaceAllUsesWith(v);
+    } else if (auto x = dyn_cast<AllToAllOp>(op)) {
+      // Blocks of the split dimension to the front (rank j's block at
+      // j), exchanged along 0, then joined along the concat dimension.
+      auto in = x.getInput().getType();
+      SmallVector<int64_t> blockShape(in.getShape());
+      blockShape[x.getSplit()] /= n;
+      auto block = RankedTensorType::get(blockShape, in.getElementType());
+      Value packed = x.getSplit() == 0
+                         ? x.getInput()
+                         : rearrange(b, loc, x.getInput(), block, n,
+                                     x.getSplit(), /*gather=*/false);
+      auto exchanged =
+          AllToAllOp::create(b, loc, packed.getType(), packed, x.getDims(),
+                             uint64_t{0}, uint64_t{0});
+      exchanged->setAttr(kGroupAttr, group);
+      Value v = x.getConcat() == 0
+                    ? exchanged.getResult()
+                    : rearrange(b, loc, exchanged, block, n, x.getConcat(),
+                                /*gather=*/true);
+      x.getResult().replaceAllUsesWith(v);
+    } else {
+      auto r = cast<ReduceScatterOp>(op);
+      int64_t a = r.getAxis();
+      auto local = r.getResult().getType();
+      Value blocks =
+          rearrange(b, loc, r.getInput(), local, n, a, /*gather=*/false);
+      auto scattered = ReduceScatterOp::create(
+          b, loc, local, blocks, r.getDims(), uint64_t{0}, r.getReduction());
+      scattered->setAttr(kGroupAttr, group);
+      r.getResult().replaceAllUsesWith(scattered.getResult());
+    }
+    op->erase();
+  }
+}
+
+/// A call result still held as this rank's part (shard or partial sum).
+struct PendingResult {
+  Value local;
+  DistAttr dist;
+  const MeshRanks *mesh;
+  int64_t localRank;
+  RankedTensorType global;
+  LocationAttr loc;
+};
+
+/// Specializes one worker program for one rank of its proc mesh.
+class RankSpecializer {
+public:
+  RankSpecializer(func::FuncOp worker, const MeshRanks &procMesh, int64_t rank,
+                  SymbolTableCollection &tables, MeshResolver &meshes)
+      : worker(worker), procMesh(procMesh), rank(rank), tables(tables),
+        meshes(meshes) {}
+
+  /// Builds the rank function at `b`'s insertion point; null after a
+  /// diagnostic.
+  func::FuncOp run(OpBuilder &b);
+
+private:
+  LogicalResult inlineCall(Operation *op, OpBuilder &b);
+  Value globalValue(OpBuilder &b, Value v);
+  Value sliceFor(OpBuilder &b, Location loc, Value global, DistAttr dist,
+                 const MeshRanks &mesh, int64_t local);
+  Value assemble(OpBuilder &b, Location loc, Value v, DistAttr dist,
+                 const MeshRanks &mesh, int64_t local, RankedTensorType global);
+
+  func::FuncOp worker;
+  const MeshRanks &procMesh;
+  int64_t rank;
+  SymbolTableCollection &tables;
+  MeshResolver &meshes;
+
+  /// Worker program values available on this rank, as rank values.
+  IRMapping map;
+  /// Current value of each piece of state this rank holds, in the order of
+  /// first use (the order of the state arguments).
+  llvm::MapVector<Attribute, Value> state;
+  DenseMap<Value, PendingResult> pending;
+};
+
+func::FuncOp RankSpecializer::run(OpBuilder &b) {
+  auto fn = func::FuncOp::create(
+      b, worker.getLoc(), (worker.getSymName() + ".rank" + Twine(rank)).str(),
+      worker.getFunctionType());
+  fn.setPrivate();
+  Block *entry = fn.addEntryBlock();
+  for (auto [a, c] : llvm::zip(worker.getArguments(), entry->getArguments()))
+    map.map(a, c);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(entry);
+  auto fail = [&] {
+    fn.erase();
+    return func::FuncOp();
+  };
+
+  SmallVector<Value> results;
+  SmallVector<int64_t> outputs;
+  for (Operation &op : worker.getBody().front()) {
+    if (auto ret = dyn_cast<func::ReturnOp>(op)) {
+      for (auto [j, v] : llvm::enumerate(ret.getOperands()))
+        if (Value local = globalValue(b, v)) {
+          results.push_back(local);
+          outputs.push_back(j);
+        }
+      continue;
+    }
+    if (auto channelOp = dyn_cast<ChannelSendOp>(op)) {
+      auto channel = tables.lookupNearestSymbolFrom<ChannelOp>(
+          worker, channelOp.getChannelAttr());
+      const MeshRanks *from = meshes.resolve(channel, channel.getFromAttr());
+      const MeshRanks *to = meshes.resolve(channel, channel.getToAttr());
+      if (meshes.rootOf(*from) != meshes.rootOf(procMesh) ||
+          meshes.rootOf(*to) != meshes.rootOf(procMesh)) {
+        channelOp.emitOpError("channel ")
+            << channelOp.getChannelAttr()
+            << " crosses proc meshes; plans move tensors between slices "
+               "of one proc mesh only for now";
+        return fail();
+      }
+    }
+    if (auto send = dyn_cast<ChannelSendOp>(op)) {
+      Value v = globalValue(b, send.getValue());
+      if (v)
+        ChannelSendOp::create(b, send.getLoc(), send.getChannelAttr(), v);
+      continue;
+    }
+    if (auto recv = dyn_cast<ChannelRecvOp>(op)) {
+      auto channel = tables.lookupNearestSymbolFrom<ChannelOp>(
+          worker, recv.getChannelAttr());
+      const MeshRanks *to = meshes.resolve(channel, channel.getToAttr());
+      const MeshRanks *from = meshes.resolve(channel, channel.getFromAttr());
+      int64_t j = to->localRank(rank);
+      if (j >= 0 && from->roots[j % from->roots.size()] == rank) {
+        // Overlapping meshes: this rank sends to itself. The value is
+        // already here; a transfer would only copy it (or deadlock).
+        Value sent;
+        for (auto s : worker.getBody().front().getOps<ChannelSendOp>())
+          if (s.getChannelAttr() == recv.getChannelAttr())
+            sent = globalValue(b, s.getValue());
+        if (!sent) {
+          recv.emitOpError("receives from this rank, which sends "
+                           "nothing on the channel");
+          return fail();
+        }
+        map.map(recv.getResult(), sent);
+        continue;
+      }
+      if (j >= 0)
+        map.map(recv.getResult(),
+                ChannelRecvOp::create(b, recv.getLoc(), recv.getType(),
+                                      recv.getChannelAttr()));
+      continue;
+    }
+    if (isa<CallOp, BroadcastOp>(op)) {
+      if (failed(inlineCall(&op, b)))
+        return fail();
+      continue;
+    }
+    if (isScalarArithmetic(&op)) { // Sunk from the controller by split.
+      b.clone(op, map);
+      continue;
+    }
+    op.emitOpError("cannot be planned inside a worker program");
+    return fail();
+  }
+
+  // Outputs this rank holds, then the final value of each state.
+  SmallVector<Attribute> states;
+  for (auto &[ref, value] : state) {
+    states.push_back(ref);
+    results.push_back(value);
+  }
+  func::ReturnOp::create(b, worker.getLoc(), results);
+  fn.setFunctionType(b.getFunctionType(entry->getArgumentTypes(),
+                                       ValueRange(results).getTypes()));
+  fn->setAttr(MonarchDialect::getRankAttrName(), b.getI64IntegerAttr(rank));
+  fn->setAttr(rankform::kOutputsAttr, b.getDenseI64ArrayAttr(outputs));
+  fn->setAttr(rankform::kStatesAttr, b.getArrayAttr(states));
+  // After the return exists: the rewrite replaces uses, outputs included.
+  moveCollectiveAxesToFront(fn);
+  return fn;
+}
+
+LogicalResult RankSpecializer::inlineCall(Operation *op, OpBuilder &b) {
+  SymbolRefAttr callee = isa<CallOp>(op) ? cast<CallOp>(op).getCallee()
+                                         : cast<BroadcastOp>(op).getCallee();
+  auto actorMesh = tables.lookupNearestSymbolFrom<ActorMeshOp>(
+      op, FlatSymbolRefAttr::get(callee.getRootReference()));
+  auto actorClass = tables.lookupNearestSymbolFrom<ActorClassOp>(
+      actorMesh, actorMesh.getActorClassAttr());
+  auto endpoint =
+      tables.lookupSymbolIn<EndpointOp>(actorClass, callee.getLeafReference());
+  const MeshRanks *mesh = meshes.resolve(actorMesh, actorMesh.getMeshAttr());
+  int64_t local = mesh->localRank(rank);
+  if (local < 0)
+    return success(); // Not on this rank.
+  Location loc = op->getLoc();
+
+  // Arguments: this rank's shard of split values.
+  IRMapping inner;
+  for (auto [i, operand] : llvm::enumerate(op->getOperands())) {
+    DistAttr dist = endpoint.getArgDist(i);
+    // A shard produced with the same distribution on the same ranks is
+    // passed as is: no gather to the global value and slice back.
+    auto it = pending.find(operand);
+    if (dist && it != pending.end() && it->second.dist == dist &&
+        it->second.mesh == mesh) {
+      inner.map(endpoint.getArgument(i), it->second.local);
+      continue;
+    }
+    Value v = globalValue(b, operand);
+    if (!v)
+      return op->emitOpError("argument #")
+             << i << " is not available on rank " << rank;
+    if (dist && !dist.isReplicated())
+      v = sliceFor(b, loc, v, dist, *mesh, local);
+    inner.map(endpoint.getArgument(i), v);
+  }
+  // Body, with state threaded and rank queries folded.
+  SmallVector<Value> results;
+  for (Operation &bodyOp : endpoint.getBody().front()) {
+    if (auto ret = dyn_cast<ReturnOp>(bodyOp)) {
+      for (Value v : ret.getOperands())
+        results.push_back(inner.lookupOrDefault(v));
+      continue;
+    }
+    if (auto get = dyn_cast<StateGetOp>(bodyOp)) {
+      Attribute ref =
+          SymbolRefAttr::get(actorMesh.getSymNameAttr(), {get.getStateAttr()});
+      Value &current = state[ref];
+      if (!current)
+        current = b.getBlock()->addArgument(get.getType(), get.getLoc());
+      inner.map(get.getResult(), current);
+      continue;
+    }
+    if (auto set = dyn_cast<StateSetOp>(bodyOp)) {
+      Attribute ref =
+          SymbolRefAttr::get(actorMesh.getSymNameAttr(), {set.getStateAttr()});
+      if (!state.count(ref))
+        state[ref] =
+            b.getBlock()->addArgument(set.getValue().getType(), set.getLoc());
+      // The first block argument created for `ref` stays the state's
+      // buffer; the map tracks the current value.
+      state[ref] = inner.lookupOrDefault(set.getValue());
+      continue;
+    }
+    if (auto index = dyn_cast<ProcessIndexOp>(bodyOp)) {
+      SmallVector<StringRef> dims;
+      for (Attribute d : index.getDims())
+        dims.push_back(cast<StringAttr>(d).getValue());
+      inner.map(index.getResult(),
+                arith::ConstantIndexOp::create(b, index.getLoc(),
+                                               mesh->indexAlong(local, dims)));
+      continue;
+    }
+    Operation *clone = b.clone(bodyOp, inner);
+    bool bad = false;
+    clone->walk([&](Operation *nested) {
+      if (nested != clone &&
+          isa<StateGetOp, StateSetOp, ProcessIndexOp, CallOp>(nested))
+        bad = true;
+    });
+    if (bad)
+      return bodyOp.emitOpError(
+          "uses actor state, rank queries or calls inside a region; "
+          "planning supports them only at the top of an endpoint");
+    if (auto dims = clone->getAttrOfType<ArrayAttr>("dims"))
+      if (isa<AllReduceOp, AllGatherOp, ReduceScatterOp, BroadcastFromOp,
+              AllToAllOp>(clone))
+        clone->setAttr(kGroupAttr,
+                       b.getDenseI64ArrayAttr(mesh->groupOf(local, dims)));
+  }
+  // Results: split or partial ones are assembled into the global value
+  // only when something needs it (globalValue); every rank takes the same
+  // decision, so the collectives this inserts stay matched.
+  if (auto call = dyn_cast<CallOp>(op)) {
+    for (auto [i, r] : llvm::enumerate(results)) {
+      DistAttr dist = endpoint.getResultDist(i);
+      if (dist && !dist.isReplicated()) {
+        pending[call.getResult(i)] = {
+            r,
+            dist,
+            mesh,
+            local,
+            cast<RankedTensorType>(call.getResult(i).getType()),
+            LocationAttr(loc)};
+        continue;
+      }
+      map.map(call.getResult(i), r);
+    }
+  }
+  return success();
+}
+
+/// The global value of `v` on this rank, assembling a pending call result
+/// (all_reduce of partial sums, all_gather of shards) at first use; null
+/// when this rank does not have it.
+Value RankSpecializer::globalValue(OpBuilder &b, Value v) {
+  if (Value mapped = map.lookupOrNull(v))
+    return mapped;
+  auto it = pending.find(v);
+  if (it == pending.end())
+    return nullptr;
+  PendingResult &p = it->second;
+  Value global = assemble(b, Location(p.loc), p.local, p.dist, *p.mesh,
+                          p.localRank, p.global);
+  map.map(v, global);
+  return global;
+}
+
+Value RankSpecializer::sliceFor(OpBuilder &b, Location loc, Value global,
+                                DistAttr dist, const MeshRanks &mesh,
+                                int64_t local) {
+  auto type = cast<RankedTensorType>(global.getType());
+  SmallVector<int64_t> offsets(type.getRank(), 0), sizes(type.getShape()),
+      strides(type.getRank(), 1);
+  for (int64_t d = 0; d < type.getRank(); ++d) {
+    SmallVector<StringRef> dims = dist.getSplitDims(d);
+    if (dims.empty())
+      continue;
+    int64_t parts = 1;
+    for (StringRef name : dims)
+      parts *= mesh.shape[llvm::find(mesh.dims, name) - mesh.dims.begin()];
+    sizes[d] = type.getDimSize(d) / parts;
+    offsets[d] = mesh.indexAlong(local, dims) * sizes[d];
+  }
+  auto folds = [&](ArrayRef<int64_t> values) {
+    SmallVector<OpFoldResult> out;
+    for (int64_t v : values)
+      out.push_back(b.getIndexAttr(v));
+    return out;
+  };
+  return tensor::ExtractSliceOp::create(b, loc, global, folds(offsets),
+                                        folds(sizes), folds(strides));
+}
+
+Value RankSpecializer::assemble(OpBuilder &b, Location loc, Value v,
+                                DistAttr dist, const MeshRanks &mesh,
+                                int64_t local, RankedTensorType global) {
+  auto stamp = [&](Operation *coll, ArrayAttr dims) {
+    coll->setAttr(kGroupAttr,
+                  b.getDenseI64ArrayAttr(mesh.groupOf(local, dims)));
+  };
+  if (dist.getPartial()) {
+    SmallVector<Attribute> all;
+    for (StringRef d : mesh.dims)
+      all.push_back(b.getStringAttr(d));
+    auto dims = b.getArrayAttr(all);
+    auto ar = AllReduceOp::create(
+        b, loc, v, dims,
+        ReductionKindAttr::get(b.getContext(), *dist.getPartial()));
+    stamp(ar, dims);
+    v = ar;
+  }
+  auto type = cast<RankedTensorType>(v.getType());
+  for (int64_t d = 0; d < type.getRank(); ++d) {
+    SmallVector<StringRef> names = dist.getSplitDims(d);
+    if (names.empty())
+      continue;
+    SmallVector<Attribute> attrs;
+    for (StringRef n : names)
+      attrs.push_back(b.getStringAttr(n));
+    auto dims = b.getArrayAttr(attrs);
+    auto cur = cast<RankedTensorType>(v.getType());
+    SmallVector<int64_t> shape(cur.getShape());
+    shape[d] = global.getDimSize(d);
+    auto gather = AllGatherOp::create(
+        b, loc, RankedTensorType::get(shape, cur.getElementType()), v, dims,
+        static_cast<uint64_t>(d));
+    stamp(gather, dims);
+    v = gather;
+  }
+  return v;
+}
+
+struct MonarchSpecializeRanksPass
+    : monarch::impl::MonarchSpecializeRanksBase<MonarchSpecializeRanksPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    // Per run: a pass manager may run this pass on many modules.
+    SymbolTableCollection tables;
+    MeshResolver meshes(tables);
+    SmallVector<func::FuncOp> workers;
+    for (auto fn : getOperation().getOps<func::FuncOp>())
+      if (fn->hasAttr(MonarchDialect::getWorkerForAttrName()) &&
+          !fn.isDeclaration())
+        workers.push_back(fn);
+    for (func::FuncOp worker : workers)
+      if (failed(specializeWorker(worker, tables, meshes)))
+        return signalPassFailure();
+  }
+
+  LogicalResult specializeWorker(func::FuncOp worker,
+                                 SymbolTableCollection &tables,
+                                 MeshResolver &meshes) {
+    // Built before the rank functions exist, so that inserting them below
+    // renames any that take a name already used.
+    SymbolTable &symbols = tables.getSymbolTable(getOperation());
+    auto meshRef = worker->getAttrOfType<FlatSymbolRefAttr>(
+        MonarchDialect::getWorkerForAttrName());
+    const MeshRanks *procMesh = meshes.resolve(worker, meshRef);
+    if (!procMesh)
+      return worker.emitOpError("runs on an unknown mesh");
+
+    OpBuilder b(&getContext());
+    b.setInsertionPointAfter(worker);
+    SmallVector<func::FuncOp> ranks;
+    auto eraseRanks = [&] {
+      for (func::FuncOp fn : ranks)
+        fn.erase();
+    };
+    // Every output must be held by some rank.
+    llvm::SmallBitVector held(worker.getNumResults());
+    for (int64_t r = 0, n = procMesh->roots.size(); r < n; ++r) {
+      func::FuncOp fn =
+          RankSpecializer(worker, *procMesh, r, tables, meshes).run(b);
+      if (!fn) {
+        eraseRanks();
+        return failure();
+      }
+      ranks.push_back(fn);
+      b.setInsertionPointAfter(fn);
+      for (int64_t j :
+           fn->getAttrOfType<DenseI64ArrayAttr>(rankform::kOutputsAttr)
+               .asArrayRef())
+        held.set(j);
+    }
+    for (unsigned j = 0, e = held.size(); j < e; ++j)
+      if (!held.test(j)) {
+        eraseRanks();
+        return worker.emitOpError("output #") << j << " is on no rank";
+      }
+
+    // The worker program stays, as the declaration of its rank functions:
+    // the controller's control message, feeds and fetches refer to it.
+    SmallVector<Attribute> refs;
+    for (func::FuncOp fn : ranks) {
+      symbols.insert(fn, Block::iterator(fn));
+      refs.push_back(FlatSymbolRefAttr::get(fn.getSymNameAttr()));
+    }
+    worker.eraseBody();
+    worker.setPrivate();
+    worker->setAttr(rankform::kRanksAttr, b.getArrayAttr(refs));
+    return success();
+  }
+};
+
+} // namespace
