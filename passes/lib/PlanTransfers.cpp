@@ -237,13 +237,19 @@ LogicalResult MonarchPlanTransfersPass::lower(RankCode &code, PlanOp plan,
   std::string planName = plan.getSymName().str();
 
   // Inputs and persistent state. An input only the return uses is fed
-  // when it is an output (the return's other operands are final state).
+  // when it is an output or the final value of a state (`self.w = x`: the
+  // copy into the state's buffer reads it).
   auto onlyReturned = [](Value v) {
     return llvm::all_of(v.getUsers(), llvm::IsaPred<func::ReturnOp>);
   };
+  auto isFinalState = [&](Value v) {
+    return llvm::any_of(code.states,
+                        [&](const auto &state) { return state.second == v; });
+  };
   for (unsigned i = 0; i < code.numWorkerArgs; ++i) {
     Value arg = body.getArgument(i);
-    if (onlyReturned(arg) && !llvm::is_contained(code.outputs, arg))
+    if (onlyReturned(arg) && !llvm::is_contained(code.outputs, arg) &&
+        !isFinalState(arg))
       continue;
     BufferAttr buf = st.bufferFor(arg);
     FeedBufferOp::create(b, loc, b.getI64IntegerAttr(i), buf);

@@ -545,3 +545,49 @@ def test_a_per_rank_scalar_reshapes_as_its_0d_tensor(meshes):
     a, b = f(x)
     np.testing.assert_array_equal(a, x * 1.5)
     np.testing.assert_array_equal(b, (x.sum() * 2).reshape(1, 1))
+
+
+class _Holder(mc.Actor):
+    def __init__(self, w):
+        self.w = mc.param(w)
+
+    @mc.endpoint
+    def set(self, x):
+        self.w = x              # state set straight from an argument
+
+    @mc.endpoint
+    def set_scaled(self, x, s):
+        self.w = x * s
+
+    @mc.endpoint
+    def get(self):
+        return self.w
+
+
+@pytest.mark.parametrize("gpus", [1, 2])
+def test_state_set_straight_from_an_argument(meshes, gpus):
+    # `self.w = x` with no other use of x: the argument was never fed, so
+    # the state took whatever its buffer held (zeros) and `get` returned
+    # them. Found while splitting monarch-plan-transfers (session 9).
+    mesh = meshes(gpus=gpus)
+    h = mesh.spawn(f"holder{gpus}", _Holder, np.zeros((4,), np.float32))
+    x = np.arange(4, dtype=np.float32) + 1
+
+    @mc.compile
+    def setw(x):
+        h.set.broadcast(x)
+
+    @mc.compile
+    def setw_scaled(x):
+        h.set_scaled.broadcast(x, 2.0)
+
+    @mc.compile
+    def getw():
+        return h.get.call()
+
+    setw(x)
+    np.testing.assert_array_equal(getw(), x)
+    setw_scaled(x)
+    np.testing.assert_array_equal(getw(), 2 * x)
+    setw(x + 10)
+    np.testing.assert_array_equal(getw(), x + 10)
