@@ -327,6 +327,8 @@ std::vector<PipelinePass> pipelinePasses() {
        [] { return monarch::createMonarchPartition(); }},
       {"monarch-split-control-data", "split",
        [] { return monarch::createMonarchSplitControlData(); }},
+      {"monarch-specialize-ranks", "specialize",
+       [] { return monarch::createMonarchSpecializeRanks(); }},
       {"monarch-plan-transfers", "plan",
        [] { return monarch::createMonarchPlanTransfers(); }},
       {"monarch-schedule", "schedule",
