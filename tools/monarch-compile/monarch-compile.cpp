@@ -17,6 +17,7 @@
 #include "monarch/Plan/PlanFile.h"
 #include "monarch/Plan/PlanPrinter.h"
 #include "monarch/Support/Knobs.h"
+#include "monarch/Support/ParserHazards.h"
 #include "monarch/Transforms/Pipelines.h"
 #include "monarch/Transforms/Registration.h"
 
@@ -205,6 +206,11 @@ int main(int argc, char **argv) {
   auto file = openInputFile(flags.input, &error);
   if (!file)
     return fail(error);
+  if (auto hazard = monarch::findParserHazard(file->getBuffer())) {
+    llvm::errs() << flags.input << ":" << hazard->line << ":" << hazard->col
+                 << ": error: " << hazard->message << "\n";
+    return 1;
+  }
   llvm::SourceMgr sourceMgr;
   sourceMgr.AddNewSourceBuffer(std::move(file), llvm::SMLoc());
   SourceMgrDiagnosticHandler diagnostics(sourceMgr, &context);

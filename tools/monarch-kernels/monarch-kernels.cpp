@@ -13,6 +13,7 @@
 #include "monarch/Codegen/KernelInspect.h"
 #include "monarch/Executor/KernelRuntime.h"
 #include "monarch/IR/MonarchDialect.h"
+#include "monarch/Support/ParserHazards.h"
 
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/SymbolTable.h"
@@ -283,6 +284,11 @@ int main(int argc, char **argv) {
   auto input = openInputFile(inputFile, &error);
   if (!input) {
     llvm::errs() << "monarch-kernels: " << error << "\n";
+    return 1;
+  }
+  if (auto hazard = monarch::findParserHazard(input->getBuffer())) {
+    llvm::errs() << inputFile << ":" << hazard->line << ":" << hazard->col
+                 << ": error: " << hazard->message << "\n";
     return 1;
   }
   llvm::SourceMgr sourceMgr;

@@ -2,7 +2,8 @@
 //
 // Registers the monarch dialect, passes and stage pipelines plus the
 // upstream dialects and passes the pipeline uses, then hands over to
-// MlirOptMain.
+// MlirOptMain, after refusing the inputs upstream parsers crash on
+// (Support/ParserHazards.h).
 //
 //===----------------------------------------------------------------------===//
 
@@ -10,8 +11,12 @@
 #include "monarch/Transforms/Pipelines.h"
 #include "monarch/Transforms/Registration.h"
 
+#include "monarch/Support/ParserHazards.h"
+
 #include "mlir/InitAllPasses.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/raw_ostream.h"
 
 int main(int argc, char **argv) {
   mlir::DialectRegistry registry;
@@ -19,6 +24,15 @@ int main(int argc, char **argv) {
   mlir::registerAllPasses();
   monarch::registerMonarchPasses();
   monarch::registerMonarchPipelines();
-  return mlir::asMainReturnCode(mlir::MlirOptMain(
-      argc, argv, "monarch-compile optimizer driver\n", registry));
+  auto [input, output] = mlir::registerAndParseCLIOptions(
+      argc, argv, "monarch-compile optimizer driver\n", registry);
+  if (input != "-")
+    if (auto buffer = llvm::MemoryBuffer::getFile(input))
+      if (auto hazard = monarch::findParserHazard((*buffer)->getBuffer())) {
+        llvm::errs() << input << ":" << hazard->line << ":" << hazard->col
+                     << ": error: " << hazard->message << "\n";
+        return 1;
+      }
+  return mlir::asMainReturnCode(
+      mlir::MlirOptMain(argc, argv, input, output, registry));
 }
