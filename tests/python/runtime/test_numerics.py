@@ -591,3 +591,28 @@ def test_state_set_straight_from_an_argument(meshes, gpus):
     np.testing.assert_array_equal(getw(), 2 * x)
     setw(x + 10)
     np.testing.assert_array_equal(getw(), x + 10)
+
+
+class _Masks(mc.Actor):
+    def __init__(self):
+        pass
+
+    @mc.endpoint
+    def any_positive(self, x):
+        return mc.all_reduce(x > 0, "gpus")
+
+
+def test_all_reduce_of_booleans_stays_boolean(meshes):
+    # A sum of bools over the ranks is numpy's any; it used to be added as
+    # bytes, so two trues came back as a byte of 2 (not a numpy bool).
+    mesh = meshes(gpus=2)
+    m = mesh.spawn("masks", _Masks)
+    x = np.array([1.0, -1.0, 2.0, -3.0], np.float32)
+
+    @mc.compile
+    def f(x):
+        return m.any_positive.call(x)
+
+    r = f(x)
+    assert r.dtype == np.bool_
+    np.testing.assert_array_equal(r.view(np.uint8), (x > 0).astype(np.uint8))
