@@ -47,8 +47,8 @@ template <typename T> using Result = monarch::StatusOr<T>;
 
 /// The element types a trace may hold (support's DType, also the plan's):
 /// float32, float16, bfloat16, int32 and bool (`I1`, what comparisons
-/// produce). Every entry point that takes
-/// a DType refuses the others at the caller's line.
+/// produce). Every entry point that takes a DType refuses the others at the
+/// caller's line.
 bool isTraceableDType(DType dtype);
 
 /// A handle to a traced value (tensor or scalar).
