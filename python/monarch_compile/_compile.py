@@ -10,6 +10,7 @@ Running needs the executor, reached through `_runtime.run_compiled`.
 import functools
 import inspect
 import os
+import sys
 
 import numpy as np
 
@@ -35,6 +36,35 @@ def _as_array(x):
     if hasattr(x, "__array__"):
         return np.asarray(x)
     return None
+
+
+def _array_leaves(tree, out):
+    """Appends the array-like leaves of an argument pytree to `out`."""
+    if isinstance(tree, dict):
+        for v in tree.values():
+            _array_leaves(v, out)
+    elif isinstance(tree, (tuple, list)):
+        for v in tree:
+            _array_leaves(v, out)
+    elif not isinstance(tree, np.generic) and _as_array(tree) is not None:
+        out.append(tree)
+    return out
+
+
+def _result_converter(args, kwargs):
+    """How results come back: numpy arrays by default; when every array
+    input was of one other DLPack type (torch.Tensor, cupy, ...), that
+    type, made by its library's `from_dlpack` (zero-copy)."""
+    leaves = _array_leaves((args, kwargs), [])
+    types = {type(x) for x in leaves}
+    if len(types) != 1:
+        return None
+    (kind,) = types
+    if issubclass(kind, np.ndarray) or not hasattr(kind, "__dlpack__"):
+        return None
+    library = sys.modules.get(kind.__module__.split(".")[0])
+    from_dlpack = getattr(library, "from_dlpack", None)
+    return from_dlpack if callable(from_dlpack) else None
 
 
 class Specialization:
@@ -286,7 +316,12 @@ class Compiled:
             spec, inputs = self._specialize(args, loc, kwargs)
         except errors.TraceError as err:
             raise err.with_traceback(None) from None
-        return _runtime.run_compiled(self, spec, inputs)
+        result = _runtime.run_compiled(self, spec, inputs)
+        convert = _result_converter(args, kwargs)
+        if convert is None:
+            return result
+        leaves, treedef = _pytree.flatten(result, np.ndarray)
+        return _pytree.unflatten(treedef, [convert(x) for x in leaves])
 
     def trace(self, *args, **kwargs):
         """Traces (or finds the cached trace) for `args`; the Specialization."""
