@@ -41,6 +41,54 @@ MeshOpInterface monarch::lookupMesh(Operation *from, FlatSymbolRefAttr ref,
   return dyn_cast_or_null<MeshOpInterface>(sym);
 }
 
+// The one walk up a slice chain: calls `level(slice, parent)` for each
+// slice from `mesh` to its proc mesh, and returns that proc mesh.
+template <typename Fn>
+static ProcMeshOp walkToRoot(MeshOpInterface mesh,
+                             SymbolTableCollection *tables,
+                             MeshSliceOp *unresolved, Fn level) {
+  for (int depth = 0; mesh && depth < 64; ++depth) {
+    if (auto proc = dyn_cast<ProcMeshOp>(mesh.getOperation()))
+      return proc;
+    auto slice = dyn_cast<MeshSliceOp>(mesh.getOperation());
+    if (!slice)
+      return {};
+    MeshOpInterface parent = lookupMesh(slice, slice.getParentAttr(), tables);
+    if (!parent) {
+      if (unresolved)
+        *unresolved = slice;
+      return {};
+    }
+    level(slice, parent);
+    mesh = parent;
+  }
+  return {};
+}
+
+ProcMeshOp monarch::getRootMesh(MeshOpInterface mesh,
+                                SymbolTableCollection *tables,
+                                MeshSliceOp *unresolved) {
+  return walkToRoot(mesh, tables, unresolved,
+                    [](MeshSliceOp, MeshOpInterface) {});
+}
+
+FailureOr<SmallVector<int64_t>>
+monarch::getRootRanks(MeshOpInterface mesh, SymbolTableCollection *tables,
+                      MeshSliceOp *unresolved) {
+  SmallVector<int64_t> ranks(mesh.getNumRanks());
+  for (int64_t r = 0, n = ranks.size(); r < n; ++r)
+    ranks[r] = r;
+  ProcMeshOp root = walkToRoot(
+      mesh, tables, unresolved, [&](MeshSliceOp slice, MeshOpInterface parent) {
+        SmallVector<int64_t> parentShape = parent.getMeshShape();
+        for (int64_t &r : ranks)
+          r = slice.getParentRank(parentShape, r);
+      });
+  if (!root)
+    return failure();
+  return ranks;
+}
+
 bool monarch::isSameOrSliceOf(MeshOpInterface inner, MeshOpInterface outer,
                               SymbolTableCollection &tables) {
   // Slices form a chain to their proc mesh; the depth is tiny in practice,

@@ -104,28 +104,17 @@ public:
     std::unique_ptr<MeshRanks> &info = cache[mesh.getOperation()];
     if (info)
       return info.get();
-    info = std::make_unique<MeshRanks>(
-        MeshRanks{mesh, mesh.getMeshShape(), mesh.getDimNames(), {}});
-    for (int64_t r = 0, n = mesh.getNumRanks(); r < n; ++r) {
-      int64_t root = r;
-      MeshOpInterface m = mesh;
-      while (auto slice = mlir::dyn_cast<MeshSliceOp>(m.getOperation())) {
-        MeshOpInterface parent =
-            lookupMesh(slice, slice.getParentAttr(), &tables);
-        root = slice.getParentRank(parent.getMeshShape(), root);
-        m = parent;
-      }
-      info->roots.push_back(root);
-    }
+    auto roots = getRootRanks(mesh, &tables);
+    if (mlir::failed(roots))
+      return nullptr;
+    info = std::make_unique<MeshRanks>(MeshRanks{
+        mesh, mesh.getMeshShape(), mesh.getDimNames(), std::move(*roots)});
     return info.get();
   }
 
   /// The proc mesh at the root of a mesh's slice chain.
   mlir::Operation *rootOf(const MeshRanks &m) {
-    MeshOpInterface mesh = m.mesh;
-    while (auto slice = mlir::dyn_cast<MeshSliceOp>(mesh.getOperation()))
-      mesh = lookupMesh(slice, slice.getParentAttr(), &tables);
-    return mesh.getOperation();
+    return getRootMesh(m.mesh, &tables).getOperation();
   }
 
 private:

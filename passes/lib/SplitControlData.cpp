@@ -80,14 +80,7 @@ struct MonarchSplitControlDataPass
   /// The proc mesh at the root of `ref`'s slice chain.
   ProcMeshOp rootMesh(Operation *from, FlatSymbolRefAttr ref,
                       SymbolTableCollection &tables) {
-    MeshOpInterface mesh = lookupMesh(from, ref, &tables);
-    for (int depth = 0; mesh && depth < 64; ++depth) {
-      if (auto proc = dyn_cast<ProcMeshOp>(mesh.getOperation()))
-        return proc;
-      auto slice = cast<MeshSliceOp>(mesh.getOperation());
-      mesh = lookupMesh(slice, slice.getParentAttr(), &tables);
-    }
-    return {};
+    return getRootMesh(lookupMesh(from, ref, &tables), &tables);
   }
 
   LogicalResult split(func::FuncOp fn, SymbolTableCollection &tables) {

@@ -298,26 +298,17 @@ private:
     SmallVector<int64_t> shape = mesh.getMeshShape();
     for (auto [name, size] : llvm::zip(names, shape))
       m.dims.push_back(MeshDim{name.str(), size});
-    int64_t ranks = 1;
-    for (int64_t s : shape)
-      ranks *= s;
-    for (int64_t r = 0; r < ranks; ++r)
-      m.rootRanks.push_back(r);
-    // Map slice ranks to the root proc mesh, one parent at a time.
-    Operation *current = op;
-    for (int depth = 0; auto slice = dyn_cast<MeshSliceOp>(current); ++depth) {
-      MeshOpInterface parent = lookupMesh(slice, slice.getParentAttr());
-      if (!parent || depth > 64)
-        return slice.emitOpError("has no resolvable parent mesh");
-      if (current == op) {
-        m.parent = slice.getParent().str();
-        m.sliceStart = vec(slice.getStarts());
-        m.sliceEnd = vec(slice.getEnds());
-      }
-      SmallVector<int64_t> parentShape = parent.getMeshShape();
-      for (int64_t &r : m.rootRanks)
-        r = slice.getParentRank(parentShape, r);
-      current = parent.getOperation();
+    // Slice ranks mapped to the root proc mesh.
+    MeshSliceOp unresolved;
+    auto roots = getRootRanks(mesh, nullptr, &unresolved);
+    if (failed(roots))
+      return (unresolved ? unresolved.getOperation() : op)
+          ->emitOpError("has no resolvable parent mesh");
+    m.rootRanks.assign(roots->begin(), roots->end());
+    if (auto slice = dyn_cast<MeshSliceOp>(op)) {
+      m.parent = slice.getParent().str();
+      m.sliceStart = vec(slice.getStarts());
+      m.sliceEnd = vec(slice.getEnds());
     }
     if (!m.parent) {
       // One host per coordinate along the monarch.topology's host

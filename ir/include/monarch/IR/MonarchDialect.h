@@ -45,6 +45,21 @@ namespace monarch {
 MeshOpInterface lookupMesh(mlir::Operation *from, mlir::FlatSymbolRefAttr ref,
                            mlir::SymbolTableCollection *tables = nullptr);
 
+/// The proc mesh at the root of `mesh`'s slice chain (`mesh` itself when it
+/// is one); null when a parent does not resolve or the chain is longer than
+/// 64 (a cycle in malformed IR). `unresolved`, when given, is then set to the
+/// slice whose parent is missing.
+ProcMeshOp getRootMesh(MeshOpInterface mesh,
+                       mlir::SymbolTableCollection *tables = nullptr,
+                       MeshSliceOp *unresolved = nullptr);
+
+/// For each rank of `mesh` (row-major), its rank in the root proc mesh,
+/// mapped one slice level at a time; fails as getRootMesh does.
+mlir::FailureOr<llvm::SmallVector<int64_t>>
+getRootRanks(MeshOpInterface mesh,
+             mlir::SymbolTableCollection *tables = nullptr,
+             MeshSliceOp *unresolved = nullptr);
+
 /// True when `inner` is `outer` or (transitively) a slice of it.
 bool isSameOrSliceOf(MeshOpInterface inner, MeshOpInterface outer,
                      mlir::SymbolTableCollection &tables);
