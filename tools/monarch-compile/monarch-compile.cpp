@@ -207,8 +207,7 @@ int main(int argc, char **argv) {
   if (!file)
     return fail(error);
   if (auto hazard = monarch::findParserHazard(file->getBuffer())) {
-    llvm::errs() << flags.input << ":" << hazard->line << ":" << hazard->col
-                 << ": error: " << hazard->message << "\n";
+    llvm::errs() << hazard->diagnostic(flags.input) << "\n";
     return 1;
   }
   llvm::SourceMgr sourceMgr;

@@ -287,8 +287,7 @@ int main(int argc, char **argv) {
     return 1;
   }
   if (auto hazard = monarch::findParserHazard(input->getBuffer())) {
-    llvm::errs() << inputFile << ":" << hazard->line << ":" << hazard->col
-                 << ": error: " << hazard->message << "\n";
+    llvm::errs() << hazard->diagnostic(inputFile) << "\n";
     return 1;
   }
   llvm::SourceMgr sourceMgr;

@@ -29,8 +29,7 @@ int main(int argc, char **argv) {
   if (input != "-")
     if (auto buffer = llvm::MemoryBuffer::getFile(input))
       if (auto hazard = monarch::findParserHazard((*buffer)->getBuffer())) {
-        llvm::errs() << input << ":" << hazard->line << ":" << hazard->col
-                     << ": error: " << hazard->message << "\n";
+        llvm::errs() << hazard->diagnostic(input) << "\n";
         return 1;
       }
   return mlir::asMainReturnCode(

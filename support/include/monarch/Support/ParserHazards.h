@@ -24,6 +24,11 @@ namespace monarch {
 struct ParserHazard {
   size_t line = 0, col = 0; // 1-based
   std::string message;
+  /// `file:line:col: error: message`, as the tools print it.
+  std::string diagnostic(std::string_view file) const {
+    return std::string(file) + ":" + std::to_string(line) + ":" +
+           std::to_string(col) + ": error: " + message;
+  }
 };
 
 /// The first integer of a linalg i64 array attribute that does not fit in
