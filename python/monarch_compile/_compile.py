@@ -38,25 +38,11 @@ def _as_array(x):
     return None
 
 
-def _array_leaves(tree, out):
-    """Appends the array-like leaves of an argument pytree to `out`."""
-    if isinstance(tree, dict):
-        for v in tree.values():
-            _array_leaves(v, out)
-    elif isinstance(tree, (tuple, list)):
-        for v in tree:
-            _array_leaves(v, out)
-    elif not isinstance(tree, np.generic) and _as_array(tree) is not None:
-        out.append(tree)
-    return out
-
-
-def _result_converter(args, kwargs):
-    """How results come back: numpy arrays by default; when every array
-    input was of one other DLPack type (torch.Tensor, cupy, ...), that
-    type, made by its library's `from_dlpack` (zero-copy)."""
-    leaves = _array_leaves((args, kwargs), [])
-    types = {type(x) for x in leaves}
+def _result_converter(types):
+    """How results come back, given the types of a call's array inputs:
+    numpy arrays by default; when every array input was of one other
+    DLPack type (torch.Tensor, cupy, ...), that type, made by its library's
+    `from_dlpack` (zero-copy)."""
     if len(types) != 1:
         return None
     (kind,) = types
@@ -180,7 +166,7 @@ class Compiled:
 
     # Specialisation -----------------------------------------------------
     def _key(self, args, loc):
-        key, inputs = [], []
+        key, inputs, kinds = [], [], set()
         for i, a in enumerate(args):
             tree = _array_tree(a)
             if tree is not None:
@@ -189,13 +175,14 @@ class Compiled:
                 leaves, treedef = tree
                 key.append(("tree", treedef, len(leaves)))
                 for leaf in leaves:
-                    self._key_one(i, leaf, key, inputs, loc)
+                    self._key_one(i, leaf, key, inputs, kinds, loc)
                 continue
-            self._key_one(i, a, key, inputs, loc)
-        return tuple(key), inputs
+            self._key_one(i, a, key, inputs, kinds, loc)
+        return tuple(key), inputs, kinds
 
-    def _key_one(self, i, a, key, inputs, loc):
-        """The key entry and input of one argument (or pytree leaf)."""
+    def _key_one(self, i, a, key, inputs, kinds, loc):
+        """The key entry and input of one argument (or pytree leaf); adds an
+        array argument's type to `kinds`."""
         if isinstance(a, Tensor):
             raise errors.UnsupportedError(
                 f"unsupported: calling compiled function {self.__name__} "
@@ -226,6 +213,7 @@ class Compiled:
                 f"convert it, e.g. x.astype({hint})", *loc)
         key.append(("array", tuple(arr.shape), name))
         inputs.append(arr)
+        kinds.add(type(a))
 
     def _bind(self, args, kwargs, loc):
         """Positional arguments with keywords and defaults filled in."""
@@ -247,14 +235,14 @@ class Compiled:
 
     def _specialize(self, args, loc, kwargs=None):
         args = self._bind(args, kwargs or {}, loc)
-        key, inputs = self._key(args, loc)
+        key, inputs, kinds = self._key(args, loc)
         spec = self._cache.get(key)
         if spec is None:
             spec = self._trace(key, args)
             self._cache[key] = spec
             _dump(self, spec)
         self._last = spec
-        return spec, inputs
+        return spec, inputs, kinds
 
     def _trace(self, key, args):
         trace = _trace.Trace(self.__name__)
@@ -313,11 +301,11 @@ class Compiled:
     def __call__(self, *args, **kwargs):
         loc = user_loc()
         try:
-            spec, inputs = self._specialize(args, loc, kwargs)
+            spec, inputs, kinds = self._specialize(args, loc, kwargs)
         except errors.TraceError as err:
             raise err.with_traceback(None) from None
         result = _runtime.run_compiled(self, spec, inputs)
-        convert = _result_converter(args, kwargs)
+        convert = _result_converter(kinds)
         if convert is None:
             return result
         leaves, treedef = _pytree.flatten(result, np.ndarray)
