@@ -23,6 +23,8 @@
 #include "PartitionPrep.h"
 #include "PassUtils.h"
 
+#include "monarch/IR/SourceLocation.h"
+
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
@@ -308,6 +310,92 @@ static LogicalResult localReshapes(func::FuncOp tmp, MeshOpInterface mesh,
   return success();
 }
 
+/// A tensor constant upstream partitioning cannot handle: any with more
+/// than one distinct element (it partitions splats only).
+static bool isLiftedConstant(arith::ConstantOp c) {
+  auto type = dyn_cast<RankedTensorType>(c.getType());
+  auto dense = dyn_cast<DenseElementsAttr>(c.getValue());
+  return type && type.getRank() > 0 && !(dense && dense.isSplat());
+}
+
+/// The trailing arguments of `tmp` that stood for the non-splat constants
+/// `lifted` become those constants again, at the start of its body. They
+/// were annotated replicated, so each rank's value is the global one; a
+/// partitioning that made one of them per-rank is refused, not guessed.
+static LogicalResult restoreLiftedConstants(func::FuncOp tmp,
+                                            ArrayRef<arith::ConstantOp> lifted,
+                                            SmallVectorImpl<DistAttr> &argDists,
+                                            Operation *head) {
+  if (lifted.empty())
+    return success();
+  Block &body = tmp.getBody().front();
+  unsigned first = body.getNumArguments() - lifted.size();
+  OpBuilder b(tmp.getContext());
+  b.setInsertionPointToStart(&body);
+  for (size_t i = 0; i < lifted.size(); ++i) {
+    arith::ConstantOp c = lifted[i];
+    BlockArgument arg = body.getArgument(first + i);
+    if (arg.getType() != c.getType() || argDists[first + i])
+      return head->emitOpError("partitioning split the constant at ")
+             << c.getLoc() << " (per-rank " << arg.getType()
+             << "); it must stay replicated";
+    arg.replaceAllUsesWith(b.clone(*c)->getResult(0));
+  }
+  llvm::BitVector erase(body.getNumArguments());
+  erase.set(first, body.getNumArguments());
+  body.eraseArguments(erase);
+  argDists.truncate(first);
+  tmp.setType(FunctionType::get(tmp.getContext(), body.getArgumentTypes(),
+                                tmp.getFunctionType().getResults()));
+  return success();
+}
+
+/// The layouts upstream partitioning was asked to give `op`'s operands
+/// and results, in mesh dimension names: `operands ([["gpus"], []],
+/// replicated) -> results (partial)`.
+static std::string describeLayouts(Operation *op, MeshOpInterface mesh) {
+  SmallVector<StringRef> names = mesh.getDimNames();
+  auto layout = [&](shard::ShardOp s) -> std::string {
+    auto sharding =
+        s ? s.getSharding().getDefiningOp<shard::ShardingOp>() : nullptr;
+    if (!sharding)
+      return "unannotated";
+    std::string out;
+    bool any = false;
+    for (shard::GridAxesAttr axes : sharding.getSplitAxes().getAxes()) {
+      out += out.empty() ? "[" : ", ";
+      out += "[";
+      for (auto [k, axis] : llvm::enumerate(axes.asArrayRef())) {
+        out += k ? ", " : "";
+        out += axis >= 0 && axis < static_cast<int64_t>(names.size())
+                   ? ("\"" + names[axis] + "\"").str()
+                   : std::to_string(axis);
+        any = true;
+      }
+      out += "]";
+    }
+    return any ? out + "]" : "replicated";
+  };
+  std::string text = "operands (";
+  for (auto [i, v] : llvm::enumerate(op->getOperands())) {
+    auto type = dyn_cast<RankedTensorType>(v.getType());
+    text += i ? ", " : "";
+    text += !type || type.getRank() == 0
+                ? "scalar"
+                : layout(v.getDefiningOp<shard::ShardOp>());
+  }
+  text += ") -> results (";
+  for (auto [i, r] : llvm::enumerate(op->getResults())) {
+    shard::ShardOp s;
+    for (Operation *user : r.getUsers())
+      if (auto a = dyn_cast<shard::ShardOp>(user); a && !s)
+        s = a;
+    text += i ? ", " : "";
+    text += layout(s);
+  }
+  return text + ")";
+}
+
 struct MonarchPartitionPass
     : monarch::impl::MonarchPartitionBase<MonarchPartitionPass> {
   using Base::Base;
@@ -551,6 +639,20 @@ struct MonarchPartitionPass
     SmallVector<Operation *> cloned;
     DenseMap<Operation *, bool> memo;
     collectOutlineInputs(segment.ops, inputs, cloned, memo);
+    // Non-splat constants (the tracer's aranges, one-hot coordinates, causal
+    // masks): upstream shard-partition has no rule for them and fails the
+    // whole segment without a diagnostic. They enter the scratch function
+    // as trailing replicated arguments instead (a user that wants one split
+    // gets a local slice at the process index, which keeps an arange's
+    // global coordinates), and become constants again in the endpoint.
+    SmallVector<arith::ConstantOp> lifted;
+    llvm::erase_if(cloned, [&](Operation *op) {
+      if (auto c = dyn_cast<arith::ConstantOp>(op); c && isLiftedConstant(c)) {
+        lifted.push_back(c);
+        return true;
+      }
+      return false;
+    });
     // Arguments in program order: block arguments first, then by definition.
     SmallVector<Value> ordered(inputs.begin(), inputs.end());
     llvm::stable_sort(ordered, [](Value a, Value b) {
@@ -580,6 +682,8 @@ struct MonarchPartitionPass
     SmallVector<Type> inTypes, outTypes;
     for (Value v : inputs)
       inTypes.push_back(v.getType());
+    for (arith::ConstantOp c : lifted)
+      inTypes.push_back(c.getType());
     for (Value v : outputs)
       outTypes.push_back(v.getType());
     std::string base = (fn.getSymName() + "." + segment.mesh.getValue() + "." +
@@ -607,6 +711,9 @@ struct MonarchPartitionPass
       IRMapping map;
       for (auto [v, arg] : llvm::zip(inputs, body->getArguments()))
         map.map(v, arg);
+      for (auto [c, arg] :
+           llvm::zip(lifted, body->getArguments().drop_front(inputs.size())))
+        map.map(c.getResult(), arg);
       b.setInsertionPointToStart(body);
       for (Operation *c : cloned)
         b.clone(*c, map);
@@ -639,6 +746,7 @@ struct MonarchPartitionPass
     SmallVector<DistAttr> inDists;
     for (Value v : inputs)
       inDists.push_back(known.lookup(v));
+    inDists.append(lifted.size(), DistAttr());
     auto attempt = [&](bool replicateInputs) -> LogicalResult {
       // Inputs that earlier segments left split start split, so the
       // shards stay where they are (propagation would otherwise pick the
@@ -647,7 +755,7 @@ struct MonarchPartitionPass
         for (auto [arg, dist] : llvm::zip(tmp.getArguments(), inDists))
           if (dist && !dist.getPartial())
             annotateArg(arg, dist, mesh, grid);
-      partition::prepareForPropagation(tmp, replicateInputs);
+      partition::prepareForPropagation(tmp, replicateInputs, lifted.size());
       if (failed(runPipeline(propagatePM, tmp)))
         return failure();
       // What propagation could not reach is replicated; propagate again so
@@ -692,11 +800,19 @@ struct MonarchPartitionPass
           return failure(); // Let it through to the outer handler.
         });
         if (failed(runPipeline(partitionPM, tmp))) {
-          if (!reported)
-            segment.ops.front()->emitOpError(
-                "upstream shard-partition failed on the work on @")
-                << segment.mesh.getValue()
-                << " without a diagnostic; simplify its sharding annotations";
+          if (!reported) {
+            // Name the op it stopped at, with the layouts it was given.
+            Operation *culprit = findSilentFailure(tmp);
+            if (culprit)
+              culprit->emitOpError("has no upstream partitioning rule for ")
+                  << describeLayouts(culprit, mesh);
+            else
+              segment.ops.front()->emitOpError(
+                  "upstream shard-partition failed on the work on @")
+                  << segment.mesh.getValue()
+                  << " without a diagnostic; simplify its sharding "
+                     "annotations";
+          }
           return failure();
         }
       }
@@ -762,8 +878,11 @@ struct MonarchPartitionPass
     std::string why;
     auto quietly = [&](auto &&run) {
       ScopedDiagnosticHandler quiet(ctx, [&](Diagnostic &d) {
-        if (why.empty() && d.getSeverity() == DiagnosticSeverity::Error)
+        if (why.empty() && d.getSeverity() == DiagnosticSeverity::Error) {
           why = d.str();
+          if (std::string at = formatFileLoc(d.getLocation()); !at.empty())
+            why += " (at " + at + ")";
+        }
         return success();
       });
       return run();
@@ -845,6 +964,9 @@ struct MonarchPartitionPass
       }
     }
 
+    if (failed(restoreLiftedConstants(tmp, lifted, argDists, head)))
+      return failure();
+
     // 2. The partitioned body becomes endpoint @run of a class on the mesh.
     b.setInsertionPoint(fn);
     auto actorClass = ActorClassOp::create(b, loc, base + ".class");
@@ -885,6 +1007,68 @@ struct MonarchPartitionPass
       op->erase();
     ++numOutlined;
     return success();
+  }
+
+  /// After upstream shard-partition failed on `tmp` without a diagnostic:
+  /// the op it stopped at. Upstream partitions op by op into a new block
+  /// appended to the body and stops at the first op whose rule fails,
+  /// leaving the original block intact; the extra blocks are dropped, and
+  /// the op is the one that ends the shortest failing prefix of the body
+  /// (each prefix ends after a compute op and the annotations that follow
+  /// it), found by bisection over copies.
+  Operation *findSilentFailure(func::FuncOp tmp) {
+    Region &region = tmp.getBody();
+    while (region.getBlocks().size() > 1)
+      region.back().erase();
+    Block &block = region.front();
+    SmallVector<Operation *> ops;
+    SmallVector<size_t> compute; // Indices in `ops` of non-shard ops.
+    for (Operation &op : block.without_terminator()) {
+      if (!isa<shard::ShardOp, shard::ShardingOp>(op))
+        compute.push_back(ops.size());
+      ops.push_back(&op);
+    }
+    // Whether partitioning the body up to compute op `k` (and the
+    // annotations after it) fails.
+    auto fails = [&](size_t k) {
+      size_t end = k + 1 < compute.size() ? compute[k + 1] : ops.size();
+      OpBuilder b(tmp);
+      b.setInsertionPointAfter(tmp);
+      auto copy = cast<func::FuncOp>(b.clone(*tmp));
+      llvm::scope_exit eraseCopy([&] { copy.erase(); });
+      Block &body = copy.getBody().front();
+      SmallVector<Operation *> copied;
+      for (Operation &op : body)
+        copied.push_back(&op);
+      // Past the prefix only the annotations upstream needs stay: the
+      // shardings, and each argument's one annotation.
+      for (size_t i = copied.size(); i-- > end;) {
+        Operation *op = copied[i];
+        auto s = dyn_cast<shard::ShardOp>(op);
+        if (isa<shard::ShardingOp>(op) || (s && isa<BlockArgument>(s.getSrc())))
+          continue;
+        op->dropAllUses();
+        op->erase();
+      }
+      b.setInsertionPointToEnd(&body);
+      func::ReturnOp::create(b, copy.getLoc());
+      copy.setType(
+          FunctionType::get(copy.getContext(), body.getArgumentTypes(), {}));
+      ScopedDiagnosticHandler quiet(copy.getContext(),
+                                    [](Diagnostic &) { return success(); });
+      return failed(runPipeline(partitionPM, copy));
+    };
+    if (compute.empty() || !fails(compute.size() - 1))
+      return nullptr;
+    size_t lo = 0, hi = compute.size() - 1; // fails(hi) holds.
+    while (lo < hi) {
+      size_t mid = lo + (hi - lo) / 2;
+      if (fails(mid))
+        hi = mid;
+      else
+        lo = mid + 1;
+    }
+    return ops[compute[lo]];
   }
 
   /// Rewrites upstream shard collectives and index queries over grid axes

@@ -325,7 +325,8 @@ static void replicateCapturedTensors(Block &block, FlatSymbolRefAttr grid) {
   }
 }
 
-void prepareForPropagation(func::FuncOp fn, bool replicateInputs) {
+void prepareForPropagation(func::FuncOp fn, bool replicateInputs,
+                           unsigned replicatedTail) {
   Block &block = fn.getBody().front();
   replicateCapturedTensors(block, findGrid(block));
   dropDeadOps(block);
@@ -347,9 +348,11 @@ void prepareForPropagation(func::FuncOp fn, bool replicateInputs) {
                        [](Operation *u) { return isa<shard::ShardOp>(u); }) &&
           llvm::any_of(arg.getUsers(),
                        [](Operation *u) { return !isa<shard::ShardOp>(u); });
+      bool lifted =
+          arg.getArgNumber() + replicatedTail >= block.getNumArguments();
       if (!isa<RankedTensorType>(arg.getType()) ||
-          (hasSharding(arg) && !mixed) ||
-          (!replicateInputs && !arg.use_empty() && !mixed))
+          (!lifted && hasSharding(arg) && !mixed) ||
+          (!replicateInputs && !lifted && !arg.use_empty() && !mixed))
         continue;
       auto annotated = annotateReplicated(b, fn.getLoc(), arg, grid);
       arg.replaceAllUsesExcept(annotated, annotated);

@@ -31,8 +31,10 @@ splitAxesAttrs(mlir::MLIRContext *ctx,
 /// written after some uses of its value to the value's definition, gives
 /// each repeated operand of a contraction its own annotated value, and
 /// routes a reshard between two different splits through the replicated
-/// layout.
-void prepareForPropagation(mlir::func::FuncOp fn, bool replicateInputs);
+/// layout. The last `replicatedTail` arguments (constants lifted into
+/// inputs) are annotated replicated in every attempt.
+void prepareForPropagation(mlir::func::FuncOp fn, bool replicateInputs,
+                           unsigned replicatedTail = 0);
 
 /// After propagation: annotates as replicated every tensor value of a
 /// shardable op that propagation left without a sharding (an independent

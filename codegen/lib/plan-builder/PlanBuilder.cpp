@@ -14,6 +14,7 @@
 #include "monarch/Plan/PlanFile.h"
 
 #include "monarch/IR/MonarchDialect.h"
+#include "monarch/IR/SourceLocation.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -72,27 +73,6 @@ bool kernelCompilerAvailable() {
 //===----------------------------------------------------------------------===//
 // Locations and types
 //===----------------------------------------------------------------------===//
-
-static std::optional<FileLineColLoc> findFileLoc(Location loc, int depth = 0) {
-  if (depth > 32)
-    return std::nullopt;
-  if (auto file = dyn_cast<FileLineColLoc>(loc))
-    return file;
-  if (auto name = dyn_cast<NameLoc>(loc))
-    return findFileLoc(name.getChildLoc(), depth + 1);
-  if (auto call = dyn_cast<CallSiteLoc>(loc)) {
-    if (auto callee = findFileLoc(call.getCallee(), depth + 1))
-      return callee;
-    return findFileLoc(call.getCaller(), depth + 1);
-  }
-  if (auto fused = dyn_cast<FusedLoc>(loc))
-    for (Location inner : fused.getLocations())
-      if (auto file = findFileLoc(inner, depth + 1))
-        return file;
-  if (auto opaque = dyn_cast<OpaqueLoc>(loc))
-    return findFileLoc(opaque.getFallbackLocation(), depth + 1);
-  return std::nullopt;
-}
 
 SourceLoc toSourceLoc(Location loc, StringRef opName) {
   SourceLoc result;
