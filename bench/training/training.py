@@ -194,8 +194,22 @@ def torch_mlp(steps, width, batch):
 
 # --- the GPT ----------------------------------------------------------------
 
-def gpt_bench(ranks, steps):
+BIG_GPT = dict(vocab=128, ctx=64, dim=256, heads=8, layers=4, batch=16)
+
+
+def gpt_bench(ranks, steps, size=None):
+    """The GPT of examples/python/gpt.py (or resized by `size`, see
+    gpt.configure) on `ranks`: (step s, numpy s or None, compile s, peak
+    bytes per rank, state bytes, compute shares per rank)."""
     import gpt
+    gpt.configure(**(size or {}))
+    try:
+        return _gpt_bench(gpt, ranks, steps, numpy_floor=size is None)
+    finally:
+        gpt.configure()
+
+
+def _gpt_bench(gpt, ranks, steps, numpy_floor):
     rng = np.random.default_rng(0)
     params = gpt.init_params(rng)
     tok, lab = gpt.corpus(rng, gpt.BATCH)
@@ -216,18 +230,19 @@ def gpt_bench(ranks, steps):
 
         state = mc.optim.adamw_init(params)
         first, ours = median_step(step, (params, state, tok, lab), steps)
-        peak = max(step.plan_summary(params, state, tok, lab)
-                   .peak_memory.values())
+        summary = step.plan_summary(params, state, tok, lab)
+        peak = max(summary.peak_memory.values())
+        shares = list(summary.compute_share.values())
 
     p32 = params
 
     def np_step():
         gpt.np_loss_and_grads(p32, tok, lab)
 
-    floor = numpy_time(np_step, steps)
+    floor = numpy_time(np_step, steps) if numpy_floor else None
     leaves = [a for a in _leaves(params)]
     state = 4 * sum(a.size for a in leaves) * 4  # params, grads, 2 moments
-    return ours, floor, first - ours, peak, state
+    return ours, floor, first - ours, peak, state, shares
 
 
 def _leaves(tree):
@@ -246,6 +261,10 @@ def main():
     ap.add_argument("--steps", type=int, default=5)
     ap.add_argument("--quick", action="store_true",
                     help="a 256-wide MLP and 1 and 2 ranks")
+    ap.add_argument("--big-gpt", action="store_true",
+                    help="also a GPT sized so that compute dominates (4 "
+                    "blocks, width 256, 8 heads, context 64, batch 16; "
+                    "minutes to compile)")
     args = ap.parse_args()
     width, batch = (256, 64) if args.quick else (1024, 256)
     ranks_list = [1, 2] if args.quick else [1, 2, 4]
@@ -269,11 +288,30 @@ def main():
               f"{a_ours * 1e3:>10.2f}{floor * 1e3:>10.2f}"
               f"{a_ours / floor:>8.2f}{a_compile:>11.2f}"
               f"{a_peak / 1024:>14.0f}{state / 1024:>10.0f}")
+    one_rank = {}
     for ranks in ranks_list:
-        ours, floor, compile_s, peak, state = gpt_bench(ranks, args.steps)
+        ours, floor, compile_s, peak, state, shares = gpt_bench(ranks,
+                                                                args.steps)
+        one_rank.setdefault("gpt", ours)
         print(f"{'gpt':<14}{ranks:>6}{ours * 1e3:>10.2f}{floor * 1e3:>10.2f}"
               f"{ours / floor:>8.2f}{compile_s:>11.2f}{peak / 1024:>14.0f}"
-              f"{state / 1024:>10.0f}")
+              f"{state / 1024:>10.0f}  vs 1 rank "
+              f"{ours / one_rank['gpt']:.2f}, compute share "
+              + " ".join(f"{x:.2f}" for x in shares))
+    if args.big_gpt:
+        # Sized so that compute dominates; measured against itself on 1
+        # rank (the numpy column is not run for it).
+        for ranks in ranks_list:
+            ours, _, compile_s, peak, state, shares = gpt_bench(
+                ranks, max(2, args.steps // 2), BIG_GPT)
+            one_rank.setdefault("big", ours)
+            print(f"{'gpt-big':<14}{ranks:>6}{ours * 1e3:>10.2f}{'-':>10}"
+                  f"{'-':>8}{compile_s:>11.2f}{peak / 1024:>14.0f}"
+                  f"{state / 1024:>10.0f}  vs 1 rank "
+                  f"{ours / one_rank['big']:.2f}, compute share "
+                  + " ".join(f"{x:.2f}" for x in shares))
+        print("targets (issue 31): gpt-big on 2 ranks <= 0.6x its 1-rank "
+              "step, on 2x2 <= 0.75x; gpt on 2x2 no slower than on 1 rank")
     t = torch_mlp(args.steps, width, batch)
     if t is None:
         print("torch: not importable, PyTorch rows skipped (pip install "

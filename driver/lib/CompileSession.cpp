@@ -12,6 +12,7 @@
 #include "monarch/Codegen/PlanBuilder.h"
 #include "monarch/Codegen/PlanCache.h"
 #include "monarch/Driver/DumpAfterEachPass.h"
+#include "monarch/IR/SourceLocation.h"
 #include "monarch/Plan/PlanFile.h"
 #include "monarch/Support/Knobs.h"
 #include "monarch/Support/Progress.h"
@@ -66,6 +67,12 @@ struct CompileSession::Impl {
     if (!options.captureDiagnostics)
       return fn();
     ScopedDiagnosticHandler handler(&context, [&](Diagnostic &diag) {
+      // Remarks are asked for (MONARCH_PARTITION_REMARKS): shown now, on
+      // stderr at the user's line, not kept for an error message.
+      if (diag.getSeverity() == DiagnosticSeverity::Remark) {
+        printRemark(diag);
+        return success();
+      }
       llvm::raw_string_ostream os(diagnostics);
       const char *severity =
           diag.getSeverity() == DiagnosticSeverity::Error     ? "error"
@@ -196,10 +203,12 @@ struct CompileSession::Impl {
   FailureOr<std::string> compilePlan(ModuleOp module) {
     if (failed(checkSettings()))
       return mlir::failure();
-    // The cache: not when the passes must run to be dumped.
+    // The cache: not when the passes must run to be dumped or to say how
+    // they partitioned (MONARCH_PARTITION_REMARKS).
     PlanCache cache(planCacheConfigFromEnvironment());
     std::string cacheKey;
-    if (options.useCache && cache.enabled() && options.dumpDir.empty()) {
+    if (options.useCache && cache.enabled() && options.dumpDir.empty() &&
+        !knobs::getBool(knobs::Id::PartitionRemarks).value) {
       printInput(module);
       const void *anchors[] = {
           reinterpret_cast<const void *>(&monarch::populateStagePipelines),

@@ -28,6 +28,17 @@ HD = DIM // HEADS
 SCALE = 1.0 / np.sqrt(HD)
 
 
+def configure(vocab=VOCAB, ctx=CTX, dim=DIM, heads=HEADS, layers=LAYERS,
+              batch=BATCH):
+    """Resizes the model (bench/training's larger GPT); the functions
+    below read these sizes when called."""
+    global VOCAB, CTX, DIM, HEADS, LAYERS, BATCH, HD, SCALE
+    VOCAB, CTX, DIM, HEADS, LAYERS, BATCH = vocab, ctx, dim, heads, layers, \
+        batch
+    HD = DIM // HEADS
+    SCALE = 1.0 / np.sqrt(HD)
+
+
 def init_params(rng):
     def w(*shape, std=0.2):
         return (rng.standard_normal(shape) * std).astype(np.float32)
@@ -252,6 +263,11 @@ def main():
               f"batch {BATCH}x{CTX}; traced and planned in "
               f"{time.perf_counter() - start:.1f} s")
         print(summary)
+        shares = list(summary.compute_share.values())
+        print("each rank's share of the step's compute: " +
+              " ".join(f"{s:.2f}" for s in shares) +
+              f" (ideal {1 / len(shares):.2f}; max/min "
+              f"{max(shares) / min(shares):.2f})")
         ref = tree_map(lambda a: a.astype(np.float64), params)
         m = tree_map(np.zeros_like, ref)
         v = tree_map(np.zeros_like, ref)

@@ -14,6 +14,7 @@
 #include "monarch/Driver/CompileSession.h"
 #include "monarch/Transforms/Pipelines.h"
 
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/IR/SymbolTable.h"
 #include "mlir/Pass/PassManager.h"
 #include "llvm/Support/raw_ostream.h"
@@ -97,6 +98,63 @@ Result<std::string> TraceBuilder::lower(const LowerOptions &options) const {
   return text;
 }
 
+/// Iterations of the structured ops under `root` (the product of each
+/// linalg op's static loop extents): the measure of work that a rank's
+/// share of a step's compute is counted in.
+static int64_t structuredWork(Operation *root) {
+  int64_t total = 0;
+  root->walk([&](linalg::LinalgOp op) {
+    int64_t n = 1;
+    for (int64_t extent : op.getStaticLoopRanges()) {
+      if (ShapedType::isDynamic(extent))
+        return;
+      n *= extent;
+    }
+    total += n;
+  });
+  return total;
+}
+
+/// The work of the traced program on one machine: its functions' own ops,
+/// and each endpoint call's body once per rank of the mesh it runs on.
+static int64_t tracedWork(ModuleOp module) {
+  int64_t total = 0;
+  SymbolTableCollection tables;
+  for (auto fn : module.getOps<func::FuncOp>()) {
+    total += structuredWork(fn);
+    fn.walk([&](Operation *op) {
+      StringAttr actorMeshName, endpointName;
+      if (auto call = dyn_cast<CallOp>(op)) {
+        actorMeshName = call.getActorMeshName();
+        endpointName = call.getEndpointName();
+      } else if (auto bcast = dyn_cast<BroadcastOp>(op)) {
+        actorMeshName = bcast.getActorMeshName();
+        endpointName = bcast.getEndpointName();
+      } else {
+        return;
+      }
+      auto actorMesh = tables.lookupNearestSymbolFrom<ActorMeshOp>(
+          op, FlatSymbolRefAttr::get(actorMeshName));
+      if (!actorMesh)
+        return;
+      auto actorClass = tables.lookupNearestSymbolFrom<ActorClassOp>(
+          op, actorMesh.getActorClassAttr());
+      MeshOpInterface mesh = lookupMesh(op, actorMesh.getMeshAttr(), &tables);
+      if (!actorClass || !mesh)
+        return;
+      Operation *endpoint =
+          SymbolTable::lookupSymbolIn(actorClass, endpointName);
+      if (!endpoint)
+        return;
+      int64_t ranks = 1;
+      for (int64_t extent : mesh.getMeshShape())
+        ranks *= extent;
+      total += structuredWork(endpoint) * ranks;
+    });
+  }
+  return total;
+}
+
 Result<PlanSummary>
 TraceBuilder::planSummary(const std::string &backend) const {
   Impl &I = *pimpl;
@@ -104,6 +162,19 @@ TraceBuilder::planSummary(const std::string &backend) const {
   if (!copy)
     return copy.status();
   PlanSummary summary;
+  summary.globalWork = tracedWork(tracedModule(*this));
+  // Work per kernel symbol, computed once however many ranks launch it.
+  llvm::DenseMap<StringAttr, int64_t> kernelWork;
+  auto workOf = [&](LaunchOp launch) -> int64_t {
+    StringAttr name = launch.getKernelAttr().getAttr();
+    auto it = kernelWork.find(name);
+    if (it != kernelWork.end())
+      return it->second;
+    Operation *kernel = SymbolTable::lookupSymbolIn(**copy, name);
+    int64_t work = kernel ? structuredWork(kernel) : 0;
+    kernelWork[name] = work;
+    return work;
+  };
   std::map<std::tuple<std::string, int64_t, int64_t>, int64_t> links;
   std::map<std::tuple<std::string, std::string, std::string>,
            std::pair<int64_t, int64_t>>
@@ -120,8 +191,9 @@ TraceBuilder::planSummary(const std::string &backend) const {
         rank.peakBytes = peak.getInt();
       for (Operation &op : program.getBody().front()) {
         ++rank.ops;
-        if (isa<LaunchOp>(op)) {
+        if (auto launch = dyn_cast<LaunchOp>(op)) {
           ++rank.kernels;
+          rank.work += workOf(launch);
         } else if (auto send = dyn_cast<SendOp>(op)) {
           ++rank.sends;
           links[{name, rank.rank, static_cast<int64_t>(send.getPeer())}] +=

@@ -10,6 +10,7 @@
 
 #include "TraceBuilderImpl.h"
 
+#include "monarch/IR/SourceLocation.h"
 #include "monarch/Transforms/Registration.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -117,6 +118,10 @@ TraceBuilder::Impl::collectDiagnostics(llvm::function_ref<void()> fn) {
   std::string text;
   {
     ScopedDiagnosticHandler handler(&ctx, [&](Diagnostic &diag) {
+      if (diag.getSeverity() == DiagnosticSeverity::Remark) {
+        printRemark(diag);
+        return success();
+      }
       llvm::raw_string_ostream os(text);
       if (!text.empty())
         os << "\n";

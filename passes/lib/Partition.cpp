@@ -25,6 +25,7 @@
 
 #include "monarch/IR/SourceLocation.h"
 
+#include "mlir/Analysis/SliceAnalysis.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
@@ -70,6 +71,23 @@ bool needsWholeValues(Operation *op) {
   if (isa<tensor::ExpandShapeOp, tensor::CollapseShapeOp,
           tensor::ExtractSliceOp, tensor::ConcatOp>(op))
     return true;
+  // A reduction whose combiner is not one arith op of a known kind
+  // (`acc - x`, a body of several ops): upstream's linalg partitioning
+  // aborts on it (an empty optional) when the reduced loop is split.
+  if (auto linalgOp = dyn_cast<linalg::LinalgOp>(op);
+      linalgOp && linalgOp.getNumReductionLoops() > 0) {
+    for (unsigned i = 0, e = linalgOp.getNumDpsInits(); i < e; ++i) {
+      SmallVector<Operation *> combiners;
+      if (!matchReduction(linalgOp.getRegionOutputArgs(), i, combiners) ||
+          combiners.size() != 1 ||
+          !isa<arith::AddFOp, arith::AddIOp, arith::MulFOp, arith::MulIOp,
+               arith::MaximumFOp, arith::MinimumFOp, arith::MaxNumFOp,
+               arith::MinNumFOp, arith::MaxSIOp, arith::MinSIOp, arith::MaxUIOp,
+               arith::MinUIOp, arith::OrIOp, arith::AndIOp, arith::XOrIOp>(
+              combiners.front()))
+        return true;
+    }
+  }
   // A gather (a structured op whose body reads a tensor it captures) is
   // partitioned over its own loops, with the captured table replicated
   // (PartitionPrep's replicateCapturedTensors).
@@ -410,6 +428,11 @@ struct MonarchPartitionPass
   /// How the endpoint calls made so far return their results (values of
   /// the programs): later segments start from these layouts.
   DenseMap<Value, DistAttr> known;
+  /// Ops of the current program by how they were partitioned, for the
+  /// per-function remark.
+  struct Counts {
+    int64_t split = 0, retried = 0, whole = 0, segments = 0;
+  } counts;
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
@@ -598,6 +621,7 @@ struct MonarchPartitionPass
     SmallVector<Segment> segments;
     if (failed(findSegments(fn, tables, segments)))
       return failure();
+    counts = {};
     for (auto [i, segment] : llvm::enumerate(segments)) {
       // Annotations with no tensor work on them move no data: a value
       // passed to a call arrives as the endpoint's argument says. Outlining
@@ -614,6 +638,12 @@ struct MonarchPartitionPass
       if (failed(outline(fn, segment, i, tables)))
         return failure();
     }
+    if (remarks && counts.segments)
+      fn.emitRemark("monarch-partition: @")
+          << fn.getSymName() << ": " << counts.split << " ops split, "
+          << counts.retried << " retried with replicated inputs, "
+          << counts.whole << " on whole values (" << counts.segments
+          << (counts.segments == 1 ? " segment)" : " segments)");
     // Constants and annotations that only the outlined work used are dead.
     for (Operation &op :
          llvm::make_early_inc_range(llvm::reverse(fn.getBody().front())))
@@ -647,7 +677,8 @@ struct MonarchPartitionPass
     // global coordinates), and become constants again in the endpoint.
     SmallVector<arith::ConstantOp> lifted;
     llvm::erase_if(cloned, [&](Operation *op) {
-      if (auto c = dyn_cast<arith::ConstantOp>(op); c && isLiftedConstant(c)) {
+      if (auto c = dyn_cast<arith::ConstantOp>(op);
+          c && liftConstants && isLiftedConstant(c)) {
         lifted.push_back(c);
         return true;
       }
@@ -888,11 +919,14 @@ struct MonarchPartitionPass
       return run();
     };
     Operation *head = segment.ops.front();
+    int64_t size = static_cast<int64_t>(segment.ops.size());
+    ++counts.segments;
     LogicalResult first = failure();
     if (segment.whole &&
         succeeded(localReshapes(tmp, mesh, inDists, argDists, resDists))) {
       // Reshapes of shards: each rank reshapes its own.
       first = success();
+      counts.split += size;
       if (remarks)
         head->emitRemark("monarch-partition: ")
             << segment.ops.size() << " reshapes on @" << segment.mesh.getValue()
@@ -902,6 +936,7 @@ struct MonarchPartitionPass
       argDists.assign(inTypes.size(), DistAttr());
       resDists.assign(outTypes.size(), DistAttr());
       first = success();
+      counts.whole += size;
       if (remarks)
         head->emitRemark("monarch-partition: '")
             << head->getName() << "' on @" << segment.mesh.getValue()
@@ -913,6 +948,8 @@ struct MonarchPartitionPass
         LogicalResult r = attempt(/*replicateInputs=*/false);
         return succeeded(r) ? consistent() : r;
       });
+      if (succeeded(first))
+        counts.split += size;
       if (succeeded(first) && remarks)
         head->emitRemark("monarch-partition: ")
             << segment.ops.size() << " ops on @" << segment.mesh.getValue()
@@ -929,6 +966,7 @@ struct MonarchPartitionPass
       });
       if (succeeded(second)) {
         ++numReplicatedRetries;
+        counts.retried += size;
         if (remarks)
           head->emitRemark("monarch-partition: ")
               << segment.ops.size() << " ops on @" << segment.mesh.getValue()
@@ -938,6 +976,7 @@ struct MonarchPartitionPass
       }
       if (failed(second)) {
         ++numWholeValues;
+        counts.whole += size;
         if (remarks)
           head->emitRemark("monarch-partition: ")
               << segment.ops.size() << " ops on @" << segment.mesh.getValue()

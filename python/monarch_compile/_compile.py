@@ -98,6 +98,16 @@ class PlanSummary:
         self.ranks = data["ranks"]
         self.links = data["links"]
         self.collectives = data["collectives"]
+        self.global_work = data["global_work"]
+
+    @property
+    def compute_share(self):
+        """{(plan, rank): the rank's share of the step's compute}: the
+        iterations of the structured ops of the kernels it launches over
+        those of the traced program on one machine (ideal 1/N on N ranks;
+        1.0 means the rank computes everything)."""
+        total = self.global_work or 1
+        return {(r["plan"], r["rank"]): r["work"] / total for r in self.ranks}
 
     @property
     def peak_memory(self):
@@ -110,12 +120,14 @@ class PlanSummary:
         return {(l["plan"], l["from"], l["to"]): l["bytes"] for l in self.links}
 
     def __str__(self):
-        out = ["rank  plan                              ops  kernels  sends  recvs  colls  peak bytes  arena bytes"]
+        out = ["rank  plan                              ops  kernels  sends  recvs  colls  peak bytes  arena bytes  compute"]
+        share = self.compute_share
         for r in self.ranks:
             out.append(f"{r['rank']:>4}  {r['plan']:<32} {r['ops']:>4}  "
                        f"{r['kernels']:>7}  {r['sends']:>5}  {r['recvs']:>5}  "
                        f"{r['collectives']:>5}  {r['peak_bytes']:>10}  "
-                       f"{r['arena_bytes']:>11}")
+                       f"{r['arena_bytes']:>11}  "
+                       f"{share[(r['plan'], r['rank'])]:>7.2f}")
         if self.links:
             out.append("point-to-point links (bytes per step):")
             for l in self.links:

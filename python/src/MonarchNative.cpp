@@ -461,6 +461,7 @@ NB_MODULE(_monarch_native, m) {
           d["collectives"] = r.collectives;
           d["arena_bytes"] = r.arenaBytes;
           d["peak_bytes"] = r.peakBytes;
+          d["work"] = r.work;
           ranks.append(d);
         }
         for (const auto &l : s.links) {
@@ -481,6 +482,7 @@ NB_MODULE(_monarch_native, m) {
           colls.append(d);
         }
         nb::dict out;
+        out["global_work"] = s.globalWork;
         out["ranks"] = ranks;
         out["links"] = links;
         out["collectives"] = colls;

@@ -31,6 +31,7 @@
 module {
   shard.grid @mesh_grid(shape = 1x2)
   monarch.proc_mesh @mesh(hosts = 1, gpus = 2) grid @mesh_grid
+  // expected-remark@+1 {{monarch-partition: @step: 25 ops split, 0 retried with replicated inputs, 0 on whole values (1 segment)}}
   func.func @step(%arg0: tensor<8x4xf32>, %arg1: tensor<4x4xi32>, %arg2: tensor<4x4xi32>) -> tensor<f32> {
     %0 = monarch.feed %arg1 to @mesh : tensor<4x4xi32>
     %sharding = shard.sharding @mesh_grid split_axes = [[1]] : !shard.sharding
@@ -222,6 +223,7 @@ module {
 // CHECK:           tensor.extract_slice %[[C]][%[[OFF]]] [2] [1] : tensor<4xf32> to tensor<2xf32>
 shard.grid @grid(shape = 2)
 monarch.proc_mesh @mesh(gpus = 2) grid @grid
+// expected-remark@+1 {{monarch-partition: @f: 2 ops split, 0 retried with replicated inputs, 0 on whole values (1 segment)}}
 func.func @f(%x: tensor<4x4xf32>) -> tensor<4x4xf32> {
   %xf = monarch.feed %x to @mesh : tensor<4x4xf32>
   %s = shard.sharding @grid split_axes = [[0]] : !shard.sharding

@@ -317,25 +317,41 @@ def test_errors_are_located(meshes):
                                   np.zeros(3, np.float32))
 
 
-def run_example(script, steps):
+def run_example(script, steps, env=None, stderr=False):
     """examples/python/<script> run with `steps`; its stdout (it exits
     non-zero when a step's loss differs from its numpy reference or the
-    loss does not fall)."""
+    loss does not fall), and its stderr with `stderr`."""
+    import os
     import pathlib
     import subprocess
     import sys
     root = pathlib.Path(__file__).resolve().parents[3]
     out = subprocess.run([sys.executable, str(root / "examples" / "python" /
                                               script), str(steps)],
-                         capture_output=True, text=True, timeout=600)
+                         capture_output=True, text=True, timeout=600,
+                         env=dict(os.environ, **(env or {})))
     assert out.returncode == 0, out.stdout + out.stderr
     assert "every step matched numpy" in out.stdout
-    return out.stdout
+    return (out.stdout, out.stderr) if stderr else out.stdout
 
 
 def test_gpt_example_trains_and_matches_numpy():
-    # examples/python/gpt.py, the `make run` headline.
-    run_example("gpt.py", 3)
+    # examples/python/gpt.py, the `make run` headline: every op of the step
+    # partitioned (issue 31: nothing on whole values, nothing retried with
+    # replicated inputs) and each of the 4 ranks computing about a quarter.
+    import re
+    stdout, stderr = run_example("gpt.py", 3,
+                                 env={"MONARCH_PARTITION_REMARKS": "1"},
+                                 stderr=True)
+    counts = re.findall(r"@train_step: (\d+) ops split, (\d+) retried with "
+                        r"replicated inputs, (\d+) on whole values", stderr)
+    assert counts, stderr[-2000:]
+    assert all(int(split) > 0 and retried == whole == "0"
+               for split, retried, whole in counts), counts
+    m = re.search(r"share of the step's compute: ([\d. ]+) \(ideal", stdout)
+    shares = [float(x) for x in m.group(1).split()]
+    assert len(shares) == 4 and max(shares) <= 0.35, shares
+    assert max(shares) / min(shares) <= 1.10, shares
 
 
 def test_pipeline_training_example_matches_numpy():

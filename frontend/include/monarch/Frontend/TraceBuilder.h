@@ -124,6 +124,10 @@ struct PlanSummary {
     /// Peak live bytes from the schedule (`monarch.peak_bytes`), else the
     /// arena size.
     int64_t peakBytes = 0;
+    /// Iterations of the structured (linalg) ops of the kernels this rank
+    /// launches per step: its share of the step's compute is
+    /// `work / PlanSummary::globalWork` (ideal 1/N for N ranks).
+    int64_t work = 0;
   };
   struct Link {
     std::string plan;
@@ -142,6 +146,10 @@ struct PlanSummary {
   std::vector<Rank> ranks;
   std::vector<Link> links;
   std::vector<Collective> collectives;
+  /// Iterations of the structured ops of the traced program run on one
+  /// machine: what the ranks' `work` is measured against. Endpoint bodies
+  /// (per-rank code) count once per rank of the mesh they are called on.
+  int64_t globalWork = 0;
 };
 
 /// Options of `TraceBuilder::lower`.

@@ -10,7 +10,9 @@
 #ifndef MONARCH_IR_SOURCELOCATION_H
 #define MONARCH_IR_SOURCELOCATION_H
 
+#include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/Location.h"
+#include "llvm/Support/raw_ostream.h"
 
 #include <optional>
 #include <string>
@@ -50,6 +52,15 @@ inline std::string formatFileLoc(mlir::Location loc) {
           std::to_string(file->getLine()) + ":" +
           std::to_string(file->getColumn()))
       .str();
+}
+
+/// Prints a remark the user asked for (MONARCH_PARTITION_REMARKS) on
+/// stderr at their line, `file:line:col: remark: message`: handlers that
+/// collect diagnostics for an error message show remarks at once instead.
+inline void printRemark(mlir::Diagnostic &diag) {
+  std::string at = formatFileLoc(diag.getLocation());
+  llvm::errs() << (at.empty() ? std::string("<unknown>") : at)
+               << ": remark: " << diag << "\n";
 }
 
 } // namespace monarch

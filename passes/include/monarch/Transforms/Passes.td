@@ -46,7 +46,11 @@ def MonarchPartition : Pass<"monarch-partition", "::mlir::ModuleOp"> {
     Option<"remarks", "remarks", "bool", /*default=*/"false",
            "Emit a remark per segment of work saying how it was partitioned "
            "(split, retried with replicated inputs, or run on whole values, "
-           "and why); MONARCH_PARTITION_REMARKS=1 sets it in the pipelines">
+           "and why); MONARCH_PARTITION_REMARKS=1 sets it in the pipelines">,
+    Option<"liftConstants", "lift-constants", "bool", /*default=*/"true",
+           "Pass non-splat tensor constants into each segment as replicated "
+           "arguments (upstream shard-partition cannot partition them); "
+           "off only to see upstream's behaviour">
   ];
   let statistics = [
     Statistic<"numOutlined", "outlined", "Mesh programs outlined">,

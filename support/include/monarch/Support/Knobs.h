@@ -65,7 +65,9 @@ enum Component : unsigned {
     Compiler, false,                                                           \
     "`1` prints a remark per segment of work saying how `monarch-partition` "  \
     "partitioned it (split as annotated, with replicated inputs, or on "       \
-    "whole values, and why)")                                                  \
+    "whole values, and why: the op and line it failed at), and one line per "  \
+    "function with the counts of ops split, retried and on whole values "      \
+    "(on stderr; the plan cache is bypassed so that the passes run)")          \
   X(CheckReplicated, "MONARCH_CHECK_REPLICATED", Bool, "0", 0, 0, "", Python,  \
     true,                                                                      \
     "`1` checks at run time that endpoint results declared replicated "        \

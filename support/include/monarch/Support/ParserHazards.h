@@ -2,10 +2,11 @@
 //-*-===//
 //
 // MLIR 22's parsers of linalg.transpose `permutation = [...]` and
-// linalg.broadcast / linalg.reduce `dimensions = [...]` report an integer
-// that does not fit in 64 bits ("integer value too large") and then use the
-// null attribute they got back: SIGSEGV (found by tests/fuzz/mutate_ir.py).
-// Our tools scan their textual input for that case first and refuse it at
+// linalg.broadcast / linalg.reduce `dimensions = [...]` report any error in
+// the array (an integer that does not fit in 64 bits, a missing `[` or `]`,
+// a non-integer element, a trailing comma) and then use the null attribute
+// they got back: SIGSEGV (found by tests/fuzz/mutate_ir.py). Our tools scan
+// their textual input for those arrays first and refuse a malformed one at
 // its line and column, so malformed IR never crashes them. Pure text: no
 // MLIR, so both monarch-opt and the compile driver use it.
 //
@@ -66,24 +67,61 @@ inline std::optional<ParserHazard> findParserHazard(std::string_view text) {
       while (i < text.size() &&
              std::isspace(static_cast<unsigned char>(text[i])))
         ++i;
-      if (i >= text.size() || text[i] != '[')
+      // Outside comments; the generic form writes `array<i64: ...>`,
+      // which parses safely.
+      size_t lineStart =
+          at == 0 ? std::string_view::npos : text.rfind('\n', at - 1);
+      lineStart = lineStart == std::string_view::npos ? 0 : lineStart + 1;
+      std::string_view before = text.substr(lineStart, at - lineStart);
+      if (before.find("//") != std::string_view::npos ||
+          text.substr(i, 6) == "array<")
         continue;
-      for (++i; i < text.size() && text[i] != ']'; ++i) {
-        if (!std::isdigit(static_cast<unsigned char>(text[i])))
-          continue;
+      // Anything but `[` integers `]` makes the parser report an error and
+      // then use the null attribute it got back.
+      auto malformed = [&](size_t offset) {
+        ParserHazard h = position(offset);
+        h.message = "expected a list of integers `[...]` for `" +
+                    std::string(key) + "`";
+        return h;
+      };
+      if (i >= text.size() || text[i] != '[')
+        return malformed(i);
+      auto skipSpace = [&] {
+        while (i < text.size() &&
+               std::isspace(static_cast<unsigned char>(text[i])))
+          ++i;
+      };
+      ++i;
+      skipSpace();
+      bool first = true;
+      while (i < text.size() && text[i] != ']') {
+        if (!first) {
+          if (text[i] != ',')
+            return malformed(i);
+          ++i;
+          skipSpace();
+        }
+        first = false;
         size_t start = i;
-        bool negative = start > 0 && text[start - 1] == '-';
+        bool negative = i < text.size() && text[i] == '-';
+        if (negative)
+          ++i;
+        size_t digits = i;
         while (i < text.size() &&
                std::isdigit(static_cast<unsigned char>(text[i])))
           ++i;
-        if (!fits(text.substr(start, i - start), negative)) {
-          ParserHazard h = position(negative ? start - 1 : start);
+        if (i == digits)
+          return malformed(start);
+        if (!fits(text.substr(digits, i - digits), negative)) {
+          ParserHazard h = position(start);
           h.message = "integer value too large for the 64-bit `" +
                       std::string(key) + "` array";
           return h;
         }
-        --i;
+        skipSpace();
       }
+      if (i >= text.size())
+        return malformed(i);
     }
   }
   return std::nullopt;
