@@ -132,6 +132,51 @@ def MonarchSpecializeRanks : Pass<"monarch-specialize-ranks",
                            "::mlir::linalg::LinalgDialect"];
 }
 
+def MonarchBucketCollectives : Pass<"monarch-bucket-collectives",
+                                    "::mlir::ModuleOp"> {
+  let summary = "Merge small independent all_reduces of each rank into one";
+  let description = [{
+    On the per-rank form of `monarch-specialize-ranks`: small
+    `monarch.all_reduce`s of a rank function over the same group, mesh
+    dimensions, reduction and element type, none of which depends on
+    another, become one all_reduce of their flattened inputs concatenated
+    (PyTorch DDP's gradient buckets): a data-parallel backward's many small
+    gradient all_reduces cost one collective's latency instead of one each.
+    The bucket is reduced where its last member was; ops that used an
+    earlier member's result before that point move after it (never a
+    communication op: the bucket closes first). Every rank of a worker
+    program must make the same buckets (their collectives must match);
+    otherwise that worker program is left as it is.
+
+    Not yet in the default pipeline (`populatePlanPipeline`): it lands with
+    the overlap of gradient buckets with the backward (issue 35, item 2),
+    which needs the kernel cut at bucket boundaries to pay; until then it
+    runs where asked (`monarch-opt --monarch-bucket-collectives`).
+
+    ```mlir
+    %a = monarch.all_reduce %ga over ["gpus"] sum {plan.group = array<i64: 0, 1>} : tensor<16xf32>
+    %b = monarch.all_reduce %gb over ["gpus"] sum {plan.group = array<i64: 0, 1>} : tensor<4x4xf32>
+    // becomes
+    %fb = tensor.collapse_shape %gb [[0, 1]] : tensor<4x4xf32> into tensor<16xf32>
+    %c = tensor.concat dim(0) %ga, %fb : (tensor<16xf32>, tensor<16xf32>) -> tensor<32xf32>
+    %r = monarch.all_reduce %c over ["gpus"] sum {plan.group = array<i64: 0, 1>} : tensor<32xf32>
+    %a = tensor.extract_slice %r[0] [16] [1] : tensor<32xf32> to tensor<16xf32>
+    ...
+    ```
+  }];
+  let dependentDialects = ["::monarch::MonarchDialect",
+                           "::mlir::tensor::TensorDialect"];
+  let options = [
+    Option<"bucketBytes", "bucket-bytes", "int64_t", /*default=*/"1048576",
+           "Most bytes of one bucket; all_reduces of more than a quarter of "
+           "it are left alone (0: no buckets)">
+  ];
+  let statistics = [
+    Statistic<"numMerged", "merged", "all_reduces merged into buckets">,
+    Statistic<"numBuckets", "buckets", "Buckets made">
+  ];
+}
+
 def MonarchPlanTransfers : Pass<"monarch-plan-transfers", "::mlir::ModuleOp"> {
   let summary = "Lower data edges to point-to-point and collective transfers";
   let description = [{

@@ -1,0 +1,265 @@
+//===- BucketCollectives.cpp - monarch-bucket-collectives -------*- C++ -*-===//
+//
+// Merges the small independent all_reduces of each rank function (the
+// per-rank form of monarch-specialize-ranks) into buckets, as PyTorch DDP
+// buckets gradients: each collective costs a latency of its own (hundreds
+// of microseconds through shared memory on a loaded host), so a
+// data-parallel backward with one small all_reduce per parameter was
+// latency-bound.
+//
+// One scan in program order keeps an open bucket and the ops that depend on
+// its members ("tainted"). A candidate joins when it has the bucket's key
+// (group, dimensions, reduction, element type), fits, and does not depend
+// on a member; a tainted monarch op (communication, a print) closes the
+// bucket before it. A closed bucket is reduced where its last member was:
+// the tainted ops before that point move after it, in order (they feed no
+// member, so nothing they need moves with them).
+//
+//===----------------------------------------------------------------------===//
+
+#include "monarch/Transforms/Passes.h"
+
+#include "MeshRanks.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/Builders.h"
+#include "llvm/ADT/DenseSet.h"
+
+#define DEBUG_TYPE "monarch-bucket-collectives"
+
+namespace monarch {
+#define GEN_PASS_DEF_MONARCHBUCKETCOLLECTIVES
+#include "monarch/Transforms/Passes.h.inc"
+} // namespace monarch
+
+using namespace mlir;
+using namespace monarch;
+
+namespace {
+
+/// What must agree for two all_reduces to share a bucket.
+struct Key {
+  Attribute group, dims;
+  ReductionKind kind;
+  Type element;
+  bool operator==(const Key &o) const {
+    return group == o.group && dims == o.dims && kind == o.kind &&
+           element == o.element;
+  }
+};
+
+Key keyOf(AllReduceOp op) {
+  return {op->getAttr(rankform::kGroupAttr), op.getDimsAttr(),
+          op.getReduction(),
+          cast<RankedTensorType>(op.getInput().getType()).getElementType()};
+}
+
+int64_t bytesOf(AllReduceOp op) {
+  auto type = cast<RankedTensorType>(op.getInput().getType());
+  if (!type.hasStaticShape() || !type.getElementType().isIntOrFloat())
+    return -1;
+  return type.getNumElements() *
+         std::max<int64_t>(1, type.getElementTypeBitWidth() / 8);
+}
+
+/// Whether `op` is, or holds, an op of the monarch dialect (communication,
+/// prints): such ops never move past a collective.
+bool containsMonarchOp(Operation &op) {
+  return op
+      .walk([](Operation *inner) {
+        return isa_and_nonnull<MonarchDialect>(inner->getDialect())
+                   ? WalkResult::interrupt()
+                   : WalkResult::advance();
+      })
+      .wasInterrupted();
+}
+
+/// The buckets of `fn` (indices into its all_reduces in program order,
+/// two or more each), decided without changing it.
+SmallVector<SmallVector<unsigned>> planBuckets(func::FuncOp fn,
+                                               int64_t capBytes) {
+  SmallVector<SmallVector<unsigned>> buckets;
+  SmallVector<unsigned> open;
+  std::optional<Key> openKey;
+  int64_t openBytes = 0;
+  llvm::DenseSet<Value> tainted;
+  auto close = [&] {
+    if (open.size() > 1)
+      buckets.push_back(open);
+    open.clear();
+    openKey.reset();
+    openBytes = 0;
+    tainted.clear();
+  };
+  unsigned index = 0;
+  for (Operation &op : fn.getBody().front().without_terminator()) {
+    bool usesTainted = llvm::any_of(
+        op.getOperands(), [&](Value v) { return tainted.contains(v); });
+    if (!usesTainted)
+      op.walk([&](Operation *inner) {
+        for (Value v : inner->getOperands())
+          usesTainted |= tainted.contains(v);
+      });
+    if (auto ar = dyn_cast<AllReduceOp>(op)) {
+      unsigned me = index++;
+      int64_t bytes = bytesOf(ar);
+      bool small = bytes >= 0 && 4 * bytes <= capBytes;
+      Key key = keyOf(ar);
+      if (!small || usesTainted || (openKey && !(*openKey == key)) ||
+          openBytes + bytes > capBytes)
+        close();
+      if (!small)
+        continue;
+      open.push_back(me);
+      openKey = key;
+      openBytes += bytes;
+      tainted.insert(ar.getResult());
+      continue;
+    }
+    // A tainted op that communicates (or prints) would move past the
+    // bucket's collective: the bucket closes before it instead.
+    if (usesTainted && containsMonarchOp(op)) {
+      close();
+      continue;
+    }
+    if (usesTainted)
+      for (Value r : op.getResults())
+        tainted.insert(r);
+  }
+  close();
+  return buckets;
+}
+
+/// Rewrites bucket `members` (all_reduces of `fn`, in program order) into
+/// one all_reduce at the last member.
+void applyBucket(func::FuncOp fn, ArrayRef<AllReduceOp> members) {
+  Block &block = fn.getBody().front();
+  AllReduceOp last = members.back();
+  // Ops between the first and the last member that use an earlier
+  // member's result (transitively) move after the last member.
+  llvm::DenseSet<Value> tainted;
+  for (AllReduceOp m : members.drop_back())
+    tainted.insert(m.getResult());
+  SmallVector<Operation *> moving;
+  for (Operation *op = members.front()->getNextNode(); op && op != last;
+       op = op->getNextNode()) {
+    bool uses = false;
+    op->walk([&](Operation *inner) {
+      for (Value v : inner->getOperands())
+        uses |= tainted.contains(v);
+    });
+    if (!uses)
+      continue;
+    moving.push_back(op);
+    for (Value r : op->getResults())
+      tainted.insert(r);
+  }
+  OpBuilder b(last);
+  Location loc = last.getLoc();
+  SmallVector<Value> flat;
+  SmallVector<int64_t> sizes;
+  for (AllReduceOp m : members) {
+    auto type = cast<RankedTensorType>(m.getInput().getType());
+    int64_t n = type.getNumElements();
+    auto flatType = RankedTensorType::get({n}, type.getElementType());
+    Value v = m.getInput();
+    if (type.getRank() == 0)
+      v = tensor::ExpandShapeOp::create(b, loc, flatType, v,
+                                        ArrayRef<ReassociationIndices>{});
+    else if (type.getRank() > 1) {
+      ReassociationIndices all;
+      for (int64_t d = 0; d < type.getRank(); ++d)
+        all.push_back(d);
+      v = tensor::CollapseShapeOp::create(b, loc, flatType, v,
+                                          ArrayRef<ReassociationIndices>{all});
+    }
+    flat.push_back(v);
+    sizes.push_back(n);
+  }
+  Value joined = tensor::ConcatOp::create(b, loc, /*dim=*/0, flat);
+  auto reduced = AllReduceOp::create(b, loc, joined, last.getDimsAttr(),
+                                     last.getReductionAttr());
+  reduced->setAttr(rankform::kGroupAttr, last->getAttr(rankform::kGroupAttr));
+  int64_t offset = 0;
+  for (auto [member, n] : llvm::zip(members, sizes)) {
+    AllReduceOp m = member;
+    auto type = cast<RankedTensorType>(m.getInput().getType());
+    auto flatType = RankedTensorType::get({n}, type.getElementType());
+    Value part = tensor::ExtractSliceOp::create(
+        b, loc, flatType, reduced.getResult(),
+        ArrayRef<OpFoldResult>{b.getIndexAttr(offset)},
+        ArrayRef<OpFoldResult>{b.getIndexAttr(n)},
+        ArrayRef<OpFoldResult>{b.getIndexAttr(1)});
+    offset += n;
+    if (type.getRank() == 0)
+      part = tensor::CollapseShapeOp::create(b, loc, type, part,
+                                             ArrayRef<ReassociationIndices>{});
+    else if (type.getRank() > 1) {
+      ReassociationIndices all;
+      for (int64_t d = 0; d < type.getRank(); ++d)
+        all.push_back(d);
+      part = tensor::ExpandShapeOp::create(b, loc, type, part,
+                                           ArrayRef<ReassociationIndices>{all});
+    }
+    m.getResult().replaceAllUsesWith(part);
+  }
+  // The moved ops go right after the bucket's results, in their order.
+  Operation *after = b.getInsertionPoint() == block.end()
+                         ? &block.back()
+                         : &*std::prev(b.getInsertionPoint());
+  for (Operation *op : moving) {
+    op->moveAfter(after);
+    after = op;
+  }
+  for (AllReduceOp m : members)
+    m.erase();
+}
+
+struct MonarchBucketCollectivesPass
+    : monarch::impl::MonarchBucketCollectivesBase<
+          MonarchBucketCollectivesPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    if (bucketBytes <= 0)
+      return;
+    ModuleOp module = getOperation();
+    SymbolTable symbols(module);
+    for (auto program : module.getOps<func::FuncOp>()) {
+      auto ranks = program->getAttrOfType<ArrayAttr>(rankform::kRanksAttr);
+      if (!ranks)
+        continue;
+      SmallVector<func::FuncOp> fns;
+      for (Attribute r : ranks)
+        if (auto ref = dyn_cast<FlatSymbolRefAttr>(r))
+          if (auto fn = symbols.lookup<func::FuncOp>(ref.getValue()))
+            fns.push_back(fn);
+      if (fns.size() != ranks.size() || fns.empty())
+        continue;
+      // Every rank must bucket the same collectives the same way.
+      SmallVector<SmallVector<SmallVector<unsigned>>> plans;
+      for (func::FuncOp fn : fns)
+        plans.push_back(planBuckets(fn, bucketBytes));
+      if (llvm::any_of(plans, [&](const auto &p) { return p != plans[0]; }))
+        continue;
+      for (func::FuncOp fn : fns) {
+        SmallVector<AllReduceOp> all;
+        fn.walk([&](AllReduceOp op) {
+          if (op->getParentOp() == fn)
+            all.push_back(op);
+        });
+        for (const SmallVector<unsigned> &bucket : plans[0]) {
+          SmallVector<AllReduceOp> members;
+          for (unsigned i : bucket)
+            members.push_back(all[i]);
+          applyBucket(fn, members);
+          numMerged += members.size();
+          ++numBuckets;
+        }
+      }
+    }
+  }
+};
+
+} // namespace
