@@ -19,11 +19,16 @@
 #include "monarch/Transforms/Registration.h"
 
 #include "mlir/IR/Diagnostics.h"
+#include "llvm/ADT/ScopeExit.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Format.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/SHA256.h"
 #include "llvm/Support/raw_ostream.h"
+
+#include <chrono>
+#include <mutex>
 
 #ifndef MONARCH_VERSION
 #define MONARCH_VERSION "unknown"
@@ -45,6 +50,11 @@ struct CompileSession::Impl {
   CompileOptions options;
   bool cacheHit = false;
   std::string cacheNote, diagnostics, failureText, reproducer;
+  /// Where the time went: per pass, then the kernel libraries' reports.
+  std::string timings;
+  /// Seconds per pass argument, in first-run order; the time of a pass is
+  /// from its start to the next pass's start (or the end of the stages).
+  std::vector<std::pair<std::string, double>> passSeconds;
   /// The input printed with locations (cache key, reproducer input).
   std::string inputText;
 
@@ -147,6 +157,25 @@ struct CompileSession::Impl {
     return ok;
   }
 
+  /// Appends "passes: T s (pass t s, ...)" to `timings`, slowest first.
+  void describePasses(double total) {
+    auto sorted = passSeconds;
+    llvm::stable_sort(sorted, [](const auto &a, const auto &b) {
+      return a.second > b.second;
+    });
+    llvm::raw_string_ostream os(timings);
+    os << "passes: " << llvm::format("%.2f", total) << " s (";
+    for (auto [i, entry] : llvm::enumerate(sorted)) {
+      if (i == 6) {
+        os << ", ...";
+        break;
+      }
+      os << (i ? ", " : "") << entry.first << " "
+         << llvm::format("%.2f", entry.second) << " s";
+    }
+    os << ")\n";
+  }
+
   /// The stage ladder up to `to`, after checkSettings.
   LogicalResult runStages(ModuleOp module, Stage to) {
     if (to == Stage::Traced)
@@ -158,8 +187,41 @@ struct CompileSession::Impl {
     pipelineOptions.groupBytes = options.groupBytes;
     StageRunOptions run;
     run.verifyEachPass = options.verifyEach;
-    if (ProgressLine *line = progress)
-      run.onPass = [line](llvm::StringRef pass) { line->update(pass.str()); };
+    using Clock = std::chrono::steady_clock;
+    std::mutex passMutex;
+    std::string currentPass;
+    Clock::time_point passStart = Clock::now(), stagesStart = passStart;
+    // Nested passes may start on several threads at once: their time goes
+    // to whichever pass started last.
+    auto closePass = [&](Clock::time_point now) {
+      if (currentPass.empty())
+        return;
+      double seconds = std::chrono::duration<double>(now - passStart).count();
+      auto it = llvm::find_if(passSeconds, [&](const auto &entry) {
+        return entry.first == currentPass;
+      });
+      if (it == passSeconds.end())
+        passSeconds.emplace_back(currentPass, seconds);
+      else
+        it->second += seconds;
+    };
+    ProgressLine *line = progress;
+    run.onPass = [&, line](llvm::StringRef pass) {
+      if (line)
+        line->update(pass.str());
+      std::lock_guard<std::mutex> lock(passMutex);
+      Clock::time_point now = Clock::now();
+      closePass(now);
+      currentPass = pass.str();
+      passStart = now;
+    };
+    llvm::scope_exit recordTimings([&] {
+      std::lock_guard<std::mutex> lock(passMutex);
+      Clock::time_point now = Clock::now();
+      closePass(now);
+      currentPass.clear();
+      describePasses(std::chrono::duration<double>(now - stagesStart).count());
+    });
     if (!options.dumpDir.empty()) {
       if (std::error_code ec =
               llvm::sys::fs::create_directories(options.dumpDir)) {
@@ -238,6 +300,19 @@ struct CompileSession::Impl {
     line.update("building the plan and compiling its kernels");
     PlanBuildOptions build;
     build.kernels = options.kernels;
+    // The kernel cache sits beside the plans, whenever the cache is on.
+    if (options.useCache && cache.enabled() &&
+        build.kernels.cacheDirectory.empty()) {
+      llvm::SmallString<256> dir(cache.directory());
+      llvm::sys::path::append(dir, "kernels");
+      build.kernels.cacheDirectory = std::string(dir);
+      build.kernels.cacheMaxBytes =
+          static_cast<uint64_t>(knobs::getInt(knobs::Id::KernelCacheMb).value) *
+          (uint64_t(1) << 20);
+    }
+    build.onKernelsCompiled = [this](const KernelLibrary &library) {
+      timings += formatKernelReport(library);
+    };
     build.compilerVersion = MONARCH_VERSION;
     build.source = options.source;
     FailureOr<ExecutionPlan> plan =
@@ -273,6 +348,7 @@ bool CompileSession::cacheHit() const { return impl_->cacheHit; }
 const std::string &CompileSession::cacheNote() const {
   return impl_->cacheNote;
 }
+const std::string &CompileSession::timings() const { return impl_->timings; }
 const std::string &CompileSession::diagnostics() const {
   return impl_->diagnostics;
 }

@@ -22,6 +22,8 @@ reported with a RuntimeWarning and counted in `mc.recovery_stats(mesh)`.
 """
 import pathlib
 import numbers
+import sys
+import threading
 import warnings
 import weakref
 
@@ -236,11 +238,49 @@ def _program_name(rt, spec):
 
 def _compile(compiled, spec, program):
     try:
-        plan, _hit = native.compile_plan(spec.builder, program, knobs.backend,
-                                         compiled.__name__)
+        plan, _hit, timings = native.compile_plan(spec.builder, program,
+                                                  knobs.backend,
+                                                  compiled.__name__)
     except native.PlanCompileError as err:
         raise errors.ExecutionError(
             f"cannot compile {compiled.__name__}() to a plan: {err}") from None
+    # Where the compile time went (passes, each kernel's stages, cache hits),
+    # as `monarch-compile -v` prints it, when info logging is asked for.
+    if timings and knobs.is_set("MONARCH_LOG_LEVEL") and knobs.log_level in (
+            "trace", "debug", "info"):
+        for line in timings.splitlines():
+            print(f"monarch: compiling {compiled.__name__}: {line}",
+                  file=sys.stderr)
+    return plan
+
+
+def _compile_while_starting(rt, compiled, spec, program):
+    """_compile, while the mesh's workers start on another thread when this
+    is their first call (the compile releases the GIL; starting them takes
+    a registration round trip per worker). A compile that fails stops the
+    workers it started, so a refused program leaves nothing running."""
+    if rt.controller is not None:
+        return _compile(compiled, spec, program)
+    outcome = {}
+
+    def start():
+        try:
+            rt.ensure_started()
+        except BaseException as err:  # Re-raised on the calling thread.
+            outcome["error"] = err
+
+    starter = threading.Thread(target=start, name="monarch-start-workers",
+                               daemon=True)
+    starter.start()
+    try:
+        plan = _compile(compiled, spec, program)
+    except BaseException:
+        starter.join()
+        rt.stop()
+        raise
+    starter.join()
+    if "error" in outcome:
+        raise outcome["error"]
     return plan
 
 
@@ -361,7 +401,8 @@ def run_compiled(compiled, specialization, inputs):
         if "bfloat16" in spec.result_dtypes:
             _bfloat16(f"the bfloat16 results of {compiled.__name__}()")
         program = _program_name(rt, spec)
-        loaded = _Loaded(rt, _compile(compiled, spec, program), program)
+        loaded = _Loaded(rt, _compile_while_starting(rt, compiled, spec,
+                                                     program), program)
         spec._mc_loaded = loaded
         _load(loaded)
         rt.programs[program] = loaded

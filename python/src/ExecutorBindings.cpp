@@ -175,13 +175,14 @@ void bindExecutor(nb::module_ &m) {
         }
         if (!r.ok)
           throw PlanCompileError(r.error);
-        return std::make_pair(nb::bytes(r.bytes.data(), r.bytes.size()),
-                              r.cacheHit);
+        return std::make_tuple(nb::bytes(r.bytes.data(), r.bytes.size()),
+                               r.cacheHit, r.timings);
       },
       nb::arg("builder"), nb::arg("program") = "", nb::arg("backend") = "gloo",
       nb::arg("source") = "",
       "The traced module of `builder` (in memory), its function renamed to "
-      "`program` -> (.mcplan bytes, cache hit).");
+      "`program` -> (.mcplan bytes, cache hit, where the compile time went "
+      "as `monarch-compile -v` prints it).");
 
   nb::class_<PyController>(m, "Controller")
       .def_static(

@@ -49,6 +49,7 @@ PlanCompileResult compileTrace(const frontend::TraceBuilder &builder,
   }
   result.ok = true;
   result.cacheHit = session.cacheHit();
+  result.timings = session.timings();
   result.bytes = std::move(*bytes);
   return result;
 }

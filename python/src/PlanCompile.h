@@ -25,6 +25,8 @@ struct PlanCompileResult {
   /// Diagnostics (`file:line:col: error: ...`) when not ok.
   std::string error;
   bool cacheHit = false;
+  /// Where the compile time went (CompileSession::timings); empty on a hit.
+  std::string timings;
 };
 
 /// Compiles the module traced by `builder` (tracing must be over), its

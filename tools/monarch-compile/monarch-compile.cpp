@@ -26,6 +26,7 @@
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Support/FileUtilities.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/SourceMgr.h"
@@ -261,8 +262,12 @@ int main(int argc, char **argv) {
                  << llvm::format("%.2f", elapsedMs()) << " ms)\n";
   if (mlir::failed(bytes))
     return failed();
-  if (flags.verbose && !session.cacheHit())
+  if (flags.verbose && !session.cacheHit()) {
+    llvm::StringRef timings = session.timings();
+    for (llvm::StringRef line : llvm::split(timings.rtrim('\n'), '\n'))
+      llvm::errs() << "monarch-compile: " << line << "\n";
     llvm::errs() << "monarch-compile: compiled in "
                  << llvm::format("%.2f", elapsedMs()) << " ms\n";
+  }
   return emitPlan(flags, *bytes);
 }

@@ -406,7 +406,8 @@ int main(int argc, char **argv) {
                << (options.target == KernelTarget::Cpu ? "ELF" : "PTX") << "\n";
   if (showTimes)
     output->os() << llvm::format("compile %.1f ms, emit %.1f ms\n", total * 1e3,
-                                 library->emitSeconds * 1e3);
+                                 library->emitSeconds * 1e3)
+                 << formatKernelReport(*library);
   output->keep();
   return 0;
 }

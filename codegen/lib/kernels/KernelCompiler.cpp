@@ -3,13 +3,27 @@
 // compileKernels() checks every kernel against the ABI of KernelCompiler.h,
 // clones it into a scratch module of its own, canonicalizes it and hashes the
 // printed body: kernels with the same hash share one symbol and are compiled
-// once. Each unique kernel then runs the target's pipeline (KernelPipelines.h)
-// and the results are linked into one library (an ELF shared object for the
-// CPU, one PTX module for CUDA). The caller's module is never modified.
+// once. Each distinct kernel then runs the target's pipeline
+// (KernelPipelines.h) and the results are linked into one library (an ELF
+// shared object for the CPU, one PTX module for CUDA). The caller's module is
+// never modified.
+//
+// For the CPU, a distinct kernel's object code is first looked up in the
+// kernel cache (KernelCache.h); the misses compile on worker threads, each
+// with an MLIRContext and LLVMContext of its own (the scratch module crosses
+// over as bytecode), so a 2-core machine compiles two kernels at once and a
+// kernel compiled by any earlier program is not compiled again. A kernel
+// that fails on a worker thread is compiled again on the caller's thread,
+// where its diagnostics reach the caller's handler as before.
 //
 //===----------------------------------------------------------------------===//
+#include "KernelCache.h"
 #include "KernelPipelines.h"
 #include "monarch/Codegen/KernelInspect.h"
+#include "monarch/Support/Knobs.h"
+
+#include "mlir/Bytecode/BytecodeWriter.h"
+#include "mlir/Parser/Parser.h"
 
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/IR/BuiltinTypes.h"
@@ -19,12 +33,14 @@
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringSwitch.h"
-#include "llvm/Linker/Linker.h"
 #include "llvm/Support/Error.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/xxhash.h"
 
+#include <atomic>
 #include <chrono>
+#include <functional>
+#include <thread>
 
 using namespace mlir;
 
@@ -102,6 +118,8 @@ LogicalResult verifyKernelSignature(func::FuncOp kernel, unsigned &numInputs,
 struct ScratchKernel {
   OwningOpRef<ModuleOp> module;
   std::string symbol;
+  /// The canonical, location-free body the hash is of.
+  std::string body;
 };
 
 FailureOr<ScratchKernel> cloneAndHash(func::FuncOp kernel) {
@@ -133,6 +151,7 @@ FailureOr<ScratchKernel> cloneAndHash(func::FuncOp kernel) {
   uint64_t hash = llvm::xxh3_64bits(llvm::StringRef(printed));
   result.symbol = "monarch_kernel_" + llvm::utohexstr(hash, /*LowerCase=*/true,
                                                       /*Width=*/16);
+  result.body = std::move(printed);
   return result;
 }
 
@@ -146,17 +165,15 @@ std::string printModule(ModuleOp module) {
 /// Runs the target pipeline on one scratch kernel up to LLVM IR (CPU) or PTX
 /// (CUDA, appended to `ptx`). With `stopAt`, stops after that stage and
 /// prints it into `stageText`.
-LogicalResult lowerScratchKernel(ScratchKernel &scratch, func::FuncOp origin,
-                                 unsigned numArgs,
-                                 const KernelCompileOptions &options,
-                                 llvm::LLVMContext &llvmCtx,
-                                 std::unique_ptr<llvm::Module> &llvmModule,
-                                 std::string &ptx, std::vector<GemmCall> &gemms,
-                                 std::optional<KernelStage> stopAt = {},
-                                 std::string *stageText = nullptr) {
+LogicalResult lowerScratchKernel(
+    ScratchKernel &scratch,
+    llvm::function_ref<void(const llvm::Twine &)> report, unsigned numArgs,
+    const KernelCompileOptions &options, llvm::LLVMContext &llvmCtx,
+    std::unique_ptr<llvm::Module> &llvmModule, std::string &ptx,
+    std::vector<GemmCall> &gemms, std::optional<KernelStage> stopAt = {},
+    std::string *stageText = nullptr) {
   auto fail = [&](const llvm::Twine &stage) {
-    origin.emitError("failed to compile kernel '")
-        << origin.getSymName() << "' (" << stage << ")";
+    report(stage);
     return failure();
   };
   ModuleOp module = *scratch.module;
@@ -224,22 +241,158 @@ LogicalResult lowerScratchKernel(ScratchKernel &scratch, func::FuncOp origin,
   return success();
 }
 
+/// Emits "failed to compile kernel 'NAME' (STAGE)" at `origin`.
+std::function<void(const llvm::Twine &)> reportAt(func::FuncOp origin) {
+  return [origin](const llvm::Twine &stage) mutable {
+    origin.emitError("failed to compile kernel '")
+        << origin.getSymName() << "' (" << stage << ")";
+  };
+}
+
+using Clock = std::chrono::steady_clock;
+double secondsSince(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+/// A distinct kernel body of a CPU library and what became of it.
+struct Distinct {
+  ScratchKernel scratch;
+  func::FuncOp origin;
+  unsigned numArgs = 0;
+  /// Index in KernelLibrary::kernels of its first kernel.
+  size_t first = 0;
+  std::string cacheKey, bytecode, object;
+  bool cacheHit = false, failed = false;
+  double lowerSeconds = 0, optimizeSeconds = 0, codegenSeconds = 0;
+};
+
+/// Compiles `d` (its scratch module as bytecode) into object code in
+/// `ctx`, a context of the calling thread. Sets `d.failed` on any failure;
+/// diagnostics are left to the caller's retry.
+void compileOnThread(Distinct &d, MLIRContext &ctx,
+                     const KernelCompileOptions &options) {
+  Clock::time_point start = Clock::now();
+  OwningOpRef<ModuleOp> module =
+      parseSourceString<ModuleOp>(d.bytecode, ParserConfig(&ctx));
+  if (!module) {
+    d.failed = true;
+    return;
+  }
+  ScratchKernel local;
+  local.module = std::move(module);
+  local.symbol = d.scratch.symbol;
+  llvm::LLVMContext llvmCtx;
+  std::unique_ptr<llvm::Module> llvmModule;
+  std::string ptx;
+  std::vector<GemmCall> gemms;
+  if (failed(lowerScratchKernel(
+          local, [](const llvm::Twine &) {}, d.numArgs, options, llvmCtx,
+          llvmModule, ptx, gemms)) ||
+      !llvmModule) {
+    d.failed = true;
+    return;
+  }
+  d.lowerSeconds = secondsSince(start);
+  llvm::Expected<std::string> object = detail::emitObject(
+      *llvmModule, options, &d.optimizeSeconds, &d.codegenSeconds);
+  if (!object) {
+    llvm::consumeError(object.takeError());
+    d.failed = true;
+    return;
+  }
+  d.object = std::move(*object);
+}
+
+/// Compiles `d` on the caller's thread and context, diagnostics at its
+/// kernel: the retry of a kernel that failed on a worker thread.
+LogicalResult compileOnCaller(Distinct &d,
+                              const KernelCompileOptions &options) {
+  Clock::time_point start = Clock::now();
+  llvm::LLVMContext llvmCtx;
+  std::unique_ptr<llvm::Module> llvmModule;
+  std::string ptx;
+  std::vector<GemmCall> gemms;
+  if (failed(lowerScratchKernel(d.scratch, reportAt(d.origin), d.numArgs,
+                                options, llvmCtx, llvmModule, ptx, gemms)))
+    return failure();
+  d.lowerSeconds = secondsSince(start);
+  llvm::Expected<std::string> object = detail::emitObject(
+      *llvmModule, options, &d.optimizeSeconds, &d.codegenSeconds);
+  if (!object)
+    return d.origin.emitError("failed to emit the object code of kernel '")
+           << d.origin.getSymName()
+           << "': " << llvm::toString(object.takeError());
+  d.object = std::move(*object);
+  d.failed = false;
+  return success();
+}
+
+unsigned compileThreads(const KernelCompileOptions &options, size_t work) {
+  unsigned threads = options.threads;
+  if (threads == 0)
+    threads = static_cast<unsigned>(
+        std::max<int64_t>(0, knobs::getInt(knobs::Id::CompileThreads).value));
+  if (threads == 0)
+    threads = std::max(1u, std::thread::hardware_concurrency());
+  return static_cast<unsigned>(
+      std::max<size_t>(1, std::min<size_t>(threads, work)));
+}
+
+/// Compiles every distinct kernel of `misses` on `threads` threads.
+void compileInParallel(llvm::ArrayRef<Distinct *> misses, unsigned threads,
+                       const KernelCompileOptions &options) {
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    MLIRContext ctx(MLIRContext::Threading::DISABLED);
+    detail::loadKernelDialects(ctx);
+    // Failures are compiled again on the caller's thread, for diagnostics.
+    ScopedDiagnosticHandler quiet(&ctx, [](Diagnostic &) { return success(); });
+    for (size_t i = next++; i < misses.size(); i = next++)
+      compileOnThread(*misses[i], ctx, options);
+  };
+  std::vector<std::thread> pool;
+  for (unsigned t = 1; t < threads; ++t)
+    pool.emplace_back(work);
+  work();
+  for (std::thread &t : pool)
+    t.join();
+}
+
+/// The CUDA library: every distinct kernel lowered to PTX in turn.
+LogicalResult compileCudaKernels(llvm::MutableArrayRef<Distinct> distinct,
+                                 KernelLibrary &library,
+                                 const KernelCompileOptions &options) {
+  std::string ptx;
+  for (Distinct &d : distinct) {
+    Clock::time_point start = Clock::now();
+    llvm::LLVMContext llvmCtx;
+    std::unique_ptr<llvm::Module> unused;
+    CompiledKernel &compiled = library.kernels[d.first];
+    if (failed(lowerScratchKernel(d.scratch, reportAt(d.origin), d.numArgs,
+                                  options, llvmCtx, unused, ptx,
+                                  compiled.gemms)))
+      return failure();
+    compiled.lowerSeconds = secondsSince(start);
+  }
+  library.binary = std::move(ptx);
+  return success();
+}
+
 } // namespace
 
 FailureOr<KernelLibrary> compileKernels(ModuleOp module,
                                         llvm::ArrayRef<func::FuncOp> kernels,
                                         const KernelCompileOptions &options) {
-  using Clock = std::chrono::steady_clock;
+  Clock::time_point begin = Clock::now();
   MLIRContext *ctx = module.getContext();
   detail::loadKernelDialects(*ctx);
 
   KernelLibrary library;
   library.target = options.target;
-  llvm::LLVMContext llvmCtx;
-  auto linked = std::make_unique<llvm::Module>("monarch_kernels", llvmCtx);
-  std::string ptx;
-  llvm::StringMap<unsigned> symbolIndex; // symbol -> first kernel using it
-
+  // Check, canonicalize and hash every kernel: one Distinct per body.
+  std::vector<Distinct> distinct;
+  llvm::StringMap<size_t> bySymbol; // symbol -> index in `distinct`
+  std::vector<size_t> distinctOf;   // kernel index -> index in `distinct`
   for (func::FuncOp kernel : kernels) {
     Clock::time_point start = Clock::now();
     if (!kernel || kernel->getParentOp() != module.getOperation()) {
@@ -252,47 +405,173 @@ FailureOr<KernelLibrary> compileKernels(ModuleOp module,
     if (failed(verifyKernelSignature(kernel, compiled.numInputs,
                                      compiled.numOutputs)))
       return failure();
+    kernel.getBody().walk([&](Operation *) { ++compiled.numOps; });
     FailureOr<ScratchKernel> scratch = cloneAndHash(kernel);
     if (failed(scratch))
       return kernel.emitError("failed to prepare kernel '")
              << kernel.getSymName() << "'";
     compiled.symbol = scratch->symbol;
     auto [it, inserted] =
-        symbolIndex.try_emplace(compiled.symbol, library.kernels.size());
+        bySymbol.try_emplace(compiled.symbol, distinct.size());
     if (inserted) {
-      std::unique_ptr<llvm::Module> llvmModule;
-      if (failed(lowerScratchKernel(
-              *scratch, kernel, compiled.numInputs + compiled.numOutputs,
-              options, llvmCtx, llvmModule, ptx, compiled.gemms)))
-        return failure();
-      if (llvmModule &&
-          llvm::Linker::linkModules(*linked, std::move(llvmModule)))
-        return kernel.emitError("failed to link the LLVM IR of kernel '")
-               << kernel.getSymName() << "'";
+      Distinct d;
+      d.scratch = std::move(*scratch);
+      d.origin = kernel;
+      d.numArgs = compiled.numInputs + compiled.numOutputs;
+      d.first = library.kernels.size();
+      distinct.push_back(std::move(d));
     } else {
-      compiled.gemms = library.kernels[it->second].gemms;
+      compiled.duplicate = true;
     }
-    compiled.compileSeconds =
-        std::chrono::duration<double>(Clock::now() - start).count();
+    distinctOf.push_back(it->second);
+    compiled.compileSeconds = secondsSince(start);
     library.kernels.push_back(std::move(compiled));
   }
 
+  auto finish = [&] {
+    // Kernels that share a body share its gemms and object size.
+    for (auto [i, compiled] : llvm::enumerate(library.kernels)) {
+      const CompiledKernel &first =
+          library.kernels[distinct[distinctOf[i]].first];
+      if (compiled.duplicate) {
+        compiled.gemms = first.gemms;
+        compiled.objectBytes = first.objectBytes;
+      }
+    }
+    library.wallSeconds = secondsSince(begin);
+  };
   if (options.target == KernelTarget::Cuda) {
-    library.binary = std::move(ptx);
+    if (failed(compileCudaKernels(distinct, library, options)))
+      return failure();
+    finish();
     return library;
   }
-  Clock::time_point emitStart = Clock::now();
+
+  // The kernel cache, then the misses on worker threads.
+  detail::KernelCache cache(options.cacheDirectory, options.cacheMaxBytes);
+  library.cacheEnabled = cache.enabled();
+  std::string target = detail::describeCodeTarget(options) +
+                       (options.referenceLowering ? ";reference" : "");
+  SmallVector<Distinct *> misses;
+  for (Distinct &d : distinct) {
+    if (cache.enabled()) {
+      d.cacheKey = detail::KernelCache::key(d.scratch.body, target);
+      if (std::optional<std::string> hit = cache.lookup(d.cacheKey)) {
+        d.object = std::move(*hit);
+        d.cacheHit = true;
+        continue;
+      }
+    }
+    llvm::raw_string_ostream os(d.bytecode);
+    if (failed(writeBytecodeToFile(d.scratch.module->getOperation(), os)))
+      d.failed = true; // Compiled on the caller's thread below.
+    misses.push_back(&d);
+  }
+  library.threads = compileThreads(options, misses.size());
+  // Largest first, so that the last kernel to start is a small one.
+  SmallVector<Distinct *> work = llvm::to_vector(
+      llvm::make_filter_range(misses, [](Distinct *d) { return !d->failed; }));
+  llvm::stable_sort(work, [&](Distinct *a, Distinct *b) {
+    return library.kernels[a->first].numOps > library.kernels[b->first].numOps;
+  });
+  compileInParallel(work, library.threads, options);
+  for (Distinct *d : misses)
+    if (d->failed && failed(compileOnCaller(*d, options)))
+      return failure();
+  for (Distinct *d : misses)
+    cache.store(d->cacheKey, d->object);
+  if (!misses.empty())
+    cache.evict();
+
+  std::vector<std::string> objects;
+  for (Distinct &d : distinct) {
+    CompiledKernel &compiled = library.kernels[d.first];
+    compiled.cacheHit = d.cacheHit;
+    compiled.lowerSeconds = d.lowerSeconds;
+    compiled.optimizeSeconds = d.optimizeSeconds;
+    compiled.codegenSeconds = d.codegenSeconds;
+    compiled.compileSeconds +=
+        d.lowerSeconds + d.optimizeSeconds + d.codegenSeconds;
+    compiled.objectBytes = d.object.size();
+    objects.push_back(std::move(d.object));
+  }
+  finish();
+
+  Clock::time_point linkStart = Clock::now();
   llvm::Expected<std::string> object =
-      detail::emitSharedObject(*linked, options);
-  library.emitSeconds =
-      std::chrono::duration<double>(Clock::now() - emitStart).count();
+      detail::linkSharedObject(objects, options);
+  library.emitSeconds = secondsSince(linkStart);
   if (!object) {
     module.emitError("failed to emit the kernel library: ")
         << llvm::toString(object.takeError());
     return failure();
   }
   library.binary = std::move(*object);
+  library.wallSeconds = secondsSince(begin);
   return library;
+}
+
+std::string formatKernelReport(const KernelLibrary &library, unsigned limit) {
+  std::string out;
+  llvm::raw_string_ostream os(out);
+  size_t distinct = 0, hits = 0, compiled = 0;
+  double cpu = 0;
+  for (const CompiledKernel &k : library.kernels) {
+    if (k.duplicate)
+      continue;
+    ++distinct;
+    if (k.cacheHit)
+      ++hits;
+    else
+      ++compiled;
+    cpu += k.lowerSeconds + k.optimizeSeconds + k.codegenSeconds;
+  }
+  os << "kernels: " << library.kernels.size() << " (" << distinct
+     << " distinct: " << compiled << " compiled on " << library.threads
+     << " thread" << (library.threads == 1 ? "" : "s") << " in "
+     << llvm::format("%.2f", cpu) << " s";
+  if (library.cacheEnabled)
+    os << ", " << hits << " from the kernel cache";
+  os << ") in " << llvm::format("%.2f", library.wallSeconds) << " s; link "
+     << llvm::format("%.2f", library.emitSeconds) << " s\n";
+  std::vector<const CompiledKernel *> rows;
+  llvm::StringMap<const CompiledKernel *> firstOf;
+  for (const CompiledKernel &k : library.kernels) {
+    rows.push_back(&k);
+    firstOf.try_emplace(k.symbol, &k);
+  }
+  auto total = [](const CompiledKernel *k) {
+    return k->lowerSeconds + k->optimizeSeconds + k->codegenSeconds;
+  };
+  llvm::stable_sort(rows,
+                    [&](const CompiledKernel *a, const CompiledKernel *b) {
+                      return total(a) > total(b);
+                    });
+  size_t width = 6;
+  for (const CompiledKernel *k : rows)
+    width = std::max(width, k->name.size());
+  os << llvm::left_justify("kernel", width)
+     << "    ops     object    lower  optimize  codegen\n";
+  size_t shown = 0;
+  for (const CompiledKernel *k : rows) {
+    if (limit && shown++ == limit) {
+      os << "... " << rows.size() - limit << " more\n";
+      break;
+    }
+    os << llvm::left_justify(k->name, width)
+       << llvm::format(" %6u %7.1f KB  ", k->numOps, k->objectBytes / 1024.0);
+    if (k->duplicate)
+      os << "same as " << firstOf[k->symbol]->name;
+    else if (k->cacheHit)
+      os << "cache hit";
+    else if (library.target == KernelTarget::Cuda)
+      os << llvm::format("%6.2f s  (PTX)", k->lowerSeconds);
+    else
+      os << llvm::format("%6.2f s  %6.2f s  %6.2f s", k->lowerSeconds,
+                         k->optimizeSeconds, k->codegenSeconds);
+    os << "\n";
+  }
+  return out;
 }
 
 } // namespace monarch::codegen
@@ -331,9 +610,9 @@ compileKernelToStage(func::FuncOp kernel, KernelStage stage,
   std::unique_ptr<llvm::Module> llvmModule;
   std::string ptx, text;
   std::vector<GemmCall> gemms;
-  if (failed(lowerScratchKernel(*scratch, kernel, numInputs + numOutputs,
-                                options, llvmCtx, llvmModule, ptx, gemms, stage,
-                                &text)))
+  if (failed(lowerScratchKernel(*scratch, reportAt(kernel),
+                                numInputs + numOutputs, options, llvmCtx,
+                                llvmModule, ptx, gemms, stage, &text)))
     return failure();
   return text;
 }

@@ -4,7 +4,8 @@
 //   prepare (generalize + fuse on tensors) -> schedule (matmul transform
 //   script, elementwise tile + vectorize) -> bufferize (one-shot, into the
 //   caller's output buffers) -> lower to the LLVM dialect (bare pointers)
-//   -> translate, wrap in `void sym(void **)` -> object code -> ELF .so.
+//   -> translate, wrap in `void sym(void **)` -> object code (one per
+//   kernel, on a thread of its own, cached by KernelCache) -> ELF .so.
 // The CUDA path shares prepare and bufferize and lowers through gpu/nvvm.
 //
 //===----------------------------------------------------------------------===//
@@ -70,14 +71,27 @@ std::unique_ptr<llvm::Module> translateCpuKernel(mlir::ModuleOp scratch,
                                                  llvm::StringRef symbol,
                                                  unsigned numArgs);
 
-/// Optimizes `module` for the host (or options.cpu) at options.optLevel,
-/// emits an object file and links it into an ELF shared object; returns its
-/// bytes or an error message.
-llvm::Expected<std::string> emitSharedObject(llvm::Module &module,
-                                             const KernelCompileOptions &opts);
+/// Optimizes one kernel's `module` for the host (or options.cpu) at
+/// options.optLevel and returns its object code (ELF relocatable), or an
+/// error message. Thread-safe for modules in distinct LLVMContexts. Fills
+/// the seconds spent optimizing and generating machine code when given.
+llvm::Expected<std::string> emitObject(llvm::Module &module,
+                                       const KernelCompileOptions &opts,
+                                       double *optimizeSeconds = nullptr,
+                                       double *codegenSeconds = nullptr);
 
-/// Like emitSharedObject, but returns the assembly text of the optimized
-/// module (for inspection and tests).
+/// Links kernel objects (from emitObject) and the heap hooks into an ELF
+/// shared object; returns its bytes or an error message.
+llvm::Expected<std::string>
+linkSharedObject(llvm::ArrayRef<std::string> objects,
+                 const KernelCompileOptions &opts);
+
+/// What the object code of a kernel depends on besides its body: triple,
+/// CPU, its features and the optimisation level (part of its cache key).
+std::string describeCodeTarget(const KernelCompileOptions &opts);
+
+/// Like emitObject, but returns the assembly text of the optimized module
+/// (for inspection and tests).
 llvm::Expected<std::string> emitAssembly(llvm::Module &module,
                                          const KernelCompileOptions &opts);
 

@@ -1,10 +1,13 @@
 //===- NativeEmitter.cpp - LLVM IR to an ELF shared object ---- -*- C++ -*-===//
 //
 // Translates a lowered kernel to LLVM IR, adds the exported
-// `void symbol(void **buffers)` entry, optimizes the library at -O3 for the
-// host CPU (name and features from llvm::sys), emits an object file with
-// llvm::TargetMachine and links it with ld.lld-22 (or the system `ld`) found
-// at run time. Temporary files live in a private directory removed at once.
+// `void symbol(void **buffers)` entry, optimizes it at -O3 for the host CPU
+// (name and features from llvm::sys) and emits its object code with
+// llvm::TargetMachine: one object per kernel, so that kernels compile on
+// threads of their own and are cached one by one (KernelCache.h). The
+// objects and one small object defining the heap hooks are linked with
+// ld.lld-22 (or the system `ld`) found at run time. Temporary files live in
+// a private directory removed at once.
 //
 //===----------------------------------------------------------------------===//
 #include "KernelPipelines.h"
@@ -24,6 +27,9 @@
 #include "llvm/Target/TargetMachine.h"
 #include "llvm/TargetParser/Host.h"
 #include "llvm/TargetParser/SubtargetFeature.h"
+
+#include <chrono>
+#include <mutex>
 
 using namespace mlir;
 
@@ -101,29 +107,36 @@ std::unique_ptr<llvm::Module> translateCpuKernel(ModuleOp scratch,
 /// start as malloc and free. MonarchKernelRuntime points them at its
 /// per-thread caching allocator when it loads the library: fresh large
 /// mallocs are mmapped and page-faulted on every call, which cost a packed
-/// 512^3 matmul about a quarter of its time.
+/// 512^3 matmul about a quarter of its time. A kernel's module only declares
+/// the pointers; the hook object (emitHookObject) defines them once per
+/// library.
+struct Hook {
+  const char *mlirName, *hookName, *libcName;
+  bool returnsPointer;
+};
+constexpr Hook kHooks[] = {
+    {"_mlir_memref_to_llvm_alloc", "monarch_kernel_alloc_fn", "malloc", true},
+    {"_mlir_memref_to_llvm_free", "monarch_kernel_free_fn", "free", false},
+};
+
+static llvm::FunctionType *hookType(llvm::LLVMContext &ctx, const Hook &hook) {
+  llvm::Type *ptrTy = llvm::PointerType::getUnqual(ctx);
+  if (hook.returnsPointer)
+    return llvm::FunctionType::get(ptrTy, {llvm::Type::getInt64Ty(ctx)}, false);
+  return llvm::FunctionType::get(llvm::Type::getVoidTy(ctx), {ptrTy}, false);
+}
+
 static void routeHeapThroughHooks(llvm::Module &module) {
   llvm::LLVMContext &ctx = module.getContext();
   llvm::Type *ptrTy = llvm::PointerType::getUnqual(ctx);
-  llvm::Type *i64Ty = llvm::Type::getInt64Ty(ctx);
-  struct Hook {
-    const char *mlirName, *hookName, *libcName;
-    llvm::FunctionType *type;
-  } hooks[] = {
-      {"_mlir_memref_to_llvm_alloc", "monarch_kernel_alloc_fn", "malloc",
-       llvm::FunctionType::get(ptrTy, {i64Ty}, false)},
-      {"_mlir_memref_to_llvm_free", "monarch_kernel_free_fn", "free",
-       llvm::FunctionType::get(llvm::Type::getVoidTy(ctx), {ptrTy}, false)},
-  };
-  for (const Hook &hook : hooks) {
+  for (const Hook &hook : kHooks) {
     llvm::Function *fn = module.getFunction(hook.mlirName);
     if (!fn || !fn->isDeclaration())
       continue;
-    llvm::FunctionCallee libc =
-        module.getOrInsertFunction(hook.libcName, hook.type);
+    llvm::FunctionType *type = hookType(ctx, hook);
     auto *pointer = new llvm::GlobalVariable(
         module, ptrTy, /*isConstant=*/false, llvm::GlobalValue::ExternalLinkage,
-        llvm::cast<llvm::Constant>(libc.getCallee()), hook.hookName);
+        /*Initializer=*/nullptr, hook.hookName);
     pointer->setVisibility(llvm::GlobalValue::DefaultVisibility);
     fn->setLinkage(llvm::GlobalValue::InternalLinkage);
     llvm::IRBuilder<> b(llvm::BasicBlock::Create(ctx, "entry", fn));
@@ -131,7 +144,7 @@ static void routeHeapThroughHooks(llvm::Module &module) {
     llvm::SmallVector<llvm::Value *> args;
     for (llvm::Argument &arg : fn->args())
       args.push_back(&arg);
-    llvm::CallInst *call = b.CreateCall(hook.type, target, args);
+    llvm::CallInst *call = b.CreateCall(type, target, args);
     if (fn->getReturnType()->isVoidTy())
       b.CreateRetVoid();
     else
@@ -139,47 +152,98 @@ static void routeHeapThroughHooks(llvm::Module &module) {
   }
 }
 
-static llvm::Expected<std::unique_ptr<llvm::TargetMachine>>
-optimizeForTarget(llvm::Module &module, const KernelCompileOptions &opts) {
-  llvm::InitializeNativeTarget();
-  llvm::InitializeNativeTargetAsmPrinter();
+/// The object defining the hooks' pointers, initialised to malloc and free.
+static std::unique_ptr<llvm::Module> hookModule(llvm::LLVMContext &ctx) {
+  auto module = std::make_unique<llvm::Module>("monarch_kernel_hooks", ctx);
+  llvm::Type *ptrTy = llvm::PointerType::getUnqual(ctx);
+  for (const Hook &hook : kHooks) {
+    llvm::FunctionCallee libc =
+        module->getOrInsertFunction(hook.libcName, hookType(ctx, hook));
+    auto *pointer = new llvm::GlobalVariable(
+        *module, ptrTy, /*isConstant=*/false,
+        llvm::GlobalValue::ExternalLinkage,
+        llvm::cast<llvm::Constant>(libc.getCallee()), hook.hookName);
+    pointer->setVisibility(llvm::GlobalValue::DefaultVisibility);
+  }
+  return module;
+}
 
-  llvm::Triple triple(llvm::sys::getDefaultTargetTriple());
+/// The machine kernels are generated for: the triple, the CPU and its
+/// features (the host's unless options name a CPU).
+struct CodeTarget {
+  llvm::Triple triple;
+  std::string cpu, features;
+  bool avx512 = false;
+};
+
+static CodeTarget codeTarget(const KernelCompileOptions &opts) {
+  CodeTarget t;
+  t.triple = llvm::Triple(llvm::sys::getDefaultTargetTriple());
+  t.cpu = opts.cpu == "host" ? llvm::sys::getHostCPUName().str() : opts.cpu;
+  llvm::SubtargetFeatures features;
+  if (opts.cpu == "host") {
+    llvm::StringMap<bool, llvm::MallocAllocator> host =
+        llvm::sys::getHostCPUFeatures();
+    // Sorted, so that the description is stable.
+    std::vector<std::pair<std::string, bool>> sorted;
+    for (const auto &feature : host)
+      sorted.emplace_back(feature.first().str(), feature.second);
+    llvm::sort(sorted);
+    for (const auto &[name, enabled] : sorted) {
+      features.AddFeature(name, enabled);
+      if (name == "avx512f" && enabled)
+        t.avx512 = true;
+    }
+  }
+  t.features = features.getString();
+  return t;
+}
+
+std::string describeCodeTarget(const KernelCompileOptions &opts) {
+  CodeTarget t = codeTarget(opts);
+  return t.triple.str() + ";" + t.cpu + ";" + t.features +
+         ";opt=" + std::to_string(opts.optLevel);
+}
+
+static llvm::Expected<std::unique_ptr<llvm::TargetMachine>>
+optimizeForTarget(llvm::Module &module, const KernelCompileOptions &opts,
+                  bool optimize = true) {
+  // The target registry is global: filled once, before any thread uses it.
+  static std::once_flag targetInitialized;
+  std::call_once(targetInitialized, [] {
+    llvm::InitializeNativeTarget();
+    llvm::InitializeNativeTargetAsmPrinter();
+  });
+
+  CodeTarget host = codeTarget(opts);
+  const llvm::Triple &triple = host.triple;
+  const std::string &cpu = host.cpu;
+  bool avx512 = host.avx512;
   std::string error;
   const llvm::Target *target =
       llvm::TargetRegistry::lookupTarget(triple, error);
   if (!target)
     return makeError("no LLVM target for " + triple.str() + ": " + error);
-  std::string cpu =
-      opts.cpu == "host" ? llvm::sys::getHostCPUName().str() : opts.cpu;
-  llvm::SubtargetFeatures features;
-  bool avx512 = false;
-  if (opts.cpu == "host") {
-    for (const auto &feature : llvm::sys::getHostCPUFeatures()) {
-      features.AddFeature(feature.first(), feature.second);
-      if (feature.first() == "avx512f" && feature.second)
-        avx512 = true;
-    }
-  }
   llvm::CodeGenOptLevel level =
       opts.optLevel >= 3   ? llvm::CodeGenOptLevel::Aggressive
       : opts.optLevel == 2 ? llvm::CodeGenOptLevel::Default
       : opts.optLevel == 1 ? llvm::CodeGenOptLevel::Less
                            : llvm::CodeGenOptLevel::None;
   std::unique_ptr<llvm::TargetMachine> tm(target->createTargetMachine(
-      triple, cpu, features.getString(), llvm::TargetOptions(),
-      llvm::Reloc::PIC_, llvm::CodeModel::Small, level));
+      triple, cpu, host.features, llvm::TargetOptions(), llvm::Reloc::PIC_,
+      llvm::CodeModel::Small, level));
   if (!tm)
     return makeError("cannot create a target machine for " + cpu);
 
-  routeHeapThroughHooks(module);
+  if (optimize)
+    routeHeapThroughHooks(module);
   module.setTargetTriple(triple);
   module.setDataLayout(tm->createDataLayout());
   for (llvm::Function &fn : module) {
     if (fn.isDeclaration())
       continue;
     fn.addFnAttr("target-cpu", cpu);
-    fn.addFnAttr("target-features", features.getString());
+    fn.addFnAttr("target-features", host.features);
     // The kernels' vectors are chosen by the schedule; let the backend use
     // 512-bit registers where the CPU has them (some tunings prefer 256).
     if (avx512) {
@@ -190,6 +254,8 @@ optimizeForTarget(llvm::Module &module, const KernelCompileOptions &opts) {
   if (llvm::verifyModule(module, &llvm::errs()))
     return makeError("internal error: the kernels' LLVM IR does not verify");
 
+  if (!optimize)
+    return tm;
   // -O3 module pipeline.
   llvm::OptimizationLevel optLevel =
       opts.optLevel >= 3   ? llvm::OptimizationLevel::O3
@@ -231,41 +297,84 @@ llvm::Expected<std::string> emitAssembly(llvm::Module &module,
   return text;
 }
 
-llvm::Expected<std::string> emitSharedObject(llvm::Module &module,
-                                             const KernelCompileOptions &opts) {
+/// The object code of `module` for `tm`.
+static llvm::Expected<std::string> emitObjectCode(llvm::Module &module,
+                                                  llvm::TargetMachine &tm) {
+  llvm::SmallString<0> object;
+  llvm::raw_svector_ostream os(object);
+  llvm::legacy::PassManager codegen;
+  if (tm.addPassesToEmitFile(codegen, os, nullptr,
+                             llvm::CodeGenFileType::ObjectFile))
+    return makeError("the target cannot emit object files");
+  codegen.run(module);
+  return std::string(object.str());
+}
+
+llvm::Expected<std::string> emitObject(llvm::Module &module,
+                                       const KernelCompileOptions &opts,
+                                       double *optimizeSeconds,
+                                       double *codegenSeconds) {
+  using Clock = std::chrono::steady_clock;
+  Clock::time_point start = Clock::now();
   auto tm = optimizeForTarget(module, opts);
   if (!tm)
     return tm.takeError();
+  Clock::time_point optimized = Clock::now();
+  llvm::Expected<std::string> object = emitObjectCode(module, **tm);
+  if (optimizeSeconds)
+    *optimizeSeconds = std::chrono::duration<double>(optimized - start).count();
+  if (codegenSeconds)
+    *codegenSeconds =
+        std::chrono::duration<double>(Clock::now() - optimized).count();
+  return object;
+}
+
+llvm::Expected<std::string>
+linkSharedObject(llvm::ArrayRef<std::string> objects,
+                 const KernelCompileOptions &opts) {
+  llvm::LLVMContext ctx;
+  std::unique_ptr<llvm::Module> hooks = hookModule(ctx);
+  auto tm = optimizeForTarget(*hooks, opts, /*optimize=*/false);
+  if (!tm)
+    return tm.takeError();
+  llvm::Expected<std::string> hookObject = emitObjectCode(*hooks, **tm);
+  if (!hookObject)
+    return hookObject.takeError();
+
   TempDir dir;
   if (std::error_code ec =
           llvm::sys::fs::createUniqueDirectory("monarch-kernels", dir.path))
     return makeError("cannot create a temporary directory: " + ec.message());
-  llvm::SmallString<128> objectPath(dir.path), libraryPath(dir.path);
-  llvm::sys::path::append(objectPath, "kernels.o");
-  llvm::sys::path::append(libraryPath, "kernels.so");
-  {
-    std::error_code ec;
-    llvm::raw_fd_ostream os(objectPath, ec);
-    if (ec)
-      return makeError("cannot write " + objectPath + ": " + ec.message());
-    llvm::legacy::PassManager codegen;
-    if ((*tm)->addPassesToEmitFile(codegen, os, nullptr,
-                                   llvm::CodeGenFileType::ObjectFile))
-      return makeError("the target cannot emit object files");
-    codegen.run(module);
-  }
-
   llvm::ErrorOr<std::string> linker = findLinker();
   if (!linker)
     return makeError("no linker found (looked for ld.lld-22, ld.lld, ld on "
                      "PATH); install lld-22 or binutils");
-  llvm::SmallString<128> logPath(dir.path);
+  llvm::SmallString<128> libraryPath(dir.path), logPath(dir.path);
+  llvm::sys::path::append(libraryPath, "kernels.so");
   llvm::sys::path::append(logPath, "link.log");
-  std::string objectArg = objectPath.str().str();
+  std::vector<std::string> paths;
+  auto writeObject = [&](llvm::StringRef bytes) -> llvm::Error {
+    llvm::SmallString<128> path(dir.path);
+    llvm::sys::path::append(path, "k" + llvm::Twine(paths.size()) + ".o");
+    std::error_code ec;
+    llvm::raw_fd_ostream os(path, ec);
+    if (ec)
+      return makeError("cannot write " + path + ": " + ec.message());
+    os << bytes;
+    paths.push_back(path.str().str());
+    return llvm::Error::success();
+  };
+  if (llvm::Error e = writeObject(*hookObject))
+    return e;
+  for (const std::string &object : objects)
+    if (llvm::Error e = writeObject(object))
+      return e;
+
   std::string libraryArg = libraryPath.str().str();
   llvm::SmallVector<llvm::StringRef> args = {
-      *linker,       "-shared", "--as-needed", "-z",
-      "noexecstack", "-o",      libraryArg,    objectArg};
+      *linker, "-shared", "--as-needed", "-z", "noexecstack", "-o", libraryArg};
+  for (const std::string &path : paths)
+    args.push_back(path);
   std::optional<llvm::StringRef> redirects[] = {
       std::nullopt, llvm::StringRef(logPath), llvm::StringRef(logPath)};
   std::string execError;

@@ -655,6 +655,8 @@ private:
         compileKernels(module, kernelFuncs, options.kernels);
     if (failed(library))
       return failure();
+    if (options.onKernelsCompiled)
+      options.onKernelsCompiled(*library);
     KernelLibraryBlob blob;
     blob.target = library->target == KernelTarget::Cuda ? PlanTarget::Cuda
                                                         : PlanTarget::Cpu;

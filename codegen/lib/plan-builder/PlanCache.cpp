@@ -8,6 +8,7 @@
 
 #include "monarch/Codegen/PlanCache.h"
 #include "monarch/Plan/PlanFile.h"
+#include "monarch/Support/Fingerprint.h"
 #include "monarch/Support/Knobs.h"
 
 #include "llvm/ADT/StringExtras.h"
@@ -19,8 +20,6 @@
 #include "llvm/TargetParser/Host.h"
 
 #include <cstdlib>
-#include <dlfcn.h>
-#include <sys/stat.h>
 
 #ifndef MONARCH_VERSION
 #define MONARCH_VERSION "unknown"
@@ -61,15 +60,6 @@ PlanCacheConfig planCacheConfigFromEnvironment() {
   return config;
 }
 
-static void describeFile(llvm::raw_ostream &os, const char *path) {
-  struct stat st;
-  os << path;
-  if (::stat(path, &st) == 0)
-    os << ":" << st.st_size << ":" << st.st_mtim.tv_sec << "."
-       << st.st_mtim.tv_nsec;
-  os << ";";
-}
-
 std::string compilerFingerprint(llvm::ArrayRef<const void *> anchors) {
   std::string out;
   llvm::raw_string_ostream os(out);
@@ -77,14 +67,11 @@ std::string compilerFingerprint(llvm::ArrayRef<const void *> anchors) {
      << kPlanFormatVersion << ";";
   std::string exe =
       llvm::sys::fs::getMainExecutable(nullptr, (void *)&compilerFingerprint);
-  describeFile(os, exe.c_str());
+  os << describeFile(exe.c_str());
   const void *self = reinterpret_cast<const void *>(&compilerFingerprint);
   for (const void *anchor : llvm::concat<const void *const>(
-           anchors, llvm::ArrayRef<const void *>(self))) {
-    Dl_info info;
-    if (anchor && ::dladdr(anchor, &info) && info.dli_fname)
-      describeFile(os, info.dli_fname);
-  }
+           anchors, llvm::ArrayRef<const void *>(self)))
+    os << describeLoadedFile(anchor);
   return out;
 }
 

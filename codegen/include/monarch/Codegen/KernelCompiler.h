@@ -40,6 +40,16 @@ struct KernelCompileOptions {
   /// CPU: skip fusion, schedules and vectorization (upstream scalar loops);
   /// an independent lowering the tests compare the optimized kernels with.
   bool referenceLowering = false;
+  /// CPU: threads compiling distinct kernels at once (0: the value of
+  /// MONARCH_COMPILE_THREADS, whose 0 means one per core).
+  unsigned threads = 0;
+  /// CPU: the kernel cache's directory, one object file per kernel keyed by
+  /// its location-free body, the target and the compiler (empty: no cache;
+  /// the compile driver sets `<plan cache dir>/kernels`).
+  std::string cacheDirectory;
+  /// CPU: the kernel cache's size bound; least recently used entries go
+  /// first (MONARCH_KERNEL_CACHE_MB).
+  uint64_t cacheMaxBytes = uint64_t(1) << 30;
 };
 
 /// One kernel of a compiled library.
@@ -53,10 +63,21 @@ struct CompiledKernel {
   /// CUDA: the kernel's matmuls, executed as cuBLAS calls at the
   /// `monarch.gemm` lines of its launch manifest (docs/kernels.md).
   std::vector<plan::GemmCall> gemms;
-  /// Wall time spent on this kernel: checks, canonicalization and hashing,
-  /// plus the MLIR pipeline and translation unless an identical kernel was
-  /// compiled before it.
+  /// Time spent on this kernel (on whichever thread compiled it): checks,
+  /// canonicalization and hashing, plus, unless its code came from the
+  /// cache or an identical kernel before it, the three stages below.
   double compileSeconds = 0;
+  /// MLIR pipeline and translation to LLVM IR; LLVM optimisation; machine
+  /// code. Zero when the code was not generated for this kernel.
+  double lowerSeconds = 0, optimizeSeconds = 0, codegenSeconds = 0;
+  /// Operations in the kernel's body as planned (its size).
+  unsigned numOps = 0;
+  /// Bytes of its object code (CPU).
+  uint64_t objectBytes = 0;
+  /// Whether its code came from the kernel cache.
+  bool cacheHit = false;
+  /// Whether an identical kernel earlier in the library supplied its code.
+  bool duplicate = false;
 };
 
 /// What a worker loads: an ELF shared object for the CPU, PTX text for CUDA
@@ -66,15 +87,30 @@ struct KernelLibrary {
   KernelTarget target = KernelTarget::Cpu;
   std::string binary;
   std::vector<CompiledKernel> kernels;
-  /// Wall time of the library-wide back end (LLVM -O3, object emission and
-  /// linking for the CPU); not included in the kernels' compileSeconds.
+  /// Wall time of linking the kernels' objects (CPU); not included in the
+  /// kernels' compileSeconds.
   double emitSeconds = 0;
+  /// Wall time of the whole compileKernels call, and the threads it used.
+  double wallSeconds = 0;
+  unsigned threads = 1;
+  /// Whether the kernel cache was consulted.
+  bool cacheEnabled = false;
 };
+
+/// A table of `library`'s kernels, slowest first (name, ops, object size,
+/// seconds per stage or "cache hit" / "same as ..."), and a total line:
+/// what `monarch-compile -v` and `monarch-kernels` print. At most `limit`
+/// kernel rows (0: all).
+std::string formatKernelReport(const KernelLibrary &library,
+                               unsigned limit = 0);
 
 /// Compiles `kernels` (functions of `module`) into one library. Errors are
 /// emitted as diagnostics at the offending kernel. `module` is not modified.
 /// Loads the dialects and registers the passes it needs into the module's
-/// context; do not call it concurrently on one context.
+/// context; do not call it concurrently on one context. For the CPU,
+/// distinct kernels compile on `options.threads` threads, each with an
+/// MLIRContext of its own, and their objects are looked up in and stored to
+/// the kernel cache.
 mlir::FailureOr<KernelLibrary>
 compileKernels(mlir::ModuleOp module,
                llvm::ArrayRef<mlir::func::FuncOp> kernels,

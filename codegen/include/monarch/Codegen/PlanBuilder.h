@@ -17,6 +17,7 @@
 #include "mlir/IR/Location.h"
 #include "mlir/Support/LLVM.h"
 
+#include <functional>
 #include <string>
 
 namespace monarch::codegen {
@@ -27,6 +28,9 @@ struct PlanBuildOptions {
   /// Recorded in the plan.
   std::string compilerVersion;
   std::string source;
+  /// Told each kernel library once it is compiled (its kernels' sizes,
+  /// stage times and cache hits; formatKernelReport prints them).
+  std::function<void(const KernelLibrary &)> onKernelsCompiled;
 };
 
 /// True when this build can compile kernels (the kernel compiler library

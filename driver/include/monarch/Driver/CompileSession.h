@@ -66,6 +66,10 @@ public:
   /// What the cache did, for a verbose caller ("cache hit PATH", "cache
   /// miss KEY"); empty when the cache was not used.
   const std::string &cacheNote() const;
+  /// Where the time of the last lower or compilePlan went, for a verbose
+  /// caller: one line for the passes (the slowest named), then each kernel
+  /// library's table (formatKernelReport). Empty on a plan cache hit.
+  const std::string &timings() const;
   /// The captured diagnostics, `file:line:col: error: ...` lines.
   const std::string &diagnostics() const;
   /// After a failure: what failed, one line ("compiling to 'split' failed",

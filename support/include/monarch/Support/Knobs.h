@@ -52,7 +52,14 @@ enum Component : unsigned {
     "the compile cache (`$XDG_CACHE_HOME/monarch-compile` or "                 \
     "`~/.cache/monarch-compile`)")                                             \
   X(DisableCache, "MONARCH_DISABLE_CACHE", Bool, "0", 0, 0, "", Compiler,      \
-    false, "`1` bypasses the compile cache")                                   \
+    false, "`1` bypasses the compile cache (plans and kernels)")               \
+  X(KernelCacheMb, "MONARCH_KERNEL_CACHE_MB", Int, "1024", 0, 1 << 30, "",     \
+    Compiler, false,                                                           \
+    "size bound of the kernel cache (`<cache dir>/kernels`: one object file "  \
+    "per kernel, keyed by its location-free body, the target CPU and the "     \
+    "compiler), least recently used evicted first; `0` turns it off")          \
+  X(CompileThreads, "MONARCH_COMPILE_THREADS", Int, "0", 0, 1024, "",          \
+    Compiler, false, "threads compiling a plan's kernels (`0`: one per core)") \
   X(Backend, "MONARCH_BACKEND", Choice, "gloo", 0, 0, "gloo|nccl",             \
     Compiler | Python, true,                                                   \
     "data plane of compiled communicators (default of `monarch-compile "       \
