@@ -240,8 +240,122 @@ class Tensor:
     def T(self):
         return transpose(self, (), user_loc())
 
-    def astype(self, dtype):
+    def astype(self, dtype, order="K", casting="unsafe", subok=True,
+               copy=True):
         return cast(self, dtype, user_loc())
+
+    # numpy's ndarray methods, as the numpy functions (_numpy.py).
+    def ravel(self, order="C"):
+        return _np_function("ravel", self)
+
+    def flatten(self, order="C"):
+        return _np_function("ravel", self)
+
+    def copy(self, order="C"):
+        return self
+
+    def var(self, *args, **kwargs):
+        return _np_function("var", self, *args, **kwargs)
+
+    def std(self, *args, **kwargs):
+        return _np_function("std", self, *args, **kwargs)
+
+    def prod(self, *args, **kwargs):
+        return _np_function("prod", self, *args, **kwargs)
+
+    def any(self, *args, **kwargs):
+        return _np_function("any", self, *args, **kwargs)
+
+    def all(self, *args, **kwargs):
+        return _np_function("all", self, *args, **kwargs)
+
+    def squeeze(self, axis=None):
+        return _np_function("squeeze", self, axis)
+
+    def clip(self, *args, **kwargs):
+        return _np_function("clip", self, *args, **kwargs)
+
+    def round(self, decimals=0, out=None):
+        return _np_function("round", self, decimals, out)
+
+    def argmax(self, *args, **kwargs):
+        return _np_function("argmax", self, *args, **kwargs)
+
+    def argmin(self, *args, **kwargs):
+        return _np_function("argmin", self, *args, **kwargs)
+
+    def cumsum(self, *args, **kwargs):
+        return _np_function("cumsum", self, *args, **kwargs)
+
+    def cumprod(self, *args, **kwargs):
+        return _np_function("cumprod", self, *args, **kwargs)
+
+    def argsort(self, *args, **kwargs):
+        return _np_function("argsort", self, *args, **kwargs)
+
+    def swapaxes(self, axis1, axis2):
+        return _np_function("swapaxes", self, axis1, axis2)
+
+    def repeat(self, repeats, axis=None):
+        return _np_function("repeat", self, repeats, axis)
+
+    def take(self, *args, **kwargs):
+        return _np_function("take", self, *args, **kwargs)
+
+    def dot(self, b, out=None):
+        return _np_function("dot", self, b, out)
+
+    def trace(self, *args, **kwargs):
+        return _np_function("trace", self, *args, **kwargs)
+
+    def diagonal(self, *args, **kwargs):
+        return _np_function("diagonal", self, *args, **kwargs)
+
+    def nonzero(self):
+        return _np_function("nonzero", self)
+
+    def sort(self, axis=-1, kind=None, order=None):
+        raise errors.UnsupportedError(
+            "unsupported: x.sort() sorts in place, and traced tensors are "
+            "values; use y = np.sort(x, axis)", *user_loc())
+
+    @property
+    def mT(self):
+        return _np_function("swapaxes", self, -1, -2)
+
+    # Masks: & | ^ ~ of bool tensors (numpy's bitwise ufuncs).
+    def __and__(self, o):
+        return _bitwise("and", self, o)
+
+    def __rand__(self, o):
+        return _bitwise("and", o, self)
+
+    def __or__(self, o):
+        return _bitwise("or", self, o)
+
+    def __ror__(self, o):
+        return _bitwise("or", o, self)
+
+    def __xor__(self, o):
+        return _bitwise("xor", self, o)
+
+    def __rxor__(self, o):
+        return _bitwise("xor", o, self)
+
+    def __invert__(self):
+        from ._npmath import invert
+        return invert(self, user_loc())
+
+
+def _np_function(name, *args, **kwargs):
+    """numpy's `np.<name>(*args, **kwargs)` on traced tensors."""
+    from ._numpy import _FUNCTIONS
+    return _FUNCTIONS[getattr(np, name)](*args, **kwargs)
+
+
+def _bitwise(op, a, b):
+    from ._npmath import bitwise
+    return bitwise(op, a, b, user_loc())
 
 
 #===----------------------------------------------------------------------===#
