@@ -58,7 +58,19 @@ void populatePlanPipeline(OpPassManager &pm, const PipelineOptions &options) {
   MonarchPlanTransfersOptions plan;
   plan.backend = options.backend;
   plan.groupBytes = options.groupBytes;
+  // The fusion policy (docs/pipeline.md, "Kernel boundaries"): one kernel
+  // per contraction with its epilogue, and no kernel over 512 ops.
+  if (knobs::getString(knobs::Id::KernelCut).value == "contraction") {
+    plan.cutAtContractions = true;
+    plan.maxKernelOps = 512;
+  }
   pm.addPass(createMonarchSpecializeRanks());
+  if (int64_t bucket = knobs::getInt(knobs::Id::BucketBytes).value;
+      bucket > 0) {
+    MonarchBucketCollectivesOptions buckets;
+    buckets.bucketBytes = bucket;
+    pm.addPass(createMonarchBucketCollectives(buckets));
+  }
   pm.addPass(createMonarchPlanTransfers(plan));
   pm.addPass(createMonarchSchedule());
   pm.addPass(createMonarchVerifyPlan());

@@ -25,6 +25,7 @@
 #include "PassUtils.h"
 
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/Pass/PassManager.h"
@@ -404,8 +405,20 @@ LogicalResult MonarchPlanTransfersPass::lower(RankCode &code, PlanOp plan,
     bool isComm = isa<ChannelSendOp, ChannelRecvOp, AllReduceOp, AllGatherOp,
                       ReduceScatterOp, BroadcastFromOp, AllToAllOp>(op);
     if (!isComm) {
-      if (!isCloneable(&op, memo))
-        run.push_back(&op);
+      if (isCloneable(&op, memo))
+        continue;
+      // cut-at-contractions: a contraction starts a kernel of its own; the
+      // compute before it (its prologue, the previous epilogue) is one.
+      // max-kernel-ops bounds the rest.
+      bool cut = false;
+      if (cutAtContractions && !run.empty())
+        if (auto linalgOp = dyn_cast<linalg::LinalgOp>(op))
+          cut = linalg::isaContractionOpInterface(linalgOp);
+      if (maxKernelOps > 0 && static_cast<int64_t>(run.size()) >= maxKernelOps)
+        cut = true;
+      if (cut && failed(flush()))
+        return failure();
+      run.push_back(&op);
       continue;
     }
     if (failed(flush()))

@@ -19,6 +19,7 @@
 #include "llvm/IR/Verifier.h"
 #include "llvm/MC/TargetRegistry.h"
 #include "llvm/Passes/PassBuilder.h"
+#include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
@@ -168,6 +169,24 @@ static std::unique_ptr<llvm::Module> hookModule(llvm::LLVMContext &ctx) {
   return module;
 }
 
+/// Turns off LLVM's machine instruction schedulers (pre-RA, post-RA and
+/// the post-RA list scheduler) in this process. Kernels are long
+/// straight-line blocks of unrolled vector code, on which building the
+/// schedulers' dependence graphs is superlinear: on the GPT example's kernels
+/// it was half of machine-code time (perf: SUnit::addPred, ComputeHeight,
+/// mayAlias), while the out-of-order cores we target gained nothing
+/// measurable from it (docs/kernels.md, "Kernel cache and threads"). The
+/// options are LLVM's process-wide flags; only kernel code generation uses
+/// LLVM's back end in our processes.
+static void disableInstructionSchedulers() {
+  auto &options = llvm::cl::getRegisteredOptions();
+  for (const char *name :
+       {"enable-misched", "enable-post-misched", "post-RA-scheduler"})
+    if (llvm::cl::Option *option = options.lookup(name))
+      if (option->getNumOccurrences() == 0)
+        (void)option->addOccurrence(0, name, "false");
+}
+
 /// The machine kernels are generated for: the triple, the CPU and its
 /// features (the host's unless options name a CPU).
 struct CodeTarget {
@@ -202,7 +221,7 @@ static CodeTarget codeTarget(const KernelCompileOptions &opts) {
 std::string describeCodeTarget(const KernelCompileOptions &opts) {
   CodeTarget t = codeTarget(opts);
   return t.triple.str() + ";" + t.cpu + ";" + t.features +
-         ";opt=" + std::to_string(opts.optLevel);
+         ";opt=" + std::to_string(opts.optLevel) + ";schedulers=off";
 }
 
 static llvm::Expected<std::unique_ptr<llvm::TargetMachine>>
@@ -213,6 +232,7 @@ optimizeForTarget(llvm::Module &module, const KernelCompileOptions &opts,
   std::call_once(targetInitialized, [] {
     llvm::InitializeNativeTarget();
     llvm::InitializeNativeTargetAsmPrinter();
+    disableInstructionSchedulers();
   });
 
   CodeTarget host = codeTarget(opts);

@@ -197,7 +197,16 @@ def MonarchPlanTransfers : Pass<"monarch-plan-transfers", "::mlir::ModuleOp"> {
     Option<"backend", "backend", "std::string", /*default=*/"\"gloo\"",
            "Data plane for communicators: gloo (CPU) or nccl (GPU)">,
     Option<"groupBytes", "group-bytes", "int64_t", /*default=*/"65536",
-           "Transfers up to this size issued back to back share a group">
+           "Transfers up to this size issued back to back share a group">,
+    Option<"cutAtContractions", "cut-at-contractions", "bool",
+           /*default=*/"false",
+           "Also start a new kernel at every contraction (linalg matmul, "
+           "batch matmul, contraction generic) that has compute before it: "
+           "each kernel is one contraction and its elementwise epilogue">,
+    Option<"maxKernelOps", "max-kernel-ops", "int64_t", /*default=*/"0",
+           "Start a new kernel once one holds this many ops (0: no bound); "
+           "long elementwise runs (an optimizer's update of every "
+           "parameter) then compile as several kernels, in parallel">
   ];
   let dependentDialects = ["::monarch::MonarchDialect",
                            "::mlir::func::FuncDialect",

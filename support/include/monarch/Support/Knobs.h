@@ -68,6 +68,17 @@ enum Component : unsigned {
   X(MatmulTiles, "MONARCH_MATMUL_TILES", String, "", 0, 0, "", Compiler, true, \
     "`mr,nr,kc[,packA]` overrides the CPU matmul tiles chosen for this host "  \
     "(tuning; docs/kernels.md)")                                               \
+  X(BucketBytes, "MONARCH_BUCKET_BYTES", Int, "0", 0, 1 << 30, "", Compiler,   \
+    true,                                                                      \
+    "merge each rank's small independent all_reduces into buckets of at "      \
+    "most this many bytes (PyTorch DDP's gradient buckets; "                   \
+    "`monarch-bucket-collectives`); `0` reduces each on its own")              \
+  X(KernelCut, "MONARCH_KERNEL_CUT", Choice, "comm", 0, 0, "comm|contraction", \
+    Compiler, true,                                                            \
+    "where a rank's compute is cut into kernels: `comm` only at "              \
+    "communication; `contraction` also before every matmul-like op, so "       \
+    "each kernel is one contraction with its elementwise epilogue (XLA's "     \
+    "fusions): kernels compile in parallel and repeated layers share them")    \
   X(PartitionRemarks, "MONARCH_PARTITION_REMARKS", Bool, "0", 0, 0, "",        \
     Compiler, false,                                                           \
     "`1` prints a remark per segment of work saying how `monarch-partition` "  \
