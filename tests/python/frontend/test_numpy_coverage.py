@@ -19,6 +19,7 @@ import pytest
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] /
                        "runtime"))
 from _markers import marker_line  # noqa: E402
+from _gradcheck import finite_differences  # noqa: E402
 from _procs import require_workers  # noqa: E402
 
 require_workers()
@@ -263,22 +264,6 @@ def test_value_matches_numpy(mesh, name):
             _close(g, w, name)
     else:
         _close(got, want, name)
-
-
-def finite_differences(f, args, eps=1e-6):
-    """d f(*args) / d args[i] (f scalar) in float64, for every argument."""
-    args = [np.asarray(a, np.float64) for a in args]
-    grads = []
-    for i, a in enumerate(args):
-        g = np.zeros_like(a)
-        for idx in np.ndindex(a.shape):
-            plus = [x.copy() for x in args]
-            minus = [x.copy() for x in args]
-            plus[i][idx] += eps
-            minus[i][idx] -= eps
-            g[idx] = (f(*plus) - f(*minus)) / (2 * eps)
-        grads.append(g)
-    return grads
 
 
 @pytest.mark.parametrize("name", [n for n, c in CASES.items() if c[2]])

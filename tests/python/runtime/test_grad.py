@@ -6,27 +6,12 @@ meshes with sharded operands, and endpoints with collectives."""
 import numpy as np
 import pytest
 
+from _gradcheck import finite_differences  # noqa: E402
 from _procs import require_workers  # noqa: E402
 
 require_workers()
 
 import monarch_compile as mc  # noqa: E402
-
-
-def finite_differences(f, args, eps=1e-6):
-    """d sum(f(*args)) / d args[i] for every float argument, in float64."""
-    args = [np.asarray(a, np.float64) for a in args]
-    grads = []
-    for i, a in enumerate(args):
-        g = np.zeros_like(a)
-        for idx in np.ndindex(a.shape):
-            plus = [x.copy() for x in args]
-            minus = [x.copy() for x in args]
-            plus[i][idx] += eps
-            minus[i][idx] -= eps
-            g[idx] = (np.sum(f(*plus)) - np.sum(f(*minus))) / (2 * eps)
-        grads.append(g)
-    return grads
 
 
 def check(mesh, mc_fn, np_fn, arrays, rtol=2e-3, atol=2e-4, seed=0):
