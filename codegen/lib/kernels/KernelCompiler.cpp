@@ -155,6 +155,23 @@ FailureOr<ScratchKernel> cloneAndHash(func::FuncOp kernel) {
   return result;
 }
 
+/// A kernel's type and body as written: generic form, no locations, no
+/// name, no argument attributes. Kernels with equal texts canonicalize to
+/// equal bodies, so the text finds duplicates before cloneAndHash's work.
+std::string rawBody(func::FuncOp kernel) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << kernel.getFunctionType() << "\n";
+  AsmState state(kernel,
+                 OpPrintingFlags().printGenericOpForm().elideLargeElementsAttrs(
+                     /*largeElementLimit=*/1 << 30));
+  for (Operation &op : kernel.getBody().front()) {
+    op.print(os, state);
+    os << "\n";
+  }
+  return text;
+}
+
 std::string printModule(ModuleOp module) {
   std::string text;
   llvm::raw_string_ostream os(text);
@@ -392,6 +409,7 @@ FailureOr<KernelLibrary> compileKernels(ModuleOp module,
   // Check, canonicalize and hash every kernel: one Distinct per body.
   std::vector<Distinct> distinct;
   llvm::StringMap<size_t> bySymbol; // symbol -> index in `distinct`
+  llvm::StringMap<size_t> byRaw;    // rawBody -> index in `distinct`
   std::vector<size_t> distinctOf;   // kernel index -> index in `distinct`
   for (func::FuncOp kernel : kernels) {
     Clock::time_point start = Clock::now();
@@ -406,6 +424,17 @@ FailureOr<KernelLibrary> compileKernels(ModuleOp module,
                                      compiled.numOutputs)))
       return failure();
     kernel.getBody().walk([&](Operation *) { ++compiled.numOps; });
+    // The same text as a kernel before it (ranks of a class, repeated
+    // layers): a duplicate, without cloning and canonicalizing it again.
+    std::string raw = rawBody(kernel);
+    if (auto seen = byRaw.find(raw); seen != byRaw.end()) {
+      compiled.symbol = distinct[seen->second].scratch.symbol;
+      compiled.duplicate = true;
+      distinctOf.push_back(seen->second);
+      compiled.compileSeconds = secondsSince(start);
+      library.kernels.push_back(std::move(compiled));
+      continue;
+    }
     FailureOr<ScratchKernel> scratch = cloneAndHash(kernel);
     if (failed(scratch))
       return kernel.emitError("failed to prepare kernel '")
@@ -424,6 +453,7 @@ FailureOr<KernelLibrary> compileKernels(ModuleOp module,
       compiled.duplicate = true;
     }
     distinctOf.push_back(it->second);
+    byRaw.try_emplace(raw, it->second);
     compiled.compileSeconds = secondsSince(start);
     library.kernels.push_back(std::move(compiled));
   }
