@@ -29,6 +29,7 @@
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/ToolOutputFile.h"
 
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <optional>
@@ -58,8 +59,11 @@ static cl::opt<std::string> cudaArch("cuda-arch", cl::desc("SM architecture"),
                                      cl::init("sm_90"));
 static cl::list<std::string> kernelNames("kernel",
                                          cl::desc("Compile only this kernel"));
-static cl::opt<bool> showTimes("times", cl::desc("Print compile times"),
-                               cl::init(false));
+static cl::opt<bool>
+    showTimes("times",
+              cl::desc("Print compile times (with "
+                       "--emit=check: each kernel's run time)"),
+              cl::init(false));
 static cl::opt<unsigned> seed("seed", cl::desc("Random inputs of --emit=check"),
                               cl::init(1));
 
@@ -250,7 +254,24 @@ static int checkKernels(ModuleOp module, ArrayRef<func::FuncOp> kernels,
     }
     if (verdict != "ok")
       ++bad;
-    os << fn.getSymName() << ": " << verdict << "\n";
+    os << fn.getSymName() << ": " << verdict;
+    // --times: the optimized kernel's run time on these inputs, the median
+    // of 21 calls after a warm-up (which kernel of a step is slow).
+    if (showTimes) {
+      std::vector<double> runs;
+      for (int r = 0; r < 22; ++r) {
+        auto start = std::chrono::steady_clock::now();
+        (void)(*fastLib)->call(kf.symbol, a.data());
+        runs.push_back(std::chrono::duration<double, std::micro>(
+                           std::chrono::steady_clock::now() - start)
+                           .count());
+      }
+      runs.erase(runs.begin());
+      std::nth_element(runs.begin(), runs.begin() + runs.size() / 2,
+                       runs.end());
+      os << llvm::format(" (%.1f us)", runs[runs.size() / 2]);
+    }
+    os << "\n";
   }
   os << kernels.size() << " kernels checked against the reference lowering, "
      << bad << " mismatched\n";
