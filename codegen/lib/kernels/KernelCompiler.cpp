@@ -541,69 +541,6 @@ FailureOr<KernelLibrary> compileKernels(ModuleOp module,
   return library;
 }
 
-std::string formatKernelReport(const KernelLibrary &library, unsigned limit) {
-  std::string out;
-  llvm::raw_string_ostream os(out);
-  size_t distinct = 0, hits = 0, compiled = 0;
-  double cpu = 0;
-  for (const CompiledKernel &k : library.kernels) {
-    if (k.duplicate)
-      continue;
-    ++distinct;
-    if (k.cacheHit)
-      ++hits;
-    else
-      ++compiled;
-    cpu += k.lowerSeconds + k.optimizeSeconds + k.codegenSeconds;
-  }
-  os << "kernels: " << library.kernels.size() << " (" << distinct
-     << " distinct: " << compiled << " compiled on " << library.threads
-     << " thread" << (library.threads == 1 ? "" : "s") << " in "
-     << llvm::format("%.2f", cpu) << " s";
-  if (library.cacheEnabled)
-    os << ", " << hits << " from the kernel cache";
-  os << ") in " << llvm::format("%.2f", library.wallSeconds) << " s; link "
-     << llvm::format("%.2f", library.emitSeconds) << " s\n";
-  std::vector<const CompiledKernel *> rows;
-  llvm::StringMap<const CompiledKernel *> firstOf;
-  for (const CompiledKernel &k : library.kernels) {
-    rows.push_back(&k);
-    firstOf.try_emplace(k.symbol, &k);
-  }
-  auto total = [](const CompiledKernel *k) {
-    return k->lowerSeconds + k->optimizeSeconds + k->codegenSeconds;
-  };
-  llvm::stable_sort(rows,
-                    [&](const CompiledKernel *a, const CompiledKernel *b) {
-                      return total(a) > total(b);
-                    });
-  size_t width = 6;
-  for (const CompiledKernel *k : rows)
-    width = std::max(width, k->name.size());
-  os << llvm::left_justify("kernel", width)
-     << "    ops     object    lower  optimize  codegen\n";
-  size_t shown = 0;
-  for (const CompiledKernel *k : rows) {
-    if (limit && shown++ == limit) {
-      os << "... " << rows.size() - limit << " more\n";
-      break;
-    }
-    os << llvm::left_justify(k->name, width)
-       << llvm::format(" %6u %7.1f KB  ", k->numOps, k->objectBytes / 1024.0);
-    if (k->duplicate)
-      os << "same as " << firstOf[k->symbol]->name;
-    else if (k->cacheHit)
-      os << "cache hit";
-    else if (library.target == KernelTarget::Cuda)
-      os << llvm::format("%6.2f s  (PTX)", k->lowerSeconds);
-    else
-      os << llvm::format("%6.2f s  %6.2f s  %6.2f s", k->lowerSeconds,
-                         k->optimizeSeconds, k->codegenSeconds);
-    os << "\n";
-  }
-  return out;
-}
-
 } // namespace monarch::codegen
 
 namespace monarch::codegen {
