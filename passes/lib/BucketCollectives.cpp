@@ -131,6 +131,29 @@ SmallVector<SmallVector<unsigned>> planBuckets(func::FuncOp fn,
   return buckets;
 }
 
+/// `value` (a tensor or a vector) as `type` (the other of the two, with the
+/// same elements): one collapse or expand over all dimensions, nothing for
+/// a vector already.
+Value reshapeTo(OpBuilder &b, Location loc, Value value,
+                RankedTensorType type) {
+  auto from = cast<RankedTensorType>(value.getType());
+  if (from == type)
+    return value;
+  bool collapse = from.getRank() > type.getRank();
+  RankedTensorType wide = collapse ? from : type;
+  RankedTensorType narrow = collapse ? type : from;
+  // One group per dimension of the narrow side: none for a scalar.
+  SmallVector<ReassociationIndices> groups;
+  if (narrow.getRank() > 0) {
+    groups.emplace_back();
+    for (int64_t d = 0; d < wide.getRank(); ++d)
+      groups.back().push_back(d);
+  }
+  if (collapse)
+    return tensor::CollapseShapeOp::create(b, loc, type, value, groups);
+  return tensor::ExpandShapeOp::create(b, loc, type, value, groups);
+}
+
 /// Rewrites bucket `members` (all_reduces of `fn`, in program order) into
 /// one all_reduce at the last member.
 void applyBucket(func::FuncOp fn, ArrayRef<AllReduceOp> members) {
@@ -163,18 +186,7 @@ void applyBucket(func::FuncOp fn, ArrayRef<AllReduceOp> members) {
     auto type = cast<RankedTensorType>(m.getInput().getType());
     int64_t n = type.getNumElements();
     auto flatType = RankedTensorType::get({n}, type.getElementType());
-    Value v = m.getInput();
-    if (type.getRank() == 0)
-      v = tensor::ExpandShapeOp::create(b, loc, flatType, v,
-                                        ArrayRef<ReassociationIndices>{});
-    else if (type.getRank() > 1) {
-      ReassociationIndices all;
-      for (int64_t d = 0; d < type.getRank(); ++d)
-        all.push_back(d);
-      v = tensor::CollapseShapeOp::create(b, loc, flatType, v,
-                                          ArrayRef<ReassociationIndices>{all});
-    }
-    flat.push_back(v);
+    flat.push_back(reshapeTo(b, loc, m.getInput(), flatType));
     sizes.push_back(n);
   }
   Value joined = tensor::ConcatOp::create(b, loc, /*dim=*/0, flat);
@@ -192,17 +204,7 @@ void applyBucket(func::FuncOp fn, ArrayRef<AllReduceOp> members) {
         ArrayRef<OpFoldResult>{b.getIndexAttr(n)},
         ArrayRef<OpFoldResult>{b.getIndexAttr(1)});
     offset += n;
-    if (type.getRank() == 0)
-      part = tensor::CollapseShapeOp::create(b, loc, type, part,
-                                             ArrayRef<ReassociationIndices>{});
-    else if (type.getRank() > 1) {
-      ReassociationIndices all;
-      for (int64_t d = 0; d < type.getRank(); ++d)
-        all.push_back(d);
-      part = tensor::ExpandShapeOp::create(b, loc, type, part,
-                                           ArrayRef<ReassociationIndices>{all});
-    }
-    m.getResult().replaceAllUsesWith(part);
+    m.getResult().replaceAllUsesWith(reshapeTo(b, loc, part, type));
   }
   // The moved ops go right after the bucket's results, in their order.
   Operation *after = b.getInsertionPoint() == block.end()

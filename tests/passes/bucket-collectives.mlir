@@ -29,6 +29,12 @@
 // CHECK:         monarch.all_reduce %{{.*}} : tensor<32xf32>
 // CHECK:         monarch.all_reduce %{{.*}} : tensor<16xf32>
 
+// A scalar joins a bucket as a vector of one.
+// CHECK-LABEL: func.func private @step.worker.mesh.rank0(%{{[^:]*}}: tensor<f32>
+// CHECK:         tensor.expand_shape %{{.*}} [] output_shape [1] : tensor<f32> into tensor<1xf32>
+// CHECK:         monarch.all_reduce %{{.*}} : tensor<17xf32>
+// CHECK:         tensor.collapse_shape %{{.*}} [] : tensor<1xf32> into tensor<f32>
+
 // PLAN-LABEL:  monarch.rank_program rank 0
 // PLAN-COUNT-2:  monarch.collective all_reduce sum
 // PLAN-NOT:      monarch.collective
@@ -69,5 +75,33 @@ module {
     %3 = monarch.fetch_output @step.worker.mesh output 2 : tensor<16xf32>
     monarch.await %0 : !monarch.token
     return %1, %2, %3 : tensor<16xf32>, tensor<4x4xf32>, tensor<16xf32>
+  }
+}
+
+// -----
+
+module {
+  shard.grid @grid(shape = 2)
+  monarch.proc_mesh @mesh(gpus = 2) grid @grid
+  monarch.actor_class @step.mesh.0.class {
+    monarch.endpoint @run(%ga: tensor<f32>, %gb: tensor<4x4xf32>) -> (tensor<f32>, tensor<4x4xf32>) {
+      %a = all_reduce %ga over ["gpus"] sum : tensor<f32>
+      %b = all_reduce %gb over ["gpus"] sum : tensor<4x4xf32>
+      return %a, %b : tensor<f32>, tensor<4x4xf32>
+    }
+  }
+  monarch.actor_mesh @step.mesh.0 = @step.mesh.0.class on @mesh
+  func.func @step.worker.mesh(%arg0: tensor<f32>, %arg1: tensor<4x4xf32>) -> (tensor<f32>, tensor<4x4xf32>) attributes {monarch.worker_for = @mesh} {
+    %0:2 = monarch.call @step.mesh.0::@run(%arg0, %arg1) : (tensor<f32>, tensor<4x4xf32>) -> (tensor<f32>, tensor<4x4xf32>)
+    return %0#0, %0#1 : tensor<f32>, tensor<4x4xf32>
+  }
+  func.func @step(%arg0: tensor<f32>, %arg1: tensor<4x4xf32>) -> (tensor<f32>, tensor<4x4xf32>) {
+    %0 = monarch.control_msg to @mesh invoke [@step.worker.mesh] : !monarch.token
+    monarch.feed_input %arg0 to @step.worker.mesh input 0 : tensor<f32>
+    monarch.feed_input %arg1 to @step.worker.mesh input 1 : tensor<4x4xf32>
+    %1 = monarch.fetch_output @step.worker.mesh output 0 : tensor<f32>
+    %2 = monarch.fetch_output @step.worker.mesh output 1 : tensor<4x4xf32>
+    monarch.await %0 : !monarch.token
+    return %1, %2 : tensor<f32>, tensor<4x4xf32>
   }
 }
