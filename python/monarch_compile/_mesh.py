@@ -47,11 +47,23 @@ class Mesh:
                     f"{', '.join(self._dims)})", *loc)
             size = self._dims[name]
             if isinstance(r, int):
-                r = slice(r, r + 1)
+                if not -size <= r < size:
+                    raise errors.MeshError(
+                        f"index {r} of dimension '{name}' is out of range "
+                        f"(size {size})", *loc)
+                r = slice(r % size, r % size + 1)
             if not isinstance(r, slice) or r.step not in (None, 1):
                 raise errors.MeshError(
                     f"slice of dimension '{name}' must be an int or a "
                     "contiguous slice(start, stop)", *loc)
+            # A mesh slice is the ranks asked for, never fewer: numpy's
+            # clamping of out-of-range bounds would hand back a smaller mesh.
+            for bound in (r.start, r.stop):
+                if bound is not None and not -size <= bound <= size:
+                    raise errors.MeshError(
+                        f"slice {r.start}:{r.stop} of dimension '{name}' "
+                        f"goes past it (size {size}): bounds must lie in "
+                        f"-{size}..{size}", *loc)
             start, stop, _ = r.indices(size)
             if start >= stop:
                 raise errors.MeshError(

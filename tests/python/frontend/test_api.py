@@ -28,6 +28,9 @@ def test_mesh_dims_and_slices():
     assert sub.dims == {"hosts": 1, "gpus": 2}
     assert sub.parent is mesh
     assert mesh.slice(gpus=3).dims == {"hosts": 1, "gpus": 1}
+    last = mesh.slice(gpus=-1)  # from the end, as numpy indexes
+    assert last.dims == {"hosts": 1, "gpus": 1}
+    assert mesh.slice(gpus=slice(-2, None)).dims == {"hosts": 1, "gpus": 2}
     assert mesh.size == 4
     with mc.mesh(gpus=2) as m:
         assert m.dims == {"gpus": 2}

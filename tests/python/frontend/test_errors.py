@@ -149,6 +149,18 @@ def test_unknown_mesh_dimension_in_slice():
     check(e, "slice")
 
 
+def test_mesh_slice_past_its_dimension():
+    # numpy would clamp gpus 2:6 of 4 to 2 ranks; a mesh refuses.
+    with pytest.raises(mc.MeshError) as e:
+        mesh.slice(gpus=slice(2, 6))  # ERR:past
+    msg = check(e, "past")
+    assert "slice 2:6 of dimension 'gpus' goes past it (size 4)" in msg
+    with pytest.raises(mc.MeshError) as e:
+        mesh.slice(gpus=4)  # ERR:mesh-index
+    msg = check(e, "mesh-index")
+    assert "index 4 of dimension 'gpus' is out of range (size 4)" in msg
+
+
 def test_unknown_mesh_dimension_in_collective():
     class A(mc.Actor):
         @mc.endpoint
