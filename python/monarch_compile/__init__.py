@@ -20,11 +20,12 @@ from . import knobs, optim
 from ._compile import Compiled, PlanSummary, Specialization, compile
 from ._mesh import Mesh, mesh
 from ._ops import (arange, concatenate, full, one_hot, ones, split, stack, take,
-                   tril, triu, zeros, abs, add, all_gather, all_reduce, astype, bfloat16,
-                   broadcast, div, exp, float16, float32, gelu, int32, log,
-                   matmul, max, maximum, mean, min, minimum, mul, neg,
-                   reduce_scatter, relu, replicate, reshape, shard, sigmoid,
-                   softmax, sqrt, sub, sum, tanh, transpose, where)
+                   tril, triu, zeros, abs, add, all_gather, all_reduce, argmax,
+                   argmin, astype, bfloat16, broadcast, div, exp, float16,
+                   float32, gelu, int32, log, matmul, max, maximum, mean, min,
+                   minimum, mul, neg, reduce_scatter, relu, replicate, reshape,
+                   rsqrt, shard, sigmoid, softmax, sqrt, sub, sum, tanh,
+                   transpose, where)
 from ._runtime import STAGES, Restart, recovery_stats
 from ._tensor import Tensor
 from .errors import (ConcretizationError, ExecutionError,

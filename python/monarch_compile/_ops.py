@@ -3,9 +3,10 @@ from . import errors
 from ._location import user_loc
 import numpy as _np
 
-from ._tensor import (Tensor, active_trace, as_value, binary, cast,
-                      constant_array, dtype_name, reduce, reshape as _reshape,
-                      transpose as _transpose, unary, wrap)
+from ._tensor import (Tensor, _np_function, active_trace, as_value, binary,
+                      cast, constant_array, dtype_name, reduce,
+                      reshape as _reshape, transpose as _transpose, unary,
+                      wrap)
 
 float32 = "float32"
 float16 = "float16"
@@ -30,6 +31,23 @@ gelu = _unary("gelu")
 sqrt = _unary("sqrt")
 abs = _unary("abs")
 neg = _unary("neg")
+
+
+def rsqrt(x):
+    """Elementwise 1 / sqrt(x)."""
+    loc = user_loc()
+    return binary("div", 1.0, unary("sqrt", x, loc), loc)
+
+
+def argmax(x, axis=None, keepdims=False):
+    """The index of the largest element along `axis` (of the flattened `x`
+    when None), the first of ties and of NaNs, as int32: `np.argmax`'s."""
+    return _np_function("argmax", x, axis, keepdims=keepdims)
+
+
+def argmin(x, axis=None, keepdims=False):
+    """The index of the smallest element along `axis`, as `np.argmin`."""
+    return _np_function("argmin", x, axis, keepdims=keepdims)
 
 
 def add(a, b):

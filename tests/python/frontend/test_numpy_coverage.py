@@ -296,6 +296,32 @@ def test_gradient_matches_finite_differences(mesh, name):
                                    err_msg=f"{name}: argument {i}")
 
 
+def test_mc_argmax_argmin_rsqrt(mesh):
+    # DESIGN section 3 names them beside numpy's spellings.
+    x = r(11, 3, 5)
+    x[1, 2] = x[1, 4] = x[1].max() + 1  # a tie: the first wins
+
+    @mc.compile(mesh=mesh)
+    def f(x, p):
+        return (mc.argmax(x, axis=-1), mc.argmin(x), mc.argmin(x, axis=0),
+                mc.argmax(x, axis=1, keepdims=True), mc.rsqrt(p))
+
+    a, b, c, d, e = f(x, POS)
+    np.testing.assert_array_equal(a, np.argmax(x, axis=-1))
+    assert int(b) == int(np.argmin(x))
+    np.testing.assert_array_equal(c, np.argmin(x, axis=0))
+    np.testing.assert_array_equal(d, np.argmax(x, axis=1, keepdims=True))
+    assert a.dtype == np.int32
+    np.testing.assert_allclose(e, 1 / np.sqrt(POS), rtol=2e-6)
+
+    @mc.compile(mesh=mesh)
+    def g(p):
+        return mc.grad(lambda q: mc.rsqrt(q).sum())(p)
+
+    want = finite_differences(lambda q: 1 / np.sqrt(q), [POS])[0]
+    np.testing.assert_allclose(g(POS), want, rtol=2e-3, atol=2e-4)
+
+
 # Numerics numpy users rely on ------------------------------------------------
 
 TINY = np.array([1e-30, -1e-20, 1e-10, -3e-8, 1e-6, 0.0, -0.0, 5e-4],
