@@ -75,6 +75,18 @@ bool containsMonarchOp(Operation &op) {
       .wasInterrupted();
 }
 
+/// Whether `op`, or an op nested in it, uses one of `values`.
+bool usesAny(Operation &op, const llvm::DenseSet<Value> &values) {
+  return op
+      .walk([&](Operation *inner) {
+        return llvm::any_of(inner->getOperands(),
+                            [&](Value v) { return values.contains(v); })
+                   ? WalkResult::interrupt()
+                   : WalkResult::advance();
+      })
+      .wasInterrupted();
+}
+
 /// The buckets of `fn` (indices into its all_reduces in program order,
 /// two or more each), decided without changing it.
 SmallVector<SmallVector<unsigned>> planBuckets(func::FuncOp fn,
@@ -94,13 +106,7 @@ SmallVector<SmallVector<unsigned>> planBuckets(func::FuncOp fn,
   };
   unsigned index = 0;
   for (Operation &op : fn.getBody().front().without_terminator()) {
-    bool usesTainted = llvm::any_of(
-        op.getOperands(), [&](Value v) { return tainted.contains(v); });
-    if (!usesTainted)
-      op.walk([&](Operation *inner) {
-        for (Value v : inner->getOperands())
-          usesTainted |= tainted.contains(v);
-      });
+    bool usesTainted = usesAny(op, tainted);
     if (auto ar = dyn_cast<AllReduceOp>(op)) {
       unsigned me = index++;
       int64_t bytes = bytesOf(ar);
@@ -167,12 +173,7 @@ void applyBucket(func::FuncOp fn, ArrayRef<AllReduceOp> members) {
   SmallVector<Operation *> moving;
   for (Operation *op = members.front()->getNextNode(); op && op != last;
        op = op->getNextNode()) {
-    bool uses = false;
-    op->walk([&](Operation *inner) {
-      for (Value v : inner->getOperands())
-        uses |= tainted.contains(v);
-    });
-    if (!uses)
+    if (!usesAny(*op, tainted))
       continue;
     moving.push_back(op);
     for (Value r : op->getResults())

@@ -453,23 +453,31 @@ def _permute(x, perm, loc):
     return transpose(x, perm, loc) if list(perm) != list(range(x.ndim)) else x
 
 
-def dot(a, b, loc):
+def _dot_operands(a, b, loc):
+    """`a` and `b` as tensors (numbers kept), and their elementwise product
+    when either is a scalar (what np.dot and np.inner give then), else
+    None."""
     a = a if isinstance(a, numbers.Number) else tensor(a, loc)
     b = b if isinstance(b, numbers.Number) else tensor(b, loc)
     if isinstance(a, numbers.Number) or isinstance(b, numbers.Number) or \
             a.ndim == 0 or b.ndim == 0:
-        return binary("mul", a, b, loc)
+        return a, b, binary("mul", a, b, loc)
+    return a, b, None
+
+
+def dot(a, b, loc):
+    a, b, scalar = _dot_operands(a, b, loc)
+    if scalar is not None:
+        return scalar
     if a.ndim <= 2 and b.ndim <= 2:
         return matmul(a, b, loc)
     return tensordot(a, b, ([a.ndim - 1], [max(b.ndim - 2, 0)]), loc)
 
 
 def inner(a, b, loc):
-    a = a if isinstance(a, numbers.Number) else tensor(a, loc)
-    b = b if isinstance(b, numbers.Number) else tensor(b, loc)
-    if isinstance(a, numbers.Number) or isinstance(b, numbers.Number) or \
-            a.ndim == 0 or b.ndim == 0:
-        return binary("mul", a, b, loc)
+    a, b, scalar = _dot_operands(a, b, loc)
+    if scalar is not None:
+        return scalar
     return tensordot(a, b, ([a.ndim - 1], [b.ndim - 1]), loc)
 
 

@@ -37,6 +37,14 @@ std::array<uint8_t, 32> digestOf(llvm::ArrayRef<llvm::StringRef> fields) {
   return hash.final();
 }
 
+/// The SHA-256 of an entry's object, as the bytes its header holds.
+std::string objectDigest(llvm::StringRef object) {
+  std::array<uint8_t, 32> digest = llvm::SHA256::hash(
+      llvm::ArrayRef<uint8_t>(object.bytes_begin(), object.bytes_end()));
+  return std::string(reinterpret_cast<const char *>(digest.data()),
+                     digest.size());
+}
+
 /// The build of the kernel compiler: this library, MLIR's and LLVM's.
 const std::string &compilerBuild() {
   static const std::string build = [] {
@@ -77,13 +85,8 @@ std::optional<std::string> KernelCache::lookup(llvm::StringRef key) const {
   llvm::StringRef text(*bytes);
   bool valid = text.consume_front(kMagic) && text.size() > kDigestBytes;
   if (valid) {
-    llvm::StringRef digest = text.take_front(kDigestBytes);
     llvm::StringRef object = text.drop_front(kDigestBytes);
-    std::array<uint8_t, 32> actual = llvm::SHA256::hash(
-        llvm::ArrayRef<uint8_t>(object.bytes_begin(), object.bytes_end()));
-    valid =
-        digest == llvm::StringRef(reinterpret_cast<const char *>(actual.data()),
-                                  actual.size());
+    valid = text.take_front(kDigestBytes) == objectDigest(object);
     if (valid) {
       ::utime(path.c_str(), nullptr); // Recently used.
       return object.str();
@@ -99,10 +102,7 @@ void KernelCache::store(llvm::StringRef key, llvm::StringRef object) const {
   std::string path = entryPath(key);
   if (llvm::sys::fs::create_directories(llvm::sys::path::parent_path(path)))
     return;
-  std::array<uint8_t, 32> digest = llvm::SHA256::hash(
-      llvm::ArrayRef<uint8_t>(object.bytes_begin(), object.bytes_end()));
-  std::string bytes = kMagic.str();
-  bytes.append(reinterpret_cast<const char *>(digest.data()), digest.size());
+  std::string bytes = kMagic.str() + objectDigest(object);
   bytes.append(object.data(), object.size());
   (void)plan::writeFileAtomically(path, bytes);
 }

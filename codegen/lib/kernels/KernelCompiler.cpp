@@ -283,65 +283,51 @@ struct Distinct {
   double lowerSeconds = 0, optimizeSeconds = 0, codegenSeconds = 0;
 };
 
-/// Compiles `d` (its scratch module as bytecode) into object code in
-/// `ctx`, a context of the calling thread. Sets `d.failed` on any failure;
-/// diagnostics are left to the caller's retry.
-void compileOnThread(Distinct &d, MLIRContext &ctx,
-                     const KernelCompileOptions &options) {
+/// Lowers `scratch` (the kernel of `d`, in the context of the calling
+/// thread) to object code in `d.object`, with the time of each stage;
+/// failures go to `report` with their stage.
+LogicalResult
+lowerToObject(Distinct &d, ScratchKernel &scratch,
+              llvm::function_ref<void(const llvm::Twine &)> report,
+              const KernelCompileOptions &options) {
   Clock::time_point start = Clock::now();
-  OwningOpRef<ModuleOp> module =
-      parseSourceString<ModuleOp>(d.bytecode, ParserConfig(&ctx));
-  if (!module) {
-    d.failed = true;
-    return;
-  }
-  ScratchKernel local;
-  local.module = std::move(module);
-  local.symbol = d.scratch.symbol;
   llvm::LLVMContext llvmCtx;
   std::unique_ptr<llvm::Module> llvmModule;
   std::string ptx;
   std::vector<GemmCall> gemms;
-  if (failed(lowerScratchKernel(
-          local, [](const llvm::Twine &) {}, d.numArgs, options, llvmCtx,
-          llvmModule, ptx, gemms)) ||
-      !llvmModule) {
-    d.failed = true;
-    return;
-  }
+  if (failed(lowerScratchKernel(scratch, report, d.numArgs, options, llvmCtx,
+                                llvmModule, ptx, gemms)))
+    return failure();
   d.lowerSeconds = secondsSince(start);
   llvm::Expected<std::string> object = detail::emitObject(
       *llvmModule, options, &d.optimizeSeconds, &d.codegenSeconds);
   if (!object) {
-    llvm::consumeError(object.takeError());
-    d.failed = true;
-    return;
+    report("object code: " + llvm::toString(object.takeError()));
+    return failure();
   }
   d.object = std::move(*object);
+  return success();
+}
+
+/// Compiles `d` from its bytecode in `ctx`, a context of a worker thread.
+/// Sets `d.failed` on any failure; diagnostics are left to the caller's
+/// retry (compileOnCaller).
+void compileOnThread(Distinct &d, MLIRContext &ctx,
+                     const KernelCompileOptions &options) {
+  ScratchKernel local;
+  local.module = parseSourceString<ModuleOp>(d.bytecode, ParserConfig(&ctx));
+  local.symbol = d.scratch.symbol;
+  d.failed =
+      !local.module ||
+      failed(lowerToObject(d, local, [](const llvm::Twine &) {}, options));
 }
 
 /// Compiles `d` on the caller's thread and context, diagnostics at its
 /// kernel: the retry of a kernel that failed on a worker thread.
 LogicalResult compileOnCaller(Distinct &d,
                               const KernelCompileOptions &options) {
-  Clock::time_point start = Clock::now();
-  llvm::LLVMContext llvmCtx;
-  std::unique_ptr<llvm::Module> llvmModule;
-  std::string ptx;
-  std::vector<GemmCall> gemms;
-  if (failed(lowerScratchKernel(d.scratch, reportAt(d.origin), d.numArgs,
-                                options, llvmCtx, llvmModule, ptx, gemms)))
-    return failure();
-  d.lowerSeconds = secondsSince(start);
-  llvm::Expected<std::string> object = detail::emitObject(
-      *llvmModule, options, &d.optimizeSeconds, &d.codegenSeconds);
-  if (!object)
-    return d.origin.emitError("failed to emit the object code of kernel '")
-           << d.origin.getSymName()
-           << "': " << llvm::toString(object.takeError());
-  d.object = std::move(*object);
-  d.failed = false;
-  return success();
+  d.failed = failed(lowerToObject(d, d.scratch, reportAt(d.origin), options));
+  return failure(d.failed);
 }
 
 unsigned compileThreads(const KernelCompileOptions &options, size_t work) {

@@ -9,12 +9,17 @@
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/Support/Format.h"
-#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/raw_ostream.h"
 
 namespace monarch::codegen {
 
-std::string formatKernelReport(const KernelLibrary &library, unsigned limit) {
+/// The seconds a kernel's code took to generate (0 for a cache hit or a
+/// duplicate).
+static double compileTime(const CompiledKernel &k) {
+  return k.lowerSeconds + k.optimizeSeconds + k.codegenSeconds;
+}
+
+std::string formatKernelReport(const KernelLibrary &library) {
   std::string out;
   llvm::raw_string_ostream os(out);
   size_t distinct = 0, hits = 0, compiled = 0;
@@ -27,7 +32,7 @@ std::string formatKernelReport(const KernelLibrary &library, unsigned limit) {
       ++hits;
     else
       ++compiled;
-    cpu += k.lowerSeconds + k.optimizeSeconds + k.codegenSeconds;
+    cpu += compileTime(k);
   }
   os << "kernels: " << library.kernels.size() << " (" << distinct
      << " distinct: " << compiled << " compiled on " << library.threads
@@ -43,24 +48,15 @@ std::string formatKernelReport(const KernelLibrary &library, unsigned limit) {
     rows.push_back(&k);
     firstOf.try_emplace(k.symbol, &k);
   }
-  auto total = [](const CompiledKernel *k) {
-    return k->lowerSeconds + k->optimizeSeconds + k->codegenSeconds;
-  };
-  llvm::stable_sort(rows,
-                    [&](const CompiledKernel *a, const CompiledKernel *b) {
-                      return total(a) > total(b);
-                    });
+  llvm::stable_sort(rows, [](const CompiledKernel *a, const CompiledKernel *b) {
+    return compileTime(*a) > compileTime(*b);
+  });
   size_t width = 6;
   for (const CompiledKernel *k : rows)
     width = std::max(width, k->name.size());
   os << llvm::left_justify("kernel", width)
      << "    ops     object    lower  optimize  codegen\n";
-  size_t shown = 0;
   for (const CompiledKernel *k : rows) {
-    if (limit && shown++ == limit) {
-      os << "... " << rows.size() - limit << " more\n";
-      break;
-    }
     os << llvm::left_justify(k->name, width)
        << llvm::format(" %6u %7.1f KB  ", k->numOps, k->objectBytes / 1024.0);
     if (k->duplicate)

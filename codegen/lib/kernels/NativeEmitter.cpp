@@ -110,7 +110,7 @@ std::unique_ptr<llvm::Module> translateCpuKernel(ModuleOp scratch,
 /// per-thread caching allocator when it loads the library: fresh large
 /// mallocs are mmapped and page-faulted on every call, which cost a packed
 /// 512^3 matmul about a quarter of its time. A kernel's module only declares
-/// the pointers; the hook object (emitHookObject) defines them once per
+/// the pointers; the hook object (hookModule) defines them once per
 /// library.
 struct Hook {
   const char *mlirName, *hookName, *libcName;

@@ -11,7 +11,6 @@
 //===----------------------------------------------------------------------===//
 #include "KernelTestUtils.h"
 
-#include "mlir/Parser/Parser.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
 
@@ -204,19 +203,9 @@ func.func private @bad(%x: tensor<64xf32>, %out: memref<64xf32>) {
   return
 }
 )mlir";
-  auto module = mlir::parseSourceString<mlir::ModuleOp>(source, &ctx);
-  ASSERT_TRUE(module);
-  std::string text;
-  mlir::ScopedDiagnosticHandler handler(&ctx, [&](mlir::Diagnostic &d) {
-    text += d.str() + "\n";
-    return mlir::success();
-  });
-  std::vector<mlir::func::FuncOp> kernels;
-  for (auto fn : module->getOps<mlir::func::FuncOp>())
-    kernels.push_back(fn);
   codegen::KernelCompileOptions options = cached();
   options.threads = 2;
-  EXPECT_TRUE(mlir::failed(codegen::compileKernels(*module, kernels, options)));
+  std::string text = compileError(source, "", options);
   EXPECT_NE(text.find("failed to compile kernel 'bad'"), std::string::npos)
       << text;
   EXPECT_EQ(text.find("'ok'"), std::string::npos) << text;

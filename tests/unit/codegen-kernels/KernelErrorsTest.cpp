@@ -14,31 +14,7 @@ using namespace monarch::test;
 
 namespace {
 
-class KernelErrorsTest : public KernelTest {
-protected:
-  /// Compiles the functions of `source` (or only `only`) expecting failure;
-  /// returns the diagnostics.
-  std::string compileError(const std::string &source,
-                           const std::string &only = "") {
-    auto module = mlir::parseSourceString<mlir::ModuleOp>(source, &ctx);
-    if (!module) {
-      ADD_FAILURE() << "does not parse";
-      return "";
-    }
-    std::string text;
-    mlir::ScopedDiagnosticHandler handler(&ctx, [&](mlir::Diagnostic &d) {
-      text += d.str() + "\n";
-      return mlir::success();
-    });
-    std::vector<mlir::func::FuncOp> kernels;
-    for (auto fn : module->getOps<mlir::func::FuncOp>())
-      if (only.empty() || fn.getSymName() == only)
-        kernels.push_back(fn);
-    EXPECT_TRUE(mlir::failed(codegen::compileKernels(
-        *module, kernels, codegen::KernelCompileOptions())));
-    return text;
-  }
-};
+using KernelErrorsTest = KernelTest;
 
 TEST_F(KernelErrorsTest, DynamicShapeIsRejected) {
   std::string err = compileError(R"mlir(

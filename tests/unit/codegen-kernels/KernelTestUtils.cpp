@@ -292,6 +292,27 @@ bool KernelTest::compile(const std::string &source,
   return true;
 }
 
+std::string KernelTest::compileError(const std::string &source,
+                                     const std::string &only,
+                                     codegen::KernelCompileOptions options) {
+  auto module = mlir::parseSourceString<mlir::ModuleOp>(source, &ctx);
+  if (!module) {
+    ADD_FAILURE() << "does not parse";
+    return "";
+  }
+  std::string text;
+  mlir::ScopedDiagnosticHandler handler(&ctx, [&](mlir::Diagnostic &d) {
+    text += d.str() + "\n";
+    return mlir::success();
+  });
+  std::vector<mlir::func::FuncOp> kernels;
+  for (auto fn : module->getOps<mlir::func::FuncOp>())
+    if (only.empty() || fn.getSymName() == only)
+      kernels.push_back(fn);
+  EXPECT_TRUE(mlir::failed(codegen::compileKernels(*module, kernels, options)));
+  return text;
+}
+
 const codegen::CompiledKernel *
 KernelTest::kernel(const std::string &name) const {
   for (const codegen::CompiledKernel &k : library.kernels)

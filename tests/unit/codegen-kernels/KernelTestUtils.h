@@ -72,6 +72,12 @@ protected:
                const std::vector<std::string> &kernels = {},
                codegen::KernelCompileOptions options = {});
 
+  /// Parses `source` and compiles its functions (or only `only`) expecting
+  /// failure; returns the diagnostics.
+  std::string compileError(const std::string &source,
+                           const std::string &only = "",
+                           codegen::KernelCompileOptions options = {});
+
   /// The compiled entry of kernel `name` of the last compile().
   const codegen::CompiledKernel *kernel(const std::string &name) const;
 

@@ -97,12 +97,10 @@ struct KernelLibrary {
   bool cacheEnabled = false;
 };
 
-/// A table of `library`'s kernels, slowest first (name, ops, object size,
-/// seconds per stage or "cache hit" / "same as ..."), and a total line:
-/// what `monarch-compile -v` and `monarch-kernels` print. At most `limit`
-/// kernel rows (0: all).
-std::string formatKernelReport(const KernelLibrary &library,
-                               unsigned limit = 0);
+/// A total line and a table of `library`'s kernels, slowest first (name,
+/// ops, object size, seconds per stage or "cache hit" / "same as ..."):
+/// what `monarch-compile -v` and `monarch-kernels --times` print.
+std::string formatKernelReport(const KernelLibrary &library);
 
 /// Compiles `kernels` (functions of `module`) into one library. Errors are
 /// emitted as diagnostics at the offending kernel. `module` is not modified.
