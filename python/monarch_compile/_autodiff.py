@@ -324,7 +324,17 @@ def _matmul_rule(trace, args, y, g, loc):
                               loc)
             if a.ndim == 1:
                 ga = reshape(ga, a.shape, loc)
-        if _is_float(b):
+        if _is_float(b) and b.ndim == 2 and a.ndim >= 3:
+            # x @ w with x batched (activations @ weights): the weight's
+            # gradient is one matrix product over every row of the batch,
+            # x.reshape(-1, K).T @ g.reshape(-1, N), not a batched product
+            # summed afterwards (one BLAS call instead of one per batch
+            # index and a reduction).
+            rows = int(np.prod(a.shape[:-1]))
+            a_rows = reshape(a, (rows, a.shape[-1]), loc)
+            g_rows = reshape(g, (rows, g.shape[-1]), loc)
+            gb = matmul(_swap_last(a_rows, loc), g_rows, loc)
+        elif _is_float(b):
             gb = _unbroadcast(matmul(_swap_last(a2, loc), g2, loc), b2.shape,
                               loc)
             if b.ndim == 1:

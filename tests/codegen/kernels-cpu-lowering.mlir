@@ -2,7 +2,7 @@
 // LLVM IR, host vector FMAs in the assembly, and a shared object whose
 // dynamic symbols are the deduplicated kernels and the allocator hooks.
 // RUN: monarch-kernels %s --kernel=add --emit=llvm | FileCheck %s --check-prefix=LLVM
-// RUN: monarch-kernels %s --kernel=mm --emit=asm | FileCheck %s --check-prefix=ASM
+// RUN: env MONARCH_CPU_GEMM=generated monarch-kernels %s --kernel=mm --emit=asm | FileCheck %s --check-prefix=ASM
 // RUN: monarch-kernels %s --emit=library -o %t.so
 // RUN: llvm-nm -D --defined-only %t.so | FileCheck %s --check-prefix=SYMS
 // RUN: llvm-readelf -h %t.so | FileCheck %s --check-prefix=ELF
@@ -14,6 +14,9 @@
 // LLVM: define void @[[SYM]](ptr %0)
 // LLVM: getelementptr inbounds ptr, ptr %0, i64 2
 // LLVM: call void @[[SYM]]_impl(ptr
+
+// The generated schedule (MONARCH_CPU_GEMM=generated; by default the
+// matmul calls OpenBLAS, tests/codegen/kernels-cpu-blas.mlir).
 
 // ASM: vfmadd{{[0-9]+}}ps
 

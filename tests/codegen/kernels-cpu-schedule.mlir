@@ -1,8 +1,8 @@
 // The CPU schedules on tensors: the packed, register-tiled matmul (both tile
 // configurations: AVX2's 6x16 with B packed, AVX-512's 8x32 with A and B
 // packed) and tile-by-16 vectorization of a fused elementwise chain.
-// RUN: env MONARCH_MATMUL_TILES=6,16,128,0 monarch-kernels %s --kernel=mm --emit=scheduled | FileCheck %s --check-prefix=AVX2
-// RUN: env MONARCH_MATMUL_TILES=8,32,256,1 monarch-kernels %s --kernel=mm --emit=scheduled | FileCheck %s --check-prefix=AVX512
+// RUN: env MONARCH_CPU_GEMM=generated MONARCH_MATMUL_TILES=6,16,128,0 monarch-kernels %s --kernel=mm --emit=scheduled | FileCheck %s --check-prefix=AVX2
+// RUN: env MONARCH_CPU_GEMM=generated MONARCH_MATMUL_TILES=8,32,256,1 monarch-kernels %s --kernel=mm --emit=scheduled | FileCheck %s --check-prefix=AVX512
 // RUN: monarch-kernels %s --kernel=chain --emit=scheduled | FileCheck %s --check-prefix=CHAIN
 // RUN: monarch-kernels %s --kernel=chain --emit=prepared | FileCheck %s --check-prefix=FUSED
 

@@ -66,6 +66,16 @@ static cl::opt<bool>
               cl::init(false));
 static cl::opt<unsigned> seed("seed", cl::desc("Random inputs of --emit=check"),
                               cl::init(1));
+static cl::opt<bool>
+    profile("profile",
+            cl::desc("Compile the kernels with a timer around every loop "
+                     "nest, run each on random inputs and print where the "
+                     "time goes: op, shapes, the user's line, time, "
+                     "GFLOP/s and GB/s"),
+            cl::init(false));
+static cl::opt<unsigned>
+    profileRuns("runs", cl::desc("Calls of each kernel timed by --profile"),
+                cl::init(20));
 
 /// Random bytes for one kernel argument of `type` (a tensor input or a
 /// memref output): floats uniform in [low, high), integers in [low, high),
@@ -278,6 +288,84 @@ static int checkKernels(ModuleOp module, ArrayRef<func::FuncOp> kernels,
   return bad ? 1 : 0;
 }
 
+/// Random inputs and outputs for `fn` in the kernel ABI (inputs first);
+/// false for an argument type the generator cannot fill.
+static bool randomBuffers(func::FuncOp fn, std::mt19937 &rng,
+                          std::vector<std::vector<uint8_t>> &buffers) {
+  for (Type type : fn.getArgumentTypes()) {
+    auto bytes = randomArgument(type, rng, -2.0, 2.0);
+    if (!bytes)
+      return false;
+    buffers.push_back(std::move(*bytes));
+  }
+  return true;
+}
+
+/// --profile: the kernels compiled with a timer around each loop nest
+/// (KernelCompileOptions::profile), each called once to warm up and then
+/// --runs times on random inputs; prints the profile table, per call.
+static int profileKernels(ModuleOp module, ArrayRef<func::FuncOp> kernels,
+                          llvm::raw_ostream &os, unsigned seed) {
+  KernelCompileOptions options;
+  options.profile = true;
+  FailureOr<KernelLibrary> library = compileKernels(module, kernels, options);
+  if (failed(library))
+    return 1;
+  auto loaded = LoadedKernelLibrary::load(library->binary, "the kernels");
+  if (!loaded.isOk()) {
+    llvm::errs() << "monarch-kernels: " << loaded.status().toString() << "\n";
+    return 1;
+  }
+  std::vector<std::string> symbols;
+  for (const CompiledKernel &k : library->kernels)
+    if (llvm::find(symbols, k.symbol) == symbols.end())
+      symbols.push_back(k.symbol);
+  std::mt19937 rng(seed);
+  unsigned runs = std::max(1u, static_cast<unsigned>(profileRuns));
+  double wall = 0;
+  for (size_t k = 0; k < kernels.size(); ++k) {
+    if (library->kernels[k].duplicate)
+      continue;
+    func::FuncOp fn = kernels[k];
+    std::vector<std::vector<uint8_t>> buffers;
+    if (!randomBuffers(fn, rng, buffers)) {
+      os << fn.getSymName() << ": skipped (an argument type the "
+         << "profile cannot fill)\n";
+      continue;
+    }
+    std::vector<void *> args;
+    for (auto &b : buffers)
+      args.push_back(b.data());
+    const std::string &symbol = library->kernels[k].symbol;
+    if (auto st = (*loaded)->call(symbol, args.data()); !st.isOk()) {
+      os << fn.getSymName() << ": FAILED to run: " << st.toString() << "\n";
+      return 1;
+    }
+    (*loaded)->resetProfile({symbol});
+    auto start = std::chrono::steady_clock::now();
+    for (unsigned r = 0; r < runs; ++r)
+      (void)(*loaded)->call(symbol, args.data());
+    wall +=
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+            .count();
+  }
+  std::vector<KernelOpProfile> rows = (*loaded)->profile(symbols);
+  if (rows.empty()) {
+    os << "no loop nests to profile (kernels without linalg ops)\n";
+    return 0;
+  }
+  // Per call of each kernel: divide the accumulated times by the runs.
+  for (KernelOpProfile &row : rows) {
+    row.nanoseconds /= runs;
+    row.calls /= runs;
+  }
+  os << formatKernelProfile(std::move(rows));
+  os << llvm::format("%.3f ms per call of all %zu kernels, hooks included "
+                     "(%u timed calls each after one warm-up)\n",
+                     wall / runs * 1e3, symbols.size(), runs);
+  return 0;
+}
+
 /// The kernels named by monarch.launch ops, in order of first use.
 static llvm::SetVector<StringRef> launchedKernels(ModuleOp module) {
   llvm::SetVector<StringRef> names;
@@ -335,7 +423,7 @@ int main(int argc, char **argv) {
       names.insert(name);
   else
     names = launchedKernels(*module);
-  if (names.empty() && emit == "check") {
+  if (names.empty() && (emit == "check" || profile)) {
     // A plan without kernels (it only moves data): nothing to check.
     llvm::outs() << "0 kernels checked against the reference lowering, 0 "
                     "mismatched\n";
@@ -366,6 +454,11 @@ int main(int argc, char **argv) {
     return 1;
   }
 
+  if (profile) {
+    int rc = profileKernels(*module, kernels, output->os(), seed);
+    output->keep();
+    return rc;
+  }
   if (emit == "check") {
     int rc = checkKernels(*module, kernels, output->os(), seed);
     output->keep();

@@ -15,6 +15,7 @@
 //              f32, everything to LLVM with bare-pointer memrefs.
 //
 //===----------------------------------------------------------------------===//
+#include "BlasCalls.h"
 #include "KernelPipelines.h"
 #include "MatmulSchedule.h"
 
@@ -266,6 +267,7 @@ LogicalResult prepareKernel(ModuleOp scratch) {
 
 LogicalResult scheduleCpuKernel(ModuleOp scratch,
                                 const KernelCompileOptions &options) {
+  markBlasContractions(scratch);
   if (failed(applyMatmulSchedules(scratch, options)))
     return failure();
   IRRewriter rewriter(scratch.getContext());
@@ -278,7 +280,10 @@ LogicalResult scheduleCpuKernel(ModuleOp scratch,
       rewriter.replaceOp(copy, copy.getInputs()[0]);
   });
   SmallVector<linalg::LinalgOp> ops;
-  scratch.walk([&](linalg::LinalgOp op) { ops.push_back(op); });
+  scratch.walk([&](linalg::LinalgOp op) {
+    if (!isMarkedForBlas(op))
+      ops.push_back(op);
+  });
   for (linalg::LinalgOp op : ops)
     if (failed(tileAndVectorize(rewriter, op)))
       return failure();
@@ -319,6 +324,8 @@ LogicalResult bufferizeKernel(ModuleOp scratch) {
 }
 
 LogicalResult lowerCpuKernelToLLVM(ModuleOp scratch) {
+  if (failed(lowerBlasContractions(scratch)))
+    return failure();
   // Copies inserted by bufferization and any op the vectorizer declined
   // become scalar loops; LLVM's loop vectorizer takes it from there.
   if (failed(runPipeline(

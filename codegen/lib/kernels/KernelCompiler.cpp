@@ -211,6 +211,9 @@ LogicalResult lowerScratchKernel(
   if (stopsAt(KernelStage::Prepared))
     return success();
   if (!cuda && !reference) {
+    if (options.profile &&
+        failed(detail::instrumentForProfile(module, scratch.symbol)))
+      return fail("profile instrumentation");
     if (failed(detail::scheduleCpuKernel(module, options)))
       return fail("tiling and vectorization");
     if (stopsAt(KernelStage::Scheduled))
@@ -464,7 +467,10 @@ FailureOr<KernelLibrary> compileKernels(ModuleOp module,
   }
 
   // The kernel cache, then the misses on worker threads.
-  detail::KernelCache cache(options.cacheDirectory, options.cacheMaxBytes);
+  // Profiled kernels carry their user lines, which the location-free key
+  // does not: they are never cached.
+  detail::KernelCache cache(options.profile ? "" : options.cacheDirectory,
+                            options.cacheMaxBytes);
   library.cacheEnabled = cache.enabled();
   std::string target = detail::describeCodeTarget(options) +
                        (options.referenceLowering ? ";reference" : "");

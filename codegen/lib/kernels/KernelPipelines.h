@@ -60,6 +60,12 @@ mlir::LogicalResult scheduleCpuKernel(mlir::ModuleOp scratch,
 /// results are written into the caller's output buffers.
 mlir::LogicalResult bufferizeKernel(mlir::ModuleOp scratch);
 
+/// KernelCompileOptions::profile: brackets each top-level linalg op of the
+/// kernel with the profile hooks and adds its `<symbol>_prof_counts` and
+/// `<symbol>_prof_ops` tables (KernelProfile.cpp).
+mlir::LogicalResult instrumentForProfile(mlir::ModuleOp scratch,
+                                         llvm::StringRef symbol);
+
 /// Vector, memref, scf, arith and func to the LLVM dialect with the
 /// bare-pointer calling convention.
 mlir::LogicalResult lowerCpuKernelToLLVM(mlir::ModuleOp scratch);

@@ -24,6 +24,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "MatmulSchedule.h"
+#include "BlasCalls.h"
 #include "monarch/Support/Knobs.h"
 
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -156,7 +157,10 @@ LogicalResult applyMatmulSchedules(ModuleOp scratch,
                                    const KernelCompileOptions &options) {
   MatmulTiles tiles = chooseMatmulTiles(options);
   SmallVector<linalg::MatmulOp> matmuls;
-  scratch.walk([&](linalg::MatmulOp op) { matmuls.push_back(op); });
+  scratch.walk([&](linalg::MatmulOp op) {
+    if (!isMarkedForBlas(op))
+      matmuls.push_back(op);
+  });
   MLIRContext *ctx = scratch.getContext();
   unsigned index = 0;
   for (linalg::MatmulOp mm : matmuls) {

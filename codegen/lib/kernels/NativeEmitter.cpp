@@ -10,6 +10,7 @@
 // a private directory removed at once.
 //
 //===----------------------------------------------------------------------===//
+#include "BlasCalls.h"
 #include "KernelPipelines.h"
 
 #include "mlir/Target/LLVMIR/Export.h"
@@ -154,7 +155,55 @@ static void routeHeapThroughHooks(llvm::Module &module) {
   }
 }
 
-/// The object defining the hooks' pointers, initialised to malloc and free.
+/// The profile hooks that kernels compiled with KernelCompileOptions::profile
+/// call (KernelProfile.cpp), hidden in the library:
+///   i64 monarch_prof_now()  CLOCK_MONOTONIC in nanoseconds;
+///   void monarch_prof_add(ptr counts, i64 slot, i64 start)
+///     counts[2 slot] += now - start; counts[2 slot + 1] += 1 (atomically).
+static void addProfileHooks(llvm::Module &module) {
+  llvm::LLVMContext &ctx = module.getContext();
+  llvm::Type *i64 = llvm::Type::getInt64Ty(ctx);
+  llvm::Type *i32 = llvm::Type::getInt32Ty(ctx);
+  llvm::Type *ptrTy = llvm::PointerType::getUnqual(ctx);
+  llvm::FunctionCallee clockGettime = module.getOrInsertFunction(
+      "clock_gettime", llvm::FunctionType::get(i32, {i32, ptrTy}, false));
+  auto *now = llvm::Function::Create(llvm::FunctionType::get(i64, {}, false),
+                                     llvm::GlobalValue::ExternalLinkage,
+                                     "monarch_prof_now", module);
+  now->setVisibility(llvm::GlobalValue::HiddenVisibility);
+  {
+    llvm::IRBuilder<> b(llvm::BasicBlock::Create(ctx, "entry", now));
+    llvm::Type *timespec = llvm::ArrayType::get(i64, 2);
+    llvm::Value *ts = b.CreateAlloca(timespec);
+    b.CreateCall(clockGettime, {b.getInt32(1 /*CLOCK_MONOTONIC*/), ts});
+    llvm::Value *sec =
+        b.CreateLoad(i64, b.CreateConstGEP2_32(timespec, ts, 0, 0));
+    llvm::Value *nsec =
+        b.CreateLoad(i64, b.CreateConstGEP2_32(timespec, ts, 0, 1));
+    b.CreateRet(b.CreateAdd(b.CreateMul(sec, b.getInt64(1000000000)), nsec));
+  }
+  auto *add = llvm::Function::Create(
+      llvm::FunctionType::get(llvm::Type::getVoidTy(ctx), {ptrTy, i64, i64},
+                              false),
+      llvm::GlobalValue::ExternalLinkage, "monarch_prof_add", module);
+  add->setVisibility(llvm::GlobalValue::HiddenVisibility);
+  {
+    llvm::IRBuilder<> b(llvm::BasicBlock::Create(ctx, "entry", add));
+    llvm::Value *counts = add->getArg(0), *slot = add->getArg(1);
+    llvm::Value *elapsed = b.CreateSub(b.CreateCall(now), add->getArg(2));
+    llvm::Value *time =
+        b.CreateGEP(i64, counts, b.CreateMul(slot, b.getInt64(2)));
+    llvm::Value *calls = b.CreateGEP(i64, time, b.getInt64(1));
+    b.CreateAtomicRMW(llvm::AtomicRMWInst::Add, time, elapsed, llvm::Align(8),
+                      llvm::AtomicOrdering::Monotonic);
+    b.CreateAtomicRMW(llvm::AtomicRMWInst::Add, calls, b.getInt64(1),
+                      llvm::Align(8), llvm::AtomicOrdering::Monotonic);
+    b.CreateRetVoid();
+  }
+}
+
+/// The object defining the hooks' pointers, initialised to malloc and free,
+/// and the profile hooks.
 static std::unique_ptr<llvm::Module> hookModule(llvm::LLVMContext &ctx) {
   auto module = std::make_unique<llvm::Module>("monarch_kernel_hooks", ctx);
   llvm::Type *ptrTy = llvm::PointerType::getUnqual(ctx);
@@ -167,6 +216,7 @@ static std::unique_ptr<llvm::Module> hookModule(llvm::LLVMContext &ctx) {
         llvm::cast<llvm::Constant>(libc.getCallee()), hook.hookName);
     pointer->setVisibility(llvm::GlobalValue::DefaultVisibility);
   }
+  addProfileHooks(*module);
   return module;
 }
 
@@ -407,6 +457,10 @@ linkSharedObject(llvm::ArrayRef<std::string> objects,
       *linker, "-shared", "--as-needed", "-z", "noexecstack", "-o", libraryArg};
   for (const std::string &path : paths)
     args.push_back(path);
+  // Kernels that call cblas_?gemm (BlasCalls.cpp) need OpenBLAS; with
+  // --as-needed the others do not record it.
+  if (const char *blas = blasLibraryPath())
+    args.push_back(blas);
   std::optional<llvm::StringRef> redirects[] = {
       std::nullopt, llvm::StringRef(logPath), llvm::StringRef(logPath)};
   std::string execError;

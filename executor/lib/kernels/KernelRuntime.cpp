@@ -7,7 +7,9 @@
 //===----------------------------------------------------------------------===//
 #include "monarch/Executor/KernelRuntime.h"
 
+#include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <dlfcn.h>
@@ -174,6 +176,27 @@ void installAllocatorHooks(void *handle) {
     *freeFn = reinterpret_cast<void *>(&kernelFree);
 }
 
+/// Kernels that call OpenBLAS (codegen's BlasCalls.cpp) get it as a
+/// dependency of the library. A worker is one rank on its share of the
+/// cores, so BLAS runs on the calling thread: OPENBLAS_NUM_THREADS defaults
+/// to 1 here (a value the user set is kept), before OpenBLAS is first
+/// loaded, and an OpenBLAS already loaded is told the same.
+int blasThreads() {
+  static const int threads = [] {
+    ::setenv("OPENBLAS_NUM_THREADS", "1", /*overwrite=*/0);
+    int n = std::atoi(std::getenv("OPENBLAS_NUM_THREADS"));
+    return n > 0 ? n : 1;
+  }();
+  return threads;
+}
+
+void applyBlasThreads(void *handle) {
+  using SetThreads = void (*)(int);
+  if (auto set = reinterpret_cast<SetThreads>(
+          ::dlsym(handle, "openblas_set_num_threads")))
+    set(blasThreads());
+}
+
 } // namespace
 
 StatusOr<std::unique_ptr<LoadedKernelLibrary>>
@@ -185,6 +208,7 @@ LoadedKernelLibrary::load(std::string_view binary, std::string name) {
                       ": not an ELF shared object (a CPU kernel library "
                       "was expected; " +
                       std::to_string(binary.size()) + " bytes)");
+  (void)blasThreads();
   std::string error;
   bool memfdUnavailable = false;
   int memfd = -1;
@@ -195,6 +219,7 @@ LoadedKernelLibrary::load(std::string_view binary, std::string name) {
     return Status(StatusCode::InvalidArgument,
                   "loading " + name + ": " + error);
   installAllocatorHooks(handle);
+  applyBlasThreads(handle);
   return std::unique_ptr<LoadedKernelLibrary>(
       new LoadedKernelLibrary(handle, memfd, std::move(name)));
 }
@@ -226,6 +251,109 @@ Status LoadedKernelLibrary::call(const std::string &symbol,
                   "calling " + symbol + ": null buffer list");
   (*fn)(buffers);
   return Status::ok();
+}
+
+} // namespace monarch::executor
+
+namespace monarch::executor {
+
+std::vector<KernelOpProfile>
+LoadedKernelLibrary::profile(const std::vector<std::string> &symbols) const {
+  std::vector<KernelOpProfile> rows;
+  for (const std::string &symbol : symbols) {
+    const auto *counts = static_cast<const uint64_t *>(
+        ::dlsym(handle_, (symbol + "_prof_counts").c_str()));
+    const auto *ops = static_cast<const char *>(
+        ::dlsym(handle_, (symbol + "_prof_ops").c_str()));
+    if (!counts || !ops)
+      continue;
+    // One line per slot: op, location, shapes, flops, bytes (tabs).
+    std::string_view text(ops);
+    size_t slot = 0;
+    while (!text.empty()) {
+      size_t end = text.find('\n');
+      std::string_view line = text.substr(0, end);
+      text = end == std::string_view::npos ? std::string_view()
+                                           : text.substr(end + 1);
+      std::vector<std::string> fields;
+      size_t start = 0;
+      for (size_t tab; (tab = line.find('\t', start)) != line.npos;
+           start = tab + 1)
+        fields.emplace_back(line.substr(start, tab - start));
+      fields.emplace_back(line.substr(start));
+      if (fields.size() != 5)
+        break;
+      KernelOpProfile row;
+      row.symbol = symbol;
+      row.op = fields[0];
+      row.location = fields[1];
+      row.shapes = fields[2];
+      row.flops = std::strtoll(fields[3].c_str(), nullptr, 10);
+      row.bytes = std::strtoll(fields[4].c_str(), nullptr, 10);
+      row.nanoseconds = __atomic_load_n(&counts[2 * slot], __ATOMIC_RELAXED);
+      row.calls = __atomic_load_n(&counts[2 * slot + 1], __ATOMIC_RELAXED);
+      rows.push_back(std::move(row));
+      ++slot;
+    }
+  }
+  return rows;
+}
+
+void LoadedKernelLibrary::resetProfile(
+    const std::vector<std::string> &symbols) const {
+  for (const std::string &symbol : symbols) {
+    auto *counts = static_cast<uint64_t *>(
+        ::dlsym(handle_, (symbol + "_prof_counts").c_str()));
+    const auto *ops = static_cast<const char *>(
+        ::dlsym(handle_, (symbol + "_prof_ops").c_str()));
+    if (!counts || !ops)
+      continue;
+    size_t slots = 0;
+    for (const char *c = ops; *c; ++c)
+      slots += *c == '\n';
+    for (size_t i = 0; i < 2 * slots; ++i)
+      __atomic_store_n(&counts[i], 0, __ATOMIC_RELAXED);
+  }
+}
+
+std::string formatKernelProfile(std::vector<KernelOpProfile> profile,
+                                size_t top) {
+  std::stable_sort(profile.begin(), profile.end(),
+                   [](const KernelOpProfile &a, const KernelOpProfile &b) {
+                     return a.nanoseconds > b.nanoseconds;
+                   });
+  uint64_t total = 0;
+  for (const KernelOpProfile &row : profile)
+    total += row.nanoseconds;
+  std::string out;
+  char line[512];
+  std::snprintf(line, sizeof line, "%10s %6s %7s %10s %8s %8s  %s\n",
+                "total ms", "share", "calls", "us/call", "GFLOP/s", "GB/s",
+                "op  shapes  line  kernel");
+  out += line;
+  size_t shown = 0;
+  for (const KernelOpProfile &row : profile) {
+    if (top && shown++ >= top)
+      break;
+    double perCall =
+        row.calls ? double(row.nanoseconds) / double(row.calls) : 0.0;
+    double gflops = perCall > 0 ? double(row.flops) / perCall : 0.0;
+    double gbs = perCall > 0 ? double(row.bytes) / perCall : 0.0;
+    std::snprintf(
+        line, sizeof line, "%10.3f %5.1f%% %7llu %10.2f %8.2f %8.2f  ",
+        row.nanoseconds / 1e6,
+        total ? 100.0 * double(row.nanoseconds) / double(total) : 0.0,
+        static_cast<unsigned long long>(row.calls), perCall / 1e3, gflops, gbs);
+    out += line;
+    out += row.op + "  " + row.shapes + "  " + row.location + "  " +
+           row.symbol + "\n";
+  }
+  std::snprintf(line, sizeof line,
+                "%10.3f ms in %zu loop nests (time inside kernels, between "
+                "their profile hooks)\n",
+                total / 1e6, profile.size());
+  out += line;
+  return out;
 }
 
 } // namespace monarch::executor

@@ -50,6 +50,9 @@ struct KernelCompileOptions {
   /// CPU: the kernel cache's size bound; least recently used entries go
   /// first (MONARCH_KERNEL_CACHE_MB).
   uint64_t cacheMaxBytes = uint64_t(1) << 30;
+  /// CPU: time every loop nest of each kernel (KernelProfile.cpp; read with
+  /// LoadedKernelLibrary::profile). Profiled kernels bypass the cache.
+  bool profile = false;
 };
 
 /// One kernel of a compiled library.

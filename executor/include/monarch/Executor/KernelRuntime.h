@@ -19,12 +19,32 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace monarch::executor {
 
 /// The entry of every compiled kernel: one pointer per kernel argument,
 /// inputs first then outputs, each a contiguous row-major buffer.
 using KernelFunction = void (*)(void **buffers);
+
+/// The time spent in one loop nest of a profiled kernel (a library compiled
+/// with KernelCompileOptions::profile; codegen's KernelProfile.cpp).
+struct KernelOpProfile {
+  std::string symbol;   // the kernel's exported symbol
+  std::string op;       // linalg.matmul, generic:elementwise, ... (blas)
+  std::string location; // the user's file:line:col, or "-"
+  std::string shapes;   // "8x64:f32, 64x16:f32 -> 8x16:f32"
+  int64_t flops = 0;    // floating-point operations of one call
+  int64_t bytes = 0;    // bytes of its operands
+  uint64_t calls = 0;
+  uint64_t nanoseconds = 0;
+};
+
+/// The rows of `profile` as a table, slowest first: total time and share,
+/// calls, time per call, GFLOP/s and GB/s (per call), op, shapes, line,
+/// kernel; `top` rows at most (0: all), then a line with the total.
+std::string formatKernelProfile(std::vector<KernelOpProfile> profile,
+                                size_t top = 0);
 
 /// A kernel library loaded into this process; unloaded on destruction.
 /// Kernel pointers obtained from it are valid while it lives.
@@ -46,6 +66,13 @@ public:
   executor::Status call(const std::string &symbol, void **buffers) const;
 
   const std::string &name() const { return name_; }
+
+  /// The loop nests of the kernels `symbols` with their accumulated times;
+  /// empty for kernels compiled without profiling.
+  std::vector<KernelOpProfile>
+  profile(const std::vector<std::string> &symbols) const;
+  /// Zeroes the accumulated times of the kernels `symbols`.
+  void resetProfile(const std::vector<std::string> &symbols) const;
 
 private:
   LoadedKernelLibrary(void *handle, int memfd, std::string name)

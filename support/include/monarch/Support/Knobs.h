@@ -68,6 +68,13 @@ enum Component : unsigned {
   X(MatmulTiles, "MONARCH_MATMUL_TILES", String, "", 0, 0, "", Compiler, true, \
     "`mr,nr,kc[,packA]` overrides the CPU matmul tiles chosen for this host "  \
     "(tuning; docs/kernels.md)")                                               \
+  X(CpuGemm, "MONARCH_CPU_GEMM", Choice, "blas", 0, 0, "blas|generated",       \
+    Compiler, true,                                                            \
+    "how CPU kernels compute float32/float64 contractions (matmul, batched "   \
+    "and transposed `@`): `blas` calls OpenBLAS's "                            \
+    "`cblas_sgemm`/`cblas_dgemm` "                                             \
+    "(where the build found it), `generated` uses the generated schedules "    \
+    "(docs/kernels.md)")                                                       \
   X(BucketBytes, "MONARCH_BUCKET_BYTES", Int, "0", 0, 1 << 30, "", Compiler,   \
     true,                                                                      \
     "merge each rank's small independent all_reduces into buckets of at "      \
