@@ -1,7 +1,8 @@
 //===- bench_kernels.cpp - Generated kernels against C -------- -*- C++ -*-===//
 //
 // Compiles a fused elementwise chain (relu(a*b+c)*0.5 over 16M float32) and
-// float32 matmuls (512^3, 1024^3) with compileKernels(), loads them through
+// float32 matmuls (512^3, 1024^3; A B, A B^T, A^T B; the BLAS call and the
+// generated schedule) with compileKernels(), loads them through
 // MonarchKernelRuntime and times them against the same loop in C (clang-22
 // -O3 -march=native), memcpy and single-threaded OpenBLAS cblas_sgemm. The
 // contenders alternate (A B A B ...) in one process and medians are
@@ -105,17 +106,37 @@ func.func private @chain(%a: )" +
 )";
 }
 
-std::string matmulSource(int n) {
+/// C = A B on n x n float32 matrices in one of the layouts a training step
+/// has: "AB" (forward; linalg.matmul, which the packed schedule takes),
+/// "ABt" (x @ w.T; the backward's g @ w.T) and "AtB" (the weight gradient
+/// x.T @ g), the latter two as the linalg.generic the tracer emits.
+std::string matmulSource(int n, const std::string &layout) {
   std::string s = std::to_string(n);
   std::string t = "tensor<" + s + "x" + s + "xf32>";
+  std::string aMap = layout == "AtB" ? "(k, m)" : "(m, k)";
+  std::string bMap = layout == "ABt" ? "(n, k)" : "(k, n)";
+  std::string product =
+      layout == "AB"
+          ? "  %c = linalg.matmul ins(%a, %b : " + t + ", " + t +
+                ") outs(%z : " + t + ") -> " + t + "\n"
+          : "  %c = linalg.generic {indexing_maps = [affine_map<(m, n, k) -> " +
+                aMap + ">, affine_map<(m, n, k) -> " + bMap +
+                ">, affine_map<(m, n, k) -> (m, n)>], iterator_types = "
+                "[\"parallel\", \"parallel\", \"reduction\"]} ins(%a, %b "
+                ": " +
+                t + ", " + t + ") outs(%z : " + t +
+                ") {\n  ^bb0(%x: f32, %y: f32, %acc: f32):\n"
+                "    %p = arith.mulf %x, %y : f32\n"
+                "    %q = arith.addf %acc, %p : f32\n"
+                "    linalg.yield %q : f32\n  } -> " +
+                t + "\n";
   return "func.func private @mm(%a: " + t + ", %b: " + t + ", %out: memref<" +
          s + "x" + s + "xf32>) {\n" +
          "  %zero = arith.constant 0.0 : f32\n"
          "  %e = tensor.empty() : " +
          t + "\n  %z = linalg.fill ins(%zero : f32) outs(%e : " + t + ") -> " +
-         t + "\n  %c = linalg.matmul ins(%a, %b : " + t + ", " + t +
-         ") outs(%z : " + t + ") -> " + t +
-         "\n  bufferization.materialize_in_destination %c in restrict "
+         t + "\n" + product +
+         "  bufferization.materialize_in_destination %c in restrict "
          "writable %out : (" +
          t + ", memref<" + s + "x" + s + "xf32>) -> ()\n  return\n}\n";
 }
@@ -217,10 +238,17 @@ int main(int argc, char **argv) {
     llvm::outs() << llvm::format("  (compile %.0f ms)\n", chain.compileMs);
   }
 
-  // Matmul C = A * B, float32, against single-threaded OpenBLAS.
+  // Matmul C = A * B, float32, in the layouts of a training step, through
+  // both CPU paths (MONARCH_CPU_GEMM: the BLAS call, the default, and the
+  // generated schedule), against single-threaded OpenBLAS called directly.
+  // The generated path of the transposed layouts has no packed schedule
+  // (generic tile-and-vectorize): only 512^3 is timed there.
   std::vector<int> sizes = {512, 1024};
   if (argc > 3)
     sizes = {std::atoi(argv[3])};
+  struct Path {
+    const char *knob, *label;
+  };
   for (int n : sizes) {
     if (!only.empty() && only != "matmul")
       break;
@@ -230,35 +258,52 @@ int main(int argc, char **argv) {
       x = dist(rng);
     for (auto &x : b)
       x = dist(rng);
-    Compiled mm;
-    if (!compile(ctx, matmulSource(n), mm)) {
-      llvm::errs() << "bench_kernels: compiling matmul " << n << " failed\n";
-      return 1;
+    for (std::string layout : {"AB", "ABt", "AtB"}) {
+      for (Path path :
+           {Path{"blas", "blas call"}, Path{"generated", "generated"}}) {
+        std::string knob = path.knob;
+        if (knob == "generated" && layout != "AB" && n > 512)
+          continue;
+        ::setenv("MONARCH_CPU_GEMM", path.knob, 1);
+        Compiled mm;
+        bool compiled = compile(ctx, matmulSource(n, layout), mm);
+        ::unsetenv("MONARCH_CPU_GEMM");
+        if (!compiled) {
+          llvm::errs() << "bench_kernels: compiling matmul " << n << " "
+                       << layout << " failed\n";
+          return 1;
+        }
+        void *buffers[] = {a.data(), b.data(), out.data()};
+        int mmReps = n >= 1024 ? std::max(3, reps / 2) : reps;
+        auto transA = layout == "AtB" ? CblasTrans : CblasNoTrans;
+        auto transB = layout == "ABt" ? CblasTrans : CblasNoTrans;
+        std::vector<double> t = alternate(
+            {[&] { mm.fn(buffers); },
+             [&] {
+               cblas_sgemm(CblasRowMajor, transA, transB, n, n, n, 1.0f,
+                           a.data(), n, b.data(), n, 0.0f, ref.data(), n);
+             }},
+            mmReps);
+        double maxErr = 0;
+        for (size_t i = 0; i < out.size(); ++i)
+          maxErr = std::max(maxErr, double(std::fabs(out[i] - ref[i])));
+        if (maxErr > 1e-3 * std::sqrt(double(n))) {
+          llvm::errs() << "bench_kernels: matmul " << n << " " << layout
+                       << " differs from OpenBLAS by " << maxErr << "\n";
+          ok = false;
+        }
+        double flops = 2.0 * n * n * n;
+        double gen = flops / t[0] / 1e9, blas = flops / t[1] / 1e9;
+        std::string name = "sgemm " + layout + " " + std::to_string(n) + "^3";
+        std::string label =
+            std::string(path.label) +
+            (knob == "generated" && layout == "AB" ? " (packed)" : "");
+        llvm::outs() << llvm::format(
+            "%-26s %-24s %6.1f GF/s %6.1f GF/s %6.2f %7s\n", name.c_str(),
+            label.c_str(), gen, blas, gen / blas, ">=0.80");
+        llvm::outs() << llvm::format("  (compile %.0f ms)\n", mm.compileMs);
+      }
     }
-    void *buffers[] = {a.data(), b.data(), out.data()};
-    int mmReps = n >= 1024 ? std::max(3, reps / 2) : reps;
-    std::vector<double> t = alternate(
-        {[&] { mm.fn(buffers); },
-         [&] {
-           cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f,
-                       a.data(), n, b.data(), n, 0.0f, ref.data(), n);
-         }},
-        mmReps);
-    double maxErr = 0;
-    for (size_t i = 0; i < out.size(); ++i)
-      maxErr = std::max(maxErr, double(std::fabs(out[i] - ref[i])));
-    if (maxErr > 1e-3 * std::sqrt(double(n))) {
-      llvm::errs() << "bench_kernels: matmul " << n << " differs from "
-                   << "OpenBLAS by " << maxErr << "\n";
-      ok = false;
-    }
-    double flops = 2.0 * n * n * n;
-    double gen = flops / t[0] / 1e9, blas = flops / t[1] / 1e9;
-    std::string name = "sgemm " + std::to_string(n) + "^3";
-    llvm::outs() << llvm::format(
-        "%-26s %-24s %6.1f GF/s %6.1f GF/s %6.2f %7s\n", name.c_str(),
-        "generated (packed)", gen, blas, gen / blas, ">=0.80");
-    llvm::outs() << llvm::format("  (compile %.0f ms)\n", mm.compileMs);
   }
   return ok ? 0 : 1;
 }

@@ -300,6 +300,8 @@ struct CompileSession::Impl {
     line.update("building the plan and compiling its kernels");
     PlanBuildOptions build;
     build.kernels = options.kernels;
+    build.kernels.profile |=
+        !knobs::getString(knobs::Id::KernelProfile).value.empty();
     // The kernel cache sits beside the plans, whenever the cache is on.
     if (options.useCache && cache.enabled() &&
         build.kernels.cacheDirectory.empty()) {

@@ -447,19 +447,20 @@ void markBlasContractions(ModuleOp scratch) {
                      [](int64_t r) { return r > INT32_MAX; }))
       return;
     op->setAttr(kBlasAttr, UnitAttr::get(ctx));
-    // C = 0 + A B: the call writes C (beta = 0), so the zero fill goes and
-    // the destination becomes an empty tensor, which bufferization places
-    // in the kernel's output buffer.
+    // C = 0 + A B: the call writes C (beta = 0), so this op no longer reads
+    // the zero fill (which goes when nothing else uses it; CSE merges the
+    // fills of equal shapes) and its destination becomes an empty tensor,
+    // which bufferization places in the kernel's output buffer.
     OpOperand &init = op.getDpsInitsMutable()[0];
     auto fill = init.get().getDefiningOp<linalg::FillOp>();
-    if (!fill || !fill->getResult(0).hasOneUse() ||
-        !matchPattern(fill.getInputs()[0], m_AnyZeroFloat()))
+    if (!fill || !matchPattern(fill.getInputs()[0], m_AnyZeroFloat()))
       return;
     auto type = cast<RankedTensorType>(init.get().getType());
     OpBuilder b(op);
     init.set(tensor::EmptyOp::create(b, fill.getLoc(), type.getShape(),
                                      type.getElementType()));
-    fill->erase();
+    if (fill->use_empty())
+      fill->erase();
     op->setAttr(kOverwriteAttr, UnitAttr::get(ctx));
   });
 }

@@ -15,9 +15,12 @@
 #include "core/Progress.h"
 #include "core/SharedArea.h"
 #include "monarch/Executor/KernelRuntime.h"
+#include "monarch/Support/Knobs.h"
 
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <deque>
@@ -69,6 +72,11 @@ struct Interpreter::Impl {
   Options options;
   const RankProgram *program = nullptr;
   std::unique_ptr<executor::LoadedKernelLibrary> kernels;
+  /// The kernels this rank launches, and what names its profile
+  /// (MONARCH_KERNEL_PROFILE).
+  std::vector<std::string> kernelSymbols;
+  int profileRank = 0;
+  std::string profileLabel;
   std::vector<executor::KernelFunction> kernelFns;
   std::vector<std::vector<void *>> kernelArgs;
   char *arena = nullptr;
@@ -109,6 +117,25 @@ struct Interpreter::Impl {
   StepFailure failure;
   std::atomic<bool> aborted{false};
   std::string abortReason;
+
+  /// MONARCH_KERNEL_PROFILE=PATH: the kernels were compiled with a timer
+  /// around each loop nest; their table, slowest first, is appended to
+  /// PATH.rank<N> when the program is unloaded (the job ends).
+  void writeKernelProfile() const {
+    std::string path = knobs::getString(knobs::Id::KernelProfile).value;
+    if (path.empty() || !kernels)
+      return;
+    std::vector<executor::KernelOpProfile> rows =
+        kernels->profile(kernelSymbols);
+    if (rows.empty())
+      return;
+    std::string file = path + ".rank" + std::to_string(profileRank);
+    if (std::FILE *f = std::fopen(file.c_str(), "a")) {
+      std::string table = executor::formatKernelProfile(std::move(rows));
+      std::fprintf(f, "# %s\n%s\n", profileLabel.c_str(), table.c_str());
+      std::fclose(f);
+    }
+  }
   int64_t step = -1;
   bool shutdown = false;
 
@@ -139,6 +166,7 @@ struct Interpreter::Impl {
     for (auto &[id, stream] : streams)
       if (stream.thread.joinable())
         stream.thread.join();
+    writeKernelProfile();
     duplicates.clear();
     comms.clear();
     device.reset();
@@ -663,10 +691,17 @@ StatusOr<std::unique_ptr<Interpreter>> Interpreter::create(RankProgram program,
     if (!lib.isOk())
       return lib.status();
     s.kernels = std::move(lib).value();
+    s.profileRank = p.rank;
+    s.profileLabel = "kernel profile of plan '" + p.planName + "', rank " +
+                     std::to_string(p.rank) +
+                     " (time summed over the steps run)";
     for (size_t i = 0; i < n; ++i) {
       const Instruction &instr = p.instructions[i];
       if (instr.kind != OpKind::Launch)
         continue;
+      if (std::find(s.kernelSymbols.begin(), s.kernelSymbols.end(),
+                    instr.kernelSymbol) == s.kernelSymbols.end())
+        s.kernelSymbols.push_back(instr.kernelSymbol);
       auto fn = s.kernels->lookup(instr.kernelSymbol);
       if (!fn.isOk())
         return fn.status().withContext("instruction " + std::to_string(i));
@@ -765,6 +800,8 @@ void Interpreter::abort(const std::string &reason) {
   s.cv.notify_all();
   s.abortAll(reason);
 }
+
+void Interpreter::writeKernelProfile() const { impl_->writeKernelProfile(); }
 
 StepFailure Interpreter::runStep(int64_t step,
                                  const std::map<int, std::string_view> &feeds,

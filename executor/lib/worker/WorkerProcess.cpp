@@ -359,6 +359,14 @@ int Worker::run() {
   abortAll("the worker is exiting");
   if (heartbeat_.joinable())
     heartbeat_.join();
+  {
+    // The exit below runs no destructors: the loaded plans' kernel
+    // profiles (MONARCH_KERNEL_PROFILE) are written here.
+    std::lock_guard<std::mutex> lock(plansMutex);
+    for (auto &[name, plan] : plans)
+      if (plan && plan->interpreter)
+        plan->interpreter->writeKernelProfile();
+  }
   // Last log lines, best effort.
   if (sink->forwarding) {
     auto logs = sink->drain();

@@ -156,6 +156,11 @@ public:
   /// Fails the running step and every later one; aborts the communicators.
   void abort(const std::string &reason);
 
+  /// MONARCH_KERNEL_PROFILE=PATH with kernels compiled for profiling:
+  /// appends this program's loop-nest table to PATH.rank<N> (done when the
+  /// program is unloaded and when the worker exits).
+  void writeKernelProfile() const;
+
   const RankProgram &program() const { return program_; }
   /// The instruction being issued, -1 when idle (read by heartbeats).
   int currentInstruction() const { return current_.load(); }

@@ -75,6 +75,11 @@ enum Component : unsigned {
     "`cblas_sgemm`/`cblas_dgemm` "                                             \
     "(where the build found it), `generated` uses the generated schedules "    \
     "(docs/kernels.md)")                                                       \
+  X(KernelProfile, "MONARCH_KERNEL_PROFILE", Path, "", 0, 0, "",               \
+    Compiler | Worker, true,                                                   \
+    "time every loop nest of the CPU kernels (as `monarch-kernels "            \
+    "--profile`): each worker appends its table, slowest first, with the "     \
+    "user's lines, to `<path>.rank<N>` when the job ends")                     \
   X(BucketBytes, "MONARCH_BUCKET_BYTES", Int, "0", 0, 1 << 30, "", Compiler,   \
     true,                                                                      \
     "merge each rank's small independent all_reduces into buckets of at "      \
