@@ -195,6 +195,28 @@ def torch_mlp(steps, width, batch):
 # --- the GPT ----------------------------------------------------------------
 
 BIG_GPT = dict(vocab=128, ctx=64, dim=256, heads=8, layers=4, batch=16)
+# Issue 36's transformer step: 4 blocks, width 64, 4 heads, vocabulary 128,
+# context 16, batch 8, on 1 rank beside jax.jit of the same step on one core.
+GPT4 = dict(vocab=128, ctx=16, dim=64, heads=4, layers=4, batch=8)
+
+
+def jax_gpt(size, steps):
+    """(first call s, step s) of bench/training/jax_gpt.py (the same GPT
+    step under jax.jit, pinned to one core), or (None, why)."""
+    import json
+    import subprocess
+    args = [str(size[k]) for k in ("vocab", "ctx", "dim", "heads", "layers",
+                                   "batch")] + [str(steps)]
+    try:
+        out = subprocess.run(
+            [sys.executable, str(ROOT / "bench" / "training" / "jax_gpt.py"),
+             *args], capture_output=True, text=True, timeout=900)
+        row = json.loads(out.stdout.strip().splitlines()[-1])
+    except Exception as e:  # noqa: BLE001 - a failed peer skips its row
+        return None, f"jax_gpt.py failed: {e}"
+    if "error" in row:
+        return None, row["error"]
+    return row["first"], row["step"]
 
 
 def gpt_bench(ranks, steps, size=None):
@@ -298,6 +320,21 @@ def main():
               f"{state / 1024:>10.0f}  vs 1 rank "
               f"{ours / one_rank['gpt']:.2f}, compute share "
               + " ".join(f"{x:.2f}" for x in shares))
+    if not args.quick:
+        steps4 = max(10, args.steps)
+        ours, _, compile_s, _, _, _ = gpt_bench(1, steps4, GPT4)
+        jfirst, jstep = jax_gpt(GPT4, steps4)
+        if jfirst is None:
+            print(f"gpt-4block: jax.jit row skipped ({jstep}; pip install "
+                  "jax)")
+            print(f"{'gpt-4block':<14}{1:>6}{ours * 1e3:>10.2f}")
+        else:
+            print(f"{'gpt-4block':<14}{1:>6}{ours * 1e3:>10.2f}  jax.jit 1 "
+                  f"core {jstep * 1e3:.2f} ms, ratio {ours / jstep:.2f}; "
+                  f"first call {compile_s + ours:.1f} s vs jax "
+                  f"{jfirst:.1f} s")
+        print("target (issue 36): gpt-4block on 1 rank <= 1.5x jax.jit on "
+              "one core")
     if args.big_gpt:
         # Sized so that compute dominates; measured against itself on 1
         # rank (the numpy column is not run for it).

@@ -31,6 +31,7 @@ import numpy as np
 
 from . import _pytree, errors, knobs
 from ._native import native
+from ._tensor import numpy_dtype_name
 
 STAGES = ("traced", "partitioned", "split", "planned")
 
@@ -346,8 +347,10 @@ def _to_host(a):
 def _to_arg(a):
     """(dtype, shape, C-contiguous array) of a call argument; 0-d stays 0-d.
     bfloat16 (ml_dtypes) crosses as its bits (uint16): only bytes cross."""
-    a = np.require(np.asarray(a), requirements="C")
-    name = a.dtype.name
+    a = np.asarray(a)
+    if not a.flags.c_contiguous:
+        a = np.ascontiguousarray(a)
+    name = numpy_dtype_name(a.dtype)
     if name == "bfloat16":
         a = a.view(np.uint16)
     return (name, list(a.shape), a)
