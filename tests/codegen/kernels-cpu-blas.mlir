@@ -5,13 +5,14 @@
 // strided slice BLAS cannot read (copied to a contiguous buffer first). The
 // optimized kernels are checked against the reference lowering's scalar
 // loops on random inputs; the flags show how BLAS reads each operand.
-// RUN: monarch-kernels %s --emit=check --kernel=mm --kernel=ta --kernel=tb --kernel=bmm --kernel=ct --kernel=bcast --kernel=batch2 --kernel=strided --kernel=kloop | FileCheck %s --check-prefix=CHECK-NUM
+// RUN: monarch-kernels %s --emit=check --kernel=mm --kernel=ta --kernel=tb --kernel=bmm --kernel=ct --kernel=bcast --kernel=batch2 --kernel=strided --kernel=kloop --kernel=fold | FileCheck %s --check-prefix=CHECK-NUM
 // RUN: monarch-kernels %s --emit=llvm-dialect --kernel=mm | FileCheck %s --check-prefix=MM
 // RUN: monarch-kernels %s --emit=llvm-dialect --kernel=ta | FileCheck %s --check-prefix=TA
 // RUN: monarch-kernels %s --emit=llvm-dialect --kernel=ct | FileCheck %s --check-prefix=CT
 // RUN: monarch-kernels %s --emit=llvm-dialect --kernel=batch2 | FileCheck %s --check-prefix=BATCH2
 // RUN: monarch-kernels %s --emit=llvm-dialect --kernel=strided | FileCheck %s --check-prefix=STRIDED
 // RUN: monarch-kernels %s --emit=bufferized --kernel=bcast --kernel=kloop | FileCheck %s --check-prefix=MERGE
+// RUN: monarch-kernels %s --emit=bufferized --kernel=fold | FileCheck %s --check-prefix=FOLD
 // RUN: env MONARCH_CPU_GEMM=generated monarch-kernels %s --emit=llvm-dialect --kernel=mm --kernel=bmm | FileCheck %s --check-prefix=GENERATED
 // RUN: env MONARCH_CPU_GEMM=generated monarch-kernels %s --emit=check --kernel=ta --kernel=bcast | FileCheck %s --check-prefix=GENERATED-NUM
 // RUN: monarch-kernels %s --emit=library --kernel=mm -o %t.so
@@ -26,7 +27,8 @@
 // CHECK-NUM: batch2: ok
 // CHECK-NUM: strided: ok
 // CHECK-NUM: kloop: ok
-// CHECK-NUM: 9 kernels checked against the reference lowering, 0 mismatched
+// CHECK-NUM: fold: ok
+// CHECK-NUM: 10 kernels checked against the reference lowering, 0 mismatched
 
 // Row-major C, no transposes (CblasRowMajor 101, CblasNoTrans 111).
 // MM-DAG: llvm.mlir.constant(101 : i32)
@@ -58,6 +60,10 @@
 // MERGE: outs(%arg2 : memref<2x3x16x24xf32>) attrs = {monarch_blas, monarch_blas_overwrite}
 // MERGE-LABEL: kernel kloop
 // MERGE: monarch_blas_overwrite
+
+// FOLD-NOT: memref.alloc
+// FOLD: linalg.generic {indexing_maps = [#map, #map1, #map2]{{.*}}ins(%arg0, %arg1 : memref<32x48xf32>, memref<24x48xf32>) outs(%arg3 : memref<32x24xf32>) attrs = {monarch_blas, monarch_blas_overwrite}
+// FOLD: ins(%arg2, %arg1 : memref<4x8x24xf32>, memref<24x48xf32>) outs(%arg4 : memref<4x8x48xf32>) attrs = {monarch_blas, monarch_blas_overwrite}
 
 // GENERATED-NOT: cblas
 // GENERATED-NUM: 2 kernels checked against the reference lowering, 0 mismatched
@@ -178,5 +184,24 @@ func.func @kloop(%a: tensor<4x16x8xf32>, %b: tensor<4x8x24xf32>, %out: memref<16
     linalg.yield %s : f32
   } -> tensor<16x24xf32>
   bufferization.materialize_in_destination %r in restrict writable %out : (tensor<16x24xf32>, memref<16x24xf32>) -> ()
+  return
+}
+// A transpose feeding the matmul (the backward's `g @ w.T`) and a broadcast
+// feeding a batch_matmul are read through the contraction's maps: no copy
+// is made, BLAS reads w transposed and the shared weight at stride 0.
+func.func @fold(%g: tensor<32x48xf32>, %w: tensor<24x48xf32>, %x: tensor<4x8x24xf32>, %out: memref<32x24xf32>, %out2: memref<4x8x48xf32>) {
+  %z = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<48x24xf32>
+  %wt = linalg.transpose ins(%w : tensor<24x48xf32>) outs(%e : tensor<48x24xf32>) permutation = [1, 0]
+  %e2 = tensor.empty() : tensor<32x24xf32>
+  %f = linalg.fill ins(%z : f32) outs(%e2 : tensor<32x24xf32>) -> tensor<32x24xf32>
+  %r = linalg.matmul ins(%g, %wt : tensor<32x48xf32>, tensor<48x24xf32>) outs(%f : tensor<32x24xf32>) -> tensor<32x24xf32>
+  %e3 = tensor.empty() : tensor<4x24x48xf32>
+  %wb = linalg.broadcast ins(%w : tensor<24x48xf32>) outs(%e3 : tensor<4x24x48xf32>) dimensions = [0]
+  %e4 = tensor.empty() : tensor<4x8x48xf32>
+  %f2 = linalg.fill ins(%z : f32) outs(%e4 : tensor<4x8x48xf32>) -> tensor<4x8x48xf32>
+  %r2 = linalg.batch_matmul ins(%x, %wb : tensor<4x8x24xf32>, tensor<4x24x48xf32>) outs(%f2 : tensor<4x8x48xf32>) -> tensor<4x8x48xf32>
+  bufferization.materialize_in_destination %r in restrict writable %out : (tensor<32x24xf32>, memref<32x24xf32>) -> ()
+  bufferization.materialize_in_destination %r2 in restrict writable %out2 : (tensor<4x8x48xf32>, memref<4x8x48xf32>) -> ()
   return
 }

@@ -384,6 +384,22 @@ FIXED = {
             tag="gather_strided",
         ),
     ),
+    "matmul-of-a-broadcast-0d-mean": (
+        "the compiler process died (SIGSEGV) folding a broadcast of a 0-d "
+        "value into a BLAS-called matmul (v1 @ v1, v1 = mean over both axes "
+        "with keepdims): the folded maps had no M, N or K role left",
+        Program(
+            mesh=M1x1,
+            inputs=[_x("x", (1, 1), seed=339962060)],
+            ops=[
+                Op("reduce", ("v",), ("x",),
+                   {"op": "mean", "axis": (1, -2), "keepdims": True}),
+                Op("matmul", ("m",), ("v", "v")),
+            ],
+            results=["m"],
+            tag="matmul_bcast_0d",
+        ),
+    ),
     "boolean-results": (
         "boolean results come back bit-packed (docs/frontend.md, test_boolean_results)",
         Program(

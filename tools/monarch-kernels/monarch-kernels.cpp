@@ -262,8 +262,13 @@ static int checkKernels(ModuleOp module, ArrayRef<func::FuncOp> kernels,
         }
       }
     }
-    if (verdict != "ok")
+    if (verdict != "ok") {
       ++bad;
+      // At the kernel's line too (stderr), like every other refusal; an
+      // output the kernel never writes shows here (outputs are poisoned
+      // differently on the two sides).
+      fn.emitError("optimized and reference lowerings disagree: ") << verdict;
+    }
     os << fn.getSymName() << ": " << verdict;
     // --times: the optimized kernel's run time on these inputs, the median
     // of 21 calls after a warm-up (which kernel of a step is slow).
