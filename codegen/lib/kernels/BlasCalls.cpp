@@ -434,13 +434,11 @@ const char *blasLibraryPath() {
 #endif
 }
 
-namespace {
-
 /// A generic that only moves data: one input, one output, all loops
 /// parallel, the body yields the input element, the output map a
 /// permutation and the input map a projected permutation (a transpose, or
 /// a broadcast).
-bool isDataMovement(linalg::GenericOp op) {
+bool movesDataOnly(linalg::GenericOp op) {
   if (op.getNumDpsInputs() != 1 || op.getNumDpsInits() != 1 ||
       op.getNumLoops() != op.getNumParallelLoops())
     return false;
@@ -454,6 +452,17 @@ bool isDataMovement(linalg::GenericOp op) {
          maps[0].isProjectedPermutation(/*allowZeroInResults=*/false);
 }
 
+bool willCallBlas(linalg::LinalgOp op) {
+  return blasAvailable() &&
+         knobs::getString(knobs::Id::CpuGemm).value != "generated" &&
+         op.hasPureTensorSemantics() && hasBlasElementTypes(op) &&
+         gemmDims(op) && llvm::none_of(op.getStaticLoopRanges(), [](int64_t r) {
+           return r > INT32_MAX;
+         });
+}
+
+namespace {
+
 /// Reads the sources of transposes and broadcasts that feed the
 /// contraction `op` directly, through its indexing maps: `g @ w.T` becomes
 /// one call with CblasTrans instead of a materialised transpose (the
@@ -463,8 +472,7 @@ bool isDataMovement(linalg::GenericOp op) {
 linalg::LinalgOp foldDataMovementOperands(linalg::LinalgOp op) {
   auto producerOf = [&](unsigned i) -> linalg::GenericOp {
     auto producer = op.getDpsInputs()[i].getDefiningOp<linalg::GenericOp>();
-    return producer && isDataMovement(producer) ? producer
-                                                : linalg::GenericOp();
+    return producer && movesDataOnly(producer) ? producer : linalg::GenericOp();
   };
   if (!producerOf(0) && !producerOf(1))
     return op;
@@ -510,24 +518,16 @@ linalg::LinalgOp foldDataMovementOperands(linalg::LinalgOp op) {
 } // namespace
 
 void markBlasContractions(ModuleOp scratch) {
-  std::string policy = knobs::getString(knobs::Id::CpuGemm).value;
-  if (!blasAvailable() || policy == "generated")
-    return;
   MLIRContext *ctx = scratch.getContext();
   SmallVector<linalg::LinalgOp> contractions;
   scratch.walk([&](linalg::LinalgOp op) {
-    if (op.hasPureTensorSemantics() && hasBlasElementTypes(op) && gemmDims(op))
+    if (willCallBlas(op))
       contractions.push_back(op);
   });
   for (linalg::LinalgOp op : contractions)
     (void)foldDataMovementOperands(op);
   scratch.walk([&](linalg::LinalgOp op) {
-    if (!op.hasPureTensorSemantics() || !hasBlasElementTypes(op) ||
-        !gemmDims(op))
-      return;
-    // Every dimension fits a 32-bit BLAS integer.
-    if (llvm::any_of(op.getStaticLoopRanges(),
-                     [](int64_t r) { return r > INT32_MAX; }))
+    if (!willCallBlas(op))
       return;
     op->setAttr(kBlasAttr, UnitAttr::get(ctx));
     // C = 0 + A B: the call writes C (beta = 0), so this op no longer reads

@@ -10,19 +10,9 @@ WORKER = require_workers()
 
 import monarch_compile as mc  # noqa: E402
 
-SOURCE = '''
-import monarch_compile as mc
-
-
-def make(mesh):
-    @mc.compile(mesh=mesh)
-    def step(x, w):
-        x = mc.shard(x, gpus=0)
-        h = mc.relu(x @ w)
-        return mc.replicate((h * h).sum(axis=0))
-
-    return step
-'''
+# The model of test_kernel_cache.py: relu(x @ w) squared and summed, the
+# batch split over "gpus".
+from test_kernel_cache import SOURCE, _load  # noqa: E402
 
 
 def _line_of(text):
@@ -41,12 +31,9 @@ def test_each_rank_writes_its_loop_nests_at_the_users_lines(tmp_path,
     h = np.maximum(x @ w, 0)
     expected = (h * h).sum(axis=0)
     model = tmp_path / "model.py"
-    model.write_text(SOURCE)
-    namespace = {}
-    exec(compile(SOURCE, str(model), "exec"), namespace)
     steps = 3
     with mc.mesh(hosts=1, gpus=2) as mesh:
-        step = namespace["make"](mesh)
+        step = _load(model, SOURCE)(mesh)
         for _ in range(steps):
             np.testing.assert_allclose(step(x, w), expected, rtol=1e-5,
                                        atol=1e-4)
