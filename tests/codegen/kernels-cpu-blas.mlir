@@ -5,7 +5,7 @@
 // strided slice BLAS cannot read (copied to a contiguous buffer first). The
 // optimized kernels are checked against the reference lowering's scalar
 // loops on random inputs; the flags show how BLAS reads each operand.
-// RUN: monarch-kernels %s --emit=check --kernel=mm --kernel=ta --kernel=tb --kernel=bmm --kernel=ct --kernel=bcast --kernel=batch2 --kernel=strided --kernel=kloop --kernel=fold | FileCheck %s --check-prefix=CHECK-NUM
+// RUN: monarch-kernels %s --emit=check --kernel=mm --kernel=ta --kernel=tb --kernel=bmm --kernel=ct --kernel=bcast --kernel=batch2 --kernel=strided --kernel=kloop --kernel=fold --kernel=nofuse | FileCheck %s --check-prefix=CHECK-NUM
 // RUN: monarch-kernels %s --emit=llvm-dialect --kernel=mm | FileCheck %s --check-prefix=MM
 // RUN: monarch-kernels %s --emit=llvm-dialect --kernel=ta | FileCheck %s --check-prefix=TA
 // RUN: monarch-kernels %s --emit=llvm-dialect --kernel=ct | FileCheck %s --check-prefix=CT
@@ -13,6 +13,8 @@
 // RUN: monarch-kernels %s --emit=llvm-dialect --kernel=strided | FileCheck %s --check-prefix=STRIDED
 // RUN: monarch-kernels %s --emit=bufferized --kernel=bcast --kernel=kloop | FileCheck %s --check-prefix=MERGE
 // RUN: monarch-kernels %s --emit=bufferized --kernel=fold | FileCheck %s --check-prefix=FOLD
+// RUN: monarch-kernels %s --emit=prepared --kernel=nofuse | FileCheck %s --check-prefix=NOFUSE
+// RUN: env MONARCH_CPU_GEMM=generated monarch-kernels %s --emit=prepared --kernel=nofuse | FileCheck %s --check-prefix=FUSED
 // RUN: env MONARCH_CPU_GEMM=generated monarch-kernels %s --emit=llvm-dialect --kernel=mm --kernel=bmm | FileCheck %s --check-prefix=GENERATED
 // RUN: env MONARCH_CPU_GEMM=generated monarch-kernels %s --emit=check --kernel=ta --kernel=bcast | FileCheck %s --check-prefix=GENERATED-NUM
 // RUN: monarch-kernels %s --emit=library --kernel=mm -o %t.so
@@ -28,7 +30,8 @@
 // CHECK-NUM: strided: ok
 // CHECK-NUM: kloop: ok
 // CHECK-NUM: fold: ok
-// CHECK-NUM: 10 kernels checked against the reference lowering, 0 mismatched
+// CHECK-NUM: nofuse: ok
+// CHECK-NUM: 11 kernels checked against the reference lowering, 0 mismatched
 
 // Row-major C, no transposes (CblasRowMajor 101, CblasNoTrans 111).
 // MM-DAG: llvm.mlir.constant(101 : i32)
@@ -60,6 +63,15 @@
 // MERGE: outs(%arg2 : memref<2x3x16x24xf32>) attrs = {monarch_blas, monarch_blas_overwrite}
 // MERGE-LABEL: kernel kloop
 // MERGE: monarch_blas_overwrite
+
+// NOFUSE: arith.maximumf
+// NOFUSE: linalg.yield
+// NOFUSE: linalg.generic
+// NOFUSE-NOT: arith.maximumf
+// NOFUSE: arith.mulf
+// FUSED-COUNT-1: linalg.generic
+// FUSED: arith.maximumf
+// FUSED: arith.mulf
 
 // FOLD-NOT: memref.alloc
 // FOLD: linalg.generic {indexing_maps = [#map, #map1, #map2]{{.*}}ins(%arg0, %arg1 : memref<32x48xf32>, memref<24x48xf32>) outs(%arg3 : memref<32x24xf32>) attrs = {monarch_blas, monarch_blas_overwrite}
@@ -203,5 +215,28 @@ func.func @fold(%g: tensor<32x48xf32>, %w: tensor<24x48xf32>, %x: tensor<4x8x24x
   %r2 = linalg.batch_matmul ins(%x, %wb : tensor<4x8x24xf32>, tensor<4x24x48xf32>) outs(%f2 : tensor<4x8x48xf32>) -> tensor<4x8x48xf32>
   bufferization.materialize_in_destination %r in restrict writable %out : (tensor<32x24xf32>, memref<32x24xf32>) -> ()
   bufferization.materialize_in_destination %r2 in restrict writable %out2 : (tensor<4x8x48xf32>, memref<4x8x48xf32>) -> ()
+  return
+}
+// An elementwise producer (relu) used once by a contraction that calls BLAS
+// stays a loop nest of its own: fused, the contraction's body would not be
+// a multiply-add and BLAS could not compute it. With the generated
+// schedule the fusion happens as upstream's pass does it.
+func.func @nofuse(%x: tensor<4x8x24xf32>, %w: tensor<24x16xf32>, %out: memref<4x8x16xf32>) {
+  %z = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<4x8x24xf32>
+  %relu = linalg.generic {indexing_maps = [affine_map<(b, m, k) -> (b, m, k)>, affine_map<(b, m, k) -> (b, m, k)>], iterator_types = ["parallel", "parallel", "parallel"]} ins(%x : tensor<4x8x24xf32>) outs(%e : tensor<4x8x24xf32>) {
+  ^bb0(%v: f32, %o: f32):
+    %m = arith.maximumf %v, %z : f32
+    linalg.yield %m : f32
+  } -> tensor<4x8x24xf32>
+  %e2 = tensor.empty() : tensor<4x8x16xf32>
+  %f = linalg.fill ins(%z : f32) outs(%e2 : tensor<4x8x16xf32>) -> tensor<4x8x16xf32>
+  %r = linalg.generic {indexing_maps = [affine_map<(b, m, n, k) -> (b, m, k)>, affine_map<(b, m, n, k) -> (k, n)>, affine_map<(b, m, n, k) -> (b, m, n)>], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%relu, %w : tensor<4x8x24xf32>, tensor<24x16xf32>) outs(%f : tensor<4x8x16xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %p = arith.mulf %a, %b : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  } -> tensor<4x8x16xf32>
+  bufferization.materialize_in_destination %r in restrict writable %out : (tensor<4x8x16xf32>, memref<4x8x16xf32>) -> ()
   return
 }
