@@ -2,30 +2,35 @@
 //
 // A contraction of the CPU pipeline (linalg.matmul, batch_matmul, and every
 // contraction linalg.generic: `@` on 3-D/4-D tensors, transposed operands of
-// the backward) with one M, one N and one K loop and float32 or float64
-// operands is computed by OpenBLAS's cblas_sgemm/cblas_dgemm, batch loops
-// around the call, instead of the generated schedule. That is what XLA:CPU
-// and IREE do for shapes their own code does not reach: on the AVX2 machines
-// of this project the packed MLIR schedule runs at 0.5-0.6 of OpenBLAS
-// (bench_kernels), and the transposed and batched layouts the backward uses
-// had no packed schedule at all.
+// the backward) with float32 or float64 operands is computed by OpenBLAS's
+// cblas_sgemm/cblas_dgemm instead of the generated schedule. That is what
+// XLA:CPU and IREE do for shapes their own code does not reach: on the AVX2
+// machines of this project the packed MLIR schedule runs at 0.5-0.8 of
+// OpenBLAS (bench_kernels), and the transposed and batched layouts of the
+// backward had no packed schedule at all (0.01-0.24).
 //
 //  1. markBlasContractions (on tensors, before the schedules) tags the ops
 //     to call BLAS (`monarch_blas`), all of them unless
 //     MONARCH_CPU_GEMM=generated: measured with `monarch-kernels --emit=check
 //     --times`, the call wins at every size down to 8x8x16 (0.3 us against
 //     0.8 us generated; 128^3: 65 against 115 us, and 52 against 1117 us
-//     with B transposed, where the generated code has no packed schedule).
+//     with B transposed). Transposes and broadcasts feeding the op are
+//     folded into its maps first; a zero-filled destination becomes an
+//     empty tensor that the call overwrites (`monarch_blas_overwrite`).
 //     Tagged ops skip the matmul schedule and the tile-and-vectorize of the
-//     generic path.
+//     generic path, and elementwise producers do not fuse into them
+//     (CpuPipeline.cpp, willCallBlas).
 //  2. lowerBlasContractions (on buffers, after bufferization) replaces each
-//     tagged op by the call. Each operand's matrix is read off its memref's
-//     static strides: row-major (unit column stride) or transposed storage
-//     (unit row stride) become CblasNoTrans/CblasTrans with that leading
-//     dimension; a C with unit stride along M is computed as C^T = B^T A^T.
-//     An operand neither can express (a strided slice) is first copied to a
-//     contiguous buffer (and C copied back). beta is 1: linalg accumulates
-//     into its destination, which holds the init (usually zeros).
+//     tagged op by the call. The loops of each role (M, N, K) merge into one
+//     BLAS dimension where they are contiguous in both operands that have
+//     them; batch loops and the rest are a loop nest around the call. Each
+//     operand's matrix is read off its memref's static strides: row-major
+//     (unit column stride) or transposed storage (unit row stride) become
+//     CblasNoTrans/CblasTrans with that leading dimension; a C with unit
+//     stride along M is computed as C^T = B^T A^T. An operand neither can
+//     express (a strided slice) is first copied to a contiguous buffer (and
+//     C copied back). beta is 1 (linalg accumulates into its destination)
+//     or 0 for an overwriting call.
 //
 // The library links against OpenBLAS (`--as-needed`: only when a kernel
 // calls it); the runtime keeps it to one thread per worker (KernelRuntime).
