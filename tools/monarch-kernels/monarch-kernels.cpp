@@ -428,7 +428,7 @@ int main(int argc, char **argv) {
       names.insert(name);
   else
     names = launchedKernels(*module);
-  if (names.empty() && (emit == "check" || profile)) {
+  if (names.empty() && emit == "check" && !profile) {
     // A plan without kernels (it only moves data): nothing to check.
     llvm::outs() << "0 kernels checked against the reference lowering, 0 "
                     "mismatched\n";
@@ -460,6 +460,11 @@ int main(int argc, char **argv) {
   }
 
   if (profile) {
+    if (options.target != KernelTarget::Cpu) {
+      llvm::errs() << "monarch-kernels: --profile runs the kernels here: it "
+                      "needs --target=cpu\n";
+      return 1;
+    }
     int rc = profileKernels(*module, kernels, output->os(), seed);
     output->keep();
     return rc;
