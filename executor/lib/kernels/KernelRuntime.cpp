@@ -14,6 +14,7 @@
 #include <cstring>
 #include <dlfcn.h>
 #include <fcntl.h>
+#include <optional>
 #include <sys/mman.h>
 #include <unistd.h>
 #include <vector>
@@ -257,18 +258,37 @@ Status LoadedKernelLibrary::call(const std::string &symbol,
 
 namespace monarch::executor {
 
+namespace {
+
+/// A profiled kernel's two exported tables (codegen's KernelProfile.cpp):
+/// per slot, nanoseconds and calls; and one line per slot describing it.
+struct ProfileTables {
+  uint64_t *counts;
+  const char *ops;
+};
+
+std::optional<ProfileTables> profileTables(void *handle,
+                                           const std::string &symbol) {
+  auto *counts = static_cast<uint64_t *>(
+      ::dlsym(handle, (symbol + "_prof_counts").c_str()));
+  const auto *ops = static_cast<const char *>(
+      ::dlsym(handle, (symbol + "_prof_ops").c_str()));
+  if (!counts || !ops)
+    return std::nullopt;
+  return ProfileTables{counts, ops};
+}
+
+} // namespace
+
 std::vector<KernelOpProfile>
 LoadedKernelLibrary::profile(const std::vector<std::string> &symbols) const {
   std::vector<KernelOpProfile> rows;
   for (const std::string &symbol : symbols) {
-    const auto *counts = static_cast<const uint64_t *>(
-        ::dlsym(handle_, (symbol + "_prof_counts").c_str()));
-    const auto *ops = static_cast<const char *>(
-        ::dlsym(handle_, (symbol + "_prof_ops").c_str()));
-    if (!counts || !ops)
+    std::optional<ProfileTables> tables = profileTables(handle_, symbol);
+    if (!tables)
       continue;
     // One line per slot: op, location, shapes, flops, bytes (tabs).
-    std::string_view text(ops);
+    std::string_view text(tables->ops);
     size_t slot = 0;
     while (!text.empty()) {
       size_t end = text.find('\n');
@@ -290,8 +310,9 @@ LoadedKernelLibrary::profile(const std::vector<std::string> &symbols) const {
       row.shapes = fields[2];
       row.flops = std::strtoll(fields[3].c_str(), nullptr, 10);
       row.bytes = std::strtoll(fields[4].c_str(), nullptr, 10);
-      row.nanoseconds = __atomic_load_n(&counts[2 * slot], __ATOMIC_RELAXED);
-      row.calls = __atomic_load_n(&counts[2 * slot + 1], __ATOMIC_RELAXED);
+      const uint64_t *counts = tables->counts + 2 * slot;
+      row.nanoseconds = __atomic_load_n(&counts[0], __ATOMIC_RELAXED);
+      row.calls = __atomic_load_n(&counts[1], __ATOMIC_RELAXED);
       rows.push_back(std::move(row));
       ++slot;
     }
@@ -302,17 +323,13 @@ LoadedKernelLibrary::profile(const std::vector<std::string> &symbols) const {
 void LoadedKernelLibrary::resetProfile(
     const std::vector<std::string> &symbols) const {
   for (const std::string &symbol : symbols) {
-    auto *counts = static_cast<uint64_t *>(
-        ::dlsym(handle_, (symbol + "_prof_counts").c_str()));
-    const auto *ops = static_cast<const char *>(
-        ::dlsym(handle_, (symbol + "_prof_ops").c_str()));
-    if (!counts || !ops)
+    std::optional<ProfileTables> tables = profileTables(handle_, symbol);
+    if (!tables)
       continue;
-    size_t slots = 0;
-    for (const char *c = ops; *c; ++c)
-      slots += *c == '\n';
+    size_t slots =
+        std::count(tables->ops, tables->ops + std::strlen(tables->ops), '\n');
     for (size_t i = 0; i < 2 * slots; ++i)
-      __atomic_store_n(&counts[i], 0, __ATOMIC_RELAXED);
+      __atomic_store_n(&tables->counts[i], 0, __ATOMIC_RELAXED);
   }
 }
 

@@ -36,15 +36,20 @@ def _load(path, source):
     return namespace["make"]
 
 
+def _case(seed):
+    """Random arguments of SOURCE's step and numpy's result."""
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((8, 16), dtype=np.float32)
+    w = rng.standard_normal((16, 4), dtype=np.float32)
+    h = np.maximum(x @ w, 0)
+    return x, w, (h * h).sum(axis=0)
+
+
 def test_an_edit_above_the_model_compiles_no_kernel(tmp_path, monkeypatch,
                                                     capfd):
     monkeypatch.setenv("MONARCH_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setenv("MONARCH_LOG_LEVEL", "info")
-    rng = np.random.default_rng(1)
-    x = rng.standard_normal((8, 16), dtype=np.float32)
-    w = rng.standard_normal((16, 4), dtype=np.float32)
-    h = np.maximum(x @ w, 0)
-    expected = (h * h).sum(axis=0)
+    x, w, expected = _case(1)
     model = tmp_path / "model.py"
     with mc.mesh(hosts=1, gpus=2) as mesh:
         first = _load(model, SOURCE)(mesh)

@@ -12,7 +12,7 @@ import monarch_compile as mc  # noqa: E402
 
 # The model of test_kernel_cache.py: relu(x @ w) squared and summed, the
 # batch split over "gpus".
-from test_kernel_cache import SOURCE, _load  # noqa: E402
+from test_kernel_cache import SOURCE, _case, _load  # noqa: E402
 
 
 def _line_of(text):
@@ -25,11 +25,7 @@ def test_each_rank_writes_its_loop_nests_at_the_users_lines(tmp_path,
     monkeypatch.setenv("MONARCH_CACHE_DIR", str(tmp_path / "cache"))
     prefix = tmp_path / "profile"
     monkeypatch.setenv("MONARCH_KERNEL_PROFILE", str(prefix))
-    rng = np.random.default_rng(3)
-    x = rng.standard_normal((8, 16), dtype=np.float32)
-    w = rng.standard_normal((16, 4), dtype=np.float32)
-    h = np.maximum(x @ w, 0)
-    expected = (h * h).sum(axis=0)
+    x, w, expected = _case(3)
     model = tmp_path / "model.py"
     steps = 3
     with mc.mesh(hosts=1, gpus=2) as mesh:
