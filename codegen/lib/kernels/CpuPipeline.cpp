@@ -253,7 +253,7 @@ void privatizeDestinations(ModuleOp scratch,
   }
 }
 
-/// upstream's `linalg-fuse-elementwise-ops` (the same patterns, canonical
+/// Upstream's `linalg-fuse-elementwise-ops` (the same patterns, canonical
 /// forms and top-down greedy driver), with one more rule in its control
 /// function: an elementwise producer does not fuse into a contraction that
 /// will call BLAS (willCallBlas), unless it only moves data. Fused, the
@@ -261,24 +261,24 @@ void privatizeDestinations(ModuleOp scratch,
 /// generic tile path: the gradient of an embedding (a one-hot compare
 /// fused into its product with the output gradient) ran at 16 GFLOP/s
 /// there instead of one BLAS call on the materialised one-hot.
-LogicalResult fuseElementwiseOps(ModuleOp scratch) {
+void fuseElementwiseOps(ModuleOp scratch) {
   MLIRContext *ctx = scratch.getContext();
-  linalg::ControlFusionFn control = [](OpOperand *fused) {
-    Operation *producer = fused->get().getDefiningOp();
-    if (!producer || !producer->hasOneUse())
-      return false;
-    auto consumer = dyn_cast<linalg::LinalgOp>(fused->getOwner());
-    auto generic = dyn_cast<linalg::GenericOp>(producer);
-    return !consumer || !willCallBlas(consumer) ||
-           (generic && movesDataOnly(generic));
-  };
-  linalg::ControlFusionFn reshapes = [](OpOperand *fused) {
+  // Upstream's control: the producer has no other use.
+  linalg::ControlFusionFn singleUse = [](OpOperand *fused) {
     Operation *producer = fused->get().getDefiningOp();
     return producer && producer->hasOneUse();
   };
+  linalg::ControlFusionFn control = [singleUse](OpOperand *fused) {
+    if (!singleUse(fused))
+      return false;
+    auto consumer = dyn_cast<linalg::LinalgOp>(fused->getOwner());
+    auto generic = fused->get().getDefiningOp<linalg::GenericOp>();
+    return !consumer || !willCallBlas(consumer) ||
+           (generic && movesDataOnly(generic));
+  };
   RewritePatternSet patterns(ctx);
   linalg::populateElementwiseOpsFusionPatterns(patterns, control);
-  linalg::populateFoldReshapeOpsByExpansionPatterns(patterns, reshapes);
+  linalg::populateFoldReshapeOpsByExpansionPatterns(patterns, singleUse);
   tensor::populateBubbleUpExpandShapePatterns(patterns);
   affine::AffineApplyOp::getCanonicalizationPatterns(patterns, ctx);
   linalg::GenericOp::getCanonicalizationPatterns(patterns, ctx);
@@ -286,13 +286,12 @@ LogicalResult fuseElementwiseOps(ModuleOp scratch) {
   tensor::CollapseShapeOp::getCanonicalizationPatterns(patterns, ctx);
   ctx->getLoadedDialect<linalg::LinalgDialect>()->getCanonicalizationPatterns(
       patterns);
-  linalg::populateConstantFoldLinalgOperations(patterns, reshapes);
+  linalg::populateConstantFoldLinalgOperations(patterns, singleUse);
   FrozenRewritePatternSet frozen(std::move(patterns));
   GreedyRewriteConfig config;
   config.setUseTopDownTraversal(true);
   for (auto fn : scratch.getOps<func::FuncOp>())
     (void)applyPatternsGreedily(fn, frozen, config);
-  return success();
 }
 
 } // namespace
@@ -336,8 +335,7 @@ LogicalResult prepareKernel(ModuleOp scratch) {
     if (failed(linalg::generalizeNamedOp(rewriter, op)))
       return op.emitOpError("could not be generalized for fusion");
   }
-  if (failed(fuseElementwiseOps(scratch)))
-    return failure();
+  fuseElementwiseOps(scratch);
   return runPipeline(scratch, "func.func(canonicalize,cse)");
 }
 
