@@ -17,9 +17,10 @@
 // DUMP-NEXT: 01-monarch-partition.mlir
 // DUMP-NEXT: 02-monarch-split-control-data.mlir
 // DUMP-NEXT: 03-monarch-specialize-ranks.mlir
-// DUMP-NEXT: 04-monarch-plan-transfers.mlir
-// DUMP-NEXT: 05-monarch-schedule.mlir
-// DUMP-NEXT: 06-monarch-verify-plan.mlir
+// DUMP-NEXT: 04-monarch-bucket-collectives.mlir
+// DUMP-NEXT: 05-monarch-plan-transfers.mlir
+// DUMP-NEXT: 06-monarch-schedule.mlir
+// DUMP-NEXT: 07-monarch-verify-plan.mlir
 // ENVDUMP: 00-input.mlir
 // ENVDUMP-NEXT: 01-monarch-partition.mlir
 // ENVDUMP-NEXT: 02-monarch-split-control-data.mlir

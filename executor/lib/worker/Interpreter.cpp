@@ -24,6 +24,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <deque>
+#include <set>
 #include <thread>
 
 using namespace monarch::executor;
@@ -752,10 +753,20 @@ StatusOr<std::unique_ptr<Interpreter>> Interpreter::create(RankProgram program,
                "no rendezvous store to create communicators in");
     if (s.options.makeCommunicator)
       comm = s.options.makeCommunicator(spec, name);
-    else if (s.options.store)
+    else if (s.options.store) {
+      // The plan posts a communicator's collectives on one stream (one
+      // duplicate) in program order, as NCCL needs: then they may match
+      // per object whatever their tags.
+      CommOptions options = s.options.comm;
+      std::set<int> streams;
+      for (const Instruction &instr : p.instructions)
+        if (instr.kind == OpKind::Collective &&
+            instr.communicator == static_cast<int>(c))
+          streams.insert(instr.stream);
+      options.collectivesInPostingOrder = streams.size() <= 1;
       comm = createCommunicator(spec.backend, *s.options.store, p.rank,
-                                s.options.worldSize, spec.ranks, name,
-                                s.options.comm);
+                                s.options.worldSize, spec.ranks, name, options);
+    }
     if (!comm.isOk())
       return comm.status().withContext("communicator @" + spec.name);
     s.comms[c] = std::move(comm).value();

@@ -38,10 +38,12 @@ protected:
   void SetUp() override {
     ::unsetenv("MONARCH_SHM");
     ::unsetenv("MONARCH_SHM_HOST");
+    ::unsetenv("MONARCH_SHM_COLLECTIVES");
     before_ = devShm();
   }
   void TearDown() override {
     ::unsetenv("MONARCH_SHM");
+    ::unsetenv("MONARCH_SHM_COLLECTIVES");
     EXPECT_TRUE(childProcesses().empty())
         << childProcesses().size() << " child processes left behind";
     for (const std::string &name : devShm())
@@ -99,6 +101,20 @@ TEST_P(ShmProcess, MembersOnTwoHostsUseGloo) {
 
 TEST_P(ShmProcess, EveryOpEveryDTypeOddSizesAndSlices) {
   runScenario("shm-collectives", GetParam());
+}
+
+TEST_P(ShmProcess, EveryOpEveryDTypeThroughMessages) {
+  // The direct path (mapped areas) off: every collective through the rings.
+  ::setenv("MONARCH_SHM_COLLECTIVES", "messages", 1);
+  runScenario("shm-collectives", GetParam());
+}
+
+TEST_P(ShmProcess, ExplicitTagsInPostingOrderGoDirect) {
+  runScenario("tagged", GetParam(), "in-order");
+}
+
+TEST_P(ShmProcess, ExplicitTagsWithoutThePromiseUseMessages) {
+  runScenario("tagged", GetParam());
 }
 
 TEST_P(ShmProcess, SendRecvAcrossDuplicatesAndPastTheRing) {

@@ -279,6 +279,36 @@ void scenarioConcurrent(Store &store, const CommOptions &options) {
 
 } // namespace
 
+/// Collectives with explicit tags on one object, as the worker posts them
+/// (CommOptions::collectivesInPostingOrder): every size up to and past the
+/// direct path's limit, each checked exactly; consecutive ones alternate
+/// the areas' slots.
+void scenarioTagged(Communicator &c) {
+  uint64_t tag = 1;
+  for (size_t count : {size_t(1), size_t(7), size_t(1001), size_t(16384),
+                       size_t(16385), size_t(40009)})
+    for (int salt = 0; salt < 3; ++salt) {
+      std::string what = "tagged all_reduce x" + std::to_string(count);
+      std::vector<char> in = filled(DType::F32, count, gRank, salt),
+                        out(count * 4);
+      CommOp op = CommOp::allReduce(in.data(), out.data(), count, DType::F32,
+                                    ReduceOp::Sum);
+      op.tag = tag++;
+      if (expectOk(c.post({op})->wait(kWait), what))
+        check(what, out.data(), count, DType::F32, [&](size_t i) {
+          return reference(ReduceOp::Sum, DType::F32, i, salt);
+        });
+      what = "tagged all_gather x" + std::to_string(count);
+      std::vector<char> all(count * 4 * gSize);
+      op = CommOp::allGather(in.data(), all.data(), count, DType::F32);
+      op.tag = tag++;
+      if (expectOk(c.post({op})->wait(kWait), what))
+        for (int p = 0; p < gSize; ++p)
+          check(what, all.data() + p * count * 4, count, DType::F32,
+                [&](size_t i) { return value(p, i, salt); });
+    }
+}
+
 int main(int argc, char **argv) {
   // Die with the test that started us: no orphans even if it crashes.
   prctl(PR_SET_PDEATHSIG, SIGKILL);
@@ -291,7 +321,8 @@ int main(int argc, char **argv) {
   }
   std::string scenario = argv[1];
   if (scenario != "shm-collectives" && scenario != "p2p-shm" &&
-      scenario != "concurrent" && scenario != "transport") {
+      scenario != "concurrent" && scenario != "transport" &&
+      scenario != "tagged") {
     argv[0] = const_cast<char *>(DATA_PLANE_RANK_BINARY);
     ::execv(argv[0], argv);
     std::perror("execv data-plane-rank");
@@ -309,6 +340,8 @@ int main(int argc, char **argv) {
   std::string arg = argc > 6 ? argv[6] : "";
   if (arg == "two-hosts") // even and odd ranks claim different hosts
     ::setenv("MONARCH_SHM_HOST", gRank % 2 ? "odd" : "even", 1);
+  if (arg == "in-order")
+    options.collectivesInPostingOrder = true;
   if (scenario == "concurrent") {
     scenarioConcurrent(**store, options);
     return gFailures ? 1 : 0;
@@ -332,6 +365,8 @@ int main(int argc, char **argv) {
     scenarioCollectives(c);
   } else if (scenario == "p2p-shm") {
     scenarioP2P(c);
+  } else if (scenario == "tagged") {
+    scenarioTagged(c);
   }
   std::fflush(stdout);
   return gFailures ? 1 : 0;

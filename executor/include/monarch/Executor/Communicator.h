@@ -235,6 +235,13 @@ struct CommOptions {
   std::string interface;
   /// NCCL: the CUDA device ordinal this rank uses.
   int cudaDevice = 0;
+  /// The members post every collective with an explicit tag on the same
+  /// object (the same duplicate), in the same order: NCCL's rule, which the
+  /// plan's one collective stream per communicator keeps. Lets the
+  /// same-host transport read the peers' buffers directly for them too
+  /// (collectives with kAutoTag always can); without it, explicit-tag
+  /// collectives keep matching across duplicates (through messages).
+  bool collectivesInPostingOrder = false;
 };
 
 /// Creates this process's member of the communicator `name` over `ranks`

@@ -14,6 +14,7 @@
 
 #include "ShmGroup.h"
 
+#include "core/SharedArea.h"
 #include "core/WorkQueue.h"
 
 namespace monarch::executor::shm_backend {
@@ -50,6 +51,14 @@ public:
   void takePending(const Status &status,
                    std::vector<std::pair<std::shared_ptr<Work>, Status>> &out);
 
+  /// Direct collectives (ShmDirect.cpp): this object's mapped area of
+  /// every member, set up by its first collective.
+  struct Direct {
+    std::vector<SharedArea> areas; // [rank]: ours at rank(), peers' others
+    uint64_t seq = 0;              // chunks run so far (equal on every member)
+    bool oversubscribed = false;   // more members than this process's cores
+  };
+
 private:
   struct Entry {
     std::vector<CommOp> ops;
@@ -84,11 +93,21 @@ private:
   void reduceBlocks(void *out, size_t len, size_t stride, const CommOp &op);
   Status failed(Status st, const CommOp *op, const ShmRequest *culprit);
 
+  /// Maps the members' areas (one exchange of messages; every member
+  /// reaches the same decision). Leaves direct_ null where an area cannot
+  /// be mapped or MONARCH_SHM_COLLECTIVES=messages: then messages serve.
+  Status setUpDirect(uint32_t tag, const CommOp &op,
+                     Clock::time_point deadline);
+  /// all_reduce, reduce_scatter, all_gather or broadcast through the areas.
+  Status runDirect(const CommOp &op, uint32_t tag, Clock::time_point deadline);
+
   std::shared_ptr<ShmGroup> group_;
   std::string name_;
   uint32_t duplicateId_;
   uint32_t collectiveSeq_ = 0; // guarded by the queue's lock
   std::vector<char> scratch_;  // the worker thread's, reused across ops
+  std::unique_ptr<Direct> direct_;
+  bool directTried_ = false;
   /// Last: its thread runs entries with the members above.
   data::WorkQueue<Entry> queue_{[this](Entry &e) { return run(e); }};
 };

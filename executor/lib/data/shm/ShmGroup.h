@@ -74,6 +74,8 @@ public:
   const std::vector<int> &worldRanks() const { return worldRanks_; }
   const std::string &name() const { return name_; }
   std::chrono::milliseconds timeout() const { return timeout_; }
+  /// CommOptions::collectivesInPostingOrder at creation.
+  bool collectivesInPostingOrder() const { return collectivesInPostingOrder_; }
 
   /// Hands `req` to the group (never blocks). Ignored once broken.
   void post(ShmRequest *req);
@@ -99,6 +101,12 @@ public:
 
   /// "rank 1 (world rank 3)".
   std::string describeRank(int r) const;
+  /// The header of member `r`'s segment (its doorbell and liveness).
+  SegmentHeader &header(int r) const { return segments_[r].header(); }
+  /// Unavailable naming `p` when it aborted, left or exited; ok otherwise
+  /// (`checkProcess` adds a system call that sees a process that died
+  /// without saying so).
+  Status peerGone(int p, bool checkProcess);
 
 private:
   ShmGroup() = default;
@@ -154,13 +162,12 @@ private:
   Status progressIn(int p, bool &completed);
   void matchRecv(int p, ShmRequest *req, bool &completed);
   void clearLocked();
-  /// Unavailable naming `p` when it aborted, left or exited; ok otherwise.
-  Status peerGone(int p, bool checkProcess);
 
   int rank_ = 0;
   std::vector<int> worldRanks_;
   std::string name_;
   std::chrono::milliseconds timeout_{0};
+  bool collectivesInPostingOrder_ = false;
   std::vector<Segment> segments_; // [rank]: ours at rank_, the peers' others
 
   std::mutex mu_; // the engine state below, and progress

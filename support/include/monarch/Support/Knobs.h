@@ -80,10 +80,10 @@ enum Component : unsigned {
     "time every loop nest of the CPU kernels (as `monarch-kernels "            \
     "--profile`): each worker appends its table, slowest first, with the "     \
     "user's lines, to `<path>.rank<N>` when the job ends")                     \
-  X(BucketBytes, "MONARCH_BUCKET_BYTES", Int, "0", 0, 1 << 30, "", Compiler,   \
-    true,                                                                      \
-    "merge each rank's small independent all_reduces into buckets of at "      \
-    "most this many bytes (PyTorch DDP's gradient buckets; "                   \
+  X(BucketBytes, "MONARCH_BUCKET_BYTES", Int, "26214400", 0, 1 << 30, "",      \
+    Compiler, true,                                                            \
+    "merge each rank's independent all_reduces into buckets of at most this "  \
+    "many bytes (PyTorch DDP's gradient buckets, 25 MiB by default; "          \
     "`monarch-bucket-collectives`); `0` reduces each on its own")              \
   X(KernelCut, "MONARCH_KERNEL_CUT", Choice, "comm", 0, 0, "comm|contraction", \
     Compiler, true,                                                            \
@@ -175,6 +175,12 @@ enum Component : unsigned {
   X(ShmHost, "MONARCH_SHM_HOST", String, "", 0, 0, "", Worker, false,          \
     "pretend to run on this host when deciding whether the members of a "      \
     "communicator share one (tests; ranks with different values use TCP)")     \
+  X(ShmCollectives, "MONARCH_SHM_COLLECTIVES", Choice, "direct", 0, 0,         \
+    "direct|messages", Worker, false,                                          \
+    "how collectives among the ranks of one host move their data: `direct` "   \
+    "reads the peers' buffers through mapped shared areas in cache-sized "     \
+    "chunks; `messages` sends tagged messages through the per-pair rings; "    \
+    "every rank must see the same value")                                      \
   X(LocalControl, "MONARCH_LOCAL_CONTROL", Bool, "1", 0, 0, "",                \
     Controller | Worker, false,                                                \
     "`0` turns off the same-host fast path (workers on the controller's host " \
