@@ -325,8 +325,12 @@ struct Interpreter::Impl {
       first.emplace(comm, i);
     }
     std::vector<std::pair<std::shared_ptr<Work>, int>> works;
+    // One communicator: this thread waits for it at once, so the backend
+    // may run it here (no hand-off to its thread and back).
     for (auto &[comm, ops] : posts)
-      works.push_back({comm->post(std::move(ops)), first[comm]});
+      works.push_back({posts.size() == 1 ? comm->postAndRun(std::move(ops))
+                                         : comm->post(std::move(ops)),
+                       first[comm]});
     for (auto &[work, i] : works) {
       while (true) {
         // Wake every 100 ms to notice an abort. The work's own status is

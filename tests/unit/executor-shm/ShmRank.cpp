@@ -280,9 +280,9 @@ void scenarioConcurrent(Store &store, const CommOptions &options) {
 } // namespace
 
 /// Collectives with explicit tags on one object, as the worker posts them
-/// (CommOptions::collectivesInPostingOrder): every size up to and past the
-/// direct path's limit, each checked exactly; consecutive ones alternate
-/// the areas' slots.
+/// (CommOptions::collectivesInPostingOrder; all_gathers through
+/// postAndRun): every size up to and past the direct path's limit, each
+/// checked exactly; consecutive ones alternate the areas' slots.
 void scenarioTagged(Communicator &c) {
   uint64_t tag = 1;
   for (size_t count : {size_t(1), size_t(7), size_t(1001), size_t(16384),
@@ -302,7 +302,8 @@ void scenarioTagged(Communicator &c) {
       std::vector<char> all(count * 4 * gSize);
       op = CommOp::allGather(in.data(), all.data(), count, DType::F32);
       op.tag = tag++;
-      if (expectOk(c.post({op})->wait(kWait), what))
+      // As the worker posts a lone group: run on this thread when idle.
+      if (expectOk(c.postAndRun({op})->wait(kWait), what))
         for (int p = 0; p < gSize; ++p)
           check(what, all.data() + p * count * 4, count, DType::F32,
                 [&](size_t i) { return value(p, i, salt); });

@@ -175,6 +175,15 @@ public:
   /// Work with InvalidArgument/Unimplemented naming the backend and op; no
   /// call throws or blocks.
   virtual std::shared_ptr<Work> post(std::vector<CommOp> ops) = 0;
+  /// post() for a caller that waits for the Work at once: where the object
+  /// is idle, a backend may run the group on the calling thread and return
+  /// it completed (saving the hand-off to its own thread, a scheduler
+  /// wake-up each way); otherwise it is post(). The caller must not need
+  /// another group posted by itself to progress first (abort() still
+  /// unblocks it).
+  virtual std::shared_ptr<Work> postAndRun(std::vector<CommOp> ops) {
+    return post(std::move(ops));
+  }
 
   std::shared_ptr<Work> send(const void *buf, size_t count, DType dtype,
                              int peer, uint64_t tag = kAutoTag) {

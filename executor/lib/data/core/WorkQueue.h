@@ -95,6 +95,33 @@ public:
     cv_.notify_all();
   }
 
+  /// Runs the entry `make(true)` returns on the calling thread when nothing
+  /// is queued or running (in flight meanwhile: later pushes queue behind
+  /// it and takePending() sees it), else pushes `make(false)`'s. Returns
+  /// the entry's Work (completed when it ran here).
+  template <typename Make> std::shared_ptr<Work> pushOrRun(Make make) {
+    Entry entry;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      bool idle = queue_.empty() && !inFlight_ && !stopping_;
+      entry = make(idle);
+      if (!idle) {
+        std::shared_ptr<Work> work = entry.work;
+        queue_.push_back(std::move(entry));
+        cv_.notify_all();
+        return work;
+      }
+      inFlight_ = entry.work;
+    }
+    Status st = run_(entry);
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      inFlight_.reset();
+    }
+    cv_.notify_all(); // what was pushed meanwhile may start
+    entry.work->complete(st);
+    return entry.work;
+  }
   /// Stops the thread once what is queued has run; when work is queued or
   /// running, `breakWork` is called first (it must make that work finish,
   /// e.g. by breaking the connections). Idempotent.
@@ -132,7 +159,9 @@ private:
       Entry entry;
       {
         std::unique_lock<std::mutex> lock(mutex_);
-        cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+        // Not while an entry runs on a poster's thread (pushOrRun).
+        cv_.wait(lock,
+                 [&] { return !inFlight_ && (stopping_ || !queue_.empty()); });
         if (queue_.empty())
           return;
         entry = std::move(queue_.front());

@@ -84,6 +84,28 @@ std::shared_ptr<Work> ShmCommunicator::post(std::vector<CommOp> ops) {
   return work;
 }
 
+std::shared_ptr<Work> ShmCommunicator::postAndRun(std::vector<CommOp> ops) {
+  if (std::any_of(ops.begin(), ops.end(),
+                  [](const CommOp &op) { return isP2P(op); }))
+    return post(std::move(ops));
+  for (const CommOp &op : ops) {
+    Status st = data::validateOp(op, rank(), size(), "shm");
+    if (!st)
+      return Work::completed(st);
+  }
+  if (group_->isBroken())
+    return Work::completed(
+        Status(StatusCode::Aborted, brokenText(name_, group_->brokenStatus())));
+  Entry entry;
+  entry.ops = std::move(ops);
+  entry.work = std::make_shared<Work>();
+  return queue_.pushOrRun([&](bool) {
+    entry.collectiveTags =
+        data::collectiveTags(entry.ops, duplicateId_, collectiveSeq_);
+    return std::move(entry);
+  });
+}
+
 void ShmCommunicator::abort(const std::string &reason) {
   group_->breakWith(
       Status(StatusCode::Aborted,

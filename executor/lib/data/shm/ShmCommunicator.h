@@ -41,6 +41,8 @@ public:
   const std::string &name() const override { return name_; }
 
   std::shared_ptr<Work> post(std::vector<CommOp> ops) override;
+  /// Groups of collectives only run on the caller's thread when idle.
+  std::shared_ptr<Work> postAndRun(std::vector<CommOp> ops) override;
   void abort(const std::string &reason) override;
   bool isAborted() const override { return group_->isBroken(); }
   StatusOr<std::unique_ptr<Communicator>>
