@@ -15,12 +15,28 @@ from ._native import NativeError
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 
 
+# Both are asked on every traced op and every compiled call, and each used
+# to cost a path normalisation or a walk over the code's positions (tens of
+# microseconds per call): memoised, by file name and by (code, instruction).
+_IN_PACKAGE = {}
+_POSITIONS = {}
+
+
 def _in_package(filename):
-    return os.path.abspath(filename).startswith(_PACKAGE_DIR + os.sep)
+    inside = _IN_PACKAGE.get(filename)
+    if inside is None:
+        inside = os.path.abspath(filename).startswith(_PACKAGE_DIR + os.sep)
+        if len(_IN_PACKAGE) < 65536:
+            _IN_PACKAGE[filename] = inside
+    return inside
 
 
 def _frame_loc(frame):
     code = frame.f_code
+    key = (code, frame.f_lasti)
+    loc = _POSITIONS.get(key)
+    if loc is not None:
+        return loc
     line, col = frame.f_lineno, 1
     positions = getattr(code, "co_positions", None)
     if positions is not None and frame.f_lasti >= 0:
@@ -30,7 +46,10 @@ def _frame_loc(frame):
                 line = pos[0]
             if pos[2] is not None:
                 col = pos[2] + 1
-    return (code.co_filename, int(line or 0), int(col))
+    loc = (code.co_filename, int(line or 0), int(col))
+    if len(_POSITIONS) < 65536:
+        _POSITIONS[key] = loc
+    return loc
 
 
 def user_loc():
