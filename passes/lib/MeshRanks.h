@@ -28,6 +28,9 @@ constexpr llvm::StringLiteral kRanksAttr = "plan.ranks";
 /// On a rank function: the worker result of each leading result (a dense
 /// i64 array); outputs the rank does not hold are absent.
 constexpr llvm::StringLiteral kOutputsAttr = "plan.outputs";
+/// Per returned output: where this rank's shard starts in it (one offset
+/// per dimension), or an empty array for the whole value.
+constexpr llvm::StringLiteral kOutputOffsetsAttr = "plan.output_offsets";
 /// On a rank function: the actor state (`@actor_mesh::@state`) of each
 /// trailing argument (its value at the start of the step) and of each
 /// trailing result (its value at the end).

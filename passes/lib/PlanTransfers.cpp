@@ -58,6 +58,10 @@ struct RankCode {
   int64_t rank;
   func::FuncOp fn;            // Per-rank tensor code.
   SmallVector<Value> outputs; // Null when not on this rank.
+  /// Per output: where this rank's shard of it starts (empty: whole).
+  std::vector<SmallVector<int64_t>> outputOffsets;
+  /// Per output: whether this rank returns it to the controller.
+  std::vector<bool> fetches;
   SmallVector<std::pair<Attribute, Value>> states; // State ref, final value.
   unsigned numWorkerArgs = 0;
 };
@@ -112,9 +116,9 @@ struct MonarchPlanTransfersPass
   LogicalResult readRanks(func::FuncOp worker, const MeshRanks &procMesh,
                           SmallVectorImpl<RankCode> &codes);
 
-  /// Emits one rank program; `fetchRank[j]` is the rank that returns output j.
+  /// Emits one rank program (`code.fetches[j]`: it returns output j).
   LogicalResult lower(RankCode &code, PlanOp plan, const MeshRanks &procMesh,
-                      ArrayRef<int64_t> fetchRank, StringRef backendName);
+                      StringRef backendName);
 
   LogicalResult planWorker(func::FuncOp worker);
 
@@ -208,7 +212,6 @@ struct StreamState {
 
 LogicalResult MonarchPlanTransfersPass::lower(RankCode &code, PlanOp plan,
                                               const MeshRanks &procMesh,
-                                              ArrayRef<int64_t> fetchRank,
                                               StringRef) {
   MLIRContext *ctx = &getContext();
   ModuleOp module = getOperation();
@@ -274,7 +277,7 @@ LogicalResult MonarchPlanTransfersPass::lower(RankCode &code, PlanOp plan,
   // Values needed after the code: outputs fetched here and final state.
   DenseSet<Value> liveOut;
   for (auto [j, v] : llvm::enumerate(code.outputs))
-    if (v && fetchRank[j] == code.rank)
+    if (code.fetches[j])
       liveOut.insert(v);
   for (auto &[ref, v] : code.states)
     liveOut.insert(v);
@@ -561,11 +564,14 @@ LogicalResult MonarchPlanTransfersPass::lower(RankCode &code, PlanOp plan,
 
   // Outputs this rank returns to the controller.
   for (auto [j, v] : llvm::enumerate(code.outputs)) {
-    if (!v || fetchRank[j] != code.rank)
+    if (!code.fetches[j])
       continue;
     BufferAttr buf = st.bufferFor(v);
     st.sync({buf}, {}, -1);
-    FetchBufferOp::create(b, loc, b.getI64IntegerAttr(j), buf);
+    FetchBufferOp::create(b, loc, b.getI64IntegerAttr(j), buf,
+                          code.outputOffsets[j].empty()
+                              ? DenseI64ArrayAttr()
+                              : b.getDenseI64ArrayAttr(code.outputOffsets[j]));
   }
   if (!st.pending.empty())
     WaitOp::create(b, loc, st.pending.getArrayRef());
@@ -622,21 +628,50 @@ MonarchPlanTransfersPass::readRanks(func::FuncOp worker,
              << FlatSymbolRefAttr::get(worker.getSymNameAttr())
              << " and one value per state, and returns the outputs it "
                 "holds and one value per state";
-    for (auto [k, j] : llvm::enumerate(outputs.asArrayRef()))
-      if (j < 0 || j >= signature.getNumResults() ||
-          type.getResult(k) != signature.getResult(j))
+    auto offsets = fn->getAttrOfType<ArrayAttr>(rankform::kOutputOffsetsAttr);
+    if (offsets && (offsets.size() != numOutputs ||
+                    !llvm::all_of(offsets, llvm::IsaPred<DenseI64ArrayAttr>)))
+      return fn.emitOpError("needs one offsets array per output in '")
+             << rankform::kOutputOffsetsAttr << "'";
+    auto offsetsOf = [&](size_t k) {
+      return offsets ? cast<DenseI64ArrayAttr>(offsets[k]).asArrayRef()
+                     : ArrayRef<int64_t>();
+    };
+    for (auto [k, j] : llvm::enumerate(outputs.asArrayRef())) {
+      bool ok = j >= 0 && j < signature.getNumResults();
+      if (ok && offsetsOf(k).empty()) {
+        ok = type.getResult(k) == signature.getResult(j);
+      } else if (ok) {
+        // A shard: inside the output, of its element type.
+        auto shard = dyn_cast<RankedTensorType>(type.getResult(k));
+        auto whole = dyn_cast<RankedTensorType>(signature.getResult(j));
+        ok = shard && whole && shard.hasStaticShape() &&
+             whole.hasStaticShape() &&
+             shard.getElementType() == whole.getElementType() &&
+             shard.getRank() == whole.getRank() &&
+             static_cast<int64_t>(offsetsOf(k).size()) == whole.getRank();
+        for (int64_t d = 0; ok && d < whole.getRank(); ++d)
+          ok = offsetsOf(k)[d] >= 0 &&
+               offsetsOf(k)[d] + shard.getDimSize(d) <= whole.getDimSize(d);
+      }
+      if (!ok)
         return fn.emitOpError("result #")
                << k << " is not output #" << j << " of "
-               << FlatSymbolRefAttr::get(worker.getSymNameAttr());
+               << FlatSymbolRefAttr::get(worker.getSymNameAttr())
+               << (offsetsOf(k).empty() ? "" : " or a shard of it");
+    }
 
     RankCode &code = codes.emplace_back();
     code.rank = r;
     code.fn = fn;
     code.numWorkerArgs = signature.getNumInputs();
     code.outputs.assign(signature.getNumResults(), Value());
+    code.outputOffsets.assign(signature.getNumResults(), {});
     Operation *ret = fn.getBody().front().getTerminator();
-    for (auto [k, j] : llvm::enumerate(outputs.asArrayRef()))
+    for (auto [k, j] : llvm::enumerate(outputs.asArrayRef())) {
       code.outputs[j] = ret->getOperand(k);
+      code.outputOffsets[j].assign(offsetsOf(k).begin(), offsetsOf(k).end());
+    }
     for (auto [i, ref] : llvm::enumerate(states))
       code.states.push_back({ref, ret->getOperand(numOutputs + i)});
   }
@@ -654,15 +689,30 @@ LogicalResult MonarchPlanTransfersPass::planWorker(func::FuncOp worker) {
   SmallVector<RankCode> codes;
   if (failed(readRanks(worker, *procMesh, codes)))
     return failure();
-  // Each output is returned by the lowest rank that has it.
+  // Each output is returned by the lowest rank that has it, or as shards
+  // by every rank that returns one.
   SmallVector<int64_t> fetchRank(worker.getNumResults(), -1);
+  SmallVector<bool> sharded(worker.getNumResults(), false);
   for (RankCode &c : codes)
-    for (auto [j, v] : llvm::enumerate(c.outputs))
+    for (auto [j, v] : llvm::enumerate(c.outputs)) {
       if (v && (fetchRank[j] < 0 || c.rank < fetchRank[j]))
         fetchRank[j] = c.rank;
+      if (v && !c.outputOffsets[j].empty())
+        sharded[j] = true;
+    }
   for (auto [j, r] : llvm::enumerate(fetchRank))
     if (r < 0)
       return worker.emitOpError("output #") << j << " is on no rank";
+  for (RankCode &c : codes) {
+    c.fetches.assign(c.outputs.size(), false);
+    for (auto [j, v] : llvm::enumerate(c.outputs)) {
+      if (v && sharded[j] != !c.outputOffsets[j].empty())
+        return worker.emitOpError("output #")
+               << j << " is returned whole by one rank and as a shard by "
+               << "another";
+      c.fetches[j] = v && (sharded[j] || fetchRank[j] == c.rank);
+    }
+  }
 
   // The plan replaces the worker program under the same name.
   std::string name = worker.getSymName().str();
@@ -675,7 +725,7 @@ LogicalResult MonarchPlanTransfersPass::planWorker(func::FuncOp worker) {
   comms.clear();
   LogicalResult result = success();
   for (RankCode &c : codes)
-    if (failed(lower(c, currentPlan, *procMesh, fetchRank, backend))) {
+    if (failed(lower(c, currentPlan, *procMesh, backend))) {
       result = failure();
       break;
     }

@@ -24,6 +24,7 @@
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/IRMapping.h"
 #include "llvm/ADT/MapVector.h"
+#include "llvm/ADT/StringSet.h"
 
 #define DEBUG_TYPE "monarch-specialize-ranks"
 
@@ -175,9 +176,10 @@ struct PendingResult {
 class RankSpecializer {
 public:
   RankSpecializer(func::FuncOp worker, const MeshRanks &procMesh, int64_t rank,
-                  SymbolTableCollection &tables, MeshResolver &meshes)
+                  SymbolTableCollection &tables, MeshResolver &meshes,
+                  bool shardOutputs)
       : worker(worker), procMesh(procMesh), rank(rank), tables(tables),
-        meshes(meshes) {}
+        meshes(meshes), shardOutputs(shardOutputs) {}
 
   /// Builds the rank function at `b`'s insertion point; null after a
   /// diagnostic.
@@ -196,6 +198,16 @@ private:
   int64_t rank;
   SymbolTableCollection &tables;
   MeshResolver &meshes;
+  bool shardOutputs;
+
+  /// Where this rank's shard of a split pending result starts, and whether
+  /// this rank is the one that returns it as worker output `output`: among
+  /// the ranks holding the same shard (along the mesh dimensions that do
+  /// not split it), the one at index `output` modulo their number, so that
+  /// the work that only outputs need is spread over the replicas; nullopt
+  /// when the result is partial or not split.
+  std::optional<std::pair<SmallVector<int64_t>, bool>>
+  shardOf(const PendingResult &p, int64_t output) const;
 
   /// Worker program values available on this rank, as rank values.
   IRMapping map;
@@ -222,13 +234,27 @@ func::FuncOp RankSpecializer::run(OpBuilder &b) {
 
   SmallVector<Value> results;
   SmallVector<int64_t> outputs;
+  SmallVector<Attribute> offsets;
   for (Operation &op : worker.getBody().front()) {
     if (auto ret = dyn_cast<func::ReturnOp>(op)) {
-      for (auto [j, v] : llvm::enumerate(ret.getOperands()))
+      for (auto [j, v] : llvm::enumerate(ret.getOperands())) {
+        auto it = pending.find(v);
+        if (shardOutputs && !map.lookupOrNull(v) && it != pending.end())
+          if (auto shard = shardOf(it->second, j)) {
+            // The controller assembles it from the shards.
+            if (shard->second) {
+              results.push_back(it->second.local);
+              outputs.push_back(j);
+              offsets.push_back(b.getDenseI64ArrayAttr(shard->first));
+            }
+            continue;
+          }
         if (Value local = globalValue(b, v)) {
           results.push_back(local);
           outputs.push_back(j);
+          offsets.push_back(b.getDenseI64ArrayAttr({}));
         }
+      }
       continue;
     }
     if (auto channelOp = dyn_cast<ChannelSendOp>(op)) {
@@ -302,6 +328,10 @@ func::FuncOp RankSpecializer::run(OpBuilder &b) {
                                        ValueRange(results).getTypes()));
   fn->setAttr(MonarchDialect::getRankAttrName(), b.getI64IntegerAttr(rank));
   fn->setAttr(rankform::kOutputsAttr, b.getDenseI64ArrayAttr(outputs));
+  if (llvm::any_of(offsets, [](Attribute a) {
+        return !cast<DenseI64ArrayAttr>(a).empty();
+      }))
+    fn->setAttr(rankform::kOutputOffsetsAttr, b.getArrayAttr(offsets));
   fn->setAttr(rankform::kStatesAttr, b.getArrayAttr(states));
   // After the return exists: the rewrite replaces uses, outputs included.
   moveCollectiveAxesToFront(fn);
@@ -417,6 +447,43 @@ LogicalResult RankSpecializer::inlineCall(Operation *op, OpBuilder &b) {
     }
   }
   return success();
+}
+
+std::optional<std::pair<SmallVector<int64_t>, bool>>
+RankSpecializer::shardOf(const PendingResult &p, int64_t output) const {
+  if (p.dist.getPartial())
+    return std::nullopt;
+  const MeshRanks &mesh = *p.mesh;
+  SmallVector<int64_t> offsets(p.global.getRank(), 0);
+  llvm::StringSet<> splitting;
+  bool split = false;
+  for (int64_t d = 0; d < p.global.getRank(); ++d) {
+    SmallVector<StringRef> dims = p.dist.getSplitDims(d);
+    if (dims.empty())
+      continue;
+    int64_t parts = 1;
+    for (StringRef name : dims) {
+      parts *= mesh.shape[llvm::find(mesh.dims, name) - mesh.dims.begin()];
+      splitting.insert(name);
+    }
+    if (parts <= 1)
+      continue;
+    split = true;
+    offsets[d] =
+        mesh.indexAlong(p.localRank, dims) * (p.global.getDimSize(d) / parts);
+  }
+  if (!split)
+    return std::nullopt;
+  SmallVector<StringRef> replicas;
+  int64_t copies = 1;
+  for (auto [name, size] : llvm::zip(mesh.dims, mesh.shape))
+    if (!splitting.contains(name)) {
+      replicas.push_back(name);
+      copies *= size;
+    }
+  bool owner = replicas.empty() ||
+               mesh.indexAlong(p.localRank, replicas) == output % copies;
+  return std::make_pair(offsets, owner);
 }
 
 /// The global value of `v` on this rank, assembling a pending call result
@@ -541,7 +608,8 @@ struct MonarchSpecializeRanksPass
     llvm::SmallBitVector held(worker.getNumResults());
     for (int64_t r = 0, n = procMesh->roots.size(); r < n; ++r) {
       func::FuncOp fn =
-          RankSpecializer(worker, *procMesh, r, tables, meshes).run(b);
+          RankSpecializer(worker, *procMesh, r, tables, meshes, shardOutputs)
+              .run(b);
       if (!fn) {
         eraseRanks();
         return failure();

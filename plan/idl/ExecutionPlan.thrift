@@ -170,10 +170,12 @@ struct WaitInstr {
 }
 
 /// feed_buffer: controller input `index` into `buffer`;
-/// fetch_buffer: `buffer` to the controller as output `index`.
+/// fetch_buffer: `buffer` to the controller as output `index`, or with
+/// `offsets` as the shard of it starting there (one offset per dimension).
 struct IOInstr {
   1: i64 index,
   2: Buffer buffer,
+  3: optional list<i64> offsets,
 }
 
 struct StateBufferInstr {

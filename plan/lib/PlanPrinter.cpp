@@ -239,6 +239,8 @@ private:
     case InstrKind::FetchBuffer:
       operands =
           in.io.buffer.str() + " -> output " + std::to_string(in.io.index);
+      if (!in.io.offsets.empty())
+        operands += " at " + ints(in.io.offsets);
       break;
     case InstrKind::StateBuffer:
       operands = "@" + in.stateBuffer.actorMesh + "::@" + in.stateBuffer.state +

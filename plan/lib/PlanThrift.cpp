@@ -143,6 +143,8 @@ static t::Instruction toT(const Instruction &in) {
     t::IOInstr io;
     io.__set_index(in.io.index);
     io.__set_buffer(toT(in.io.buffer));
+    if (!in.io.offsets.empty())
+      io.__set_offsets(in.io.offsets);
     if (in.kind == InstrKind::FeedBuffer)
       op.__set_feedBuffer(io);
     else
@@ -393,6 +395,8 @@ static std::optional<Instruction> fromT(const t::Instruction &in) {
     const t::IOInstr &io = set.feedBuffer ? op.feedBuffer : op.fetchBuffer;
     r.io.index = io.index;
     r.io.buffer = fromT(io.buffer);
+    if (io.__isset.offsets)
+      r.io.offsets = io.offsets;
   } else {
     r.kind = InstrKind::StateBuffer;
     r.stateBuffer.actorMesh = op.stateBuffer.actorMesh;

@@ -316,6 +316,24 @@ private:
             where + ": index " + std::to_string(in.io.index) +
             " but the plan has " + std::to_string(n) +
             (in.kind == InstrKind::FeedBuffer ? " inputs" : " outputs"));
+      if (!in.io.offsets.empty()) {
+        // A shard: inside the output, of its element type.
+        const ValueType *whole = in.kind == InstrKind::FetchBuffer
+                                     ? &step.outputs[in.io.index]
+                                     : nullptr;
+        const std::vector<int64_t> &shape = in.io.buffer.shape;
+        bool fits = whole && whole->isTensor &&
+                    whole->dtype == in.io.buffer.dtype &&
+                    in.io.offsets.size() == shape.size() &&
+                    whole->shape.size() == shape.size();
+        for (size_t d = 0; fits && d < shape.size(); ++d)
+          fits = in.io.offsets[d] >= 0 && shape[d] >= 0 &&
+                 in.io.offsets[d] <= whole->shape[d] - shape[d];
+        if (!fits)
+          return invalid(where + ": " + in.io.buffer.str() + " at offsets " +
+                         "is not a shard of " +
+                         (whole ? whole->str() : std::string("an input")));
+      }
       return buffer(in.io.buffer, arena, where);
     }
     case InstrKind::StateBuffer:

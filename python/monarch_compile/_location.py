@@ -17,7 +17,8 @@ _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 
 # Both are asked on every traced op and every compiled call, and each used
 # to cost a path normalisation or a walk over the code's positions (tens of
-# microseconds per call): memoised, by file name and by (code, instruction).
+# microseconds per call): memoised, by file name and by (file, code,
+# instruction).
 _IN_PACKAGE = {}
 _POSITIONS = {}
 
@@ -33,7 +34,9 @@ def _in_package(filename):
 
 def _frame_loc(frame):
     code = frame.f_code
-    key = (code, frame.f_lasti)
+    # Code objects compare equal across files (co_filename is not part of
+    # their equality): the file is part of the key.
+    key = (code.co_filename, code, frame.f_lasti)
     loc = _POSITIONS.get(key)
     if loc is not None:
         return loc

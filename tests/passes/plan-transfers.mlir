@@ -172,14 +172,18 @@ module {
 
 // A shard returned by one call and taken with the same distribution by the
 // next call on the same ranks stays where it is: no all_gather into the
-// global value and slice back. Only the fetched result, which needs the
-// global value, is gathered (once, although two outputs use it).
+// global value and slice back. The fetched result is not gathered either:
+// each rank returns its shard (twice, as two outputs use it) and the
+// controller assembles it.
 
 // CHECK-LABEL: monarch.plan @chain.worker.mesh on @mesh
 // CHECK:         monarch.rank_program rank 0
-// CHECK-COUNT-1:   monarch.collective all_gather
 // CHECK-NOT:       monarch.collective
+// CHECK:           monarch.fetch_buffer 0 from #monarch.buf<[[B:[0-9]+]], tensor<4x4xf32>> at [0, 0]
+// CHECK-NEXT:      monarch.fetch_buffer 1 from #monarch.buf<[[B]], tensor<4x4xf32>> at [0, 0]
 // CHECK:         monarch.rank_program rank 1
+// CHECK-NOT:       monarch.collective
+// CHECK:           monarch.fetch_buffer 0 from #monarch.buf<{{[0-9]+}}, tensor<4x4xf32>> at [4, 0]
 module {
   shard.grid @grid(shape = 2)
   monarch.proc_mesh @mesh(gpus = 2) grid @grid

@@ -157,37 +157,3 @@ module {
     return %1 : tensor<8x4xf32>
   }
 }
-
-
-// -----
-
-// A result split along dimension 1 is gathered along 0, where plan
-// collectives move contiguous blocks, then rearranged into place.
-
-// CHECK-LABEL: func.func private @step.worker.mesh.rank0(%{{.*}}: tensor<2x8xf32>) -> tensor<2x8xf32>
-// CHECK-NEXT:    tensor.extract_slice %{{.*}}[0, 0] [2, 4] [1, 1] : tensor<2x8xf32> to tensor<2x4xf32>
-// CHECK:         %[[P:.*]] = linalg.negf
-// CHECK-NEXT:    %[[G:.*]] = monarch.all_gather %[[P]] over ["gpus"] axis 0 {plan.group = array<i64: 0, 1>} : tensor<2x4xf32> -> tensor<4x4xf32>
-// CHECK-NEXT:    %[[E:.*]] = tensor.expand_shape %[[G]] {{\[}}[0, 1], [2]] output_shape [2, 2, 4] : tensor<4x4xf32> into tensor<2x2x4xf32>
-// CHECK:         %[[T:.*]] = linalg.transpose ins(%[[E]] : tensor<2x2x4xf32>) {{.*}} permutation = [1, 0, 2]
-// CHECK-NEXT:    %[[C:.*]] = tensor.collapse_shape %[[T]] {{\[}}[0], [1, 2]] : tensor<2x2x4xf32> into tensor<2x8xf32>
-// CHECK-NEXT:    return %[[C]] : tensor<2x8xf32>
-// CHECK:       func.func private @step.worker.mesh.rank1(
-// CHECK-NEXT:    tensor.extract_slice %{{.*}}[0, 4] [2, 4] [1, 1]
-
-// PLAN-LABEL:  monarch.plan @step.worker.mesh on @mesh
-// PLAN:          monarch.collective all_gather #monarch.buf<{{[0-9]+}}, tensor<2x4xf32>> -> #monarch.buf<{{[0-9]+}}, tensor<4x4xf32>>
-shard.grid @grid(shape = 2)
-monarch.proc_mesh @mesh(gpus = 2) grid @grid
-monarch.actor_class @C {
-  monarch.endpoint @neg(%x: tensor<2x4xf32> {monarch.dist = #monarch.dist<[[], ["gpus"]]>}) -> (tensor<2x4xf32> {monarch.dist = #monarch.dist<[[], ["gpus"]]>}) {
-    %e = tensor.empty() : tensor<2x4xf32>
-    %n = linalg.negf ins(%x : tensor<2x4xf32>) outs(%e : tensor<2x4xf32>) -> tensor<2x4xf32>
-    monarch.return %n : tensor<2x4xf32>
-  }
-}
-monarch.actor_mesh @a = @C on @mesh
-func.func @step.worker.mesh(%x: tensor<2x8xf32>) -> tensor<2x8xf32> attributes {monarch.worker_for = @mesh} {
-  %y = monarch.call @a::@neg(%x) : (tensor<2x8xf32>) -> tensor<2x8xf32>
-  return %y : tensor<2x8xf32>
-}

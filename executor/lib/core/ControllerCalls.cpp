@@ -16,6 +16,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <cstring>
 
 namespace pm = monarch::plan;
 
@@ -145,6 +146,52 @@ Status callAll(Controller::Impl &s, const std::vector<int> &ranks,
   return Status::ok();
 }
 
+/// Copies one rank's shard (`bytes`, row-major, `shard.shape`) into
+/// `whole` at `shard.offsets`, after checking that it fits.
+Status placeShard(HostTensor &whole, const PlanSignature::Shard &shard,
+                  const std::string &bytes, size_t elem) {
+  size_t rank = whole.shape.size();
+  int64_t count = 1;
+  bool fits =
+      shard.offsets.size() == rank && shard.shape.size() == rank && elem > 0;
+  for (size_t d = 0; fits && d < rank; ++d) {
+    fits = shard.offsets[d] >= 0 && shard.shape[d] >= 0 &&
+           shard.offsets[d] + shard.shape[d] <= whole.shape[d];
+    count *= shard.shape[d];
+  }
+  if (!fits || bytes.size() != static_cast<size_t>(count) * elem)
+    return Status(StatusCode::Internal,
+                  "rank " + std::to_string(shard.rank) +
+                      " returned a shard that does not fit " +
+                      whole.describe());
+  if (count == 0)
+    return Status::ok();
+  if (rank == 0) {
+    whole.data.assign(bytes);
+    return Status::ok();
+  }
+  // Row by row: the innermost dimension is contiguous in both.
+  std::vector<int64_t> stride(rank, 1);
+  for (size_t d = rank - 1; d > 0; --d)
+    stride[d - 1] = stride[d] * whole.shape[d];
+  size_t row = static_cast<size_t>(shard.shape[rank - 1]) * elem;
+  std::vector<int64_t> at(rank, 0); // index within the shard (rows)
+  const char *src = bytes.data();
+  for (int64_t rows = count / shard.shape[rank - 1]; rows > 0; --rows) {
+    int64_t offset = 0;
+    for (size_t d = 0; d < rank; ++d)
+      offset += (shard.offsets[d] + at[d]) * stride[d];
+    std::memcpy(whole.data.data() + offset * elem, src, row);
+    src += row;
+    for (size_t d = rank - 1; d-- > 0;) {
+      if (++at[d] < shard.shape[d])
+        break;
+      at[d] = 0;
+    }
+  }
+  return Status::ok();
+}
+
 } // namespace
 
 StatusOr<std::vector<std::string>>
@@ -251,6 +298,27 @@ Controller::loadPlanOnce(const std::string &planBytes) {
         if (holders.empty() || holders.back() != r)
           holders.push_back(r);
       }
+    }
+    // Shards of split outputs, from the plan itself (the ranks' fetches
+    // name only their piece's shape): the whole output's type, and where
+    // each rank's piece goes.
+    for (const pm::StepPlan &step : file->plans) {
+      if (step.symbol != sig.name)
+        continue;
+      for (const pm::RankProgram &program : step.programs)
+        for (const pm::Instruction &in : program.instructions) {
+          if (in.kind != pm::InstrKind::FetchBuffer || in.io.offsets.empty())
+            continue;
+          int index = static_cast<int>(in.io.index);
+          if (index < 0 || index >= static_cast<int>(step.outputs.size()))
+            continue; // refused below
+          auto &whole = sig.fetches[index];
+          whole = {whole.first.empty() ? dtypeName(in.io.buffer.dtype)
+                                       : whole.first,
+                   step.outputs[index].shape};
+          sig.fetchShards[index].push_back({static_cast<int>(program.rank),
+                                            in.io.offsets, in.io.buffer.shape});
+        }
     }
     // Feeds and fetches index the plan's inputs and outputs. An input no
     // rank reads (a scalar only dead work used) has no feed.
@@ -550,7 +618,35 @@ Controller::runStepOnce(const std::string &plan,
   int64_t endUs = TraceWriter::nowUs();
 
   std::vector<HostTensor> outputs(sig->fetches.size());
+  for (auto &[index, shards] : sig->fetchShards) {
+    const auto &[dtype, shape] = sig->fetches.at(index);
+    HostTensor &whole = outputs[index];
+    whole.dtype = dtype;
+    whole.shape = shape;
+    std::optional<DType> type = parseDType(dtype);
+    size_t elem = type ? dtypeSize(*type) : 0;
+    whole.data.assign(static_cast<size_t>(whole.numElements()) * elem, '\0');
+    for (const PlanSignature::Shard &shard : shards) {
+      control::Fetch *fetch = nullptr;
+      for (control::Fetch &f : gather->replies[shard.rank].fetches)
+        if (f.index == index)
+          fetch = &f;
+      if (!fetch)
+        return Status(StatusCode::Internal,
+                      "rank " + std::to_string(shard.rank) +
+                          " did not return its shard of fetch " +
+                          std::to_string(index) + " of plan '" + plan + "'");
+      auto data = s.fetchedBytes(shard.rank, *fetch);
+      if (!data.isOk())
+        return data.status();
+      if (Status st = placeShard(whole, shard, *data, elem); !st)
+        return st.withContext("fetch " + std::to_string(index) + " of plan '" +
+                              plan + "'");
+    }
+  }
   for (auto &[index, rank] : sig->fetchRank) {
+    if (sig->fetchShards.count(index))
+      continue;
     bool found = false;
     for (control::Fetch &fetch : gather->replies[rank].fetches)
       if (fetch.index == index) {

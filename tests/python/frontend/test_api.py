@@ -187,6 +187,23 @@ def test_debug_info_locations_point_at_user_lines():
     assert "loc(" not in f.ir("traced", debug_info=False)
 
 
+def test_the_same_code_in_two_files_keeps_its_own_file():
+    # Code objects compare equal across files; the location memo must not
+    # give the second file the first one's name (it did, for a moment).
+    source = ("import monarch_compile as mc\n"
+              "def make(mesh):\n"
+              "    @mc.compile(mesh=mesh)\n"
+              "    def f(x):\n"
+              "        return mc.exp(x)\n"
+              "    return f\n")
+    mesh = mc.mesh(gpus=1)
+    for path in ("/models/first.py", "/models/second.py"):
+        namespace = {}
+        exec(compile(source, path, "exec"), namespace)
+        text = namespace["make"](mesh).ir("traced", f32(2), debug_info=True)
+        assert f'loc("{path}":5:16)' in text, text
+
+
 def test_ir_shows_user_locations_by_default():
     # A user reading the dump of any stage finds their own file:line in it
     # without asking; debug_info=False drops every location.

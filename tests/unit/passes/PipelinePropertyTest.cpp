@@ -65,6 +65,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <map>
+#include <numeric>
 #include <optional>
 #include <random>
 #include <string>
@@ -1166,7 +1167,8 @@ std::string checkPlans(ModuleOp module, unsigned &plans, uint64_t &instrs,
         break;
       }
     }
-    // The controller contract: feeds and fetches move global values.
+    // The controller contract: feeds and fetches move global values, or
+    // shards of an output that tile it exactly.
     std::optional<FunctionType> sig = plan.getSignature();
     if (!sig)
       continue;
@@ -1174,6 +1176,9 @@ std::string checkPlans(ModuleOp module, unsigned &plans, uint64_t &instrs,
       return isa<RankedTensorType>(t) ? t : RankedTensorType::get({}, t);
     };
     std::vector<unsigned> fetched(sig->getNumResults(), 0);
+    std::vector<
+        std::vector<std::pair<std::vector<int64_t>, std::vector<int64_t>>>>
+        shards(sig->getNumResults());
     plan.walk([&](Operation *op) {
       if (auto feed = dyn_cast<FeedBufferOp>(op)) {
         uint64_t i = feed.getIndex();
@@ -1183,6 +1188,25 @@ std::string checkPlans(ModuleOp module, unsigned &plans, uint64_t &instrs,
              << " does not match the signature " << *sig << "\n";
       } else if (auto fetch = dyn_cast<FetchBufferOp>(op)) {
         uint64_t j = fetch.getIndex();
+        if (auto offsets = fetch.getOffsetsAttr();
+            offsets && j < sig->getNumResults()) {
+          auto shard = cast<RankedTensorType>(fetch.getBuffer().getType());
+          auto whole = dyn_cast<RankedTensorType>(sig->getResult(j));
+          bool fits = whole &&
+                      whole.getElementType() == shard.getElementType() &&
+                      whole.getRank() == shard.getRank() &&
+                      static_cast<int64_t>(offsets.size()) == whole.getRank();
+          for (int64_t d = 0; fits && d < whole.getRank(); ++d)
+            fits = offsets[d] >= 0 &&
+                   offsets[d] + shard.getDimSize(d) <= whole.getDimSize(d);
+          if (!fits)
+            os << "fetch_buffer " << j << " of type " << shard
+               << " is not a shard of " << sig->getResult(j) << "\n";
+          else
+            shards[j].push_back({std::vector<int64_t>(offsets.asArrayRef()),
+                                 std::vector<int64_t>(shard.getShape())});
+          return;
+        }
         if (j >= sig->getNumResults() ||
             fetch.getBuffer().getType() != asTensor(sig->getResult(j))) {
           os << "fetch_buffer " << j << " of type "
@@ -1193,6 +1217,31 @@ std::string checkPlans(ModuleOp module, unsigned &plans, uint64_t &instrs,
         ++fetched[j];
       }
     });
+    for (auto [j, pieces] : llvm::enumerate(shards)) {
+      if (pieces.empty())
+        continue;
+      // Shards tile the output: disjoint, and as many elements as it has.
+      int64_t total = 0;
+      for (auto &[off, shape] : pieces)
+        total += std::accumulate(shape.begin(), shape.end(), int64_t{1},
+                                 std::multiplies<int64_t>());
+      bool disjoint = true;
+      for (size_t a = 0; a < pieces.size(); ++a)
+        for (size_t b = a + 1; b < pieces.size(); ++b) {
+          bool overlap = true;
+          for (size_t d = 0; d < pieces[a].first.size(); ++d)
+            overlap &=
+                pieces[a].first[d] < pieces[b].first[d] + pieces[b].second[d] &&
+                pieces[b].first[d] < pieces[a].first[d] + pieces[a].second[d];
+          disjoint &= !overlap;
+        }
+      auto whole = cast<RankedTensorType>(sig->getResult(j));
+      if (fetched[j] != 0 || !disjoint || total != whole.getNumElements())
+        os << "output " << j << " of @" << plan.getSymName()
+           << " is not tiled by its " << pieces.size() << " shards\n";
+      else
+        fetched[j] = 1;
+    }
     for (auto [j, count] : llvm::enumerate(fetched))
       if (count != 1)
         os << "output " << j << " of @" << plan.getSymName() << " is fetched "

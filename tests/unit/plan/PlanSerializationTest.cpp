@@ -73,6 +73,58 @@ TEST(PlanSerialization, RoundTripKeepsEveryField) {
   EXPECT_EQ(serialized(*back), bytes);
 }
 
+/// The sample plan with its output returned as two shards of float32[4]:
+/// rank 0 elements 0-1, rank 1 elements 2-3.
+ExecutionPlan shardedSample() {
+  ExecutionPlan plan = samplePlan();
+  for (RankProgram &prog : plan.plans[0].programs) {
+    Instruction &fetch = prog.instructions.back();
+    fetch.io.buffer = Buffer{240, DType::F32, {2}};
+    fetch.io.offsets = {2 * prog.rank};
+  }
+  return plan;
+}
+
+TEST(PlanSerialization, ShardedFetchesKeepTheirOffsets) {
+  ExecutionPlan plan = shardedSample();
+  ASSERT_TRUE(validatePlan(plan).isOk()) << validatePlan(plan).toString();
+  StatusOr<ExecutionPlan> back = deserializePlan(serialized(plan));
+  ASSERT_TRUE(back.isOk()) << back.status().toString();
+  EXPECT_TRUE(*back == plan);
+  EXPECT_EQ(back->plans[0].programs[1].instructions.back().io.offsets,
+            std::vector<int64_t>{2});
+  // A whole fetch has none, and says so by omitting the field.
+  StatusOr<ExecutionPlan> whole = deserializePlan(serialized(samplePlan()));
+  ASSERT_TRUE(whole.isOk());
+  EXPECT_TRUE(
+      whole->plans[0].programs[0].instructions.back().io.offsets.empty());
+  std::string text = planToString(plan);
+  EXPECT_NE(text.find("-> output 0 at [2]"), std::string::npos) << text;
+}
+
+TEST(PlanValidation, RejectsShardsOutsideTheirOutput) {
+  auto refused = [](ExecutionPlan p) {
+    Status s = validatePlan(p);
+    EXPECT_FALSE(s.isOk());
+    EXPECT_NE(s.message().find("is not a shard of tensor<4xf32>"),
+              std::string::npos)
+        << s.message();
+  };
+  ExecutionPlan p = shardedSample();
+  p.plans[0].programs[1].instructions.back().io.offsets = {3}; // 3 + 2 > 4
+  refused(p);
+  p = shardedSample();
+  p.plans[0].programs[1].instructions.back().io.offsets = {-1};
+  refused(p);
+  p = shardedSample();
+  p.plans[0].programs[1].instructions.back().io.offsets = {0, 0}; // rank
+  refused(p);
+  p = shardedSample();
+  p.plans[0].programs[1].instructions.back().io.buffer.dtype = DType::F16;
+  p.plans[0].programs[1].instructions.back().io.buffer.offset = 232;
+  refused(p);
+}
+
 TEST(PlanSerialization, ModifiedPlanCompareUnequal) {
   ExecutionPlan plan = samplePlan();
   ExecutionPlan other = plan;

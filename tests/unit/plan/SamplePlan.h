@@ -51,7 +51,7 @@ inline ExecutionPlan samplePlan() {
     auto add = [&](Instruction in) { prog.instructions.push_back(in); };
     Instruction feed;
     feed.kind = InstrKind::FeedBuffer;
-    feed.io = IOInstr{0, buf(0, {4, 4})};
+    feed.io = IOInstr{0, buf(0, {4, 4}), {}};
     feed.loc = loc(10, "monarch.feed");
     add(feed);
     Instruction state;
@@ -103,7 +103,7 @@ inline ExecutionPlan samplePlan() {
     add(launch2);
     Instruction fetch;
     fetch.kind = InstrKind::FetchBuffer;
-    fetch.io = IOInstr{0, buf(232, {4}, DType::F16)};
+    fetch.io = IOInstr{0, buf(232, {4}, DType::F16), {}};
     fetch.loc = SourceLoc{}; // an instruction without a known location
     add(fetch);
     step.programs.push_back(prog);

@@ -139,6 +139,15 @@ struct PlanSignature {
   /// Ranks reading each feed / the rank whose copy of each fetch is returned.
   std::map<int, std::vector<int>> feedRanks;
   std::map<int, int> fetchRank;
+  /// Fetches the ranks return as shards (`fetch_buffer ... at offsets`: a
+  /// split result is never gathered onto one rank): each rank's piece, in
+  /// rank order; `fetches` then holds the whole output's type, and runStep
+  /// assembles it.
+  struct Shard {
+    int rank = 0;
+    std::vector<int64_t> offsets, shape;
+  };
+  std::map<int, std::vector<Shard>> fetchShards;
 };
 
 class Controller {

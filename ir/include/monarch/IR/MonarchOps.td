@@ -861,12 +861,27 @@ def Monarch_FeedBufferOp : Monarch_PlanInstrOp<"feed_buffer"> {
 def Monarch_FetchBufferOp : Monarch_PlanInstrOp<"fetch_buffer"> {
   let summary = "Returns a buffer to the controller as output `index`";
   let description = [{
+    The whole output, or with `at` one shard of it: the buffer holds the
+    output's elements from `offsets` on (one per dimension), and the
+    controller assembles the output from the shards the ranks return (a
+    split result is never gathered onto one rank to be fetched).
+
     ```mlir
     monarch.fetch_buffer 0 from #monarch.buf<64, tensor<4xf32>>
+    monarch.fetch_buffer 1 from #monarch.buf<0, tensor<2x8xf32>> at [2, 0]
     ```
   }];
-  let arguments = (ins Monarch_NonNegI64:$index, Monarch_BufferAttr:$buffer);
-  let assemblyFormat = "$index `from` custom<Buffer>($buffer) attr-dict";
+  let arguments = (ins Monarch_NonNegI64:$index, Monarch_BufferAttr:$buffer,
+                       OptionalAttr<DenseI64ArrayAttr>:$offsets);
+  let builders = [
+    // The whole output.
+    OpBuilder<(ins "uint64_t":$index, "::monarch::BufferAttr":$buffer), [{
+      build($_builder, $_state, $_builder.getI64IntegerAttr(index), buffer,
+            ::mlir::DenseI64ArrayAttr());
+    }]>
+  ];
+  let assemblyFormat =
+      "$index `from` custom<Buffer>($buffer) (`at` $offsets^)? attr-dict";
 }
 
 def Monarch_StateBufferOp : Monarch_PlanInstrOp<"state_buffer", [

@@ -124,7 +124,19 @@ def MonarchSpecializeRanks : Pass<"monarch-specialize-ranks",
       return %r : tensor<4xf32>
     }
     ```
+
+    A worker output that is split (not partial) is returned as shards, with
+    their offsets in `plan.output_offsets`, and the controller assembles
+    the output; nothing is gathered onto one rank to be fetched. Each shard
+    is returned by one of the ranks holding it (along the mesh dimensions
+    that do not split it, the one at the output's index modulo their
+    number), so the work only outputs need is spread over the replicas.
+    `shard-outputs=0` gathers them instead.
   }];
+  let options = [
+    Option<"shardOutputs", "shard-outputs", "bool", /*default=*/"true",
+           "Return split outputs as shards for the controller to assemble">,
+  ];
   let dependentDialects = ["::monarch::MonarchDialect",
                            "::mlir::func::FuncDialect",
                            "::mlir::arith::ArithDialect",

@@ -179,10 +179,12 @@ struct WaitInstr {
 };
 
 /// feed_buffer (input `index` into `buffer`) and fetch_buffer (`buffer` as
-/// output `index`).
+/// output `index`, or with `offsets` the shard of it starting there: the
+/// controller assembles the output from every rank's shard).
 struct IOInstr {
   int64_t index = 0;
   Buffer buffer;
+  std::vector<int64_t> offsets;
   bool operator==(const IOInstr &) const = default;
 };
 
