@@ -31,6 +31,9 @@ constexpr llvm::StringLiteral kOutputsAttr = "plan.outputs";
 /// Per returned output: where this rank's shard starts in it (one offset
 /// per dimension), or an empty array for the whole value.
 constexpr llvm::StringLiteral kOutputOffsetsAttr = "plan.output_offsets";
+/// Per worker input: where the shard this rank is fed starts (one offset
+/// per dimension), or an empty array for the whole value.
+constexpr llvm::StringLiteral kInputOffsetsAttr = "plan.input_offsets";
 /// On a rank function: the actor state (`@actor_mesh::@state`) of each
 /// trailing argument (its value at the start of the step) and of each
 /// trailing result (its value at the end).

@@ -60,6 +60,9 @@ struct RankCode {
   SmallVector<Value> outputs; // Null when not on this rank.
   /// Per output: where this rank's shard of it starts (empty: whole).
   std::vector<SmallVector<int64_t>> outputOffsets;
+  /// Per worker input: where the shard this rank is fed starts (empty:
+  /// the whole value).
+  std::vector<SmallVector<int64_t>> inputOffsets;
   /// Per output: whether this rank returns it to the controller.
   std::vector<bool> fetches;
   SmallVector<std::pair<Attribute, Value>> states; // State ref, final value.
@@ -256,7 +259,10 @@ LogicalResult MonarchPlanTransfersPass::lower(RankCode &code, PlanOp plan,
         !isFinalState(arg))
       continue;
     BufferAttr buf = st.bufferFor(arg);
-    FeedBufferOp::create(b, loc, b.getI64IntegerAttr(i), buf);
+    FeedBufferOp::create(b, loc, b.getI64IntegerAttr(i), buf,
+                         code.inputOffsets[i].empty()
+                             ? DenseI64ArrayAttr()
+                             : b.getDenseI64ArrayAttr(code.inputOffsets[i]));
     st.record({}, {}, {buf}, -1);
   }
   // State arguments were created in the order the state was first used,
@@ -620,10 +626,40 @@ MonarchPlanTransfersPass::readRanks(func::FuncOp worker,
     // held, then one per state.
     FunctionType type = fn.getFunctionType();
     size_t numStates = states.size(), numOutputs = outputs.size();
-    if (type.getNumInputs() != signature.getNumInputs() + numStates ||
-        type.getInputs().take_front(signature.getNumInputs()) !=
-            signature.getInputs() ||
-        type.getNumResults() != numOutputs + numStates)
+    auto inputOffsets =
+        fn->getAttrOfType<ArrayAttr>(rankform::kInputOffsetsAttr);
+    if (inputOffsets &&
+        (inputOffsets.size() != signature.getNumInputs() ||
+         !llvm::all_of(inputOffsets, llvm::IsaPred<DenseI64ArrayAttr>)))
+      return fn.emitOpError("needs one offsets array per worker input in '")
+             << rankform::kInputOffsetsAttr << "'";
+    auto inputOffsetsOf = [&](size_t i) {
+      return inputOffsets
+                 ? cast<DenseI64ArrayAttr>(inputOffsets[i]).asArrayRef()
+                 : ArrayRef<int64_t>();
+    };
+    // A shard of `whole` starting at `offsets`, of its element type.
+    auto isShard = [](Type part, Type global, ArrayRef<int64_t> offsets) {
+      auto shard = dyn_cast<RankedTensorType>(part);
+      auto whole = dyn_cast<RankedTensorType>(global);
+      bool ok = shard && whole && shard.hasStaticShape() &&
+                whole.hasStaticShape() &&
+                shard.getElementType() == whole.getElementType() &&
+                shard.getRank() == whole.getRank() &&
+                static_cast<int64_t>(offsets.size()) == whole.getRank();
+      for (int64_t d = 0; ok && d < whole.getRank(); ++d)
+        ok = offsets[d] >= 0 &&
+             offsets[d] + shard.getDimSize(d) <= whole.getDimSize(d);
+      return ok;
+    };
+    bool inputsMatch =
+        type.getNumInputs() == signature.getNumInputs() + numStates;
+    for (unsigned i = 0; inputsMatch && i < signature.getNumInputs(); ++i)
+      inputsMatch = inputOffsetsOf(i).empty()
+                        ? type.getInput(i) == signature.getInput(i)
+                        : isShard(type.getInput(i), signature.getInput(i),
+                                  inputOffsetsOf(i));
+    if (!inputsMatch || type.getNumResults() != numOutputs + numStates)
       return fn.emitOpError("takes the inputs of ")
              << FlatSymbolRefAttr::get(worker.getSymNameAttr())
              << " and one value per state, and returns the outputs it "
@@ -642,17 +678,7 @@ MonarchPlanTransfersPass::readRanks(func::FuncOp worker,
       if (ok && offsetsOf(k).empty()) {
         ok = type.getResult(k) == signature.getResult(j);
       } else if (ok) {
-        // A shard: inside the output, of its element type.
-        auto shard = dyn_cast<RankedTensorType>(type.getResult(k));
-        auto whole = dyn_cast<RankedTensorType>(signature.getResult(j));
-        ok = shard && whole && shard.hasStaticShape() &&
-             whole.hasStaticShape() &&
-             shard.getElementType() == whole.getElementType() &&
-             shard.getRank() == whole.getRank() &&
-             static_cast<int64_t>(offsetsOf(k).size()) == whole.getRank();
-        for (int64_t d = 0; ok && d < whole.getRank(); ++d)
-          ok = offsetsOf(k)[d] >= 0 &&
-               offsetsOf(k)[d] + shard.getDimSize(d) <= whole.getDimSize(d);
+        ok = isShard(type.getResult(k), signature.getResult(j), offsetsOf(k));
       }
       if (!ok)
         return fn.emitOpError("result #")
@@ -667,6 +693,9 @@ MonarchPlanTransfersPass::readRanks(func::FuncOp worker,
     code.numWorkerArgs = signature.getNumInputs();
     code.outputs.assign(signature.getNumResults(), Value());
     code.outputOffsets.assign(signature.getNumResults(), {});
+    for (unsigned i = 0; i < signature.getNumInputs(); ++i)
+      code.inputOffsets.emplace_back(inputOffsetsOf(i).begin(),
+                                     inputOffsetsOf(i).end());
     Operation *ret = fn.getBody().front().getTerminator();
     for (auto [k, j] : llvm::enumerate(outputs.asArrayRef())) {
       code.outputs[j] = ret->getOperand(k);

@@ -177,9 +177,9 @@ class RankSpecializer {
 public:
   RankSpecializer(func::FuncOp worker, const MeshRanks &procMesh, int64_t rank,
                   SymbolTableCollection &tables, MeshResolver &meshes,
-                  bool shardOutputs)
+                  bool shardOutputs, bool shardInputs)
       : worker(worker), procMesh(procMesh), rank(rank), tables(tables),
-        meshes(meshes), shardOutputs(shardOutputs) {}
+        meshes(meshes), shardOutputs(shardOutputs), shardInputs(shardInputs) {}
 
   /// Builds the rank function at `b`'s insertion point; null after a
   /// diagnostic.
@@ -198,7 +198,7 @@ private:
   int64_t rank;
   SymbolTableCollection &tables;
   MeshResolver &meshes;
-  bool shardOutputs;
+  bool shardOutputs, shardInputs;
 
   /// Where this rank's shard of a split pending result starts, and whether
   /// this rank is the one that returns it as worker output `output`: among
@@ -208,6 +208,14 @@ private:
   /// when the result is partial or not split.
   std::optional<std::pair<SmallVector<int64_t>, bool>>
   shardOf(const PendingResult &p, int64_t output) const;
+
+  /// The shard of worker argument `arg` this rank can be fed instead of
+  /// the whole value: every use on this rank is a call operand split the
+  /// same way (offsets and type); nullopt otherwise.
+  std::optional<std::pair<SmallVector<int64_t>, RankedTensorType>>
+  feedShardOf(BlockArgument arg);
+  /// Worker arguments this rank is fed only its shard of.
+  DenseSet<Value> shardedArgs;
 
   /// Worker program values available on this rank, as rank values.
   IRMapping map;
@@ -225,6 +233,19 @@ func::FuncOp RankSpecializer::run(OpBuilder &b) {
   Block *entry = fn.addEntryBlock();
   for (auto [a, c] : llvm::zip(worker.getArguments(), entry->getArguments()))
     map.map(a, c);
+  // Split inputs: fed as this rank's shard where nothing here needs more.
+  SmallVector<Attribute> inputOffsets;
+  bool anyShard = false;
+  for (auto [a, c] : llvm::zip(worker.getArguments(), entry->getArguments())) {
+    auto shard = shardInputs ? feedShardOf(a) : std::nullopt;
+    inputOffsets.push_back(b.getDenseI64ArrayAttr(
+        shard ? ArrayRef<int64_t>(shard->first) : ArrayRef<int64_t>()));
+    if (!shard)
+      continue;
+    c.setType(shard->second);
+    shardedArgs.insert(a);
+    anyShard = true;
+  }
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(entry);
   auto fail = [&] {
@@ -333,6 +354,8 @@ func::FuncOp RankSpecializer::run(OpBuilder &b) {
       }))
     fn->setAttr(rankform::kOutputOffsetsAttr, b.getArrayAttr(offsets));
   fn->setAttr(rankform::kStatesAttr, b.getArrayAttr(states));
+  if (anyShard)
+    fn->setAttr(rankform::kInputOffsetsAttr, b.getArrayAttr(inputOffsets));
   // After the return exists: the rewrite replaces uses, outputs included.
   moveCollectiveAxesToFront(fn);
   return fn;
@@ -363,6 +386,11 @@ LogicalResult RankSpecializer::inlineCall(Operation *op, OpBuilder &b) {
     if (dist && it != pending.end() && it->second.dist == dist &&
         it->second.mesh == mesh) {
       inner.map(endpoint.getArgument(i), it->second.local);
+      continue;
+    }
+    // An input fed as this rank's shard (feedShardOf checked this use).
+    if (shardedArgs.contains(operand)) {
+      inner.map(endpoint.getArgument(i), map.lookup(operand));
       continue;
     }
     Value v = globalValue(b, operand);
@@ -447,6 +475,57 @@ LogicalResult RankSpecializer::inlineCall(Operation *op, OpBuilder &b) {
     }
   }
   return success();
+}
+
+std::optional<std::pair<SmallVector<int64_t>, RankedTensorType>>
+RankSpecializer::feedShardOf(BlockArgument arg) {
+  auto global = dyn_cast<RankedTensorType>(arg.getType());
+  if (!global || !global.hasStaticShape())
+    return std::nullopt;
+  std::optional<std::pair<SmallVector<int64_t>, RankedTensorType>> shard;
+  for (OpOperand &use : arg.getUses()) {
+    Operation *user = use.getOwner();
+    if (!isa<CallOp, BroadcastOp>(user))
+      return std::nullopt; // sent, returned, ...: needs the whole value
+    SymbolRefAttr callee = isa<CallOp>(user)
+                               ? cast<CallOp>(user).getCallee()
+                               : cast<BroadcastOp>(user).getCallee();
+    auto actorMesh = tables.lookupNearestSymbolFrom<ActorMeshOp>(
+        user, FlatSymbolRefAttr::get(callee.getRootReference()));
+    auto actorClass = actorMesh ? tables.lookupNearestSymbolFrom<ActorClassOp>(
+                                      actorMesh, actorMesh.getActorClassAttr())
+                                : ActorClassOp();
+    auto endpoint = actorClass ? tables.lookupSymbolIn<EndpointOp>(
+                                     actorClass, callee.getLeafReference())
+                               : EndpointOp();
+    if (!endpoint)
+      return std::nullopt; // inlineCall reports it
+    const MeshRanks *mesh = meshes.resolve(actorMesh, actorMesh.getMeshAttr());
+    int64_t local = mesh ? mesh->localRank(rank) : -1;
+    if (local < 0)
+      continue; // not on this rank
+    DistAttr dist = endpoint.getArgDist(use.getOperandNumber());
+    if (!dist || dist.isReplicated() || dist.getPartial())
+      return std::nullopt;
+    SmallVector<int64_t> offsets(global.getRank(), 0), sizes(global.getShape());
+    for (int64_t d = 0; d < global.getRank(); ++d) {
+      SmallVector<StringRef> dims = dist.getSplitDims(d);
+      if (dims.empty())
+        continue;
+      int64_t parts = 1;
+      for (StringRef name : dims)
+        parts *= mesh->shape[llvm::find(mesh->dims, name) - mesh->dims.begin()];
+      sizes[d] = global.getDimSize(d) / parts;
+      offsets[d] = mesh->indexAlong(local, dims) * sizes[d];
+    }
+    auto type = RankedTensorType::get(sizes, global.getElementType());
+    if (shard && (shard->first != offsets || shard->second != type))
+      return std::nullopt; // two different slices here
+    shard = std::make_pair(offsets, type);
+  }
+  if (shard && shard->second == global)
+    return std::nullopt; // the "shard" is the whole value
+  return shard;
 }
 
 std::optional<std::pair<SmallVector<int64_t>, bool>>
@@ -607,9 +686,9 @@ struct MonarchSpecializeRanksPass
     // Every output must be held by some rank.
     llvm::SmallBitVector held(worker.getNumResults());
     for (int64_t r = 0, n = procMesh->roots.size(); r < n; ++r) {
-      func::FuncOp fn =
-          RankSpecializer(worker, *procMesh, r, tables, meshes, shardOutputs)
-              .run(b);
+      func::FuncOp fn = RankSpecializer(worker, *procMesh, r, tables, meshes,
+                                        shardOutputs, shardInputs)
+                            .run(b);
       if (!fn) {
         eraseRanks();
         return failure();

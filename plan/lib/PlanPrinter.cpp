@@ -235,6 +235,8 @@ private:
     case InstrKind::FeedBuffer:
       operands =
           "input " + std::to_string(in.io.index) + " -> " + in.io.buffer.str();
+      if (!in.io.offsets.empty())
+        operands += " at " + ints(in.io.offsets);
       break;
     case InstrKind::FetchBuffer:
       operands =

@@ -317,22 +317,24 @@ private:
             " but the plan has " + std::to_string(n) +
             (in.kind == InstrKind::FeedBuffer ? " inputs" : " outputs"));
       if (!in.io.offsets.empty()) {
-        // A shard: inside the output, of its element type.
+        // A shard: inside its input or output, of its element type.
         const ValueType *whole = in.kind == InstrKind::FetchBuffer
                                      ? &step.outputs[in.io.index]
-                                     : nullptr;
+                                     : &step.inputs[in.io.index];
         const std::vector<int64_t> &shape = in.io.buffer.shape;
-        bool fits = whole && whole->isTensor &&
-                    whole->dtype == in.io.buffer.dtype &&
+        bool fits = whole->isTensor && whole->dtype == in.io.buffer.dtype &&
                     in.io.offsets.size() == shape.size() &&
                     whole->shape.size() == shape.size();
         for (size_t d = 0; fits && d < shape.size(); ++d)
           fits = in.io.offsets[d] >= 0 && shape[d] >= 0 &&
                  in.io.offsets[d] <= whole->shape[d] - shape[d];
-        if (!fits)
-          return invalid(where + ": " + in.io.buffer.str() + " at offsets " +
-                         "is not a shard of " +
-                         (whole ? whole->str() : std::string("an input")));
+        if (!fits) {
+          std::string at;
+          for (int64_t o : in.io.offsets)
+            at += (at.empty() ? "" : ", ") + std::to_string(o);
+          return invalid(where + ": " + in.io.buffer.str() + " at [" + at +
+                         "] is not a shard of " + whole->str());
+        }
       }
       return buffer(in.io.buffer, arena, where);
     }

@@ -39,8 +39,8 @@
 // PLAN: plan @step.worker.mesh on @mesh (tensor<4x4xf32>, tensor<4x4xf32>) -> (tensor<4xf32>)
 // PLAN: rank 0: arena {{[0-9]+}} B, peak {{[0-9]+}} B, critical path {{.*}} us, {{[0-9]+}} instructions
 // PLAN-NEXT: # instruction operands stream group location
-// PLAN-NEXT: 0 feed_buffer input {{[01]}} -> @{{[0-9]+}} tensor<{{.*}}xf32> - - {{.*}}phase-ladder.mlir:[[#]]:[[#]] monarch.feed_buffer
-// PLAN: launch k0 @step.worker.mesh.r0.k0 ins(@{{[0-9]+}} tensor<4x4xf32>, @{{[0-9]+}} tensor<4x4xf32>) outs(@{{[0-9]+}} tensor<4xf32>) 0 - {{.*}}phase-ladder.mlir:{{[0-9]+}}:{{[0-9]+}} monarch.launch
+// PLAN-NEXT: 0 feed_buffer input {{[01]}} -> @{{[0-9]+}} tensor<{{.*}}xf32>{{( at \[0, 0\])?}} - - {{.*}}phase-ladder.mlir:[[#]]:[[#]] monarch.feed_buffer
+// PLAN: launch k0 @step.worker.mesh.r0.k0 ins(@{{[0-9]+}} tensor<2x4xf32>, @{{[0-9]+}} tensor<4x4xf32>) outs(@{{[0-9]+}} tensor<4xf32>) 0 - {{.*}}phase-ladder.mlir:{{[0-9]+}}:{{[0-9]+}} monarch.launch
 // PLAN: collective all_reduce sum @[[#]] tensor<4xf32> -> @[[#]] tensor<4xf32> on @step.worker.mesh.comm0 [[#]] - {{.*}}phase-ladder.mlir:[[@LINE+33]]:10 monarch.collective
 // PLAN: fetch_buffer @[[#]] tensor<4xf32> -> output 0
 // PLAN: rank 1:

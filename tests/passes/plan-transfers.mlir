@@ -1,6 +1,9 @@
-// RUN: monarch-opt %s --monarch-specialize-ranks --monarch-plan-transfers --split-input-file | FileCheck %s
-// RUN: monarch-opt %s --monarch-specialize-ranks --monarch-plan-transfers --monarch-verify-plan --split-input-file | monarch-opt --split-input-file
-// RUN: monarch-opt %s --split-input-file --monarch-specialize-ranks --monarch-plan-transfers="group-bytes=0" | FileCheck %s --check-prefix=NOGROUP
+// RUN: monarch-opt %s --monarch-specialize-ranks=shard-inputs=0 --monarch-plan-transfers --split-input-file | FileCheck %s
+// RUN: monarch-opt %s --monarch-specialize-ranks=shard-inputs=0 --monarch-plan-transfers --monarch-verify-plan --split-input-file | monarch-opt --split-input-file
+// RUN: monarch-opt %s --split-input-file --monarch-specialize-ranks=shard-inputs=0 --monarch-plan-transfers="group-bytes=0" | FileCheck %s --check-prefix=NOGROUP
+// (Inputs are sliced on the ranks here, shard-inputs=0, as a rank does
+// when it also needs the whole value; specialize-ranks-shard-outputs.mlir
+// covers feeding shards.)
 // NOGROUP-NOT: group
 
 // Data parallel, split stage (as produced from a traced step by

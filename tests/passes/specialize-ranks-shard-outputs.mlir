@@ -1,24 +1,28 @@
-// Split worker outputs are returned as shards (plan.output_offsets), each
-// by the lowest rank that holds it, and fetched with their offsets: the
-// controller assembles them (issue 31, item 4). shard-outputs=0 gathers
-// them onto the ranks first.
+// Split worker outputs are returned as shards (plan.output_offsets) and
+// fetched with their offsets: the controller assembles them (issue 31, item
+// 4). Split inputs are fed as each rank's shard (plan.input_offsets): the
+// controller cuts them out, no rank slices its rows out of the whole value.
+// shard-outputs=0 and shard-inputs=0 gather and slice on the ranks instead.
 // RUN: monarch-opt %s --monarch-specialize-ranks --split-input-file | FileCheck %s
 // RUN: monarch-opt %s --monarch-specialize-ranks --monarch-plan-transfers --monarch-verify-plan --split-input-file | FileCheck %s --check-prefix=PLAN
-// RUN: monarch-opt %s --monarch-specialize-ranks=shard-outputs=0 --split-input-file | FileCheck %s --check-prefix=GATHER
-// RUN: monarch-opt %s --monarch-specialize-ranks=shard-outputs=0 --monarch-plan-transfers --monarch-verify-plan --split-input-file | FileCheck %s --check-prefix=GPLAN
+// RUN: monarch-opt %s --monarch-specialize-ranks="shard-outputs=0 shard-inputs=0" --split-input-file | FileCheck %s --check-prefix=GATHER
+// RUN: monarch-opt %s --monarch-specialize-ranks="shard-outputs=0 shard-inputs=0" --monarch-plan-transfers --monarch-verify-plan --split-input-file | FileCheck %s --check-prefix=GPLAN
 
-// CHECK-LABEL: func.func private @step.worker.mesh.rank0(%{{.*}}: tensor<2x8xf32>) -> tensor<2x4xf32>
-// CHECK-SAME:    plan.output_offsets = [array<i64: 0, 0>], plan.outputs = array<i64: 0>
+// CHECK-LABEL: func.func private @step.worker.mesh.rank0(%{{.*}}: tensor<2x4xf32>) -> tensor<2x4xf32>
+// CHECK-SAME:    plan.input_offsets = [array<i64: 0, 0>], plan.output_offsets = [array<i64: 0, 0>], plan.outputs = array<i64: 0>
+// CHECK-NOT:     tensor.extract_slice
 // CHECK-NOT:     monarch.all_gather
 // CHECK:         return %{{.*}} : tensor<2x4xf32>
-// CHECK-LABEL: func.func private @step.worker.mesh.rank1(%{{.*}}: tensor<2x8xf32>) -> tensor<2x4xf32>
-// CHECK-SAME:    plan.output_offsets = [array<i64: 0, 4>], plan.outputs = array<i64: 0>
+// CHECK-LABEL: func.func private @step.worker.mesh.rank1(%{{.*}}: tensor<2x4xf32>) -> tensor<2x4xf32>
+// CHECK-SAME:    plan.input_offsets = [array<i64: 0, 4>], plan.output_offsets = [array<i64: 0, 4>], plan.outputs = array<i64: 0>
 
 // PLAN-LABEL:  monarch.plan @step.worker.mesh on @mesh
 // PLAN:          monarch.rank_program rank 0
+// PLAN:          monarch.feed_buffer 0 into #monarch.buf<{{[0-9]+}}, tensor<2x4xf32>> at [0, 0]
 // PLAN-NOT:      monarch.collective
 // PLAN:          monarch.fetch_buffer 0 from #monarch.buf<{{[0-9]+}}, tensor<2x4xf32>> at [0, 0]
 // PLAN:          monarch.rank_program rank 1
+// PLAN:          monarch.feed_buffer 0 into #monarch.buf<{{[0-9]+}}, tensor<2x4xf32>> at [0, 4]
 // PLAN:          monarch.fetch_buffer 0 from #monarch.buf<{{[0-9]+}}, tensor<2x4xf32>> at [0, 4]
 
 // With shard-outputs=0, a result split along dimension 1 is gathered along
@@ -69,8 +73,8 @@ func.func @step.worker.mesh(%x: tensor<2x8xf32>) -> tensor<2x8xf32> attributes {
 // CHECK-LABEL: func.func private @step.worker.mesh.rank2(
 // CHECK-SAME:    -> (tensor<4xf32>, tensor<4x2xf32>)
 // CHECK-SAME:    plan.output_offsets = [array<i64>, array<i64: 0, 0>], plan.outputs = array<i64: 0, 1>
-// CHECK-LABEL: func.func private @step.worker.mesh.rank3(
-// CHECK-SAME:    plan.output_offsets = [array<i64>, array<i64: 0, 2>], plan.outputs = array<i64: 0, 1>
+// CHECK-LABEL: func.func private @step.worker.mesh.rank3(%{{.*}}: tensor<4x2xf32>)
+// CHECK-SAME:    plan.input_offsets = [array<i64: 0, 2>], plan.output_offsets = [array<i64>, array<i64: 0, 2>], plan.outputs = array<i64: 0, 1>
 
 // PLAN-LABEL:  monarch.plan @step.worker.mesh on @mesh
 // PLAN:          monarch.rank_program rank 0

@@ -1,8 +1,11 @@
-// RUN: monarch-opt %s --monarch-specialize-ranks --split-input-file | FileCheck %s
+// RUN: monarch-opt %s --monarch-specialize-ranks=shard-inputs=0 --split-input-file | FileCheck %s
 // The per-rank form verifies and parses back.
-// RUN: monarch-opt %s --monarch-specialize-ranks --split-input-file | monarch-opt --split-input-file
+// RUN: monarch-opt %s --monarch-specialize-ranks=shard-inputs=0 --split-input-file | monarch-opt --split-input-file
 // And monarch-plan-transfers takes it from there.
 // RUN: monarch-opt %s --monarch-specialize-ranks --monarch-plan-transfers --monarch-verify-plan --split-input-file | FileCheck %s --check-prefix=PLAN
+// (Inputs are sliced on the ranks here, shard-inputs=0, as a rank does
+// when it also needs the whole value; specialize-ranks-shard-outputs.mlir
+// covers feeding shards.)
 
 // Data parallel on two ranks, split stage (from a traced step by
 // monarch-partition and monarch-split-control-data): each rank slices its

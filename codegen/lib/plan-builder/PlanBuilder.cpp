@@ -476,10 +476,12 @@ private:
         if (failed(b))
           return failure();
         in.io = IOInstr{static_cast<int64_t>(ioIndex), *b, {}};
-        if (auto fetch = dyn_cast<FetchBufferOp>(op))
-          if (auto offsets = fetch.getOffsetsAttr())
-            in.io.offsets.assign(offsets.asArrayRef().begin(),
-                                 offsets.asArrayRef().end());
+        DenseI64ArrayAttr offsets =
+            feed ? cast<FeedBufferOp>(op).getOffsetsAttr()
+                 : cast<FetchBufferOp>(op).getOffsetsAttr();
+        if (offsets)
+          in.io.offsets.assign(offsets.asArrayRef().begin(),
+                               offsets.asArrayRef().end());
       } else if (auto state = dyn_cast<StateBufferOp>(op)) {
         in.kind = InstrKind::StateBuffer;
         FailureOr<Buffer> b = toBuffer(&op, state.getBuffer());

@@ -146,50 +146,100 @@ Status callAll(Controller::Impl &s, const std::vector<int> &ranks,
   return Status::ok();
 }
 
-/// Copies one rank's shard (`bytes`, row-major, `shard.shape`) into
-/// `whole` at `shard.offsets`, after checking that it fits.
-Status placeShard(HostTensor &whole, const PlanSignature::Shard &shard,
-                  const std::string &bytes, size_t elem) {
-  size_t rank = whole.shape.size();
+/// Elements of `shard` in a tensor of `shape` (checked to lie inside it),
+/// or -1.
+int64_t shardElements(const std::vector<int64_t> &shape,
+                      const PlanSignature::Shard &shard) {
+  size_t rank = shape.size();
+  if (shard.offsets.size() != rank || shard.shape.size() != rank)
+    return -1;
   int64_t count = 1;
-  bool fits =
-      shard.offsets.size() == rank && shard.shape.size() == rank && elem > 0;
-  for (size_t d = 0; fits && d < rank; ++d) {
-    fits = shard.offsets[d] >= 0 && shard.shape[d] >= 0 &&
-           shard.offsets[d] + shard.shape[d] <= whole.shape[d];
+  for (size_t d = 0; d < rank; ++d) {
+    if (shard.offsets[d] < 0 || shard.shape[d] < 0 ||
+        shard.offsets[d] + shard.shape[d] > shape[d])
+      return -1;
     count *= shard.shape[d];
   }
-  if (!fits || bytes.size() != static_cast<size_t>(count) * elem)
-    return Status(StatusCode::Internal,
-                  "rank " + std::to_string(shard.rank) +
-                      " returned a shard that does not fit " +
-                      whole.describe());
-  if (count == 0)
-    return Status::ok();
+  return count;
+}
+
+/// Calls `row(byte offset in the whole tensor, bytes)` for each row of
+/// `shard` (its innermost dimension, contiguous in both), in the shard's
+/// row-major order. The shard was checked to fit (shardElements).
+template <typename Row>
+void forEachShardRow(const std::vector<int64_t> &shape,
+                     const PlanSignature::Shard &shard, size_t elem, Row row) {
+  size_t rank = shape.size();
   if (rank == 0) {
-    whole.data.assign(bytes);
-    return Status::ok();
+    row(0, elem);
+    return;
   }
-  // Row by row: the innermost dimension is contiguous in both.
+  if (shard.shape[rank - 1] == 0)
+    return;
   std::vector<int64_t> stride(rank, 1);
   for (size_t d = rank - 1; d > 0; --d)
-    stride[d - 1] = stride[d] * whole.shape[d];
-  size_t row = static_cast<size_t>(shard.shape[rank - 1]) * elem;
-  std::vector<int64_t> at(rank, 0); // index within the shard (rows)
-  const char *src = bytes.data();
-  for (int64_t rows = count / shard.shape[rank - 1]; rows > 0; --rows) {
+    stride[d - 1] = stride[d] * shape[d];
+  size_t bytes = static_cast<size_t>(shard.shape[rank - 1]) * elem;
+  int64_t rows = 1;
+  for (size_t d = 0; d + 1 < rank; ++d)
+    rows *= shard.shape[d];
+  std::vector<int64_t> at(rank, 0); // index within the shard
+  for (; rows > 0; --rows) {
     int64_t offset = 0;
     for (size_t d = 0; d < rank; ++d)
       offset += (shard.offsets[d] + at[d]) * stride[d];
-    std::memcpy(whole.data.data() + offset * elem, src, row);
-    src += row;
+    row(static_cast<size_t>(offset) * elem, bytes);
     for (size_t d = rank - 1; d-- > 0;) {
       if (++at[d] < shard.shape[d])
         break;
       at[d] = 0;
     }
   }
+}
+
+size_t elementBytes(const std::string &dtype) {
+  std::optional<DType> type = parseDType(dtype);
+  return type ? dtypeSize(*type) : 0;
+}
+
+/// Copies one rank's shard (`bytes`, row-major, `shard.shape`) into
+/// `whole` at `shard.offsets`, after checking that it fits.
+Status placeShard(HostTensor &whole, const PlanSignature::Shard &shard,
+                  const std::string &bytes) {
+  size_t elem = elementBytes(whole.dtype);
+  int64_t count = shardElements(whole.shape, shard);
+  if (elem == 0 || count < 0 ||
+      bytes.size() != static_cast<size_t>(count) * elem ||
+      whole.data.size() != static_cast<size_t>(whole.numElements()) * elem)
+    return Status(StatusCode::Internal,
+                  "rank " + std::to_string(shard.rank) +
+                      " returned a shard that does not fit " +
+                      whole.describe());
+  const char *src = bytes.data();
+  forEachShardRow(whole.shape, shard, elem, [&](size_t at, size_t n) {
+    std::memcpy(whole.data.data() + at, src, n);
+    src += n;
+  });
   return Status::ok();
+}
+
+/// The bytes of `shard` of `whole` (row-major), for the rank fed it.
+StatusOr<std::string> cutShard(const HostTensor &whole,
+                               const PlanSignature::Shard &shard) {
+  size_t elem = elementBytes(whole.dtype);
+  int64_t count = shardElements(whole.shape, shard);
+  if (elem == 0 || count < 0 ||
+      whole.data.size() != static_cast<size_t>(whole.numElements()) * elem)
+    return Status(StatusCode::InvalidArgument,
+                  "the shard of rank " + std::to_string(shard.rank) +
+                      " does not fit " + whole.describe());
+  std::string out(static_cast<size_t>(count) * elem, '\0');
+  char *dst = out.data();
+  forEachShardRow(whole.shape, shard, elem, [&](size_t at, size_t n) {
+    std::memcpy(dst, whole.data.data() + at, n);
+    dst += n;
+  });
+  return out;
 }
 
 } // namespace
@@ -259,6 +309,24 @@ Controller::loadPlanOnce(const std::string &planBytes) {
   for (size_t p = 0; p < gather->replies[0].size(); ++p) {
     PlanSignature sig;
     sig.name = gather->replies[0][p].name;
+    // Feeds some ranks take a shard of, from the plan itself (the ranks'
+    // PlanInfo names only their piece's shape).
+    for (const pm::StepPlan &step : file->plans) {
+      if (step.symbol != sig.name)
+        continue;
+      for (const pm::RankProgram &program : step.programs)
+        for (const pm::Instruction &in : program.instructions)
+          if (in.kind == pm::InstrKind::FeedBuffer && !in.io.offsets.empty() &&
+              in.io.index >= 0 &&
+              in.io.index < static_cast<int64_t>(step.inputs.size())) {
+            int index = static_cast<int>(in.io.index);
+            sig.feeds[index] = {dtypeName(in.io.buffer.dtype),
+                                step.inputs[index].shape};
+            sig.feedShards[index][static_cast<int>(program.rank)] = {
+                static_cast<int>(program.rank), in.io.offsets,
+                in.io.buffer.shape};
+          }
+    }
     for (int r = 0; r < n; ++r) {
       if (gather->replies[r].size() != gather->replies[0].size())
         return Status(StatusCode::Internal,
@@ -275,6 +343,11 @@ Controller::loadPlanOnce(const std::string &planBytes) {
                           " ranks, the job has " + std::to_string(n) +
                           " workers");
       for (const control::BufferSpec &feed : info.feeds) {
+        auto &readers = sig.feedRanks[feed.index];
+        if (readers.empty() || readers.back() != r)
+          readers.push_back(r);
+        if (sig.feedShards.count(feed.index))
+          continue; // shapes differ by rank; the whole type is the plan's
         auto [it, inserted] =
             sig.feeds.insert({feed.index, {feed.dtype, feed.shape}});
         if (!inserted && it->second != std::make_pair(feed.dtype, feed.shape))
@@ -284,9 +357,6 @@ Controller::loadPlanOnce(const std::string &planBytes) {
                   " is " + shapeText(it->second.first, it->second.second) +
                   " on one rank and " + shapeText(feed.dtype, feed.shape) +
                   " on rank " + std::to_string(r));
-        auto &readers = sig.feedRanks[feed.index];
-        if (readers.empty() || readers.back() != r)
-          readers.push_back(r);
       }
       for (const control::BufferSpec &fetch : info.fetches)
         if (sig.fetches.insert({fetch.index, {fetch.dtype, fetch.shape}})
@@ -540,16 +610,27 @@ Controller::runStepOnce(const std::string &plan,
     requests[r].plan = plan;
     requests[r].step = step;
   }
+  // Ranks fed a shard get only that piece of the input.
+  std::map<std::pair<int, int>, std::string> shards;
   for (auto &[index, ranks] : sig->feedRanks)
     for (int r : ranks) {
       control::Feed feed;
       feed.index = index;
       feed.tensor.dtype = inputs[index]->dtype;
       feed.tensor.shape = inputs[index]->shape;
+      if (auto it = sig->feedShards.find(index); it != sig->feedShards.end())
+        if (auto piece = it->second.find(r); piece != it->second.end()) {
+          auto cut = cutShard(*inputs[index], piece->second);
+          if (!cut.isOk())
+            return cut.status().withContext("input " + std::to_string(index) +
+                                            " of plan '" + plan + "'");
+          shards[{r, index}] = std::move(cut).value();
+          feed.tensor.shape = piece->second.shape;
+        }
       // The bytes: in the message or staged (below).
       requests[r].feeds.push_back(std::move(feed));
     }
-  if (Status st = s.stageRequests(*sig, inputs, requests); !st)
+  if (Status st = s.stageRequests(*sig, inputs, shards, requests); !st)
     return st;
   for (int r = 0; r < n; ++r)
     for (const control::Feed &feed : requests[r].feeds)
@@ -623,9 +704,8 @@ Controller::runStepOnce(const std::string &plan,
     HostTensor &whole = outputs[index];
     whole.dtype = dtype;
     whole.shape = shape;
-    std::optional<DType> type = parseDType(dtype);
-    size_t elem = type ? dtypeSize(*type) : 0;
-    whole.data.assign(static_cast<size_t>(whole.numElements()) * elem, '\0');
+    whole.data.assign(
+        static_cast<size_t>(whole.numElements()) * elementBytes(dtype), '\0');
     for (const PlanSignature::Shard &shard : shards) {
       control::Fetch *fetch = nullptr;
       for (control::Fetch &f : gather->replies[shard.rank].fetches)
@@ -639,7 +719,7 @@ Controller::runStepOnce(const std::string &plan,
       auto data = s.fetchedBytes(shard.rank, *fetch);
       if (!data.isOk())
         return data.status();
-      if (Status st = placeShard(whole, shard, *data, elem); !st)
+      if (Status st = placeShard(whole, shard, *data); !st)
         return st.withContext("fetch " + std::to_string(index) + " of plan '" +
                               plan + "'");
     }

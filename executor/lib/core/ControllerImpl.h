@@ -255,11 +255,13 @@ struct Controller::Impl {
   std::shared_ptr<apache::thrift::TProcessor> makeProcessor();
 
   // ControllerStaging.cpp (callMutex held)
-  /// Gives each request's feeds their bytes from `inputs`: the large feeds
-  /// of same-host ranks in their staging areas (telling those workers where
-  /// to write large fetches), the others in the message.
+  /// Gives each request's feeds their bytes from `inputs` (or, for a rank
+  /// fed a shard, from `shards[{rank, index}]`): the large feeds of
+  /// same-host ranks in their staging areas (telling those workers where to
+  /// write large fetches), the others in the message.
   Status stageRequests(const PlanSignature &sig,
                        const std::vector<const HostTensor *> &inputs,
+                       const std::map<std::pair<int, int>, std::string> &shards,
                        std::vector<control::RunStepRequest> &requests);
   /// The bytes of fetch `f` of rank `r`'s reply, wherever they are.
   StatusOr<std::string> fetchedBytes(int r, control::Fetch &f);

@@ -41,8 +41,14 @@ int64_t tensorBytes(const std::pair<std::string, std::vector<int64_t>> &type) {
 
 Status Controller::Impl::stageRequests(
     const PlanSignature &sig, const std::vector<const HostTensor *> &inputs,
+    const std::map<std::pair<int, int>, std::string> &shards,
     std::vector<control::RunStepRequest> &requests) {
   int n = static_cast<int>(requests.size());
+  int current = 0; // the rank whose request is being staged
+  auto dataOf = [&](const control::Feed &feed) -> const std::string & {
+    auto it = shards.find({current, feed.index});
+    return it != shards.end() ? it->second : inputs[feed.index]->data;
+  };
   // Room for every large fetch: a rank may fetch any of them.
   int64_t fetchRoom = 0;
   for (auto &[index, type] : sig.fetches)
@@ -51,10 +57,10 @@ Status Controller::Impl::stageRequests(
   if (staging.size() != static_cast<size_t>(n))
     staging.resize(n);
   auto large = [&](const control::Feed &feed) {
-    return static_cast<int64_t>(inputs[feed.index]->data.size()) >=
-           kStageMinBytes;
+    return static_cast<int64_t>(dataOf(feed).size()) >= kStageMinBytes;
   };
   for (int r = 0; r < n; ++r) {
+    current = r;
     control::RunStepRequest &request = requests[r];
     bool sameHost;
     {
@@ -64,8 +70,7 @@ Status Controller::Impl::stageRequests(
     int64_t feedRoom = 0;
     for (const control::Feed &feed : request.feeds)
       if (large(feed))
-        feedRoom +=
-            aligned(static_cast<int64_t>(inputs[feed.index]->data.size()));
+        feedRoom += aligned(static_cast<int64_t>(dataOf(feed).size()));
     SharedArea *area = nullptr;
     if (sameHost && feedRoom + fetchRoom > 0) {
       std::unique_ptr<SharedArea> &slot = staging[r];
@@ -91,7 +96,7 @@ Status Controller::Impl::stageRequests(
     }
     int64_t offset = 0;
     for (control::Feed &feed : request.feeds) {
-      const std::string &data = inputs[feed.index]->data;
+      const std::string &data = dataOf(feed);
       if (!area || !large(feed)) {
         feed.tensor.data = data;
         continue;

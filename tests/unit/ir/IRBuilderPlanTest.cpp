@@ -483,9 +483,9 @@ TEST_F(PlanTest, InvalidInstructionOperands) {
                      b.getI64IntegerAttr(-1), IntegerAttr(), LinkKindAttr()),
       "attribute 'stream' failed to satisfy constraint: 64-bit signless "
       "integer attribute whose value is non-negative");
-  expectRejected(
-      FeedBufferOp::create(b, loc, b.getI64IntegerAttr(-2), buf(0, {4})),
-      "attribute 'index' failed to satisfy constraint");
+  expectRejected(FeedBufferOp::create(b, loc, b.getI64IntegerAttr(-2),
+                                      buf(0, {4}), DenseI64ArrayAttr()),
+                 "attribute 'index' failed to satisfy constraint");
 }
 
 } // namespace

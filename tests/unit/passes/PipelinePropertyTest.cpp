@@ -1182,6 +1182,23 @@ std::string checkPlans(ModuleOp module, unsigned &plans, uint64_t &instrs,
     plan.walk([&](Operation *op) {
       if (auto feed = dyn_cast<FeedBufferOp>(op)) {
         uint64_t i = feed.getIndex();
+        if (auto offsets = feed.getOffsetsAttr();
+            offsets && i < sig->getNumInputs()) {
+          // This rank's shard of the input: inside it, of its type.
+          auto shard = cast<RankedTensorType>(feed.getBuffer().getType());
+          auto whole = dyn_cast<RankedTensorType>(sig->getInput(i));
+          bool fits = whole &&
+                      whole.getElementType() == shard.getElementType() &&
+                      whole.getRank() == shard.getRank() &&
+                      static_cast<int64_t>(offsets.size()) == whole.getRank();
+          for (int64_t d = 0; fits && d < whole.getRank(); ++d)
+            fits = offsets[d] >= 0 &&
+                   offsets[d] + shard.getDimSize(d) <= whole.getDimSize(d);
+          if (!fits)
+            os << "feed_buffer " << i << " of type " << shard
+               << " is not a shard of " << sig->getInput(i) << "\n";
+          return;
+        }
         if (i >= sig->getNumInputs() ||
             feed.getBuffer().getType() != asTensor(sig->getInput(i)))
           os << "feed_buffer " << i << " of type " << feed.getBuffer().getType()

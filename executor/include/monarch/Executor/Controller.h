@@ -148,6 +148,10 @@ struct PlanSignature {
     std::vector<int64_t> offsets, shape;
   };
   std::map<int, std::vector<Shard>> fetchShards;
+  /// Feeds some ranks take only a shard of (`feed_buffer ... at offsets`):
+  /// per feed index, rank -> its piece, which runStep cuts out of the input
+  /// and sends to that rank alone; `feeds` holds the whole input's type.
+  std::map<int, std::map<int, Shard>> feedShards;
 };
 
 class Controller {

@@ -850,12 +850,26 @@ def Monarch_WaitOp : Monarch_PlanInstrOp<"wait"> {
 def Monarch_FeedBufferOp : Monarch_PlanInstrOp<"feed_buffer"> {
   let summary = "Copies controller input `index` into a buffer";
   let description = [{
+    The whole input, or with `at` only this rank's shard of it: the
+    elements from `offsets` on (one per dimension), which the controller
+    cuts out of the input and sends to this rank alone.
+
     ```mlir
     monarch.feed_buffer 0 into #monarch.buf<0, tensor<8x4xf32>>
+    monarch.feed_buffer 1 into #monarch.buf<128, tensor<4x4xf32>> at [4, 0]
     ```
   }];
-  let arguments = (ins Monarch_NonNegI64:$index, Monarch_BufferAttr:$buffer);
-  let assemblyFormat = "$index `into` custom<Buffer>($buffer) attr-dict";
+  let arguments = (ins Monarch_NonNegI64:$index, Monarch_BufferAttr:$buffer,
+                       OptionalAttr<DenseI64ArrayAttr>:$offsets);
+  let builders = [
+    // The whole input.
+    OpBuilder<(ins "uint64_t":$index, "::monarch::BufferAttr":$buffer), [{
+      build($_builder, $_state, $_builder.getI64IntegerAttr(index), buffer,
+            ::mlir::DenseI64ArrayAttr());
+    }]>
+  ];
+  let assemblyFormat =
+      "$index `into` custom<Buffer>($buffer) (`at` $offsets^)? attr-dict";
 }
 
 def Monarch_FetchBufferOp : Monarch_PlanInstrOp<"fetch_buffer"> {

@@ -132,10 +132,20 @@ def MonarchSpecializeRanks : Pass<"monarch-specialize-ranks",
     that do not split it, the one at the output's index modulo their
     number), so the work only outputs need is spread over the replicas.
     `shard-outputs=0` gathers them instead.
+
+    Symmetrically, a worker input that every call using it on a rank takes
+    split the same way is fed to that rank as its shard only (the rank
+    function's argument has the shard's type, `plan.input_offsets` says
+    where it starts, and the controller cuts it out of the input), so no
+    rank receives the whole batch to slice its rows out of it, and ranks
+    whose code differs only by which rows they read get equal kernels.
+    `shard-inputs=0` feeds whole values.
   }];
   let options = [
     Option<"shardOutputs", "shard-outputs", "bool", /*default=*/"true",
            "Return split outputs as shards for the controller to assemble">,
+    Option<"shardInputs", "shard-inputs", "bool", /*default=*/"true",
+           "Feed each rank only its shard of inputs it takes split">,
   ];
   let dependentDialects = ["::monarch::MonarchDialect",
                            "::mlir::func::FuncDialect",
