@@ -80,6 +80,8 @@ struct MonarchPlanTransfersPass
   // run this pass on many modules).
   std::unique_ptr<SymbolTableCollection> tablesPtr;
   std::unique_ptr<MeshResolver> meshesPtr;
+  /// The monarch.topology of each proc mesh (null when it has none).
+  llvm::DenseMap<Attribute, TopologyOp> topologies;
   SymbolTableCollection &tables() { return *tablesPtr; }
   const MeshRanks *resolve(Operation *from, FlatSymbolRefAttr ref) {
     return meshesPtr->resolve(from, ref);
@@ -90,6 +92,7 @@ struct MonarchPlanTransfersPass
     meshesPtr = std::make_unique<MeshResolver>(*tablesPtr);
     kernels.clear();
     comms.clear();
+    topologies.clear();
     if (backend != "gloo" && backend != "nccl") {
       getOperation().emitError("monarch-plan-transfers: unknown backend '")
           << backend << "' (expected gloo or nccl)";
@@ -226,11 +229,14 @@ LogicalResult MonarchPlanTransfersPass::lower(RankCode &code, PlanOp plan,
   b.setInsertionPointToStart(&program.getBody().front());
   StreamState st(b, loc);
   auto world = FlatSymbolRefAttr::get(plan.getMeshAttr().getAttr());
-  // Links of the transfers, when the mesh describes its hosts.
-  TopologyOp topology;
-  for (auto t : getOperation().getOps<TopologyOp>())
-    if (t.getMeshAttr() == world)
-      topology = t;
+  // Links of the transfers, when the mesh describes its hosts (looked up
+  // once per mesh: a scan of the module per rank is quadratic).
+  auto [found, inserted] = topologies.try_emplace(world, TopologyOp());
+  if (inserted)
+    for (auto t : getOperation().getOps<TopologyOp>())
+      if (t.getMeshAttr() == world)
+        found->second = t;
+  TopologyOp topology = found->second;
   auto linkBetween = [&](ArrayRef<int64_t> ranks) -> LinkKindAttr {
     if (!topology || ranks.empty())
       return {};

@@ -130,8 +130,10 @@ using Graph = boost::adjacency_list<boost::vecS, boost::vecS, boost::directedS>;
 /// Schedules one rank program.
 class RankScheduler {
 public:
-  RankScheduler(RankProgramOp program, SymbolTableCollection &symbols)
-      : program(program), symbols(symbols) {}
+  /// `topology`: the plan mesh's monarch.topology, or null.
+  RankScheduler(RankProgramOp program, SymbolTableCollection &symbols,
+                TopologyOp topology)
+      : program(program), symbols(symbols), topology(topology) {}
 
   LogicalResult run();
 
@@ -204,11 +206,6 @@ RankScheduler::linkCost(std::optional<LinkKind> link) {
 }
 
 LogicalResult RankScheduler::collect() {
-  if (auto plan = program->getParentOfType<PlanOp>())
-    if (auto module = plan->getParentOfType<ModuleOp>())
-      for (auto t : module.getOps<TopologyOp>())
-        if (t.getMeshAttr() == plan.getMeshAttr())
-          topology = t;
   model.addProgram(program);
   instrs = model.instrs;
   for (const Instr &in : instrs)
@@ -727,8 +724,16 @@ struct MonarchSchedulePass
   using Base::Base;
   void runOnOperation() override {
     SymbolTableCollection symbols;
+    // Each plan mesh's topology, found once (a scan of the module per rank
+    // program is quadratic in the ranks).
+    llvm::DenseMap<Attribute, TopologyOp> topologies;
+    for (auto t : getOperation().getOps<TopologyOp>())
+      topologies[t.getMeshAttr()] = t;
     WalkResult result = getOperation().walk([&](RankProgramOp program) {
-      RankScheduler scheduler(program, symbols);
+      TopologyOp topology;
+      if (auto plan = program->getParentOfType<PlanOp>())
+        topology = topologies.lookup(plan.getMeshAttr());
+      RankScheduler scheduler(program, symbols, topology);
       if (failed(scheduler.run()))
         return WalkResult::interrupt();
       bytesSaved += scheduler.bytesSaved;

@@ -238,7 +238,7 @@ namespace {
 class Builder {
 public:
   Builder(ModuleOp module, const PlanBuildOptions &options)
-      : module(module), options(options) {}
+      : module(module), symbols(module), options(options) {}
 
   FailureOr<ExecutionPlan> run() {
     plan.compilerVersion = options.compilerVersion;
@@ -336,7 +336,9 @@ private:
     auto it = kernelIndices.find(name);
     if (it != kernelIndices.end())
       return it->second;
-    auto fn = module.lookupSymbol<func::FuncOp>(name);
+    // The module's table, built once: a lookup per kernel on the module
+    // itself scans it (quadratic in the ranks).
+    auto fn = symbols.lookup<func::FuncOp>(name);
     if (!fn)
       return launch.emitOpError("kernel @") << name << " is not a func.func";
     int32_t index = static_cast<int32_t>(plan.kernels.size());
@@ -680,6 +682,7 @@ private:
   }
 
   ModuleOp module;
+  SymbolTable symbols;
   const PlanBuildOptions &options;
   ExecutionPlan plan;
   llvm::StringMap<int32_t> kernelIndices, planIndices;
