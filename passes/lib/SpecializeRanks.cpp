@@ -162,6 +162,25 @@ void moveCollectiveAxesToFront(func::FuncOp fn) {
   }
 }
 
+/// Where the shard of a `shape` value split as `dist` that mesh rank
+/// `local` holds starts and how large it is, per dimension.
+std::pair<SmallVector<int64_t>, SmallVector<int64_t>>
+shardBox(ArrayRef<int64_t> shape, DistAttr dist, const MeshRanks &mesh,
+         int64_t local) {
+  SmallVector<int64_t> offsets(shape.size(), 0), sizes(shape);
+  for (size_t d = 0; d < shape.size(); ++d) {
+    SmallVector<StringRef> dims = dist.getSplitDims(d);
+    if (dims.empty())
+      continue;
+    int64_t parts = 1;
+    for (StringRef name : dims)
+      parts *= mesh.shape[llvm::find(mesh.dims, name) - mesh.dims.begin()];
+    sizes[d] = shape[d] / parts;
+    offsets[d] = mesh.indexAlong(local, dims) * sizes[d];
+  }
+  return {offsets, sizes};
+}
+
 /// A call result still held as this rank's part (shard or partial sum).
 struct PendingResult {
   Value local;
@@ -507,17 +526,7 @@ RankSpecializer::feedShardOf(BlockArgument arg) {
     DistAttr dist = endpoint.getArgDist(use.getOperandNumber());
     if (!dist || dist.isReplicated() || dist.getPartial())
       return std::nullopt;
-    SmallVector<int64_t> offsets(global.getRank(), 0), sizes(global.getShape());
-    for (int64_t d = 0; d < global.getRank(); ++d) {
-      SmallVector<StringRef> dims = dist.getSplitDims(d);
-      if (dims.empty())
-        continue;
-      int64_t parts = 1;
-      for (StringRef name : dims)
-        parts *= mesh->shape[llvm::find(mesh->dims, name) - mesh->dims.begin()];
-      sizes[d] = global.getDimSize(d) / parts;
-      offsets[d] = mesh->indexAlong(local, dims) * sizes[d];
-    }
+    auto [offsets, sizes] = shardBox(global.getShape(), dist, *mesh, local);
     auto type = RankedTensorType::get(sizes, global.getElementType());
     if (shard && (shard->first != offsets || shard->second != type))
       return std::nullopt; // two different slices here
@@ -533,26 +542,14 @@ RankSpecializer::shardOf(const PendingResult &p, int64_t output) const {
   if (p.dist.getPartial())
     return std::nullopt;
   const MeshRanks &mesh = *p.mesh;
-  SmallVector<int64_t> offsets(p.global.getRank(), 0);
+  auto [offsets, sizes] =
+      shardBox(p.global.getShape(), p.dist, mesh, p.localRank);
+  if (ArrayRef<int64_t>(sizes) == p.global.getShape())
+    return std::nullopt; // not split (or only over unit mesh dimensions)
   llvm::StringSet<> splitting;
-  bool split = false;
-  for (int64_t d = 0; d < p.global.getRank(); ++d) {
-    SmallVector<StringRef> dims = p.dist.getSplitDims(d);
-    if (dims.empty())
-      continue;
-    int64_t parts = 1;
-    for (StringRef name : dims) {
-      parts *= mesh.shape[llvm::find(mesh.dims, name) - mesh.dims.begin()];
+  for (int64_t d = 0; d < p.global.getRank(); ++d)
+    for (StringRef name : p.dist.getSplitDims(d))
       splitting.insert(name);
-    }
-    if (parts <= 1)
-      continue;
-    split = true;
-    offsets[d] =
-        mesh.indexAlong(p.localRank, dims) * (p.global.getDimSize(d) / parts);
-  }
-  if (!split)
-    return std::nullopt;
   SmallVector<StringRef> replicas;
   int64_t copies = 1;
   for (auto [name, size] : llvm::zip(mesh.dims, mesh.shape))
@@ -585,18 +582,8 @@ Value RankSpecializer::sliceFor(OpBuilder &b, Location loc, Value global,
                                 DistAttr dist, const MeshRanks &mesh,
                                 int64_t local) {
   auto type = cast<RankedTensorType>(global.getType());
-  SmallVector<int64_t> offsets(type.getRank(), 0), sizes(type.getShape()),
-      strides(type.getRank(), 1);
-  for (int64_t d = 0; d < type.getRank(); ++d) {
-    SmallVector<StringRef> dims = dist.getSplitDims(d);
-    if (dims.empty())
-      continue;
-    int64_t parts = 1;
-    for (StringRef name : dims)
-      parts *= mesh.shape[llvm::find(mesh.dims, name) - mesh.dims.begin()];
-    sizes[d] = type.getDimSize(d) / parts;
-    offsets[d] = mesh.indexAlong(local, dims) * sizes[d];
-  }
+  auto [offsets, sizes] = shardBox(type.getShape(), dist, mesh, local);
+  SmallVector<int64_t> strides(type.getRank(), 1);
   auto folds = [&](ArrayRef<int64_t> values) {
     SmallVector<OpFoldResult> out;
     for (int64_t v : values)

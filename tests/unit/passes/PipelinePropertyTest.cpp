@@ -1179,22 +1179,26 @@ std::string checkPlans(ModuleOp module, unsigned &plans, uint64_t &instrs,
     std::vector<
         std::vector<std::pair<std::vector<int64_t>, std::vector<int64_t>>>>
         shards(sig->getNumResults());
+    // A buffer of `part` at `offsets` inside a value of `global`, of its type.
+    auto isShard = [](Type part, Type global, ArrayRef<int64_t> offsets) {
+      auto shard = cast<RankedTensorType>(part);
+      auto whole = dyn_cast<RankedTensorType>(global);
+      bool fits = whole && whole.getElementType() == shard.getElementType() &&
+                  whole.getRank() == shard.getRank() &&
+                  static_cast<int64_t>(offsets.size()) == whole.getRank();
+      for (int64_t d = 0; fits && d < whole.getRank(); ++d)
+        fits = offsets[d] >= 0 &&
+               offsets[d] + shard.getDimSize(d) <= whole.getDimSize(d);
+      return fits;
+    };
     plan.walk([&](Operation *op) {
       if (auto feed = dyn_cast<FeedBufferOp>(op)) {
         uint64_t i = feed.getIndex();
         if (auto offsets = feed.getOffsetsAttr();
             offsets && i < sig->getNumInputs()) {
           // This rank's shard of the input: inside it, of its type.
-          auto shard = cast<RankedTensorType>(feed.getBuffer().getType());
-          auto whole = dyn_cast<RankedTensorType>(sig->getInput(i));
-          bool fits = whole &&
-                      whole.getElementType() == shard.getElementType() &&
-                      whole.getRank() == shard.getRank() &&
-                      static_cast<int64_t>(offsets.size()) == whole.getRank();
-          for (int64_t d = 0; fits && d < whole.getRank(); ++d)
-            fits = offsets[d] >= 0 &&
-                   offsets[d] + shard.getDimSize(d) <= whole.getDimSize(d);
-          if (!fits)
+          Type shard = feed.getBuffer().getType();
+          if (!isShard(shard, sig->getInput(i), offsets.asArrayRef()))
             os << "feed_buffer " << i << " of type " << shard
                << " is not a shard of " << sig->getInput(i) << "\n";
           return;
@@ -1208,15 +1212,7 @@ std::string checkPlans(ModuleOp module, unsigned &plans, uint64_t &instrs,
         if (auto offsets = fetch.getOffsetsAttr();
             offsets && j < sig->getNumResults()) {
           auto shard = cast<RankedTensorType>(fetch.getBuffer().getType());
-          auto whole = dyn_cast<RankedTensorType>(sig->getResult(j));
-          bool fits = whole &&
-                      whole.getElementType() == shard.getElementType() &&
-                      whole.getRank() == shard.getRank() &&
-                      static_cast<int64_t>(offsets.size()) == whole.getRank();
-          for (int64_t d = 0; fits && d < whole.getRank(); ++d)
-            fits = offsets[d] >= 0 &&
-                   offsets[d] + shard.getDimSize(d) <= whole.getDimSize(d);
-          if (!fits)
+          if (!isShard(shard, sig->getResult(j), offsets.asArrayRef()))
             os << "fetch_buffer " << j << " of type " << shard
                << " is not a shard of " << sig->getResult(j) << "\n";
           else

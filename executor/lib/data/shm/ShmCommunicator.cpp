@@ -45,7 +45,8 @@ ShmCommunicator::~ShmCommunicator() {
   group_->detach(this);
 }
 
-std::shared_ptr<Work> ShmCommunicator::post(std::vector<CommOp> ops) {
+std::shared_ptr<Work>
+ShmCommunicator::refusal(const std::vector<CommOp> &ops) const {
   for (const CommOp &op : ops) {
     Status st = data::validateOp(op, rank(), size(), "shm");
     if (!st)
@@ -54,6 +55,12 @@ std::shared_ptr<Work> ShmCommunicator::post(std::vector<CommOp> ops) {
   if (group_->isBroken())
     return Work::completed(
         Status(StatusCode::Aborted, brokenText(name_, group_->brokenStatus())));
+  return nullptr;
+}
+
+std::shared_ptr<Work> ShmCommunicator::post(std::vector<CommOp> ops) {
+  if (std::shared_ptr<Work> refused = refusal(ops))
+    return refused;
   Entry entry;
   entry.ops = std::move(ops);
   entry.work = std::make_shared<Work>();
@@ -88,14 +95,8 @@ std::shared_ptr<Work> ShmCommunicator::postAndRun(std::vector<CommOp> ops) {
   if (std::any_of(ops.begin(), ops.end(),
                   [](const CommOp &op) { return isP2P(op); }))
     return post(std::move(ops));
-  for (const CommOp &op : ops) {
-    Status st = data::validateOp(op, rank(), size(), "shm");
-    if (!st)
-      return Work::completed(st);
-  }
-  if (group_->isBroken())
-    return Work::completed(
-        Status(StatusCode::Aborted, brokenText(name_, group_->brokenStatus())));
+  if (std::shared_ptr<Work> refused = refusal(ops))
+    return refused;
   Entry entry;
   entry.ops = std::move(ops);
   entry.work = std::make_shared<Work>();

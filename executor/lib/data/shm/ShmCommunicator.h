@@ -81,6 +81,9 @@ private:
     void recv(int peer, uint64_t tag, void *dst, size_t bytes);
   };
 
+  /// A completed Work failing `ops` when one is invalid or the group is
+  /// broken; null when they may run.
+  std::shared_ptr<Work> refusal(const std::vector<CommOp> &ops) const;
   /// One entry on the queue's thread.
   Status run(Entry &entry);
   Status runEntry(Entry &entry);

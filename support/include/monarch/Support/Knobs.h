@@ -178,9 +178,10 @@ enum Component : unsigned {
   X(ShmCollectives, "MONARCH_SHM_COLLECTIVES", Choice, "direct", 0, 0,         \
     "direct|messages", Worker, false,                                          \
     "how collectives among the ranks of one host move their data: `direct` "   \
-    "reads the peers' buffers through mapped shared areas in cache-sized "     \
-    "chunks; `messages` sends tagged messages through the per-pair rings; "    \
-    "every rank must see the same value")                                      \
+    "reads the peers' mapped areas for inputs up to 64 KB (larger ones, and "  \
+    "all_to_all, use the rings); `messages` sends every collective as tagged " \
+    "messages through the per-pair rings; every rank must see the same "       \
+    "value")                                                                   \
   X(LocalControl, "MONARCH_LOCAL_CONTROL", Bool, "1", 0, 0, "",                \
     Controller | Worker, false,                                                \
     "`0` turns off the same-host fast path (workers on the controller's host " \
