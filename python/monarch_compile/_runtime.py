@@ -195,10 +195,12 @@ def _runtime_for(mesh):
     # the same bound the controller enforces for the local launcher.
     if (rt is None and knobs.launcher == "local" and
             root.size > knobs.max_local_workers):
+        file, line, _ = root.loc
         raise errors.ExecutionError(
             f"the local launcher starts at most {knobs.max_local_workers} "
-            f"workers on this host, the mesh has {root.size} ranks (raise "
-            "MONARCH_MAX_LOCAL_WORKERS)")
+            f"workers on this host, the mesh has {root.size} ranks (made at "
+            f"{file}:{line}; raise MONARCH_MAX_LOCAL_WORKERS, or run it "
+            "under another launcher)")
     if rt is None:
         rt = _MeshRuntime(root)
         _runtimes[id(root)] = rt

@@ -164,6 +164,7 @@ def test_a_mesh_larger_than_the_local_launcher_starts_is_refused_at_once(
         if limit:
             monkeypatch.setenv("MONARCH_MAX_LOCAL_WORKERS", limit)
         m = mc.mesh(gpus=ranks)
+        made = sys._getframe().f_lineno - 1  # the line that asked for it
 
         @mc.compile(mesh=m)
         def double(x):
@@ -173,6 +174,7 @@ def test_a_mesh_larger_than_the_local_launcher_starts_is_refused_at_once(
         with pytest.raises(mc.ExecutionError,
                            match=f"the local launcher starts at most "
                                  f"{limit or 512} workers on this host, the "
-                                 f"mesh has {ranks} ranks"):
+                                 f"mesh has {ranks} ranks \\(made at "
+                                 f"{re.escape(__file__)}:{made};"):
             double(np.ones(4, np.float32))
         assert time.monotonic() - start < 10
