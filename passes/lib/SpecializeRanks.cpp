@@ -279,7 +279,14 @@ func::FuncOp RankSpecializer::run(OpBuilder &b) {
     if (auto ret = dyn_cast<func::ReturnOp>(op)) {
       for (auto [j, v] : llvm::enumerate(ret.getOperands())) {
         auto it = pending.find(v);
-        if (shardOutputs && !map.lookupOrNull(v) && it != pending.end())
+        // Only a value nothing else in the worker program uses: whether a
+        // rank assembled it for another use depends on the rank (a call on
+        // a slice), and every rank must decide alike (the gather is a
+        // collective).
+        bool onlyReturned = llvm::all_of(v.getUsers(), [](Operation *user) {
+          return isa<func::ReturnOp>(user);
+        });
+        if (shardOutputs && onlyReturned && it != pending.end())
           if (auto shard = shardOf(it->second, j)) {
             // The controller assembles it from the shards.
             if (shard->second) {

@@ -110,3 +110,42 @@ func.func @step.worker.mesh(%x: tensor<4x4xf32>) -> (tensor<4xf32>, tensor<4x4xf
   %y, %s = monarch.call @a::@f(%x) : (tensor<4x4xf32>) -> (tensor<4x4xf32>, tensor<4xf32>)
   return %s, %y : tensor<4xf32>, tensor<4x4xf32>
 }
+
+// -----
+
+// A split result that a call on a slice (rank 0 only) also takes whole is
+// returned whole, gathered on every rank: had rank 1 returned its shard, it
+// would skip the all_gather rank 0 joins for the call.
+
+// CHECK-LABEL: func.func private @step.worker.mesh.rank0(
+// CHECK:         monarch.all_gather
+// CHECK-NOT:     plan.output_offsets
+// CHECK-LABEL: func.func private @step.worker.mesh.rank1(
+// CHECK-SAME:    -> tensor<2x8xf32>
+// CHECK-NOT:     plan.output_offsets
+// CHECK:         monarch.all_gather
+shard.grid @grid(shape = 2)
+shard.grid @one(shape = 1)
+monarch.proc_mesh @mesh(gpus = 2) grid @grid
+monarch.mesh_slice @first of @mesh(gpus = 0 to 1) grid @one
+monarch.actor_class @C {
+  monarch.endpoint @neg(%x: tensor<2x4xf32> {monarch.dist = #monarch.dist<[[], ["gpus"]]>}) -> (tensor<2x4xf32> {monarch.dist = #monarch.dist<[[], ["gpus"]]>}) {
+    %e = tensor.empty() : tensor<2x4xf32>
+    %n = linalg.negf ins(%x : tensor<2x4xf32>) outs(%e : tensor<2x4xf32>) -> tensor<2x4xf32>
+    monarch.return %n : tensor<2x4xf32>
+  }
+}
+monarch.actor_class @D {
+  monarch.endpoint @abs(%x: tensor<2x8xf32>) -> tensor<2x8xf32> {
+    %e = tensor.empty() : tensor<2x8xf32>
+    %n = linalg.abs ins(%x : tensor<2x8xf32>) outs(%e : tensor<2x8xf32>) -> tensor<2x8xf32>
+    monarch.return %n : tensor<2x8xf32>
+  }
+}
+monarch.actor_mesh @a = @C on @mesh
+monarch.actor_mesh @d = @D on @first
+func.func @step.worker.mesh(%x: tensor<2x8xf32>) -> (tensor<2x8xf32>, tensor<2x8xf32>) attributes {monarch.worker_for = @mesh} {
+  %y = monarch.call @a::@neg(%x) : (tensor<2x8xf32>) -> tensor<2x8xf32>
+  %z = monarch.call @d::@abs(%y) : (tensor<2x8xf32>) -> tensor<2x8xf32>
+  return %y, %z : tensor<2x8xf32>, tensor<2x8xf32>
+}
