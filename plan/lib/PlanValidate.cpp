@@ -10,6 +10,7 @@
 #include "monarch/Plan/PlanFile.h"
 
 #include <limits>
+#include <map>
 #include <set>
 
 namespace monarch::plan {
@@ -369,7 +370,55 @@ private:
         if (Status s = instruction(step, p, i, n); !s)
           return s;
     }
+    return shardsTile(step, where);
+  }
+
+  /// An output returned as shards is covered by them exactly: no element
+  /// twice, none left out (the controller would return zeros there), and
+  /// no rank returning it whole besides.
+  Status shardsTile(const StepPlan &step, const std::string &where) const {
+    std::map<int64_t, std::vector<const IOInstr *>> shards;
+    std::set<int64_t> whole;
+    for (const RankProgram &p : step.programs)
+      for (const Instruction &in : p.instructions)
+        if (in.kind == InstrKind::FetchBuffer)
+          (in.io.offsets.empty() ? (void)whole.insert(in.io.index)
+                                 : shards[in.io.index].push_back(&in.io));
+    for (const auto &[index, pieces] : shards) {
+      std::string what = where + ": output " + std::to_string(index);
+      if (whole.count(index))
+        return invalid(what + " is fetched both whole and as shards");
+      int64_t covered = 0;
+      for (const IOInstr *a : pieces)
+        covered += a->buffer.numElements();
+      if (covered != numElements(step.outputs[index].shape))
+        return invalid(what + ": its shards hold " + std::to_string(covered) +
+                       " elements, the output " +
+                       std::to_string(numElements(step.outputs[index].shape)));
+      for (size_t a = 0; a < pieces.size(); ++a)
+        for (size_t b = a + 1; b < pieces.size(); ++b)
+          if (overlap(*pieces[a], *pieces[b]))
+            return invalid(what + ": two of its shards overlap");
+    }
     return Status::ok();
+  }
+
+  static int64_t numElements(const std::vector<int64_t> &shape) {
+    int64_t n = 1;
+    for (int64_t d : shape)
+      n *= d;
+    return n;
+  }
+
+  /// Whether two shards (checked to lie inside one output) share elements.
+  static bool overlap(const IOInstr &a, const IOInstr &b) {
+    if (a.buffer.numElements() == 0 || b.buffer.numElements() == 0)
+      return false;
+    for (size_t d = 0; d < a.offsets.size(); ++d)
+      if (a.offsets[d] + a.buffer.shape[d] <= b.offsets[d] ||
+          b.offsets[d] + b.buffer.shape[d] <= a.offsets[d])
+        return false;
+    return true;
   }
 
   Status valueRef(const ValueRef &v, const ControllerProgram &c,

@@ -125,6 +125,28 @@ TEST(PlanValidation, RejectsShardsOutsideTheirOutput) {
   refused(p);
 }
 
+TEST(PlanValidation, ShardsMustTileTheirOutput) {
+  auto refused = [](const ExecutionPlan &p, const std::string &needle) {
+    Status s = validatePlan(p);
+    ASSERT_FALSE(s.isOk()) << needle;
+    EXPECT_NE(s.message().find(needle), std::string::npos) << s.message();
+  };
+  // Both ranks claim elements 0-1: 2 and 3 would come back as zeros.
+  ExecutionPlan p = shardedSample();
+  p.plans[0].programs[1].instructions.back().io.offsets = {0};
+  refused(p, "two of its shards overlap");
+  // One shard only.
+  p = shardedSample();
+  p.plans[0].programs[1].instructions.pop_back();
+  refused(p, "its shards hold 2 elements, the output 4");
+  // Whole on one rank, a shard on the other.
+  p = shardedSample();
+  Instruction &fetch = p.plans[0].programs[0].instructions.back();
+  fetch.io.offsets.clear();
+  fetch.io.buffer = Buffer{240, DType::F32, {4}};
+  refused(p, "fetched both whole and as shards");
+}
+
 TEST(PlanSerialization, ModifiedPlanCompareUnequal) {
   ExecutionPlan plan = samplePlan();
   ExecutionPlan other = plan;
