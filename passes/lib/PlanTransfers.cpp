@@ -632,18 +632,31 @@ MonarchPlanTransfersPass::readRanks(func::FuncOp worker,
     // held, then one per state.
     FunctionType type = fn.getFunctionType();
     size_t numStates = states.size(), numOutputs = outputs.size();
-    auto inputOffsets =
-        fn->getAttrOfType<ArrayAttr>(rankform::kInputOffsetsAttr);
-    if (inputOffsets &&
-        (inputOffsets.size() != signature.getNumInputs() ||
-         !llvm::all_of(inputOffsets, llvm::IsaPred<DenseI64ArrayAttr>)))
-      return fn.emitOpError("needs one offsets array per worker input in '")
-             << rankform::kInputOffsetsAttr << "'";
-    auto inputOffsetsOf = [&](size_t i) {
-      return inputOffsets
-                 ? cast<DenseI64ArrayAttr>(inputOffsets[i]).asArrayRef()
-                 : ArrayRef<int64_t>();
+    // Per worker input and per returned output: where this rank's shard
+    // starts (empty for the whole value; the attribute is absent when
+    // nothing is a shard).
+    auto shardOffsets =
+        [&](StringRef attr, size_t count,
+            StringRef what) -> FailureOr<std::vector<SmallVector<int64_t>>> {
+      std::vector<SmallVector<int64_t>> out(count);
+      auto arrays = fn->getAttrOfType<ArrayAttr>(attr);
+      if (!arrays)
+        return out;
+      if (arrays.size() != count ||
+          !llvm::all_of(arrays, llvm::IsaPred<DenseI64ArrayAttr>))
+        return fn.emitOpError("needs one offsets array per ")
+               << what << " in '" << attr << "'";
+      for (auto [i, a] : llvm::enumerate(arrays))
+        out[i].assign(cast<DenseI64ArrayAttr>(a).asArrayRef().begin(),
+                      cast<DenseI64ArrayAttr>(a).asArrayRef().end());
+      return out;
     };
+    FailureOr<std::vector<SmallVector<int64_t>>> inputOffsets = shardOffsets(
+        rankform::kInputOffsetsAttr, signature.getNumInputs(), "worker input");
+    FailureOr<std::vector<SmallVector<int64_t>>> outputOffsets =
+        shardOffsets(rankform::kOutputOffsetsAttr, numOutputs, "output");
+    if (failed(inputOffsets) || failed(outputOffsets))
+      return failure();
     // A shard of `whole` starting at `offsets`, of its element type.
     auto isShard = [](Type part, Type global, ArrayRef<int64_t> offsets) {
       auto shard = dyn_cast<RankedTensorType>(part);
@@ -661,36 +674,28 @@ MonarchPlanTransfersPass::readRanks(func::FuncOp worker,
     bool inputsMatch =
         type.getNumInputs() == signature.getNumInputs() + numStates;
     for (unsigned i = 0; inputsMatch && i < signature.getNumInputs(); ++i)
-      inputsMatch = inputOffsetsOf(i).empty()
+      inputsMatch = (*inputOffsets)[i].empty()
                         ? type.getInput(i) == signature.getInput(i)
                         : isShard(type.getInput(i), signature.getInput(i),
-                                  inputOffsetsOf(i));
+                                  (*inputOffsets)[i]);
     if (!inputsMatch || type.getNumResults() != numOutputs + numStates)
       return fn.emitOpError("takes the inputs of ")
              << FlatSymbolRefAttr::get(worker.getSymNameAttr())
              << " and one value per state, and returns the outputs it "
                 "holds and one value per state";
-    auto offsets = fn->getAttrOfType<ArrayAttr>(rankform::kOutputOffsetsAttr);
-    if (offsets && (offsets.size() != numOutputs ||
-                    !llvm::all_of(offsets, llvm::IsaPred<DenseI64ArrayAttr>)))
-      return fn.emitOpError("needs one offsets array per output in '")
-             << rankform::kOutputOffsetsAttr << "'";
-    auto offsetsOf = [&](size_t k) {
-      return offsets ? cast<DenseI64ArrayAttr>(offsets[k]).asArrayRef()
-                     : ArrayRef<int64_t>();
-    };
     for (auto [k, j] : llvm::enumerate(outputs.asArrayRef())) {
+      ArrayRef<int64_t> at = (*outputOffsets)[k];
       bool ok = j >= 0 && j < signature.getNumResults();
-      if (ok && offsetsOf(k).empty()) {
+      if (ok && at.empty()) {
         ok = type.getResult(k) == signature.getResult(j);
       } else if (ok) {
-        ok = isShard(type.getResult(k), signature.getResult(j), offsetsOf(k));
+        ok = isShard(type.getResult(k), signature.getResult(j), at);
       }
       if (!ok)
         return fn.emitOpError("result #")
                << k << " is not output #" << j << " of "
                << FlatSymbolRefAttr::get(worker.getSymNameAttr())
-               << (offsetsOf(k).empty() ? "" : " or a shard of it");
+               << (at.empty() ? "" : " or a shard of it");
     }
 
     RankCode &code = codes.emplace_back();
@@ -699,13 +704,11 @@ MonarchPlanTransfersPass::readRanks(func::FuncOp worker,
     code.numWorkerArgs = signature.getNumInputs();
     code.outputs.assign(signature.getNumResults(), Value());
     code.outputOffsets.assign(signature.getNumResults(), {});
-    for (unsigned i = 0; i < signature.getNumInputs(); ++i)
-      code.inputOffsets.emplace_back(inputOffsetsOf(i).begin(),
-                                     inputOffsetsOf(i).end());
+    code.inputOffsets = std::move(*inputOffsets);
     Operation *ret = fn.getBody().front().getTerminator();
     for (auto [k, j] : llvm::enumerate(outputs.asArrayRef())) {
       code.outputs[j] = ret->getOperand(k);
-      code.outputOffsets[j].assign(offsetsOf(k).begin(), offsetsOf(k).end());
+      code.outputOffsets[j] = std::move((*outputOffsets)[k]);
     }
     for (auto [i, ref] : llvm::enumerate(states))
       code.states.push_back({ref, ret->getOperand(numOutputs + i)});

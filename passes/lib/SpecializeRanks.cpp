@@ -236,6 +236,15 @@ private:
   /// Worker arguments this rank is fed only its shard of.
   DenseSet<Value> shardedArgs;
 
+  /// What a monarch.call or monarch.broadcast calls (the module verified
+  /// its symbols): the actor mesh, the endpoint and the mesh's ranks.
+  struct Callee {
+    ActorMeshOp actorMesh;
+    EndpointOp endpoint;
+    const MeshRanks *mesh;
+  };
+  Callee calleeOf(Operation *call);
+
   /// Worker program values available on this rank, as rank values.
   IRMapping map;
   /// Current value of each piece of state this rank holds, in the order of
@@ -387,16 +396,22 @@ func::FuncOp RankSpecializer::run(OpBuilder &b) {
   return fn;
 }
 
-LogicalResult RankSpecializer::inlineCall(Operation *op, OpBuilder &b) {
-  SymbolRefAttr callee = isa<CallOp>(op) ? cast<CallOp>(op).getCallee()
-                                         : cast<BroadcastOp>(op).getCallee();
+RankSpecializer::Callee RankSpecializer::calleeOf(Operation *call) {
+  SymbolRefAttr callee = isa<CallOp>(call)
+                             ? cast<CallOp>(call).getCallee()
+                             : cast<BroadcastOp>(call).getCallee();
   auto actorMesh = tables.lookupNearestSymbolFrom<ActorMeshOp>(
-      op, FlatSymbolRefAttr::get(callee.getRootReference()));
+      call, FlatSymbolRefAttr::get(callee.getRootReference()));
   auto actorClass = tables.lookupNearestSymbolFrom<ActorClassOp>(
       actorMesh, actorMesh.getActorClassAttr());
   auto endpoint =
       tables.lookupSymbolIn<EndpointOp>(actorClass, callee.getLeafReference());
-  const MeshRanks *mesh = meshes.resolve(actorMesh, actorMesh.getMeshAttr());
+  return {actorMesh, endpoint,
+          meshes.resolve(actorMesh, actorMesh.getMeshAttr())};
+}
+
+LogicalResult RankSpecializer::inlineCall(Operation *op, OpBuilder &b) {
+  auto [actorMesh, endpoint, mesh] = calleeOf(op);
   int64_t local = mesh->localRank(rank);
   if (local < 0)
     return success(); // Not on this rank.
@@ -513,21 +528,8 @@ RankSpecializer::feedShardOf(BlockArgument arg) {
     Operation *user = use.getOwner();
     if (!isa<CallOp, BroadcastOp>(user))
       return std::nullopt; // sent, returned, ...: needs the whole value
-    SymbolRefAttr callee = isa<CallOp>(user)
-                               ? cast<CallOp>(user).getCallee()
-                               : cast<BroadcastOp>(user).getCallee();
-    auto actorMesh = tables.lookupNearestSymbolFrom<ActorMeshOp>(
-        user, FlatSymbolRefAttr::get(callee.getRootReference()));
-    auto actorClass = actorMesh ? tables.lookupNearestSymbolFrom<ActorClassOp>(
-                                      actorMesh, actorMesh.getActorClassAttr())
-                                : ActorClassOp();
-    auto endpoint = actorClass ? tables.lookupSymbolIn<EndpointOp>(
-                                     actorClass, callee.getLeafReference())
-                               : EndpointOp();
-    if (!endpoint)
-      return std::nullopt; // inlineCall reports it
-    const MeshRanks *mesh = meshes.resolve(actorMesh, actorMesh.getMeshAttr());
-    int64_t local = mesh ? mesh->localRank(rank) : -1;
+    auto [actorMesh, endpoint, mesh] = calleeOf(user);
+    int64_t local = mesh->localRank(rank);
     if (local < 0)
       continue; // not on this rank
     DistAttr dist = endpoint.getArgDist(use.getOperandNumber());

@@ -309,23 +309,34 @@ Controller::loadPlanOnce(const std::string &planBytes) {
   for (size_t p = 0; p < gather->replies[0].size(); ++p) {
     PlanSignature sig;
     sig.name = gather->replies[0][p].name;
-    // Feeds some ranks take a shard of, from the plan itself (the ranks'
-    // PlanInfo names only their piece's shape).
+    // Feeds and fetches of a shard, from the plan itself (the ranks'
+    // PlanInfo names only their piece's shape): the whole value's type
+    // (which the per-rank entries below then leave as it is), and where
+    // each rank's piece is.
     for (const pm::StepPlan &step : file->plans) {
       if (step.symbol != sig.name)
         continue;
       for (const pm::RankProgram &program : step.programs)
-        for (const pm::Instruction &in : program.instructions)
-          if (in.kind == pm::InstrKind::FeedBuffer && !in.io.offsets.empty() &&
-              in.io.index >= 0 &&
-              in.io.index < static_cast<int64_t>(step.inputs.size())) {
-            int index = static_cast<int>(in.io.index);
-            sig.feeds[index] = {dtypeName(in.io.buffer.dtype),
-                                step.inputs[index].shape};
-            sig.feedShards[index][static_cast<int>(program.rank)] = {
-                static_cast<int>(program.rank), in.io.offsets,
-                in.io.buffer.shape};
-          }
+        for (const pm::Instruction &in : program.instructions) {
+          bool feed = in.kind == pm::InstrKind::FeedBuffer;
+          if ((!feed && in.kind != pm::InstrKind::FetchBuffer) ||
+              in.io.offsets.empty())
+            continue;
+          const std::vector<pm::ValueType> &values =
+              feed ? step.inputs : step.outputs;
+          if (in.io.index < 0 ||
+              in.io.index >= static_cast<int64_t>(values.size()))
+            continue; // refused below
+          int index = static_cast<int>(in.io.index);
+          auto rank = static_cast<int>(program.rank);
+          PlanSignature::Shard shard{rank, in.io.offsets, in.io.buffer.shape};
+          (feed ? sig.feeds : sig.fetches)[index] = {
+              dtypeName(in.io.buffer.dtype), values[index].shape};
+          if (feed)
+            sig.feedShards[index][rank] = std::move(shard);
+          else
+            sig.fetchShards[index].push_back(std::move(shard));
+        }
     }
     for (int r = 0; r < n; ++r) {
       if (gather->replies[r].size() != gather->replies[0].size())
@@ -368,27 +379,6 @@ Controller::loadPlanOnce(const std::string &planBytes) {
         if (holders.empty() || holders.back() != r)
           holders.push_back(r);
       }
-    }
-    // Shards of split outputs, from the plan itself (the ranks' fetches
-    // name only their piece's shape): the whole output's type, and where
-    // each rank's piece goes.
-    for (const pm::StepPlan &step : file->plans) {
-      if (step.symbol != sig.name)
-        continue;
-      for (const pm::RankProgram &program : step.programs)
-        for (const pm::Instruction &in : program.instructions) {
-          if (in.kind != pm::InstrKind::FetchBuffer || in.io.offsets.empty())
-            continue;
-          int index = static_cast<int>(in.io.index);
-          if (index < 0 || index >= static_cast<int>(step.outputs.size()))
-            continue; // refused below
-          auto &whole = sig.fetches[index];
-          whole = {whole.first.empty() ? dtypeName(in.io.buffer.dtype)
-                                       : whole.first,
-                   step.outputs[index].shape};
-          sig.fetchShards[index].push_back({static_cast<int>(program.rank),
-                                            in.io.offsets, in.io.buffer.shape});
-        }
     }
     // Feeds and fetches index the plan's inputs and outputs. An input no
     // rank reads (a scalar only dead work used) has no feed.
@@ -724,9 +714,7 @@ Controller::runStepOnce(const std::string &plan,
                               plan + "'");
     }
   }
-  for (auto &[index, rank] : sig->fetchRank) {
-    if (sig->fetchShards.count(index))
-      continue;
+  for (auto &[index, rank] : sig->fetchRank) { // not the sharded ones
     bool found = false;
     for (control::Fetch &fetch : gather->replies[rank].fetches)
       if (fetch.index == index) {

@@ -44,9 +44,9 @@ Status Controller::Impl::stageRequests(
     const std::map<std::pair<int, int>, std::string> &shards,
     std::vector<control::RunStepRequest> &requests) {
   int n = static_cast<int>(requests.size());
-  int current = 0; // the rank whose request is being staged
-  auto dataOf = [&](const control::Feed &feed) -> const std::string & {
-    auto it = shards.find({current, feed.index});
+  // The bytes rank `r` is fed for `feed`: its shard, or the whole input.
+  auto dataOf = [&](int r, const control::Feed &feed) -> const std::string & {
+    auto it = shards.find({r, feed.index});
     return it != shards.end() ? it->second : inputs[feed.index]->data;
   };
   // Room for every large fetch: a rank may fetch any of them.
@@ -56,11 +56,10 @@ Status Controller::Impl::stageRequests(
       fetchRoom += aligned(b);
   if (staging.size() != static_cast<size_t>(n))
     staging.resize(n);
-  auto large = [&](const control::Feed &feed) {
-    return static_cast<int64_t>(dataOf(feed).size()) >= kStageMinBytes;
+  auto large = [&](int r, const control::Feed &feed) {
+    return static_cast<int64_t>(dataOf(r, feed).size()) >= kStageMinBytes;
   };
   for (int r = 0; r < n; ++r) {
-    current = r;
     control::RunStepRequest &request = requests[r];
     bool sameHost;
     {
@@ -69,8 +68,8 @@ Status Controller::Impl::stageRequests(
     }
     int64_t feedRoom = 0;
     for (const control::Feed &feed : request.feeds)
-      if (large(feed))
-        feedRoom += aligned(static_cast<int64_t>(dataOf(feed).size()));
+      if (large(r, feed))
+        feedRoom += aligned(static_cast<int64_t>(dataOf(r, feed).size()));
     SharedArea *area = nullptr;
     if (sameHost && feedRoom + fetchRoom > 0) {
       std::unique_ptr<SharedArea> &slot = staging[r];
@@ -96,8 +95,8 @@ Status Controller::Impl::stageRequests(
     }
     int64_t offset = 0;
     for (control::Feed &feed : request.feeds) {
-      const std::string &data = dataOf(feed);
-      if (!area || !large(feed)) {
+      const std::string &data = dataOf(r, feed);
+      if (!area || !large(r, feed)) {
         feed.tensor.data = data;
         continue;
       }

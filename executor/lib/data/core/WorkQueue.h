@@ -113,13 +113,7 @@ public:
       }
       inFlight_ = entry.work;
     }
-    Status st = run_(entry);
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      inFlight_.reset();
-    }
-    cv_.notify_all(); // what was pushed meanwhile may start
-    entry.work->complete(st);
+    runInFlight(entry);
     return entry.work;
   }
   /// Stops the thread once what is queued has run; when work is queued or
@@ -168,15 +162,21 @@ private:
         queue_.pop_front();
         inFlight_ = entry.work;
       }
-      Status st = run_(entry);
-      {
-        // Idle before the poster wakes, so that its next group sees an idle
-        // queue; the group's ops are all done already.
-        std::lock_guard<std::mutex> lock(mutex_);
-        inFlight_.reset();
-      }
-      entry.work->complete(st);
+      runInFlight(entry);
     }
+  }
+
+  /// Runs `entry`, which is inFlight_, on this thread and completes it.
+  void runInFlight(Entry &entry) {
+    Status st = run_(entry);
+    {
+      // Idle before the poster wakes, so that its next group sees an idle
+      // queue; the group's ops are all done already.
+      std::lock_guard<std::mutex> lock(mutex_);
+      inFlight_.reset();
+    }
+    cv_.notify_all(); // after pushOrRun: what was pushed meanwhile may start
+    entry.work->complete(st);
   }
 
   RunFn run_;
