@@ -85,12 +85,14 @@ enum Component : unsigned {
     "merge each rank's independent all_reduces into buckets of at most this "  \
     "many bytes (PyTorch DDP's gradient buckets, 25 MiB by default; "          \
     "`monarch-bucket-collectives`); `0` reduces each on its own")              \
-  X(KernelCut, "MONARCH_KERNEL_CUT", Choice, "comm", 0, 0, "comm|contraction", \
-    Compiler, true,                                                            \
-    "where a rank's compute is cut into kernels: `comm` only at "              \
-    "communication; `contraction` also before every matmul-like op, so "       \
-    "each kernel is one contraction with its elementwise epilogue (XLA's "     \
-    "fusions): kernels compile in parallel and repeated layers share them")    \
+  X(KernelCut, "MONARCH_KERNEL_CUT", Choice, "contraction", 0, 0,              \
+    "comm|contraction", Compiler, true,                                        \
+    "where a rank's compute is cut into kernels: `contraction` (the "          \
+    "default) at communication, before every matmul-like op (with the "        \
+    "transposes, broadcasts and zero fill only it reads) and after 512 ops, "  \
+    "so each kernel is one contraction with its elementwise epilogue (XLA's "  \
+    "fusions): kernels compile in parallel and repeated layers share them; "   \
+    "`comm` only at communication (one kernel per run of compute)")            \
   X(PartitionRemarks, "MONARCH_PARTITION_REMARKS", Bool, "0", 0, 0, "",        \
     Compiler, false,                                                           \
     "`1` prints a remark per segment of work saying how `monarch-partition` "  \
