@@ -31,6 +31,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -162,6 +163,17 @@ void run(int rank, const Options &o, const std::string &dir,
                     std::string((*tcp)->transport()) != "gloo"))
     die(std::string("transports are ") + (*shm)->transport() + " and " +
         (*tcp)->transport());
+  // The buffers live in memory the peers may map, as a worker's arena does
+  // (registerMemory): the shm all_reduce of large buffers reads them there.
+  size_t windowBytes = 2 * o.maxBytes;
+  int windowFd = ::memfd_create("transfer-bench", MFD_CLOEXEC);
+  if (windowFd < 0 || ::ftruncate(windowFd, off_t(windowBytes)) != 0)
+    die("memfd for the buffers");
+  void *window = ::mmap(nullptr, windowBytes, PROT_READ | PROT_WRITE,
+                        MAP_SHARED, windowFd, 0);
+  if (window == MAP_FAILED)
+    die("mmap of the buffers");
+  (*shm)->registerMemory(window, windowBytes, windowFd);
   int fd = rank < 2 ? connectTcp(**store, rank) : -1;
   std::filesystem::create_directories(dir + "/plain");
   ::gloo::rendezvous::FileStore plainStore(dir + "/plain");
@@ -180,15 +192,18 @@ void run(int rank, const Options &o, const std::string &dir,
   char ack = 0;
   for (size_t si = 0; si < sizes.size(); ++si) {
     size_t bytes = sizes[si], count = bytes / 4;
-    std::vector<float> buf(count, 1.0f), out(count, 0.0f);
+    float *buf = static_cast<float *>(window);
+    float *out = buf + o.maxBytes / 4;
+    std::fill(buf, buf + count, 1.0f);
+    std::fill(out, out + count, 0.0f);
     int iters = itersFor(bytes);
     std::vector<std::vector<double>> samples(kMethods);
     auto p2p = [&](Communicator &c) {
       if (rank == 0) {
-        check(c.send(buf.data(), count, DType::F32, 1)->wait(kTimeout), "send");
+        check(c.send(buf, count, DType::F32, 1)->wait(kTimeout), "send");
         check(c.recv(&ack, 1, DType::UI8, 1)->wait(kTimeout), "ack");
       } else if (rank == 1) {
-        check(c.recv(out.data(), count, DType::F32, 0)->wait(kTimeout), "recv");
+        check(c.recv(out, count, DType::F32, 0)->wait(kTimeout), "recv");
         check(c.send(&ack, 1, DType::UI8, 0)->wait(kTimeout), "ack");
       }
     };
@@ -196,14 +211,14 @@ void run(int rank, const Options &o, const std::string &dir,
       switch (m) {
       case Memcpy:
         if (rank == 0)
-          std::memcpy(out.data(), buf.data(), bytes);
+          std::memcpy(out, buf, bytes);
         break;
       case Tcp:
         if (rank == 0) {
-          writeAll(fd, reinterpret_cast<char *>(buf.data()), bytes);
+          writeAll(fd, reinterpret_cast<char *>(buf), bytes);
           readAll(fd, &ack, 1);
         } else if (rank == 1) {
-          readAll(fd, reinterpret_cast<char *>(out.data()), bytes);
+          readAll(fd, reinterpret_cast<char *>(out), bytes);
           writeAll(fd, &ack, 1);
         }
         break;
@@ -216,15 +231,14 @@ void run(int rank, const Options &o, const std::string &dir,
       case ShmAR:
       case GlooAR: {
         Communicator &c = m == ShmAR ? **shm : **tcp;
-        check(c.allReduce(buf.data(), out.data(), count, DType::F32)
-                  ->wait(kTimeout),
+        check(c.allReduce(buf, out, count, DType::F32)->wait(kTimeout),
               "all_reduce");
         break;
       }
       case PlainAR: {
         ::gloo::AllreduceOptions opts(plain);
-        opts.setInput<float>(buf.data(), count);
-        opts.setOutput<float>(out.data(), count);
+        opts.setInput<float>(buf, count);
+        opts.setOutput<float>(out, count);
         opts.setReduceFunction(
             static_cast<void (*)(void *, const void *, const void *, size_t)>(
                 &::gloo::sum<float>));
@@ -254,6 +268,8 @@ void run(int rank, const Options &o, const std::string &dir,
   }
   if (fd >= 0)
     ::close(fd);
+  ::munmap(window, windowBytes);
+  ::close(windowFd);
 }
 
 std::string sizeText(size_t b) {

@@ -82,6 +82,10 @@ struct Interpreter::Impl {
   std::vector<executor::KernelFunction> kernelFns;
   std::vector<std::vector<void *>> kernelArgs;
   char *arena = nullptr;
+  /// The arena as memory the peers on this host may map, where the plan
+  /// has large collectives (Communicator::registerMemory): then the
+  /// shared-memory transport reads their buffers where they are.
+  SharedArea sharedArena;
   /// Device plans (RankProgram::device): the arena on the GPU instead.
   std::unique_ptr<DeviceArena> device;
   std::shared_ptr<ActorStates> states;
@@ -182,7 +186,8 @@ struct Interpreter::Impl {
     duplicates.clear();
     comms.clear();
     device.reset();
-    std::free(arena);
+    if (!sharedArena.valid())
+      std::free(arena);
   }
 
   /// Device plans: actor state into the arena before a step, back to the
@@ -668,9 +673,25 @@ StatusOr<std::unique_ptr<Interpreter>> Interpreter::create(RankProgram program,
       return device.status();
     s.device = std::move(device).value();
   } else {
-    s.arena = static_cast<char *>(std::aligned_alloc(
-        64, static_cast<size_t>((std::max<int64_t>(p.arenaBytes, 1) + 63) / 64 *
-                                64)));
+    // Collectives above the direct path's 64 KB read the peers' arenas.
+    bool largeCollectives = false;
+    for (const Instruction &instr : p.instructions)
+      largeCollectives |= instr.kind == OpKind::Collective &&
+                          std::max(instr.buffer.bytes(), instr.output.bytes()) >
+                              (int64_t(64) << 10);
+    if (largeCollectives && p.arenaBytes > 0) {
+      auto area =
+          SharedArea::create("monarch-arena-rank" + std::to_string(p.rank),
+                             static_cast<size_t>(p.arenaBytes));
+      if (area.isOk()) {
+        s.sharedArena = std::move(area).value();
+        s.arena = s.sharedArena.data();
+      }
+    }
+    if (!s.arena)
+      s.arena = static_cast<char *>(std::aligned_alloc(
+          64, static_cast<size_t>((std::max<int64_t>(p.arenaBytes, 1) + 63) /
+                                  64 * 64)));
     if (!s.arena)
       return Status(StatusCode::Internal, "cannot allocate an arena of " +
                                               std::to_string(p.arenaBytes) +
@@ -813,6 +834,13 @@ StatusOr<std::unique_ptr<Interpreter>> Interpreter::create(RankProgram program,
       s.commForStream[{static_cast<int>(c), stream}] = dup->get();
       s.duplicates.push_back(std::move(dup).value());
     }
+  }
+  if (s.sharedArena.valid()) {
+    for (auto &c : s.comms)
+      if (c)
+        c->registerMemory(s.arena, s.sharedArena.bytes(), s.sharedArena.fd());
+    for (auto &c : s.duplicates)
+      c->registerMemory(s.arena, s.sharedArena.bytes(), s.sharedArena.fd());
   }
 
   s.eventDone.assign(p.numEvents, 0);

@@ -117,6 +117,14 @@ TEST_P(ShmProcess, ExplicitTagsWithoutThePromiseUseMessages) {
   runScenario("tagged", GetParam());
 }
 
+TEST_P(ShmProcess, LargeCollectivesReadThePeersRegisteredMemory) {
+  runScenario("windows", GetParam());
+}
+
+TEST_P(ShmProcess, ABufferOutsideRegisteredMemoryFallsBackOnEveryMember) {
+  runScenario("windows", GetParam(), "outside");
+}
+
 TEST_P(ShmProcess, SendRecvAcrossDuplicatesAndPastTheRing) {
   runScenario("p2p-shm", GetParam());
 }

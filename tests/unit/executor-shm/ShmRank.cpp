@@ -17,6 +17,7 @@
 #include "core/Reduction.h"
 #include "monarch/Executor/Communicator.h"
 
+#include <sys/mman.h>
 #include <sys/prctl.h>
 
 #include <chrono>
@@ -310,6 +311,96 @@ void scenarioTagged(Communicator &c) {
     }
 }
 
+/// Buffers in memory every member registered (registerMemory, as a
+/// worker's arena): collectives above the direct path's 64 KB read the
+/// peers' buffers there. Every kind, reduction and several dtypes (all_reduce
+/// in place too; an all_gather may not overlap), sizes around the blocks,
+/// interleaved with small collectives (the areas' slots) so that both paths
+/// share the counters. With `outside`, rank 1's inputs lie outside the memory:
+/// every member must then agree on messages instead.
+void scenarioWindows(Communicator &c, bool outside) {
+  const size_t windowBytes = size_t(192) << 20;
+  int fd = ::memfd_create("shm-rank-window", MFD_CLOEXEC);
+  if (fd < 0 || ::ftruncate(fd, off_t(windowBytes)) != 0) {
+    fail("memfd");
+    return;
+  }
+  void *mapped =
+      ::mmap(nullptr, windowBytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (mapped == MAP_FAILED) {
+    fail("mmap");
+    return;
+  }
+  c.registerMemory(mapped, windowBytes, fd);
+  char *window = static_cast<char *>(mapped);
+  int n = gSize, r = gRank;
+  // Rank-dependent offsets: the members' buffers are not at equal places.
+  size_t next = size_t(r) * 4096;
+  auto take = [&](size_t bytes) {
+    char *p = window + next;
+    next += (bytes + 63) / 64 * 64;
+    return p;
+  };
+  std::vector<char> outsideIn;
+  auto input = [&](DType t, size_t count, int salt) -> char * {
+    std::vector<char> v = filled(t, count, r, salt);
+    char *p =
+        outside && r == 1 ? (outsideIn = v, outsideIn.data()) : take(v.size());
+    std::memcpy(p, v.data(), v.size());
+    return p;
+  };
+  int salt = 500;
+  for (DType t : {DType::F32, DType::F64, DType::I32, DType::BF16}) {
+    size_t elem = dtypeSize(t);
+    for (size_t count : {size_t(16385), size_t(40009), (size_t(1) << 20) + 3}) {
+      std::string tag = "window x" + std::to_string(count);
+      for (ReduceOp op : {ReduceOp::Sum, ReduceOp::Max, ReduceOp::Avg}) {
+        next = size_t(r) * 4096;
+        ++salt;
+        std::string what = tag + " all_reduce " + reduceOpName(op);
+        char *in = input(t, count, salt), *out = take(count * elem);
+        if (expectOk(c.allReduce(in, out, count, t, op)->wait(kWait), what))
+          check(what, out, count, t,
+                [&](size_t i) { return reference(op, t, i, salt); });
+        // A small one between: the slots.
+        std::vector<char> small = filled(t, 5, r, salt), smallOut(5 * elem);
+        if (expectOk(c.allReduce(small.data(), smallOut.data(), 5, t, op)
+                         ->wait(kWait),
+                     what + " then a small one"))
+          check(what + " then a small one", smallOut.data(), 5, t,
+                [&](size_t i) { return reference(op, t, i, salt); });
+        if (expectOk(c.allReduce(in, in, count, t, op)->wait(kWait),
+                     what + " in place"))
+          check(what + " in place", in, count, t,
+                [&](size_t i) { return reference(op, t, i, salt); });
+        what = tag + " reduce_scatter " + reduceOpName(op);
+        char *big = input(t, count * n, salt), *part = take(count * elem);
+        if (expectOk(c.reduceScatter(big, part, count, t, op)->wait(kWait),
+                     what))
+          check(what, part, count, t, [&](size_t i) {
+            return reference(op, t, size_t(r) * count + i, salt);
+          });
+      }
+      next = size_t(r) * 4096;
+      ++salt;
+      char *in = input(t, count, salt), *all = take(count * n * elem);
+      if (expectOk(c.allGather(in, all, count, t)->wait(kWait),
+                   tag + " all_gather"))
+        check(tag + " all_gather", all, count * n, t,
+              [&](size_t i) { return value(int(i / count), i % count, salt); });
+      for (int root = 0; root < n; ++root) {
+        char *b = input(t, count, salt + root), *o = take(count * elem);
+        std::string what = tag + " broadcast from " + std::to_string(root);
+        if (expectOk(c.broadcast(b, o, count, t, root)->wait(kWait), what))
+          check(what, o, count, t,
+                [&](size_t i) { return value(root, i, salt + root); });
+      }
+    }
+  }
+  ::munmap(mapped, windowBytes);
+  ::close(fd);
+}
+
 int main(int argc, char **argv) {
   // Die with the test that started us: no orphans even if it crashes.
   prctl(PR_SET_PDEATHSIG, SIGKILL);
@@ -323,7 +414,7 @@ int main(int argc, char **argv) {
   std::string scenario = argv[1];
   if (scenario != "shm-collectives" && scenario != "p2p-shm" &&
       scenario != "concurrent" && scenario != "transport" &&
-      scenario != "tagged") {
+      scenario != "tagged" && scenario != "windows") {
     argv[0] = const_cast<char *>(DATA_PLANE_RANK_BINARY);
     ::execv(argv[0], argv);
     std::perror("execv data-plane-rank");
@@ -368,6 +459,8 @@ int main(int argc, char **argv) {
     scenarioP2P(c);
   } else if (scenario == "tagged") {
     scenarioTagged(c);
+  } else if (scenario == "windows") {
+    scenarioWindows(c, arg == "outside");
   }
   std::fflush(stdout);
   return gFailures ? 1 : 0;

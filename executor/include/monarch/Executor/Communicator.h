@@ -185,6 +185,20 @@ public:
     return post(std::move(ops));
   }
 
+  /// Declares memory of this process that the members on its host may map:
+  /// `bytes` at `base`, a shared mapping of the memfd `fd` (kept open while
+  /// this object lives; e.g. a SharedArea). Collectives whose buffers lie
+  /// in it may then be served by reading the peers' buffers where they are:
+  /// the shared-memory transport reduces and gathers large buffers that way
+  /// on every member, without copying them through areas of its own
+  /// (docs/executor-data-plane.md, "Windows"). Call before the first
+  /// collective; a backend that cannot use it ignores it.
+  virtual void registerMemory(const void *base, size_t bytes, int fd) {
+    (void)base;
+    (void)bytes;
+    (void)fd;
+  }
+
   std::shared_ptr<Work> send(const void *buf, size_t count, DType dtype,
                              int peer, uint64_t tag = kAutoTag) {
     return post({CommOp::send(buf, count, dtype, peer, tag)});

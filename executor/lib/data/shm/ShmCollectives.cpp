@@ -198,20 +198,34 @@ Status ShmCommunicator::runCollective(const CommOp &op, uint32_t tag,
   // Among members that map each other's areas (the default), every kind
   // but all_to_all reads the peers' buffers directly (ShmDirect.cpp): the
   // areas belong to this object, so only collectives matched per object.
+  // Larger ones read the peers' buffers where they are, when every member's
+  // lie in memory it registered (registerMemory: a worker's arena); the
+  // slots' copies would cost more than the rings.
+  bool small =
+      bytes * (op.kind == CommOpKind::ReduceScatter ? n : 1) <= kDirectMaxBytes;
+  const bool reduces =
+      op.kind == CommOpKind::AllReduce || op.kind == CommOpKind::ReduceScatter;
+  // (The set-up is one exchange at the first collective of either size:
+  // whether a member registered memory is only known after it.)
   if (n > 1 && op.kind != CommOpKind::AllToAll &&
-      bytes * (op.kind == CommOpKind::ReduceScatter ? n : 1) <=
-          kDirectMaxBytes &&
       (op.tag == kAutoTag || group_->collectivesInPostingOrder())) {
     if (!directTried_)
       if (Status st = setUpDirect(tag, op, deadline); !st)
         return st;
-    if (direct_) {
+    if (direct_ && small) {
       Status st = runDirect(op, tag, deadline);
-      if (st && op.reduce == ReduceOp::Avg &&
-          (op.kind == CommOpKind::AllReduce ||
-           op.kind == CommOpKind::ReduceScatter))
+      if (st && op.reduce == ReduceOp::Avg && reduces)
         data::finishAverage(out, op.count, op.dtype, n);
       return st;
+    }
+    if (direct_ && !direct_->windows.empty()) {
+      bool ran = false;
+      Status st = runWindow(op, tag, deadline, &ran);
+      if (!st || ran) {
+        if (st && op.reduce == ReduceOp::Avg && reduces)
+          data::finishAverage(out, op.count, op.dtype, n);
+        return st;
+      }
     }
   }
   uint64_t t = collectiveMatchTag(tag, 0);

@@ -47,6 +47,7 @@ public:
   bool isAborted() const override { return group_->isBroken(); }
   StatusOr<std::unique_ptr<Communicator>>
   duplicate(const std::string &name) override;
+  void registerMemory(const void *base, size_t bytes, int fd) override;
 
   /// Hands over queued and in-flight work (called by the group when it
   /// breaks, with its lock held).
@@ -59,7 +60,15 @@ public:
     std::vector<SharedArea> areas; // [rank]: ours at rank(), peers' others
     uint64_t seq = 0;              // chunks run so far (equal on every member)
     bool oversubscribed = false;   // more members than this process's cores
+    /// Windows: every member's registered memory, mapped here (ours is
+    /// not: `windowBase[rank()]` is the registered address). Empty unless
+    /// every member registered memory and mapped every peer's.
+    std::vector<SharedArea> windows;
+    std::vector<const char *> windowBase;
+    std::vector<size_t> windowBytes;
   };
+  /// The counters of a member's area (ShmDirect.cpp).
+  enum class Counter { Posted, Reduced, Consumed };
 
 private:
   struct Entry {
@@ -105,6 +114,20 @@ private:
                      Clock::time_point deadline);
   /// all_reduce, reduce_scatter, all_gather or broadcast through the areas.
   Status runDirect(const CommOp &op, uint32_t tag, Clock::time_point deadline);
+  /// The same kinds, reading the peers' buffers in their registered memory
+  /// (every member agrees from what each posted); `*ran` false when a
+  /// member's buffers are not in it: then the caller uses messages.
+  Status runWindow(const CommOp &op, uint32_t tag, Clock::time_point deadline,
+                   bool *ran);
+  /// Waits until `counter` of every peer reaches `value`.
+  Status waitAll(Counter counter, uint64_t value, const CommOp &op,
+                 Clock::time_point deadline);
+  /// Sets this member's `counter` and rings the peers' doorbells.
+  void publish(Counter counter, uint64_t value);
+  /// Fails when a peer posted another collective than this one at the
+  /// same point (its descriptor of chunk `k`).
+  Status checkDescriptors(uint64_t k, const CommOp &op);
+  std::string describeDirect(const CommOp &op) const;
 
   std::shared_ptr<ShmGroup> group_;
   std::string name_;
@@ -113,6 +136,10 @@ private:
   std::vector<char> scratch_;  // the worker thread's, reused across ops
   std::unique_ptr<Direct> direct_;
   bool directTried_ = false;
+  /// registerMemory(): where, and its memfd (-1: none).
+  const char *windowBase_ = nullptr;
+  size_t windowBytes_ = 0;
+  int windowFd_ = -1;
   /// Last: its thread runs entries with the members above.
   data::WorkQueue<Entry> queue_{[this](Entry &e) { return run(e); }};
 };

@@ -36,8 +36,10 @@
 #include <sched.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <thread>
+#include <vector>
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
@@ -73,11 +75,19 @@ struct Descriptor {
   bool operator==(const Descriptor &) const = default;
 };
 
+/// Where a member's buffers of a window collective are: offsets into its
+/// registered memory, -1 where they are not in it.
+struct WindowPost {
+  int64_t in;
+  int64_t out;
+};
+
 struct alignas(64) AreaHeader {
   alignas(64) std::atomic<uint64_t> posted;
   alignas(64) std::atomic<uint64_t> reduced;
   alignas(64) std::atomic<uint64_t> consumed;
   alignas(64) Descriptor desc[2];
+  alignas(64) WindowPost window[2];
 };
 static_assert(sizeof(AreaHeader) <= kDataOffset);
 
@@ -94,7 +104,33 @@ struct Where {
   int64_t pid;
   int32_t fd;
   int32_t ok;
+  /// registerMemory(): its memfd and size (-1 and 0: none).
+  int32_t windowFd;
+  int32_t reserved;
+  int64_t windowBytes;
 };
+
+/// Set-up flags: this member mapped every area; and every window.
+constexpr int32_t kAreasMapped = 1;
+constexpr int32_t kWindowsMapped = 2;
+
+/// Bytes of a window collective's input and output on each member (0:
+/// not read by the peers; broadcast: the root's input only).
+std::pair<size_t, size_t> windowExtent(const CommOp &op, int n, int member) {
+  size_t bytes = op.count * dtypeSize(op.dtype);
+  switch (op.kind) {
+  case CommOpKind::AllReduce:
+    return {bytes, bytes};
+  case CommOpKind::ReduceScatter:
+    return {bytes * n, 0};
+  case CommOpKind::AllGather:
+    return {bytes, 0};
+  case CommOpKind::Broadcast:
+    return {member == op.peer ? bytes : 0, 0};
+  default:
+    return {0, 0};
+  }
+}
 
 int usableCores() {
   cpu_set_t set;
@@ -116,6 +152,30 @@ std::string describeDescriptor(const Descriptor &d) {
   return s + " with tag " + std::to_string(d.tag);
 }
 
+/// dst = srcs[0] op srcs[1] op ... op srcs[n-1], in rank order, for `len`
+/// elements. dst may be one of the sources (an all_reduce in place): more
+/// than two go through a cache-sized scratch chunk, so no source is read
+/// after dst overwrote it.
+void reduceInRankOrder(char *dst, const std::vector<const char *> &srcs,
+                       size_t offset, size_t len, DType dtype, ReduceOp op) {
+  const size_t elem = dtypeSize(dtype);
+  const size_t n = srcs.size();
+  if (n == 2) {
+    data::reduceElements(dst, srcs[0] + offset, srcs[1] + offset, len, dtype,
+                         op);
+    return;
+  }
+  alignas(64) char scratch[16384];
+  const size_t chunk = sizeof(scratch) / elem;
+  for (size_t i = 0; i < len; i += chunk) {
+    size_t c = std::min(chunk, len - i), at = offset + i * elem;
+    data::reduceElements(scratch, srcs[0] + at, srcs[1] + at, c, dtype, op);
+    for (size_t p = 2; p < n; ++p)
+      data::reduceElements(scratch, scratch, srcs[p] + at, c, dtype, op);
+    std::memcpy(dst + i * elem, scratch, c * elem);
+  }
+}
+
 } // namespace
 
 static AreaHeader &header(const ShmCommunicator::Direct &d, int r) {
@@ -133,7 +193,9 @@ Status ShmCommunicator::setUpDirect(uint32_t tag, const CommOp &op,
   int n = size(), r = rank();
   auto direct = std::make_unique<Direct>();
   direct->areas.resize(n);
-  Where mine{int64_t(::getpid()), -1, 0};
+  Where mine{
+      int64_t(::getpid()), -1, 0,
+      windowFd_,           0,  int64_t(windowFd_ >= 0 ? windowBytes_ : 0)};
   auto area = SharedArea::create("monarch-shm-coll", kAreaBytes);
   if (area) {
     direct->areas[r] = std::move(*area);
@@ -165,10 +227,35 @@ Status ShmCommunicator::setUpDirect(uint32_t tag, const CommOp &op,
     else
       direct->areas[p] = std::move(*peer);
   }
-  // Everyone says whether it mapped every area; one "no" and all use
-  // messages. After this exchange the peers hold their mappings.
+  // Windows: every member's registered memory, where every member has some.
+  bool windows = ok;
+  for (int p = 0; p < n && windows; ++p)
+    windows = p == r ? windowFd_ >= 0 : theirs[p].windowFd >= 0;
+  if (windows) {
+    direct->windows.resize(n);
+    direct->windowBase.assign(n, nullptr);
+    direct->windowBytes.assign(n, 0);
+    direct->windowBase[r] = windowBase_;
+    direct->windowBytes[r] = windowBytes_;
+    for (int p = 0; p < n && windows; ++p) {
+      if (p == r)
+        continue;
+      auto peer = SharedArea::open(theirs[p].pid, theirs[p].windowFd,
+                                   size_t(theirs[p].windowBytes));
+      if (!peer) {
+        windows = false;
+        break;
+      }
+      direct->windowBase[p] = peer->data();
+      direct->windowBytes[p] = size_t(theirs[p].windowBytes);
+      direct->windows[p] = std::move(*peer);
+    }
+  }
+  // Everyone says whether it mapped every area (and window); one "no" and
+  // all use messages (and the slots). After this exchange the peers hold
+  // their mappings.
   std::vector<int32_t> flags(n, 0);
-  flags[r] = ok ? 1 : 0;
+  flags[r] = (ok ? kAreasMapped : 0) | (ok && windows ? kWindowsMapped : 0);
   t = collectiveMatchTag(tag, kSetUpStep + 1);
   for (int p = 0; p < n; ++p) {
     if (p == r)
@@ -181,11 +268,119 @@ Status ShmCommunicator::setUpDirect(uint32_t tag, const CommOp &op,
     return st;
   if (direct->areas[r].valid())
     direct->areas[r].closeFd();
-  for (int32_t f : flags)
-    if (!f)
+  bool allWindows = true;
+  for (int32_t f : flags) {
+    if (!(f & kAreasMapped))
       return Status::ok();
+    allWindows = allWindows && (f & kWindowsMapped);
+  }
+  if (!allWindows) {
+    direct->windows.clear();
+    direct->windowBase.clear();
+    direct->windowBytes.clear();
+  }
   direct->oversubscribed = n > usableCores();
   direct_ = std::move(direct);
+  return Status::ok();
+}
+
+std::string ShmCommunicator::describeDirect(const CommOp &op) const {
+  return "shm " + op.describe() + " on '" + name_ + "' (rank " +
+         std::to_string(rank()) + " of " + std::to_string(size()) + ")";
+}
+
+static std::atomic<uint64_t> &counterOf(AreaHeader &h,
+                                        ShmCommunicator::Counter c) {
+  switch (c) {
+  case ShmCommunicator::Counter::Posted:
+    return h.posted;
+  case ShmCommunicator::Counter::Reduced:
+    return h.reduced;
+  case ShmCommunicator::Counter::Consumed:
+    break;
+  }
+  return h.consumed;
+}
+
+Status ShmCommunicator::waitAll(Counter counter, uint64_t value,
+                                const CommOp &op, Clock::time_point deadline) {
+  Direct &d = *direct_;
+  const int n = size(), r = rank();
+  SegmentHeader &bell = group_->header(r);
+  auto arrived = [&](int p) {
+    return counterOf(header(d, p), counter).load(std::memory_order_acquire) >=
+           value;
+  };
+  int next = 0; // peers below have arrived (counters never go back)
+  auto all = [&] {
+    for (; next < n; ++next)
+      if (next != r && !arrived(next))
+        return false;
+    return true;
+  };
+  if (all())
+    return Status::ok();
+  auto start = Clock::now();
+  auto lastCheck = start;
+  for (;;) {
+    uint32_t seen = bell.doorbell.load(std::memory_order_acquire);
+    if (all())
+      return Status::ok();
+    auto now = Clock::now();
+    if (group_->isBroken())
+      return Status(StatusCode::Aborted, describeDirect(op) + ": " +
+                                             group_->brokenStatus().message());
+    bool checkProcess = now - lastCheck >= kSlice;
+    if (checkProcess)
+      lastCheck = now;
+    Status gone = group_->peerGone(next, checkProcess);
+    if (!gone)
+      return Status(gone.code(), describeDirect(op) + ": " + gone.message());
+    if (now >= deadline)
+      return Status(StatusCode::DeadlineExceeded,
+                    describeDirect(op) + ": " + group_->describeRank(next) +
+                        " did not arrive within " +
+                        std::to_string(group_->timeout().count()) + " ms");
+    if (now - start < kSpin) {
+      // Spin on the peer's counter; yield the core where the members
+      // outnumber them (the peer may need it to arrive).
+      if (d.oversubscribed)
+        std::this_thread::yield();
+      else
+        for (int i = 0; i < 64 && !arrived(next); ++i)
+          MONARCH_DIRECT_RELAX();
+      continue;
+    }
+    // Others of this process may wait on messages: keep them moving.
+    group_->tryProgress();
+    if (arrived(next))
+      continue;
+    auto left = std::chrono::duration_cast<std::chrono::microseconds>(
+        std::min(deadline, now + kSlice) - now);
+    waitDoorbell(bell, seen, std::max(left, std::chrono::microseconds(1)));
+  }
+}
+
+void ShmCommunicator::publish(Counter counter, uint64_t value) {
+  Direct &d = *direct_;
+  counterOf(header(d, rank()), counter).store(value, std::memory_order_seq_cst);
+  for (int p = 0; p < size(); ++p)
+    if (p != rank())
+      ringDoorbell(group_->header(p));
+}
+
+Status ShmCommunicator::checkDescriptors(uint64_t k, const CommOp &op) {
+  Direct &d = *direct_;
+  const Descriptor &mine = header(d, rank()).desc[k % 2];
+  for (int p = 0; p < size(); ++p)
+    if (p != rank() && !(header(d, p).desc[k % 2] == mine))
+      return Status(StatusCode::InvalidArgument,
+                    describeDirect(op) + ": " + group_->describeRank(p) +
+                        " posted " +
+                        describeDescriptor(header(d, p).desc[k % 2]) +
+                        " at the same point; every member must post the "
+                        "same collective (kind, count, type, reduction, "
+                        "root) in the same order");
   return Status::ok();
 }
 
@@ -200,74 +395,6 @@ Status ShmCommunicator::runDirect(const CommOp &op, uint32_t tag,
   const bool reduces =
       kind == CommOpKind::AllReduce || kind == CommOpKind::ReduceScatter;
   const int root = kind == CommOpKind::Broadcast ? op.peer : -1;
-  SegmentHeader &bell = group_->header(r);
-  auto where = [&] {
-    return "shm " + op.describe() + " on '" + name_ + "' (rank " +
-           std::to_string(r) + " of " + std::to_string(n) + ")";
-  };
-
-  // Waits until `counter` of every peer reaches `value`.
-  auto waitAll = [&](std::atomic<uint64_t> AreaHeader::*counter,
-                     uint64_t value) -> Status {
-    auto arrived = [&](int p) {
-      return (header(d, p).*counter).load(std::memory_order_acquire) >= value;
-    };
-    int next = 0; // peers below have arrived (counters never go back)
-    auto all = [&] {
-      for (; next < n; ++next)
-        if (next != r && !arrived(next))
-          return false;
-      return true;
-    };
-    if (all())
-      return Status::ok();
-    auto start = Clock::now();
-    auto lastCheck = start;
-    for (;;) {
-      uint32_t seen = bell.doorbell.load(std::memory_order_acquire);
-      if (all())
-        return Status::ok();
-      auto now = Clock::now();
-      if (group_->isBroken())
-        return Status(StatusCode::Aborted,
-                      where() + ": " + group_->brokenStatus().message());
-      bool checkProcess = now - lastCheck >= kSlice;
-      if (checkProcess)
-        lastCheck = now;
-      Status gone = group_->peerGone(next, checkProcess);
-      if (!gone)
-        return Status(gone.code(), where() + ": " + gone.message());
-      if (now >= deadline)
-        return Status(StatusCode::DeadlineExceeded,
-                      where() + ": " + group_->describeRank(next) +
-                          " did not arrive within " +
-                          std::to_string(group_->timeout().count()) + " ms");
-      if (now - start < kSpin) {
-        // Spin on the peer's counter; yield the core where the members
-        // outnumber them (the peer may need it to arrive).
-        if (d.oversubscribed)
-          std::this_thread::yield();
-        else
-          for (int i = 0; i < 64 && !arrived(next); ++i)
-            MONARCH_DIRECT_RELAX();
-        continue;
-      }
-      // Others of this process may wait on messages: keep them moving.
-      group_->tryProgress();
-      if (arrived(next))
-        continue;
-      auto left = std::chrono::duration_cast<std::chrono::microseconds>(
-          std::min(deadline, now + kSlice) - now);
-      waitDoorbell(bell, seen, std::max(left, std::chrono::microseconds(1)));
-    }
-  };
-  auto publish = [&](std::atomic<uint64_t> AreaHeader::*counter,
-                     uint64_t value) {
-    (header(d, r).*counter).store(value, std::memory_order_seq_cst);
-    for (int p = 0; p < n; ++p)
-      if (p != r)
-        ringDoorbell(group_->header(p));
-  };
 
   // The windows: elements of the buffer (of each rank's block for
   // reduce_scatter) that one chunk covers.
@@ -285,7 +412,7 @@ Status ShmCommunicator::runDirect(const CommOp &op, uint32_t tag,
     char *mySlot = slot(d, r, k);
     // 0. The slot is free once every peer consumed chunk k - 2.
     if (k >= 2)
-      if (Status st = waitAll(&AreaHeader::consumed, k - 1); !st)
+      if (Status st = waitAll(Counter::Consumed, k - 1, op, deadline); !st)
         return st;
     // 1. What the peers will read of this rank.
     switch (kind) {
@@ -310,23 +437,17 @@ Status ShmCommunicator::runDirect(const CommOp &op, uint32_t tag,
         std::memcpy(mySlot, in + off * elem, len * elem);
       break;
     default:
-      return Status(StatusCode::Internal, where() + ": not a direct kind");
+      return Status(StatusCode::Internal,
+                    describeDirect(op) + ": not a direct kind");
     }
     if (first)
       header(d, r).desc[k % 2] = desc;
-    publish(&AreaHeader::posted, k + 1);
-    if (Status st = waitAll(&AreaHeader::posted, k + 1); !st)
+    publish(Counter::Posted, k + 1);
+    if (Status st = waitAll(Counter::Posted, k + 1, op, deadline); !st)
       return st;
     if (first) {
-      for (int p = 0; p < n; ++p)
-        if (p != r && !(header(d, p).desc[k % 2] == desc))
-          return Status(
-              StatusCode::InvalidArgument,
-              where() + ": " + group_->describeRank(p) + " posted " +
-                  describeDescriptor(header(d, p).desc[k % 2]) +
-                  " at the same point; every member must post the same "
-                  "collective (kind, count, type, reduction, root) in the "
-                  "same order");
+      if (Status st = checkDescriptors(k, op); !st)
+        return st;
       first = false;
     }
     // 2. Reduce this rank's block, in rank order.
@@ -350,8 +471,8 @@ Status ShmCommunicator::runDirect(const CommOp &op, uint32_t tag,
           data::reduceElements(dst, dst, source(p), blen, op.dtype, op.reduce);
       }
       if (kind == CommOpKind::AllReduce) {
-        publish(&AreaHeader::reduced, k + 1);
-        if (Status st = waitAll(&AreaHeader::reduced, k + 1); !st)
+        publish(Counter::Reduced, k + 1);
+        if (Status st = waitAll(Counter::Reduced, k + 1, op, deadline); !st)
           return st;
       }
     }
@@ -376,8 +497,121 @@ Status ShmCommunicator::runDirect(const CommOp &op, uint32_t tag,
     default:
       break;
     }
-    publish(&AreaHeader::consumed, k + 1);
+    publish(Counter::Consumed, k + 1);
   }
+  return Status::ok();
+}
+
+void ShmCommunicator::registerMemory(const void *base, size_t bytes, int fd) {
+  windowBase_ = static_cast<const char *>(base);
+  windowBytes_ = bytes;
+  windowFd_ = base && bytes && fd >= 0 ? fd : -1;
+}
+
+Status ShmCommunicator::runWindow(const CommOp &op, uint32_t tag,
+                                  Clock::time_point deadline, bool *ran) {
+  *ran = false;
+  Direct &d = *direct_;
+  const int n = size(), r = rank();
+  const size_t elem = dtypeSize(op.dtype);
+  const size_t bytes = op.count * elem;
+  const CommOpKind kind = op.kind;
+  const int root = kind == CommOpKind::Broadcast ? op.peer : -1;
+  char *out = static_cast<char *>(op.output);
+  // Where this member's buffers are in its registered memory.
+  auto offsetOf = [&](const void *p, size_t extent) -> int64_t {
+    const char *c = static_cast<const char *>(p);
+    const char *base = d.windowBase[r];
+    if (!extent || !c || c < base || size_t(c - base) > d.windowBytes[r] ||
+        extent > d.windowBytes[r] - size_t(c - base))
+      return -1;
+    return int64_t(c - base);
+  };
+  auto [inExtent, outExtent] = windowExtent(op, n, r);
+  const uint64_t k = d.seq++;
+  // The descriptor and window slots of chunk k were read by the peers
+  // before they consumed chunk k - 2.
+  if (k >= 2)
+    if (Status st = waitAll(Counter::Consumed, k - 1, op, deadline); !st)
+      return st;
+  header(d, r).desc[k % 2] = Descriptor{
+      k,    op.count, uint32_t(kind), uint32_t(op.dtype), uint32_t(op.reduce),
+      root, tag};
+  header(d, r).window[k % 2] =
+      WindowPost{offsetOf(op.input, inExtent), offsetOf(op.output, outExtent)};
+  publish(Counter::Posted, k + 1);
+  if (Status st = waitAll(Counter::Posted, k + 1, op, deadline); !st)
+    return st;
+  if (Status st = checkDescriptors(k, op); !st)
+    return st;
+  // Every member decides from the same posts: read the peers' buffers only
+  // where each one's is in its registered memory (and fits there).
+  std::vector<const char *> ins(n), outs(n);
+  bool usable = true;
+  for (int p = 0; p < n && usable; ++p) {
+    const WindowPost &w = header(d, p).window[k % 2];
+    auto [needIn, needOut] = windowExtent(op, n, p);
+    auto at = [&](int64_t off, size_t extent) -> const char * {
+      if (!extent)
+        return nullptr;
+      if (off < 0 || size_t(off) > d.windowBytes[p] ||
+          extent > d.windowBytes[p] - size_t(off)) {
+        usable = false;
+        return nullptr;
+      }
+      return d.windowBase[p] + off;
+    };
+    ins[p] = at(w.in, needIn);
+    outs[p] = at(w.out, needOut);
+  }
+  if (!usable) {
+    // Nothing was read: the caller runs it through messages.
+    publish(Counter::Consumed, k + 1);
+    return Status::ok();
+  }
+  switch (kind) {
+  case CommOpKind::AllReduce: {
+    // Reduce this member's block from every input, in rank order (the same
+    // bits on every member), into its output; then copy the others'
+    // reduced blocks from their outputs.
+    auto [start, len] = blockOf(op.count, n, r);
+    if (len)
+      reduceInRankOrder(out + start * elem, ins, start * elem, len, op.dtype,
+                        op.reduce);
+    publish(Counter::Reduced, k + 1);
+    if (Status st = waitAll(Counter::Reduced, k + 1, op, deadline); !st)
+      return st;
+    for (int p = 0; p < n; ++p) {
+      auto [ps, pl] = blockOf(op.count, n, p);
+      if (p != r && pl)
+        std::memcpy(out + ps * elem, outs[p] + ps * elem, pl * elem);
+    }
+    break;
+  }
+  case CommOpKind::ReduceScatter: {
+    reduceInRankOrder(out, ins, size_t(r) * bytes, op.count, op.dtype,
+                      op.reduce);
+    break;
+  }
+  case CommOpKind::AllGather:
+    for (int p = 0; p < n; ++p)
+      if (out + p * bytes != ins[p])
+        std::memmove(out + p * bytes, ins[p], bytes);
+    break;
+  case CommOpKind::Broadcast:
+    if (out != ins[root])
+      std::memmove(out, ins[root], bytes);
+    break;
+  default:
+    return Status(StatusCode::Internal,
+                  describeDirect(op) + ": not a window kind");
+  }
+  // No member returns (and lets its buffers be written again) before every
+  // peer finished reading them.
+  publish(Counter::Consumed, k + 1);
+  if (Status st = waitAll(Counter::Consumed, k + 1, op, deadline); !st)
+    return st;
+  *ran = true;
   return Status::ok();
 }
 
