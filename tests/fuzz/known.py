@@ -400,6 +400,27 @@ FIXED = {
             tag="matmul_bcast_0d",
         ),
     ),
+    "bf16-column-sum-loads": (
+        "the kernel library failed to load (undefined symbol __truncsfbf2): "
+        "the x86 back end rounded a bfloat16 reduction's loop-carried value "
+        "with a libcall that libgcc before GCC 13 lacks (seed 485)",
+        Program(
+            mesh=M1x1,
+            inputs=[_x("x", (3, 33), seed=976172591),
+                    _x("y", (33,), seed=644063606)],
+            ops=[
+                Op("astype", ("b",), ("x",), {"dtype": "bfloat16"}),
+                _bin("s", "mul", "b", "b"),
+                Op("reduce", ("c",), ("s",),
+                   {"op": "sum", "axis": -2, "keepdims": False,
+                    "style": "method"}),
+                Op("compare", ("m",), ("c", 1), {"op": "lt"}),
+                Op("where", ("w",), ("m", 2.5, "y")),
+            ],
+            results=["w"],
+            tag="bf16_column_sum",
+        ),
+    ),
     "boolean-results": (
         "boolean results come back bit-packed (docs/frontend.md, test_boolean_results)",
         Program(

@@ -202,8 +202,37 @@ static void addProfileHooks(llvm::Module &module) {
   }
 }
 
+/// `__truncsfbf2` (float to bfloat16, round to nearest even, NaN to the
+/// quiet 0x7fc0), hidden in the library. MLIR's lowering expands every
+/// bfloat16 rounding it emits into integer operations, but the x86 back end
+/// keeps a bfloat16 value that lives across blocks (a reduction's
+/// loop-carried <1 x bfloat>) in a float register and rounds it back with
+/// this libcall, which libgcc before GCC 13 lacks: the library failed to
+/// load with "undefined symbol: __truncsfbf2" (fuzzer seed 485).
+static void addBFloat16Builtins(llvm::Module &module) {
+  llvm::LLVMContext &ctx = module.getContext();
+  llvm::Type *i32 = llvm::Type::getInt32Ty(ctx);
+  llvm::Type *i16 = llvm::Type::getInt16Ty(ctx);
+  auto *fn = llvm::Function::Create(
+      llvm::FunctionType::get(llvm::Type::getBFloatTy(ctx),
+                              {llvm::Type::getFloatTy(ctx)}, false),
+      llvm::GlobalValue::ExternalLinkage, "__truncsfbf2", module);
+  fn->setVisibility(llvm::GlobalValue::HiddenVisibility);
+  llvm::IRBuilder<> b(llvm::BasicBlock::Create(ctx, "entry", fn));
+  llvm::Value *x = fn->getArg(0);
+  llvm::Value *bits = b.CreateBitCast(x, i32);
+  llvm::Value *lsb = b.CreateAnd(b.CreateLShr(bits, 16), 1);
+  llvm::Value *rounded =
+      b.CreateAdd(bits, b.CreateAdd(lsb, llvm::ConstantInt::get(i32, 0x7fff)));
+  llvm::Value *high = b.CreateTrunc(b.CreateLShr(rounded, 16), i16);
+  llvm::Value *isNan = b.CreateFCmpUNO(x, x);
+  llvm::Value *result =
+      b.CreateSelect(isNan, llvm::ConstantInt::get(i16, 0x7fc0), high);
+  b.CreateRet(b.CreateBitCast(result, llvm::Type::getBFloatTy(ctx)));
+}
+
 /// The object defining the hooks' pointers, initialised to malloc and free,
-/// and the profile hooks.
+/// the profile hooks and the bfloat16 builtins.
 static std::unique_ptr<llvm::Module> hookModule(llvm::LLVMContext &ctx) {
   auto module = std::make_unique<llvm::Module>("monarch_kernel_hooks", ctx);
   llvm::Type *ptrTy = llvm::PointerType::getUnqual(ctx);
@@ -217,6 +246,7 @@ static std::unique_ptr<llvm::Module> hookModule(llvm::LLVMContext &ctx) {
     pointer->setVisibility(llvm::GlobalValue::DefaultVisibility);
   }
   addProfileHooks(*module);
+  addBFloat16Builtins(*module);
   return module;
 }
 
