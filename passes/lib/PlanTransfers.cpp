@@ -780,20 +780,27 @@ LogicalResult MonarchPlanTransfersPass::planWorker(func::FuncOp worker) {
   SmallVector<RankCode> codes;
   if (failed(readRanks(worker, *procMesh, codes)))
     return failure();
-  // Each output is returned by the lowest rank that has it, or as shards
-  // by every rank that returns one.
-  SmallVector<int64_t> fetchRank(worker.getNumResults(), -1);
+  // Each output is returned as shards by every rank that returns one, or
+  // whole by one of the ranks that have it: the (j mod holders)-th for
+  // output j, so that the fetches of replicated outputs (a data-parallel
+  // step's new parameters), and the compute only they need, spread over
+  // the ranks instead of all falling on the lowest.
+  SmallVector<SmallVector<int64_t>> holders(worker.getNumResults());
   SmallVector<bool> sharded(worker.getNumResults(), false);
   for (RankCode &c : codes)
     for (auto [j, v] : llvm::enumerate(c.outputs)) {
-      if (v && (fetchRank[j] < 0 || c.rank < fetchRank[j]))
-        fetchRank[j] = c.rank;
+      if (v)
+        holders[j].push_back(c.rank);
       if (v && !c.outputOffsets[j].empty())
         sharded[j] = true;
     }
-  for (auto [j, r] : llvm::enumerate(fetchRank))
-    if (r < 0)
+  SmallVector<int64_t> fetchRank(worker.getNumResults(), -1);
+  for (auto [j, ranks] : llvm::enumerate(holders)) {
+    if (ranks.empty())
       return worker.emitOpError("output #") << j << " is on no rank";
+    llvm::sort(ranks);
+    fetchRank[j] = ranks[j % ranks.size()];
+  }
   for (RankCode &c : codes) {
     c.fetches.assign(c.outputs.size(), false);
     for (auto [j, v] : llvm::enumerate(c.outputs)) {
