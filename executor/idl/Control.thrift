@@ -217,6 +217,9 @@ struct TraceEvent {
   3: i32 stream,
   4: i64 startUs,
   5: i64 durationUs,
+  /// The user's source location of the instruction ("model.py:12:5"),
+  /// empty when unknown.
+  6: optional string location,
 }
 
 struct RunStepReply {

@@ -733,10 +733,11 @@ Controller::runStepOnce(const std::string &plan,
   }
   if (!s.options.tracePath.empty()) {
     s.trace.add({-1, -1, plan + " step " + std::to_string(step), "step",
-                 startUs, endUs - startUs});
+                 startUs, endUs - startUs, std::string()});
     for (int r = 0; r < n; ++r)
       for (const control::TraceEvent &e : gather->replies[r].trace)
-        s.trace.add({r, e.stream, e.name, e.category, e.startUs, e.durationUs});
+        s.trace.add({r, e.stream, e.name, e.category, e.startUs, e.durationUs,
+                     e.__isset.location ? e.location : std::string()});
   }
   return outputs;
 }

@@ -97,7 +97,10 @@ Status TraceWriter::write(const std::string &path, int worldSize) const {
     out << "{\"name\":\"" << jsonEscape(e.name) << "\",\"cat\":\""
         << jsonEscape(e.category) << "\",\"ph\":\"X\",\"ts\":" << e.startUs
         << ",\"dur\":" << e.durationUs << ",\"pid\":" << tracePid(e.rank)
-        << ",\"tid\":" << traceTid(e.stream) << "}";
+        << ",\"tid\":" << traceTid(e.stream);
+    if (!e.location.empty())
+      out << ",\"args\":{\"loc\":\"" << jsonEscape(e.location) << "\"}";
+    out << "}";
   }
   out << "\n]}\n";
   if (!out)

@@ -30,6 +30,9 @@ public:
     std::string category;
     int64_t startUs = 0;
     int64_t durationUs = 0;
+    /// The user's source location ("model.py:12:5"; "" when unknown),
+    /// written as the event's `args.loc`.
+    std::string location;
   };
 
   void add(Event event);

@@ -209,8 +209,8 @@ struct Interpreter::Impl {
       return;
     std::lock_guard<std::mutex> lock(traceMutex);
     if (trace)
-      trace->push_back(
-          {instr.name, category(instr.kind), stream, start, nowUs() - start});
+      trace->push_back({instr.name, category(instr.kind), stream, start,
+                        nowUs() - start, instr.location});
   }
 
   /// The first failure of a step wins: reported, then the communicators

@@ -247,6 +247,10 @@ public:
       e.stream = t.stream;
       e.startUs = t.startUs;
       e.durationUs = t.durationUs;
+      if (!t.location.empty()) {
+        e.location = std::move(t.location);
+        e.__isset.location = true;
+      }
       reply.trace.push_back(std::move(e));
     }
   }

@@ -206,6 +206,16 @@ TEST(ExecutorControl, TraceHasEveryRanksOps) {
   EXPECT_NE(trace.find("\"name\":\"all_reduce sum on @world\""),
             std::string::npos);
   EXPECT_NE(trace.find("\"name\":\"launch @add4\""), std::string::npos);
+  // Each slice carries the user's line of its instruction (the launch of
+  // "accumulate" is at test.py:3:5).
+  std::string located = std::string(MONARCH_PYTHON) +
+                        " -c \"import json,sys; "
+                        "t=json.load(open(sys.argv[1]))['traceEvents']; "
+                        "k=[e for e in t if e.get('name')=='launch @add4']; "
+                        "assert k and all(e['args']['loc']=='test.py:3:5' "
+                        "for e in k), k\" " +
+                        path;
+  EXPECT_EQ(std::system(located.c_str()), 0) << trace;
   EXPECT_NE(trace.find("\"name\":\"accumulate step 1\""), std::string::npos);
 }
 

@@ -72,6 +72,8 @@ struct TraceRecord {
   int stream = -1;
   int64_t startUs = 0;
   int64_t durationUs = 0;
+  /// The user's source location of the instruction ("" when unknown).
+  std::string location;
 };
 
 /// One fetch of a step: its bytes, either owned or in the staging area the
