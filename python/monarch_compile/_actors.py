@@ -322,11 +322,12 @@ class BoundEndpoint:
 
 def _flatten(result, loc, what):
     try:
-        return _pytree.flatten(result, Tensor)
+        return _pytree.flatten(result, Tensor, _pytree.STATIC)
     except _pytree.NotATree as err:
         raise errors.UnsupportedError(
-            f"{what} must return traced tensors, in (nested) tuples, lists or "
-            f"dicts with string keys, or None; got {err}", *loc) from None
+            f"{what} must return traced tensors (and Python numbers or "
+            "strings), in (nested) tuples, lists or dicts with string or "
+            f"integer keys, or None; got {err}", *loc) from None
 
 
 def _out_dists(out, results, loc):
@@ -402,11 +403,12 @@ def _actor_mesh_symbol(trace, actor, loc):
     return actor._mc_name
 
 
-def _endpoint_symbol(trace, cls_sym, actor, ep, argtypes, dists, mesh_sym, loc):
+def _endpoint_symbol(trace, cls_sym, actor, ep, argtypes, dists, mesh_sym, loc,
+                     arg_tree):
     key = (cls_sym, ep.name,
            tuple((tuple(s), d, sc) for s, d, sc in argtypes),
            tuple((tuple(tuple(x) for x in sp), p) for sp, p in dists),
-           tuple(actor._mc_mesh.dims.items()))
+           tuple(actor._mc_mesh.dims.items()), arg_tree)
     if key in trace.endpoints:
         return trace.endpoints[key]
     sym, i = ep.name, 1
@@ -417,7 +419,12 @@ def _endpoint_symbol(trace, cls_sym, actor, ep, argtypes, dists, mesh_sym, loc):
     et = _EndpointTrace(trace, actor)
     trace.endpoint_stack.append(et)
     try:
-        result = ep.fn(actor, *[Tensor(trace, v) for v in ids])
+        leaves = iter([Tensor(trace, v) for v in ids])
+        args = [next(leaves) if tree is None else
+                _pytree.unflatten(tree[1], [next(leaves)
+                                            for _ in range(tree[0])])
+                for tree in arg_tree]
+        result = ep.fn(actor, *args)
         rloc = return_loc(ep.fn)
         flat, structure = _flatten(result, rloc, f"endpoint {ep.name}")
         out = _out_dists(ep.out, flat, rloc)
@@ -484,7 +491,29 @@ def _invoke(actor, ep, args, broadcast, loc):
     cls_sym = trace.actor_classes[am]
     ids, argtypes, dists = [], [], []
     mesh_dims = set(actor._mc_mesh.dims)
-    for a in args:
+    # An argument may be a (nested) tuple, list or dict of tensors: the
+    # endpoint takes its leaves and sees the structure again. Python values
+    # inside one are static (baked into the endpoint, like an optimizer's
+    # hyperparameters in a state_dict); a number argument of its own is a
+    # runtime scalar.
+    flat_args, arg_tree = [], []
+    for i, a in enumerate(args):
+        if not isinstance(a, (tuple, list, dict)):
+            flat_args.append(a)
+            arg_tree.append(None)
+            continue
+        try:
+            leaves, tree = _pytree.flatten(a, Tensor, _pytree.STATIC)
+        except _pytree.NotATree as err:
+            raise errors.UnsupportedError(
+                f"unsupported argument for {cls}.{ep.name}: "
+                f"{type(err.node).__name__} at argument {i}{err.path}; pass "
+                "traced tensors or Python numbers, in (nested) tuples, lists "
+                "or dicts", *loc) from None
+        flat_args += leaves
+        arg_tree.append((len(leaves), tree))
+    arg_tree = tuple(arg_tree)
+    for a in flat_args:
         if isinstance(a, Tensor):
             vid = as_value(trace, a, None, loc)
         elif isinstance(a, (int, float)) and not isinstance(a, bool):
@@ -512,7 +541,8 @@ def _invoke(actor, ep, args, broadcast, loc):
         argtypes.append((list(local), dtype, False))
         dists.append(([list(d) for d in split], None))
     sym, structure, probes = _endpoint_symbol(trace, cls_sym, actor, ep,
-                                              argtypes, dists, mesh_sym, loc)
+                                              argtypes, dists, mesh_sym, loc,
+                                              arg_tree)
     if broadcast:
         trace.call("broadcast", am, sym, ids, loc, loc=loc)
         return None

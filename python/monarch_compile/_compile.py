@@ -285,11 +285,13 @@ class Compiled:
             result = self.fn(*traced_args)
             rloc = return_loc(self.fn)
             try:
-                flat, structure = _pytree.flatten(result, Tensor)
+                flat, structure = _pytree.flatten(result, Tensor,
+                                                  _pytree.STATIC)
             except _pytree.NotATree as err:
                 raise errors.UnsupportedError(
-                    f"{self.__name__} must return traced tensors, in (nested) "
-                    "tuples, lists or dicts with string keys, or None; got "
+                    f"{self.__name__} must return traced tensors (and Python "
+                    "numbers or strings), in (nested) tuples, lists or dicts "
+                    "with string or integer keys, or None; got "
                     f"{err}", *rloc) from None
             for r in flat:
                 if r._trace is not trace:
@@ -320,7 +322,7 @@ class Compiled:
         convert = _result_converter(kinds)
         if convert is None:
             return result
-        leaves, treedef = _pytree.flatten(result, np.ndarray)
+        leaves, treedef = _pytree.flatten(result, np.ndarray, _pytree.STATIC)
         return _pytree.unflatten(treedef, [convert(x) for x in leaves])
 
     def trace(self, *args, **kwargs):

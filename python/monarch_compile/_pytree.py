@@ -1,13 +1,18 @@
 """Nested results (pytrees): tuples, lists, namedtuples, dicts with string
-keys and None, with leaves of one type (traced Tensors while tracing, numpy
-arrays when results come back).
+or integer keys (torch's optimizer `state_dict` numbers its parameters) and
+None, with leaves of one type (traced Tensors while tracing, numpy arrays
+when results come back).
 
-`flatten(tree, leaf_type)` gives the leaves in order (dicts in insertion
-order) and a hashable `treedef`; `unflatten(treedef, leaves)` rebuilds the
-same structure around new leaves.
+`flatten(tree, leaf_type, static=())` gives the leaves in order (dicts in
+insertion order) and a hashable `treedef`; values of the `static` types
+(Python numbers, strings: an optimizer's hyperparameters) are kept in the
+treedef instead. `unflatten(treedef, leaves)` rebuilds the same structure
+around new leaves.
 """
 
 LEAF = "*"
+#: Python values a structure may hold beside its leaves (kept in the treedef).
+STATIC = (bool, int, float, str)
 
 
 class NotATree(TypeError):
@@ -20,7 +25,7 @@ class NotATree(TypeError):
         super().__init__(f"{type(node).__name__} at result{path}")
 
 
-def flatten(tree, leaf_type):
+def flatten(tree, leaf_type, static=()):
     """(leaves, treedef) of `tree`; raises NotATree for anything else."""
     leaves = []
 
@@ -30,6 +35,8 @@ def flatten(tree, leaf_type):
             return LEAF
         if node is None:
             return None
+        if static and isinstance(node, static):
+            return ("static", node)
         if isinstance(node, tuple) and hasattr(type(node), "_fields"):
             return ("namedtuple", type(node),
                     tuple(visit(c, f"{path}.{f}")
@@ -40,9 +47,9 @@ def flatten(tree, leaf_type):
                                 for i, c in enumerate(node)))
         if isinstance(node, dict):
             for k in node:
-                if not isinstance(k, str):
+                if not isinstance(k, (str, int)) or isinstance(k, bool):
                     raise NotATree(k, f"{path} (a dict key; keys must be "
-                                   "strings)")
+                                   "strings or integers)")
             return ("dict", tuple(node),
                     tuple(visit(c, f"{path}[{k!r}]") for k, c in node.items()))
         raise NotATree(node, path)
@@ -65,6 +72,8 @@ def _build(node, it):
     if node is None:
         return None
     kind = node[0]
+    if kind == "static":
+        return node[1]
     if kind == "tuple":
         return tuple(_build(c, it) for c in node[1])
     if kind == "list":

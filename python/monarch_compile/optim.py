@@ -171,6 +171,100 @@ class _Optimizer:
                 get(self.state[s][i].state, value)
 
 
+    def state_dict(self):
+        """The optimizer's state in `torch.optim`'s layout, in an endpoint
+        of the actor: `{"state": {i: {"step": t, <slot>: value, ...}},
+        "param_groups": [{<hyperparameters>, "params": [0, 1, ...]}]}`, one
+        entry per parameter in the order given to the optimizer (AdamW's
+        slots are `exp_avg` and `exp_avg_sq`, SGD's `momentum_buffer`;
+        `step` is the 0-d count of steps taken, shared by the parameters).
+        Return it from the endpoint (the tensors come back as arrays, the
+        hyperparameters as Python values) or pass it to `load_state_dict`."""
+        loc = user_loc()
+        get = self._bound_state(loc, "state_dict")
+        step = get(self.state["step"][0].state)
+        state = {}
+        for i in range(len(self.params)):
+            entry = {"step": step}
+            for slot in self.slots:
+                entry[slot] = get(self.state[slot][i].state)
+            state[i] = entry
+        group = {k: (list(v) if isinstance(v, tuple) else v)
+                 for k, v in self.hyper.items()}
+        group["params"] = list(range(len(self.params)))
+        return {"state": state, "param_groups": [group]}
+
+    def load_state_dict(self, state_dict):
+        """Restores the state `state_dict` gives (`state_dict()`'s layout,
+        e.g. passed to an endpoint of the actor from a saved checkpoint):
+        the step count and every parameter's slots. The hyperparameters are
+        fixed when the optimizer is created: those of `param_groups` must
+        be equal to them (create the optimizer with the loaded values)."""
+        loc = user_loc()
+        get = self._bound_state(loc, "load_state_dict")
+        what = f"{type(self).__name__}.load_state_dict"
+        if not isinstance(state_dict, dict) or "state" not in state_dict:
+            raise errors.TraceError(
+                f"{what}: expected a dict with 'state' (and 'param_groups'), "
+                f"as state_dict() returns; got {type(state_dict).__name__}",
+                *loc)
+        for group in state_dict.get("param_groups", []):
+            for k, v in group.items():
+                if k == "params" or k not in self.hyper:
+                    continue
+                mine = self.hyper[k]
+                theirs = tuple(v) if isinstance(v, (list, tuple)) else v
+                if isinstance(theirs, Tensor) or (
+                        isinstance(theirs, tuple) and
+                        any(isinstance(x, Tensor) for x in theirs)):
+                    raise errors.TraceError(
+                        f"{what}: hyperparameter {k!r} is a traced value; "
+                        "pass param_groups as Python numbers", *loc)
+                if theirs != mine:
+                    raise errors.TraceError(
+                        f"{what}: hyperparameter {k!r} is {v!r} in the state "
+                        f"dict and {mine!r} in this optimizer; they are fixed "
+                        "when it is created: create it with the loaded "
+                        "values", *loc)
+        state = state_dict["state"]
+        n = len(self.params)
+        if not isinstance(state, dict) or sorted(state) != list(range(n)):
+            raise errors.TraceError(
+                f"{what}: 'state' must have an entry for each of the "
+                f"{n} parameters, keyed 0..{n - 1}; got keys "
+                f"{sorted(state) if isinstance(state, dict) else state!r}",
+                *loc)
+        for i in range(n):
+            entry = state[i]
+            for slot in ("step",) + tuple(self.slots):
+                value = entry.get(slot) if isinstance(entry, dict) else None
+                if not isinstance(value, Tensor):
+                    raise errors.TraceError(
+                        f"{what}: state[{i}][{slot!r}] is missing or not a "
+                        "tensor", *loc)
+                target = (self.state["step"][0] if slot == "step"
+                          else self.state[slot][i])
+                # This rank's view of the state (a shard where it is split).
+                current = get(target.state)
+                if tuple(value.shape) != tuple(current.shape):
+                    raise errors.ShapeError(
+                        f"{what}: state[{i}][{slot!r}] has shape "
+                        f"{tuple(value.shape)}, the optimizer's "
+                        f"{tuple(current.shape)} here", *loc)
+                if value.dtype != current.dtype:
+                    value = cast(value, current.dtype, loc)
+                get(target.state, value)
+
+    def _bound_state(self, loc, what):
+        """The actor's state accessor, in one of its endpoints."""
+        active_trace(loc, f"{type(self).__name__}.{what}")
+        if self.actor is None:
+            raise errors.TraceError(
+                f"{type(self).__name__} must be an attribute of the actor "
+                "(self.opt = ...) to hold its state on the ranks", *loc)
+        return self.actor._mc_state
+
+
 def _zeros_like(p):
     """Optimizer state for parameter `p`: zeros, split as `p` is."""
     z = param(np.zeros_like(p.value))

@@ -292,12 +292,26 @@ def test_nested_results_keep_their_structure():
         "a": 0, "b": [1, (2, None)], "c": Pair(3, 4)}
 
 
-def _number(x):
-    return {"a": x, "b": [x, 1.0]}  # ERR:number
+def test_python_values_and_integer_keys_in_results_stay_as_they_are():
+    # torch's optimizer state_dict numbers its parameters and holds its
+    # hyperparameters as Python values (test_endpoint_trees.py).
+    @mc.compile(mesh=mesh)
+    def f(x):
+        return {"a": x, "b": [x, 1.0], 3: {"name": "w", "betas": (0.9, 0.99)}}
+
+    spec = f.trace(f32(4))
+    assert len(spec.result_dtypes) == 2
+    from monarch_compile import _pytree
+    assert _pytree.unflatten(spec.structure, [0, 1]) == {
+        "a": 0, "b": [1, 1.0], 3: {"name": "w", "betas": (0.9, 0.99)}}
+
+
+def _object(x):
+    return {"a": x, "b": [x, object()]}  # ERR:object
 
 
 def _key(x):
-    return {1: x}  # ERR:key
+    return {1.5: x}  # ERR:key
 
 
 def _set(x):
@@ -305,8 +319,8 @@ def _set(x):
 
 
 @pytest.mark.parametrize("fn,marker,words", [
-    (_number, "number", ["got float at result['b'][1]"]),
-    (_key, "key", ["got int at result", "keys must be strings"]),
+    (_object, "object", ["got object at result['b'][1]"]),
+    (_key, "key", ["got float at result", "keys must be strings or integers"]),
     (_set, "set", ["got set at result[0]"]),
 ])
 def test_other_results_are_located_at_the_return(fn, marker, words):
