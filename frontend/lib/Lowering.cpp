@@ -198,6 +198,8 @@ TraceBuilder::planSummary(const std::string &backend) const {
           ++rank.sends;
           links[{name, rank.rank, static_cast<int64_t>(send.getPeer())}] +=
               send.getBuffer().getSizeInBytes();
+        } else if (auto state = dyn_cast<StateBufferOp>(op)) {
+          rank.stateBytes += state.getBuffer().getSizeInBytes();
         } else if (isa<RecvOp>(op)) {
           ++rank.recvs;
         } else if (auto c = dyn_cast<CollectiveOp>(op)) {

@@ -115,18 +115,25 @@ class PlanSummary:
         return {(r["plan"], r["rank"]): r["peak_bytes"] for r in self.ranks}
 
     @property
+    def state_memory(self):
+        """{(plan, rank): bytes of actor state the rank holds for the plan}
+        (parameters and optimizer moments; a split state counts the rank's
+        shard, so ZeRO-1's shard_state divides the moments by the ranks)."""
+        return {(r["plan"], r["rank"]): r["state_bytes"] for r in self.ranks}
+
+    @property
     def bytes_moved(self):
         """Point-to-point bytes per link {(plan, from, to): bytes}."""
         return {(l["plan"], l["from"], l["to"]): l["bytes"] for l in self.links}
 
     def __str__(self):
-        out = ["rank  plan                              ops  kernels  sends  recvs  colls  peak bytes  arena bytes  compute"]
+        out = ["rank  plan                              ops  kernels  sends  recvs  colls  peak bytes  arena bytes  state bytes  compute"]
         share = self.compute_share
         for r in self.ranks:
             out.append(f"{r['rank']:>4}  {r['plan']:<32} {r['ops']:>4}  "
                        f"{r['kernels']:>7}  {r['sends']:>5}  {r['recvs']:>5}  "
                        f"{r['collectives']:>5}  {r['peak_bytes']:>10}  "
-                       f"{r['arena_bytes']:>11}  "
+                       f"{r['arena_bytes']:>11}  {r['state_bytes']:>11}  "
                        f"{share[(r['plan'], r['rank'])]:>7.2f}")
         if self.links:
             out.append("point-to-point links (bytes per step):")

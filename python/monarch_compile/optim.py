@@ -26,13 +26,22 @@ Two forms:
 
 A learning rate may be a Python number or a traced scalar (an `np.float32`
 argument), so a schedule does not retrace.
+
+**ZeRO-1** (`shard_state="gpus"`): the optimizer keeps each replicated
+parameter's moments, and a master copy of the parameter, split by rows over
+that mesh dimension (state per rank divided by its size), and `step(grads,
+reduce="gpus")` takes this rank's gradients: it reduce_scatters them
+(averaged), updates its rows and all_gathers the new parameters. Parameters
+already split, 0-d, or whose rows do not divide keep whole state (an
+all_reduce). `state_dict()` gathers the moments (torch's layout, whole);
+`load_state_dict` takes this rank's rows.
 """
 import numpy as np
 
 from . import _pytree, errors
 from ._actors import Param, param
 from ._location import user_loc
-from ._ops import where
+from ._ops import all_gather, all_reduce, reduce_scatter, where
 from ._tensor import Tensor, active_trace, binary, cast, reduce, unary
 
 __all__ = ["SGD", "AdamW", "sgd_init", "sgd_update", "adamw_init",
@@ -107,8 +116,17 @@ class _Optimizer:
 
     slots = ()
 
-    def __init__(self, params, **hyper):
+    def __init__(self, params, shard_state=None, **hyper):
         self._loc = user_loc()
+        if shard_state is not None and not isinstance(shard_state, str):
+            raise errors.TraceError(
+                f"{type(self).__name__}: shard_state names one mesh dimension "
+                f"(e.g. 'gpus'), got {shard_state!r}", *self._loc)
+        self.shard_state = shard_state
+        # ZeRO-1 (shard_state): per parameter, this rank's rows of the
+        # parameter in float32 (the master copy the update reads), or None
+        # where the state stays whole; decided in _mc_bind (the mesh).
+        self.master = {}
         try:
             leaves, self._treedef = _pytree.flatten(params, Param)
         except _pytree.NotATree:
@@ -134,14 +152,40 @@ class _Optimizer:
                     f"{type(self).__name__}: its parameters must be state of "
                     "this actor, declared before it (self.p = [mc.param(a) "
                     "...] first)", *self._loc)
+        if self.shard_state is not None:
+            dims = actor._mc_mesh.dims
+            d = self.shard_state
+            if d not in dims:
+                raise errors.MeshError(
+                    f"{type(self).__name__}: shard_state={d!r}, but the "
+                    f"actor's mesh has dimensions {', '.join(dims)}",
+                    *self._loc)
+            for i, p in enumerate(self.params):
+                # Replicated parameters whose rows divide over the dimension:
+                # their moments (and a master copy) keep this rank's rows.
+                if (p.split or not p.shape or p.shape[0] % dims[d] or
+                        dims[d] == 1):
+                    continue
+                for slot in self.slots:
+                    self.state[slot][i] = param(np.zeros_like(p.value),
+                                                **{d: 0})
+                self.master[i] = param(np.array(p.value, copy=True), **{d: 0})
         for slot, ps in self.state.items():
             for i, p in enumerate(ps):
                 actor._mc_register(f"{name}_{slot}_{i}", p)
+        for i, p in self.master.items():
+            actor._mc_register(f"{name}_master_{i}", p)
         self.actor = actor
 
-    def step(self, grads, lr=None):
+    def step(self, grads, lr=None, reduce=None):
         """Updates the parameters (and the optimizer's state) from `grads`
-        (the structure of the parameters); in an endpoint of the actor."""
+        (the structure of the parameters); in an endpoint of the actor.
+
+        `reduce` (mesh dimensions): `grads` are this rank's gradients, to
+        be averaged over those dimensions first (data parallelism), with an
+        all_reduce; with `shard_state`, a reduce_scatter instead, then each
+        rank updates its rows and the parameters are all_gathered (ZeRO-1).
+        """
         loc = user_loc()
         active_trace(loc, f"{type(self).__name__}.step")
         if self.actor is None:
@@ -155,18 +199,39 @@ class _Optimizer:
                 f"{len(self.params)} parameters", *loc)
         hyper = dict(self.hyper)
         hyper["lr"] = _check_lr(hyper["lr"] if lr is None else lr, loc)
+        reduce = None if reduce is None else _dims_list(reduce)
+        if self.master and (reduce is None or self.shard_state not in reduce):
+            raise errors.TraceError(
+                f"{type(self).__name__}.step: with shard_state="
+                f"{self.shard_state!r} the optimizer averages the gradients "
+                "itself (a reduce_scatter): pass this rank's gradients and "
+                f"reduce={self.shard_state!r}", *loc)
         get = self.actor._mc_state
         t = binary("add", get(self.state["step"][0].state), 1.0, loc)
         get(self.state["step"][0].state, t)
         for i, (p, g) in enumerate(zip(self.params, leaves)):
-            if tuple(g.shape) != p.shape:
+            current = get(p.state)
+            if tuple(g.shape) != tuple(current.shape):
                 raise errors.ShapeError(
                     f"{type(self).__name__}.step: a gradient of shape "
-                    f"{tuple(g.shape)} for a parameter of shape {p.shape}",
-                    *loc)
+                    f"{tuple(g.shape)} for a parameter of shape "
+                    f"{tuple(current.shape)}", *loc)
             slots = [get(self.state[s][i].state) for s in self.slots]
-            new = self._update(get(p.state), g, slots, t, hyper, loc)
-            get(p.state, new[0])
+            if i in self.master:
+                d = self.shard_state
+                others = [x for x in reduce if x != d]
+                if others:
+                    g = all_reduce(g, others, "avg")
+                g = reduce_scatter(g, d, 0, "avg")
+                new = self._update(get(self.master[i].state), g, slots, t,
+                                   hyper, loc)
+                get(self.master[i].state, new[0])
+                get(p.state, all_gather(new[0], d, 0))
+            else:
+                if reduce:
+                    g = all_reduce(g, reduce, "avg")
+                new = self._update(current, g, slots, t, hyper, loc)
+                get(p.state, new[0])
             for s, value in zip(self.slots, new[1:]):
                 get(self.state[s][i].state, value)
 
@@ -187,7 +252,10 @@ class _Optimizer:
         for i in range(len(self.params)):
             entry = {"step": step}
             for slot in self.slots:
-                entry[slot] = get(self.state[slot][i].state)
+                value = get(self.state[slot][i].state)
+                if i in self.master:  # ZeRO-1: the whole moments
+                    value = all_gather(value, self.shard_state, 0)
+                entry[slot] = value
             state[i] = entry
         group = {k: (list(v) if isinstance(v, tuple) else v)
                  for k, v in self.hyper.items()}
@@ -244,6 +312,10 @@ class _Optimizer:
                         "tensor", *loc)
                 target = (self.state["step"][0] if slot == "step"
                           else self.state[slot][i])
+                if slot != "step" and i in self.master:
+                    # ZeRO-1: this rank's rows of the whole moments (a max
+                    # of equal values is exact).
+                    value = reduce_scatter(value, self.shard_state, 0, "max")
                 # This rank's view of the state (a shard where it is split).
                 current = get(target.state)
                 if tuple(value.shape) != tuple(current.shape):
@@ -254,6 +326,10 @@ class _Optimizer:
                 if value.dtype != current.dtype:
                     value = cast(value, current.dtype, loc)
                 get(target.state, value)
+        for i, master in self.master.items():
+            # The master rows follow the parameters as they are now.
+            get(master.state, reduce_scatter(get(self.params[i].state),
+                                             self.shard_state, 0, "max"))
 
     def _bound_state(self, loc, what):
         """The actor's state accessor, in one of its endpoints."""
@@ -263,6 +339,10 @@ class _Optimizer:
                 f"{type(self).__name__} must be an attribute of the actor "
                 "(self.opt = ...) to hold its state on the ranks", *loc)
         return self.actor._mc_state
+
+
+def _dims_list(dims):
+    return [dims] if isinstance(dims, str) else list(dims)
 
 
 def _zeros_like(p):
@@ -278,9 +358,9 @@ class AdamW(_Optimizer):
     slots = ("exp_avg", "exp_avg_sq")
 
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8,
-                 weight_decay=0.01):
-        super().__init__(params, lr=lr, betas=tuple(betas), eps=eps,
-                         weight_decay=weight_decay)
+                 weight_decay=0.01, shard_state=None):
+        super().__init__(params, shard_state, lr=lr, betas=tuple(betas),
+                         eps=eps, weight_decay=weight_decay)
 
     def _update(self, p, g, slots, t, h, loc):
         return _adamw(p, g, slots[0], slots[1], t, h["lr"], h["betas"],
@@ -293,12 +373,12 @@ class SGD(_Optimizer):
     slots = ("momentum_buffer",)
 
     def __init__(self, params, lr=1e-3, momentum=0.0, dampening=0.0,
-                 nesterov=False, weight_decay=0.0):
+                 nesterov=False, weight_decay=0.0, shard_state=None):
         if nesterov and (momentum <= 0 or dampening != 0):
             raise errors.TraceError(
                 "nesterov momentum requires a momentum and zero dampening",
                 *user_loc())
-        super().__init__(params, lr=lr, momentum=momentum,
+        super().__init__(params, shard_state, lr=lr, momentum=momentum,
                          dampening=dampening, nesterov=nesterov,
                          weight_decay=weight_decay)
 

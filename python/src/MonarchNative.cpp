@@ -461,6 +461,7 @@ NB_MODULE(_monarch_native, m) {
           d["collectives"] = r.collectives;
           d["arena_bytes"] = r.arenaBytes;
           d["peak_bytes"] = r.peakBytes;
+          d["state_bytes"] = r.stateBytes;
           d["work"] = r.work;
           ranks.append(d);
         }

@@ -128,6 +128,10 @@ struct PlanSummary {
     /// launches per step: its share of the step's compute is
     /// `work / PlanSummary::globalWork` (ideal 1/N for N ranks).
     int64_t work = 0;
+    /// Bytes of actor state this rank holds for the plan (its
+    /// `state_buffer`s: parameters, optimizer moments; split state counts
+    /// this rank's shard).
+    int64_t stateBytes = 0;
   };
   struct Link {
     std::string plan;
