@@ -211,11 +211,8 @@ class _Optimizer:
         get(self.state["step"][0].state, t)
         for i, (p, g) in enumerate(zip(self.params, leaves)):
             current = get(p.state)
-            if tuple(g.shape) != tuple(current.shape):
-                raise errors.ShapeError(
-                    f"{type(self).__name__}.step: a gradient of shape "
-                    f"{tuple(g.shape)} for a parameter of shape "
-                    f"{tuple(current.shape)}", *loc)
+            _same_shape(g, current, f"{type(self).__name__}.step: a gradient",
+                        "a parameter", loc)
             slots = [get(self.state[s][i].state) for s in self.slots]
             if i in self.master:
                 d = self.shard_state
@@ -318,11 +315,8 @@ class _Optimizer:
                     value = reduce_scatter(value, self.shard_state, 0, "max")
                 # This rank's view of the state (a shard where it is split).
                 current = get(target.state)
-                if tuple(value.shape) != tuple(current.shape):
-                    raise errors.ShapeError(
-                        f"{what}: state[{i}][{slot!r}] has shape "
-                        f"{tuple(value.shape)}, the optimizer's "
-                        f"{tuple(current.shape)} here", *loc)
+                _same_shape(value, current, f"{what}: state[{i}][{slot!r}]",
+                            "the optimizer's state here", loc)
                 if value.dtype != current.dtype:
                     value = cast(value, current.dtype, loc)
                 get(target.state, value)
@@ -339,6 +333,14 @@ class _Optimizer:
                 f"{type(self).__name__} must be an attribute of the actor "
                 "(self.opt = ...) to hold its state on the ranks", *loc)
         return self.actor._mc_state
+
+
+def _same_shape(value, like, what, whose, loc):
+    """Refuses `value` (`what`) unless it has the shape of `like`."""
+    if tuple(value.shape) != tuple(like.shape):
+        raise errors.ShapeError(
+            f"{what} of shape {tuple(value.shape)} for {whose} of shape "
+            f"{tuple(like.shape)}", *loc)
 
 
 def _dims_list(dims):
