@@ -238,6 +238,114 @@ pm::ExecutionPlan noopPlan(int ranks) {
   return plan;
 }
 
+/// One rank: feed f32[1], `launches` launches of a kernel that does
+/// nothing (NopKernel.c) on stream 0, a wait for the last, fetch.
+pm::ExecutionPlan launchPlan(int launches, const std::string &library) {
+  pm::ExecutionPlan plan = noopPlan(1);
+  pm::Kernel k;
+  k.name = "nop";
+  k.numInputs = 1;
+  k.numOutputs = 1;
+  plan.kernels = {k};
+  pm::KernelLibraryBlob lib;
+  lib.target = pm::PlanTarget::Cpu;
+  lib.code = library;
+  lib.kernels = {{0, "monarch_bench_nop"}};
+  plan.libraries = {lib};
+  pm::StepPlan &s = plan.plans.front();
+  s.symbol = "launches";
+  pm::RankProgram &p = s.programs.front();
+  p.arenaBytes = 8;
+  pm::Instruction feed = p.instructions[0], fetch = p.instructions[1];
+  p.instructions = {feed};
+  for (int i = 0; i < launches; ++i) {
+    pm::Instruction launch;
+    launch.kind = pm::InstrKind::Launch;
+    launch.launch.kernel = 0;
+    launch.launch.ins = {oneFloat()};
+    pm::Buffer out = oneFloat();
+    out.offset = 4;
+    launch.launch.outs = {out};
+    launch.launch.stream = 0;
+    launch.loc.file = "dispatch_bench.cpp";
+    launch.loc.line = 3;
+    p.instructions.push_back(launch);
+  }
+  pm::Instruction wait;
+  wait.kind = pm::InstrKind::Wait;
+  wait.wait.events = {launches};
+  wait.loc.file = "dispatch_bench.cpp";
+  wait.loc.line = 4;
+  p.instructions.push_back(wait);
+  p.instructions.push_back(fetch);
+  return plan;
+}
+
+/// p50 step time of plan "launches" with `launches` launches, and of one
+/// launch, alternating batches (A B A B); per-launch cost from the slope.
+bool launchOverhead(const std::string &library, int rounds, double &perLaunch,
+                    double &one, double &many, int launches) {
+  ex::ControllerOptions o;
+  o.worldSize = 1;
+  o.workerBinary = MONARCH_WORKER_BIN;
+  o.logLevel = "warn";
+  auto started = ex::Controller::start(std::move(o));
+  if (!started.isOk()) {
+    std::fprintf(stderr, "error: launches: %s\n",
+                 started.status().toString().c_str());
+    return false;
+  }
+  std::unique_ptr<ex::Controller> c = std::move(started).value();
+  ex::HostTensor input;
+  input.dtype = "float32";
+  input.shape = {1};
+  float value = 1.0f;
+  input.data.assign(reinterpret_cast<const char *>(&value), sizeof(value));
+  std::vector<double> small, large;
+  bool ok = true;
+  for (int n : {1, launches}) {
+    pm::ExecutionPlan plan = launchPlan(n, library);
+    plan.plans.front().symbol = "launches" + std::to_string(n);
+    auto bytes = pm::serializePlan(plan);
+    auto loaded = bytes.isOk()
+                      ? c->loadPlan(*bytes)
+                      : ex::StatusOr<std::vector<std::string>>(bytes.status());
+    if (!loaded.isOk()) {
+      std::fprintf(stderr, "error: launches: load: %s\n",
+                   loaded.status().toString().c_str());
+      ok = false;
+    }
+  }
+  auto run = [&](int n, int count, std::vector<double> *out) {
+    std::string name = "launches" + std::to_string(n);
+    for (int i = 0; i < count && ok; ++i) {
+      auto t0 = Clock::now();
+      auto r = c->runStep(name, {input});
+      double t = us(Clock::now() - t0);
+      if (!r.isOk()) {
+        std::fprintf(stderr, "error: %s: %s\n", name.c_str(),
+                     r.status().toString().c_str());
+        ok = false;
+      } else if (out) {
+        out->push_back(t);
+      }
+    }
+  };
+  run(1, 100, nullptr);
+  run(launches, 100, nullptr);
+  for (int batch = 0; batch < 4 && ok; ++batch) {
+    run(1, rounds / 4, &small);
+    run(launches, rounds / 4, &large);
+  }
+  (void)c->stop();
+  if (!ok)
+    return false;
+  one = summarize(small).p50;
+  many = summarize(large).p50;
+  perLaunch = (many - one) / (launches - 1);
+  return true;
+}
+
 struct Row {
   int workers;
   Stats step, tcp, unix, unixSpin;
@@ -354,6 +462,32 @@ int main(int argc, char **argv) {
                 r.workers, r.step.p50, r.tcp.p50, r.unix.p50, r.unixSpin.p50,
                 ratio(r.tcp), ratio(r.unix), ratio(r.unixSpin),
                 ratio(r.unix) <= 1.5 ? "met" : "not met");
+  }
+  // Per-instruction overhead of the interpreter (issue 35 item 6): a step
+  // of K launches of a kernel that does nothing, against a step of one.
+  std::string library;
+  {
+    std::FILE *f = std::fopen(NOP_KERNELS, "rb");
+    if (f) {
+      char chunk[65536];
+      size_t got;
+      while ((got = std::fread(chunk, 1, sizeof(chunk), f)) > 0)
+        library.append(chunk, got);
+      std::fclose(f);
+    }
+  }
+  constexpr int kLaunches = 201;
+  double perLaunch = 0, oneUs = 0, manyUs = 0;
+  if (library.empty() ||
+      !launchOverhead(library, rounds, perLaunch, oneUs, manyUs, kLaunches)) {
+    std::fprintf(stderr, "error: the per-launch measurement failed\n");
+    ++failures;
+  } else {
+    std::printf("per launch (1 worker, a kernel that does nothing): step of "
+                "1 launch %.1f us, of %d launches %.1f us: %.2f us a launch  "
+                "target: <= 1 us %s\n",
+                oneUs, kLaunches, manyUs, perLaunch,
+                perLaunch <= 1.0 ? "met" : "not met");
   }
   return failures == 0 ? 0 : 1;
 }
