@@ -93,9 +93,15 @@ def rms_norm(x, weight=None, eps=1e-6):
 
 
 def causal_mask(n):
-    """The (n, n) boolean mask of a causal attention (`j <= i`), a constant:
-    use it with `mc.where(mask, scores, -1e9)`."""
+    """The (n, n) boolean mask of a causal attention (`j <= i`): use it with
+    `mc.where(mask, scores, -1e9)`. Built as `arange(n)[:, None] >=
+    arange(n)[None, :]` from two n-element constants, so the comparison
+    fuses into the kernel that applies it instead of reading an n x n
+    constant (issue 36 item 4)."""
     loc = user_loc()
     trace = active_trace(loc, "mc.causal_mask")
-    m = constant_array(trace, np.tril(np.ones((n, n), np.int32)), loc)
-    return compare("ne", m, 0, loc)
+    rows = constant_array(trace, np.arange(n, dtype=np.int32).reshape(n, 1),
+                          loc)
+    cols = constant_array(trace, np.arange(n, dtype=np.int32).reshape(1, n),
+                          loc)
+    return compare("ge", rows, cols, loc)
