@@ -6,29 +6,37 @@ import pathlib
 import pytest
 
 
+def _unavailable(message):
+    """Skips the calling test module, or fails it where a build is expected
+    (MONARCH_BUILD_DIR set, as ctest and `make test` set it): a broken
+    extension or worker must not turn the runtime tests into skips."""
+    build = os.environ.get("MONARCH_BUILD_DIR")
+    if build:
+        pytest.fail(f"{message} (MONARCH_BUILD_DIR={build} names a build "
+                    "that should have it)", pytrace=False)
+    pytest.skip(message, allow_module_level=True)
+
+
 def require_workers(*attributes, why="runtime tests need real worker processes"):
-    """Skips the calling test module unless the native extension has the
-    Controller binding (and the Controller has `attributes`) and the
-    monarch-worker it will start exists; returns that worker's path."""
+    """Skips the calling test module (fails it under a build, see
+    _unavailable) unless the native extension has the Controller binding
+    (and the Controller has `attributes`) and the monarch-worker it will
+    start exists; returns that worker's path."""
     try:
         from monarch_compile._native import native
     except ImportError as err:
-        pytest.skip(f"the native extension is not built: {err}",
-                    allow_module_level=True)
+        _unavailable(f"the native extension is not built: {err}")
     if not hasattr(native, "Controller"):
-        pytest.skip("this build's extension has no Controller binding",
-                    allow_module_level=True)
+        _unavailable("this build's extension has no Controller binding")
     for name in attributes:
         if not hasattr(native.Controller, name):
-            pytest.skip(f"this build's extension has no Controller.{name}",
-                        allow_module_level=True)
+            _unavailable(f"this build's extension has no Controller.{name}")
     env = os.environ.get("MONARCH_WORKER_BIN")
     worker = pathlib.Path(env) if env else (
         pathlib.Path(native.__file__).resolve().parent.parent / "bin" /
         "monarch-worker")
     if not worker.exists():
-        pytest.skip(f"monarch-worker is not built ({worker}): {why}",
-                    allow_module_level=True)
+        _unavailable(f"monarch-worker is not built ({worker}): {why}")
     return worker
 
 
