@@ -10,6 +10,7 @@
 
 #include "TraceBuilderImpl.h"
 
+#include "monarch/IR/ElementTypes.h"
 #include "monarch/IR/SourceLocation.h"
 #include "monarch/Transforms/Registration.h"
 
@@ -215,27 +216,7 @@ Type TraceBuilder::Impl::elementType(DType dtype) {
 }
 
 std::optional<DType> TraceBuilder::Impl::dtypeOf(Type t) const {
-  if (t.isF32())
-    return DType::F32;
-  if (t.isF16())
-    return DType::F16;
-  if (t.isBF16())
-    return DType::BF16;
-  if (t.isInteger(32))
-    return DType::I32;
-  if (t.isInteger(1))
-    return DType::I1;
-  if (t.isF64())
-    return DType::F64;
-  if (t.isSignlessInteger(8))
-    return DType::I8;
-  if (t.isUnsignedInteger(8))
-    return DType::UI8;
-  if (t.isInteger(16))
-    return DType::I16;
-  if (t.isInteger(64))
-    return DType::I64;
-  return std::nullopt;
+  return monarch::dtypeOf(t);
 }
 
 Type TraceBuilder::Impl::typeOf(const ArgType &t) {

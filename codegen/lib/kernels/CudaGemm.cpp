@@ -18,6 +18,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "KernelPipelines.h"
+#include "monarch/IR/ElementTypes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -32,14 +33,9 @@ namespace monarch::codegen::detail {
 namespace {
 
 std::optional<DType> gemmType(Type type) {
-  if (type.isF32())
-    return DType::F32;
-  if (type.isF16())
-    return DType::F16;
-  if (type.isBF16())
-    return DType::BF16;
-  if (type.isF64())
-    return DType::F64;
+  std::optional<DType> dtype = dtypeOf(type);
+  if (dtype && isFloatDType(*dtype))
+    return dtype;
   return std::nullopt;
 }
 

@@ -13,6 +13,7 @@
 #include "monarch/Codegen/PlanBuilder.h"
 #include "monarch/Plan/PlanFile.h"
 
+#include "monarch/IR/ElementTypes.h"
 #include "monarch/IR/MonarchDialect.h"
 #include "monarch/IR/SourceLocation.h"
 
@@ -93,31 +94,9 @@ static std::vector<int64_t> vec(ArrayRef<int64_t> values) {
   return std::vector<int64_t>(values.begin(), values.end());
 }
 
-static std::optional<DType> toDType(Type type) {
-  if (type.isF32())
-    return DType::F32;
-  if (type.isF16())
-    return DType::F16;
-  if (type.isBF16())
-    return DType::BF16;
-  if (type.isF64())
-    return DType::F64;
-  if (type.isSignlessInteger(1))
-    return DType::I1;
-  if (type.isSignlessInteger(8))
-    return DType::I8;
-  if (type.isSignlessInteger(16))
-    return DType::I16;
-  if (type.isSignlessInteger(32))
-    return DType::I32;
-  if (type.isSignlessInteger(64) || type.isIndex())
-    return DType::I64;
-  return std::nullopt;
-}
-
 static FailureOr<ValueType> toValueType(Operation *at, Type type) {
   if (auto tensor = dyn_cast<RankedTensorType>(type)) {
-    std::optional<DType> dtype = toDType(tensor.getElementType());
+    std::optional<DType> dtype = dtypeOf(tensor.getElementType());
     if (!dtype) {
       at->emitOpError("element type ")
           << tensor.getElementType()
@@ -131,7 +110,7 @@ static FailureOr<ValueType> toValueType(Operation *at, Type type) {
     }
     return ValueType{*dtype, vec(tensor.getShape()), true};
   }
-  if (std::optional<DType> dtype = toDType(type))
+  if (std::optional<DType> dtype = dtypeOf(type))
     return ValueType{*dtype, {}, false};
   at->emitOpError("type ") << type << " cannot cross the controller boundary "
                            << "in an ExecutionPlan";
