@@ -25,6 +25,7 @@
 #include <cstring>
 #include <deque>
 #include <functional>
+#include <optional>
 #include <set>
 #include <thread>
 
@@ -33,6 +34,8 @@ using namespace monarch::executor;
 namespace monarch::worker {
 
 namespace {
+using Clock = std::chrono::steady_clock;
+
 int64_t nowUs() {
   return std::chrono::duration_cast<std::chrono::microseconds>(
              std::chrono::system_clock::now().time_since_epoch())
@@ -321,7 +324,8 @@ struct Interpreter::Impl {
   }
 
   /// Posts a group (one or more comm instructions) and waits for it.
-  Status runGroup(const std::vector<int> &instrs, int stream, int *failed) {
+  Status runGroup(const std::vector<int> &instrs, int stream, int *failed,
+                  std::optional<Clock::time_point> deadline = std::nullopt) {
     std::map<Communicator *, std::vector<CommOp>> posts;
     std::map<Communicator *, int> first;
     for (int i : instrs) {
@@ -344,8 +348,10 @@ struct Interpreter::Impl {
     // One communicator: this thread waits for it at once, so the backend
     // may run it here (no hand-off to its thread and back).
     for (auto &[comm, ops] : posts)
-      works.push_back({posts.size() == 1 ? comm->postAndRun(std::move(ops))
-                                         : comm->post(std::move(ops)),
+      works.push_back({posts.size() != 1 ? comm->post(std::move(ops))
+                       : deadline
+                           ? comm->postAndRunUntil(std::move(ops), *deadline)
+                           : comm->postAndRun(std::move(ops)),
                        first[comm]});
     for (auto &[work, i] : works) {
       while (true) {
@@ -358,6 +364,10 @@ struct Interpreter::Impl {
           if (aborted) {
             *failed = i;
             return Status(StatusCode::Aborted, abortReason);
+          }
+          if (deadline && Clock::now() >= *deadline) {
+            *failed = i;
+            return Status(StatusCode::DeadlineExceeded, "deadline passed");
           }
           continue;
         }
@@ -392,7 +402,8 @@ struct Interpreter::Impl {
   /// Runs `entry` of stream `id` (counted in pendingEntries), with `mutex`
   /// held by `lock` on entry and on return (released while it runs).
   void execute(Stream &stream, int id, const Entry &entry,
-               std::unique_lock<std::mutex> &lock) {
+               std::unique_lock<std::mutex> &lock,
+               const Instruction *inlineWait = nullptr) {
     bool skip = stepFailed || aborted;
     stream.busy = entry.instrs.front();
     if (stream.progress)
@@ -405,10 +416,21 @@ struct Interpreter::Impl {
     } else {
       int64_t start = nowUs();
       const Instruction &head = program->instructions[entry.instrs.front()];
-      if (head.kind == OpKind::Launch)
+      if (head.kind == OpKind::Launch) {
         status = runLaunch(entry.instrs.front());
-      else
+      } else if (inlineWait) {
+        // Run here, in place of the wait after it: that wait's deadline
+        // holds, and failing it reads as the wait would have.
+        auto deadline = Clock::now() + options.waitTimeout;
+        status = runGroup(entry.instrs, id, &failed, deadline);
+        if (!status && status.code() == StatusCode::DeadlineExceeded &&
+            Clock::now() >= deadline) {
+          failed = entry.instrs.back() + 1;
+          status = waitExpired(*inlineWait);
+        }
+      } else {
         status = runGroup(entry.instrs, id, &failed);
+      }
       for (int i : entry.instrs)
         record(program->instructions[i], id, start);
       if (!status && !skip)
@@ -430,28 +452,45 @@ struct Interpreter::Impl {
       cv.notify_all();
   }
 
-  /// Whether the issuing thread may run launch `i` itself: its stream is
-  /// idle and the next instruction waits for it (and for nothing still
-  /// running), so the issuing thread would only block until it is done.
-  /// Handing it to the stream thread then cost two wake-ups (about 95 us
-  /// on this VM for a step of one kernel; dispatch_bench).
-  bool runsInline(int i, const Stream &stream) const {
-    const Instruction &instr = program->instructions[i];
-    if (device || instr.kind != OpKind::Launch || stream.busy >= 0 ||
-        !stream.entries.empty() ||
-        i + 1 >= static_cast<int>(program->instructions.size()))
+  /// Whether the issuing thread may run `entry` (a launch, or a group of
+  /// communication) itself: its stream is idle and the next instruction
+  /// waits for it (and for nothing still running), so the issuing thread
+  /// would only block until it is done. Handing it to the stream thread
+  /// cost two wake-ups (about 95 us on this VM for a step of one kernel,
+  /// dispatch_bench); communication run here keeps the wait's deadline
+  /// (execute).
+  bool runsInline(const Entry &entry, const Stream &stream) const {
+    int last = entry.instrs.back();
+    if (device || stream.busy >= 0 || !stream.entries.empty() ||
+        last + 1 >= static_cast<int>(program->instructions.size()))
       return false;
-    const Instruction &next = program->instructions[i + 1];
+    const Instruction &next = program->instructions[last + 1];
     if (next.kind != OpKind::Wait)
       return false;
     bool waitsForIt = false;
     for (int e : next.waitEvents) {
-      if (e == instr.event)
+      bool mine = false;
+      for (int i : entry.instrs)
+        mine |= program->instructions[i].event == e;
+      if (mine)
         waitsForIt = true;
       else if (!eventDone[e])
         return false;
     }
     return waitsForIt;
+  }
+
+  /// The failure of `wait` whose deadline passed, naming what is still in
+  /// flight.
+  Status waitExpired(const Instruction &wait) {
+    std::string events;
+    for (int e : wait.waitEvents)
+      events += (events.empty() ? "" : ", ") + std::to_string(e);
+    return Status(StatusCode::DeadlineExceeded,
+                  "'" + wait.name + "' waited " +
+                      std::to_string(options.waitTimeout.count()) +
+                      " ms for events " + events + " (" + pendingSummary() +
+                      ")");
   }
 
   /// Waits on `cv` until `done` (called under `mutex`) or the step failed,
@@ -569,16 +608,8 @@ struct Interpreter::Impl {
         return true;
       });
       record(instr, -1, start);
-      if (!inTime) {
-        std::string events;
-        for (int e : instr.waitEvents)
-          events += (events.empty() ? "" : ", ") + std::to_string(e);
-        return Status(StatusCode::DeadlineExceeded,
-                      "'" + instr.name + "' waited " +
-                          std::to_string(options.waitTimeout.count()) +
-                          " ms for events " + events + " (" + pendingSummary() +
-                          ")");
-      }
+      if (!inTime)
+        return waitExpired(instr);
       return Status::ok();
     }
     case OpKind::Launch:
@@ -601,8 +632,10 @@ struct Interpreter::Impl {
       std::unique_lock<std::mutex> lock(mutex);
       Stream &stream = streams[instr.stream];
       ++pendingEntries;
-      if (runsInline(i, stream)) {
-        execute(stream, instr.stream, entry, lock);
+      if (runsInline(entry, stream)) {
+        const Instruction &wait = program->instructions[i + 1];
+        execute(stream, instr.stream, entry, lock,
+                instr.kind == OpKind::Launch ? nullptr : &wait);
         return Status::ok();
       }
       stream.entries.push_back(std::move(entry));

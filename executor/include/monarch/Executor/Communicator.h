@@ -184,6 +184,16 @@ public:
   virtual std::shared_ptr<Work> postAndRun(std::vector<CommOp> ops) {
     return post(std::move(ops));
   }
+  /// postAndRun() for a caller that waits only until `deadline`: a group
+  /// run on the calling thread then gives up at `deadline` (where that is
+  /// before the backend's own timeout) with DeadlineExceeded, so the
+  /// caller's deadline holds while the backend runs it.
+  virtual std::shared_ptr<Work>
+  postAndRunUntil(std::vector<CommOp> ops,
+                  std::chrono::steady_clock::time_point deadline) {
+    (void)deadline;
+    return postAndRun(std::move(ops));
+  }
 
   /// Declares memory of this process that the members on its host may map:
   /// `bytes` at `base`, a shared mapping of the memfd `fd` (kept open while

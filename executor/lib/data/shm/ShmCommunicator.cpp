@@ -92,6 +92,12 @@ std::shared_ptr<Work> ShmCommunicator::post(std::vector<CommOp> ops) {
 }
 
 std::shared_ptr<Work> ShmCommunicator::postAndRun(std::vector<CommOp> ops) {
+  return postAndRunUntil(std::move(ops), Clock::time_point::max());
+}
+
+std::shared_ptr<Work>
+ShmCommunicator::postAndRunUntil(std::vector<CommOp> ops,
+                                 Clock::time_point deadline) {
   if (std::any_of(ops.begin(), ops.end(),
                   [](const CommOp &op) { return isP2P(op); }))
     return post(std::move(ops));
@@ -100,6 +106,8 @@ std::shared_ptr<Work> ShmCommunicator::postAndRun(std::vector<CommOp> ops) {
   Entry entry;
   entry.ops = std::move(ops);
   entry.work = std::make_shared<Work>();
+  if (deadline != Clock::time_point::max())
+    entry.deadline = deadline;
   return queue_.pushOrRun([&](bool) {
     entry.collectiveTags =
         data::collectiveTags(entry.ops, duplicateId_, collectiveSeq_);
@@ -183,6 +191,8 @@ void ShmCommunicator::prepareP2P(Entry &entry, int rank) {
 
 Status ShmCommunicator::runEntry(Entry &entry) {
   auto deadline = Clock::now() + group_->timeout();
+  if (entry.deadline && *entry.deadline < deadline)
+    deadline = *entry.deadline;
   std::vector<const CommOp *> selfSends, selfRecvs;
   for (const CommOp &op : entry.ops)
     if (isP2P(op) && op.count != 0 && op.peer == rank())

@@ -43,6 +43,9 @@ public:
   std::shared_ptr<Work> post(std::vector<CommOp> ops) override;
   /// Groups of collectives only run on the caller's thread when idle.
   std::shared_ptr<Work> postAndRun(std::vector<CommOp> ops) override;
+  std::shared_ptr<Work>
+  postAndRunUntil(std::vector<CommOp> ops,
+                  std::chrono::steady_clock::time_point deadline) override;
   void abort(const std::string &reason) override;
   bool isAborted() const override { return group_->isBroken(); }
   StatusOr<std::unique_ptr<Communicator>>
@@ -81,6 +84,9 @@ private:
     std::vector<ShmRequest> p2p;
     std::vector<const CommOp *> p2pOps;
     bool preposted = false;
+    /// The caller's deadline where earlier than the group's timeout
+    /// (postAndRunUntil).
+    std::optional<Clock::time_point> deadline;
   };
   static void prepareP2P(Entry &entry, int rank);
   /// The sends and receives of one step of a collective.
