@@ -187,11 +187,7 @@ class _Optimizer:
         rank updates its rows and the parameters are all_gathered (ZeRO-1).
         """
         loc = user_loc()
-        active_trace(loc, f"{type(self).__name__}.step")
-        if self.actor is None:
-            raise errors.TraceError(
-                f"{type(self).__name__} must be an attribute of the actor "
-                "(self.opt = ...) to hold its state on the ranks", *loc)
+        get = self._bound_state(loc, "step")
         leaves, _ = _leaves(grads, f"{type(self).__name__}.step", loc)
         if len(leaves) != len(self.params):
             raise errors.ShapeError(
@@ -206,7 +202,6 @@ class _Optimizer:
                 f"{self.shard_state!r} the optimizer averages the gradients "
                 "itself (a reduce_scatter): pass this rank's gradients and "
                 f"reduce={self.shard_state!r}", *loc)
-        get = self.actor._mc_state
         t = binary("add", get(self.state["step"][0].state), 1.0, loc)
         get(self.state["step"][0].state, t)
         for i, (p, g) in enumerate(zip(self.params, leaves)):
@@ -307,6 +302,8 @@ class _Optimizer:
                     raise errors.TraceError(
                         f"{what}: state[{i}][{slot!r}] is missing or not a "
                         "tensor", *loc)
+                if slot == "step" and i > 0:
+                    continue  # one count for every parameter: entry 0's
                 target = (self.state["step"][0] if slot == "step"
                           else self.state[slot][i])
                 if slot != "step" and i in self.master:

@@ -86,8 +86,8 @@ struct Interpreter::Impl {
   std::vector<std::vector<void *>> kernelArgs;
   char *arena = nullptr;
   /// The arena as memory the peers on this host may map, where the plan
-  /// has large collectives (Communicator::registerMemory): then the
-  /// shared-memory transport reads their buffers where they are.
+  /// has collectives (Communicator::registerMemory): then the shared-memory
+  /// transport reads large buffers where they are.
   SharedArea sharedArena;
   /// Device plans (RankProgram::device): the arena on the GPU instead.
   std::unique_ptr<DeviceArena> device;
@@ -448,7 +448,8 @@ struct Interpreter::Impl {
     if (stream.progress)
       stream.progress->leave();
     --pendingEntries;
-    if (waiting && (stepFailed || aborted || (*waiting)()))
+    // (A failure or an abort notifies by itself.)
+    if (waiting && (*waiting)())
       cv.notify_all();
   }
 
@@ -497,14 +498,13 @@ struct Interpreter::Impl {
   /// for at most waitTimeout; false when the deadline passed first.
   template <typename Done> bool waitUntil(Done done) {
     std::unique_lock<std::mutex> lock(mutex);
-    return waitLocked(lock, done);
+    return waitWatched(lock, [&] { return stepFailed || aborted || done(); });
   }
-  /// waitUntil with `mutex` held by `lock`.
-  template <typename Done>
-  bool waitLocked(std::unique_lock<std::mutex> &lock, Done done) {
-    const std::function<bool()> holds = [&] {
-      return stepFailed || aborted || done();
-    };
+  /// Waits on `cv` (`mutex` held by `lock`) until `holds`, for at most
+  /// waitTimeout, as the condition a finishing entry checks before it
+  /// wakes this thread (`waiting`).
+  bool waitWatched(std::unique_lock<std::mutex> &lock,
+                   const std::function<bool()> &holds) {
     if (holds())
       return true;
     waiting = &holds;
@@ -741,13 +741,13 @@ StatusOr<std::unique_ptr<Interpreter>> Interpreter::create(RankProgram program,
       return device.status();
     s.device = std::move(device).value();
   } else {
-    // Collectives above the direct path's 64 KB read the peers' arenas.
-    bool largeCollectives = false;
+    // With collectives, the arena is memory the peers on this host may map
+    // (registered with the communicators below): the shared-memory
+    // transport then reads large buffers where they are.
+    bool collectives = false;
     for (const Instruction &instr : p.instructions)
-      largeCollectives |= instr.kind == OpKind::Collective &&
-                          std::max(instr.buffer.bytes(), instr.output.bytes()) >
-                              (int64_t(64) << 10);
-    if (largeCollectives && p.arenaBytes > 0) {
+      collectives |= instr.kind == OpKind::Collective;
+    if (collectives && p.arenaBytes > 0) {
       auto area =
           SharedArea::create("monarch-arena-rank" + std::to_string(p.rank),
                              static_cast<size_t>(p.arenaBytes));
@@ -1000,14 +1000,7 @@ StepFailure Interpreter::runStep(int64_t step,
     // deadline once more, then give up on this program (its arena is still
     // in use) rather than return into a race.
     std::unique_lock<std::mutex> lock(s.mutex);
-    s.waiting = nullptr;
-    const std::function<bool()> empty = [&] { return s.pendingEntries == 0; };
-    drained = empty();
-    if (!drained) {
-      s.waiting = &empty;
-      drained = s.cv.wait_for(lock, s.options.waitTimeout, empty);
-      s.waiting = nullptr;
-    }
+    drained = s.waitWatched(lock, [&] { return s.pendingEntries == 0; });
   }
   if (!drained)
     abort("a stream of step " + std::to_string(step) +

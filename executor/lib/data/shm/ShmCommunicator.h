@@ -63,12 +63,15 @@ public:
     std::vector<SharedArea> areas; // [rank]: ours at rank(), peers' others
     uint64_t seq = 0;              // chunks run so far (equal on every member)
     bool oversubscribed = false;   // more members than this process's cores
-    /// Windows: every member's registered memory, mapped here (ours is
-    /// not: `windowBase[rank()]` is the registered address). Empty unless
+    /// A member's registered memory as this process sees it.
+    struct Window {
+      const char *base = nullptr;
+      size_t bytes = 0;
+      SharedArea mapping; // a peer's, mapped here (ours is not mapped)
+    };
+    /// Windows: every member's registered memory, by rank. Empty unless
     /// every member registered memory and mapped every peer's.
-    std::vector<SharedArea> windows;
-    std::vector<const char *> windowBase;
-    std::vector<size_t> windowBytes;
+    std::vector<Window> windows;
   };
   /// The counters of a member's area (ShmDirect.cpp).
   enum class Counter { Posted, Reduced, Consumed };

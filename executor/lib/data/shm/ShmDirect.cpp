@@ -114,6 +114,23 @@ struct Where {
 constexpr int32_t kAreasMapped = 1;
 constexpr int32_t kWindowsMapped = 2;
 
+/// Whether `extent` bytes at offset `off` lie inside a window of `bytes`.
+bool inWindow(int64_t off, size_t extent, size_t bytes) {
+  return off >= 0 && size_t(off) <= bytes && extent <= bytes - size_t(off);
+}
+
+/// What a member posts for collective `op` at chunk `seq`: equal on every
+/// member, or the collectives differ.
+Descriptor descriptorOf(const CommOp &op, uint64_t seq, uint32_t tag) {
+  return {seq,
+          op.count,
+          uint32_t(op.kind),
+          uint32_t(op.dtype),
+          uint32_t(op.reduce),
+          op.kind == CommOpKind::Broadcast ? op.peer : -1,
+          tag};
+}
+
 /// Bytes of a window collective's input and output on each member (0:
 /// not read by the peers; broadcast: the root's input only).
 std::pair<size_t, size_t> windowExtent(const CommOp &op, int n, int member) {
@@ -233,10 +250,8 @@ Status ShmCommunicator::setUpDirect(uint32_t tag, const CommOp &op,
     windows = p == r ? windowFd_ >= 0 : theirs[p].windowFd >= 0;
   if (windows) {
     direct->windows.resize(n);
-    direct->windowBase.assign(n, nullptr);
-    direct->windowBytes.assign(n, 0);
-    direct->windowBase[r] = windowBase_;
-    direct->windowBytes[r] = windowBytes_;
+    direct->windows[r].base = windowBase_;
+    direct->windows[r].bytes = windowBytes_;
     for (int p = 0; p < n && windows; ++p) {
       if (p == r)
         continue;
@@ -246,9 +261,10 @@ Status ShmCommunicator::setUpDirect(uint32_t tag, const CommOp &op,
         windows = false;
         break;
       }
-      direct->windowBase[p] = peer->data();
-      direct->windowBytes[p] = size_t(theirs[p].windowBytes);
-      direct->windows[p] = std::move(*peer);
+      Direct::Window &w = direct->windows[p];
+      w.base = peer->data();
+      w.bytes = size_t(theirs[p].windowBytes);
+      w.mapping = std::move(*peer);
     }
   }
   // Everyone says whether it mapped every area (and window); one "no" and
@@ -274,11 +290,8 @@ Status ShmCommunicator::setUpDirect(uint32_t tag, const CommOp &op,
       return Status::ok();
     allWindows = allWindows && (f & kWindowsMapped);
   }
-  if (!allWindows) {
+  if (!allWindows)
     direct->windows.clear();
-    direct->windowBase.clear();
-    direct->windowBytes.clear();
-  }
   direct->oversubscribed = n > usableCores();
   direct_ = std::move(direct);
   return Status::ok();
@@ -402,9 +415,7 @@ Status ShmCommunicator::runDirect(const CommOp &op, uint32_t tag,
   size_t window = kind == CommOpKind::ReduceScatter
                       ? std::max<size_t>(1, slotElems / n)
                       : slotElems;
-  Descriptor desc{
-      d.seq, op.count, uint32_t(kind), uint32_t(op.dtype), uint32_t(op.reduce),
-      root,  tag};
+  Descriptor desc = descriptorOf(op, d.seq, tag);
   bool first = true;
   for (size_t off = 0; off < op.count; off += window) {
     const size_t len = std::min(window, op.count - off);
@@ -519,13 +530,13 @@ Status ShmCommunicator::runWindow(const CommOp &op, uint32_t tag,
   const int root = kind == CommOpKind::Broadcast ? op.peer : -1;
   char *out = static_cast<char *>(op.output);
   // Where this member's buffers are in its registered memory.
+  const Direct::Window &mine = d.windows[r];
   auto offsetOf = [&](const void *p, size_t extent) -> int64_t {
     const char *c = static_cast<const char *>(p);
-    const char *base = d.windowBase[r];
-    if (!extent || !c || c < base || size_t(c - base) > d.windowBytes[r] ||
-        extent > d.windowBytes[r] - size_t(c - base))
+    if (!extent || !c || c < mine.base ||
+        !inWindow(c - mine.base, extent, mine.bytes))
       return -1;
-    return int64_t(c - base);
+    return int64_t(c - mine.base);
   };
   auto [inExtent, outExtent] = windowExtent(op, n, r);
   const uint64_t k = d.seq++;
@@ -534,9 +545,7 @@ Status ShmCommunicator::runWindow(const CommOp &op, uint32_t tag,
   if (k >= 2)
     if (Status st = waitAll(Counter::Consumed, k - 1, op, deadline); !st)
       return st;
-  header(d, r).desc[k % 2] = Descriptor{
-      k,    op.count, uint32_t(kind), uint32_t(op.dtype), uint32_t(op.reduce),
-      root, tag};
+  header(d, r).desc[k % 2] = descriptorOf(op, k, tag);
   header(d, r).window[k % 2] =
       WindowPost{offsetOf(op.input, inExtent), offsetOf(op.output, outExtent)};
   publish(Counter::Posted, k + 1);
@@ -551,15 +560,15 @@ Status ShmCommunicator::runWindow(const CommOp &op, uint32_t tag,
   for (int p = 0; p < n && usable; ++p) {
     const WindowPost &w = header(d, p).window[k % 2];
     auto [needIn, needOut] = windowExtent(op, n, p);
+    const Direct::Window &theirs = d.windows[p];
     auto at = [&](int64_t off, size_t extent) -> const char * {
       if (!extent)
         return nullptr;
-      if (off < 0 || size_t(off) > d.windowBytes[p] ||
-          extent > d.windowBytes[p] - size_t(off)) {
+      if (!inWindow(off, extent, theirs.bytes)) {
         usable = false;
         return nullptr;
       }
-      return d.windowBase[p] + off;
+      return theirs.base + off;
     };
     ins[p] = at(w.in, needIn);
     outs[p] = at(w.out, needOut);
