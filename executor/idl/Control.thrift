@@ -89,7 +89,8 @@ struct Progress {
 }
 
 struct LogRecord {
-  /// spdlog level: 0 trace .. 5 critical.
+  /// spdlog level: 0 trace .. 5 critical; 7: a debug_print line of a step
+  /// that failed (RunStepReply.prints carries those of a step that ran).
   1: i32 level,
   2: string message,
   3: i64 timeUs,
@@ -227,6 +228,8 @@ struct RunStepReply {
   2: i64 elapsedUs,
   /// Filled when tracing is on (WorkerConfig.trace).
   3: list<TraceEvent> trace,
+  /// The step's mc.debug_print lines, in program order.
+  4: list<string> prints,
 }
 
 /// A feed or fetch buffer of one rank's program.

@@ -10,6 +10,9 @@
 
 #include "TraceBuilderImpl.h"
 
+#include "monarch/IR/ElementTypes.h"
+#include "monarch/Support/PrintFormat.h"
+
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 
@@ -303,6 +306,55 @@ Status TraceBuilder::stateSet(const std::string &name, Value v, SourceLoc loc) {
                             " but is assigned a value of type " + valueType);
   }
   StateSetOp::create(I.b, I.loc(loc), name, (*r)->value);
+  return Status();
+}
+
+Status TraceBuilder::debugPrint(const std::string &format,
+                                const std::vector<Value> &values,
+                                SourceLoc loc) {
+  Impl &I = *pimpl;
+  Scope *scope = I.currentScope();
+  if (!scope)
+    return I.error(loc, "debug_print: no function or endpoint is being traced");
+  std::vector<printfmt::Piece> pieces;
+  std::string why;
+  if (!printfmt::parse(format, values.size(), pieces, why))
+    return I.error(loc, "debug_print: " + why);
+  std::vector<Value> tensors;
+  for (Value v : values) {
+    Result<ValueRecord *> r = I.get(v, loc);
+    if (!r)
+      return r.status();
+    Type t = (*r)->value.getType();
+    auto tensor = llvm::dyn_cast<RankedTensorType>(t);
+    if (!dtypeOf(tensor ? tensor.getElementType() : t))
+      return I.error(loc, "debug_print cannot print a value of type " +
+                              I.typeStr(**r));
+    if (!(*r)->scalar)
+      tensors.push_back(v);
+  }
+  SmallVector<mlir::Value> operands;
+  FlatSymbolRefAttr mesh;
+  if (scope->kind == Scope::Endpoint) {
+    for (Value v : values)
+      operands.push_back(I.values[v.id].value);
+  } else {
+    Result<std::string> where = I.placement(tensors, loc);
+    if (!where)
+      return where.status();
+    mesh = FlatSymbolRefAttr::get(&I.ctx, *where);
+    for (Value v : values) {
+      if (I.values[v.id].scalar) {
+        operands.push_back(I.values[v.id].value);
+        continue;
+      }
+      Result<mlir::Value> placed = I.materialize(v, *where, loc);
+      if (!placed)
+        return placed.status();
+      operands.push_back(*placed);
+    }
+  }
+  DebugPrintOp::create(I.b, I.loc(loc), format, operands, mesh);
   return Status();
 }
 

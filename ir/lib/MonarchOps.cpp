@@ -13,7 +13,9 @@
 
 #include "OpVerifyUtils.h"
 
+#include "monarch/IR/ElementTypes.h"
 #include "monarch/IR/MonarchDialect.h"
+#include "monarch/Support/PrintFormat.h"
 
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
 #include "mlir/IR/Builders.h"
@@ -711,6 +713,25 @@ LogicalResult AllToAllOp::verify() {
   if (failed(verifyMeshCollective(*this, getDims())))
     return failure();
   return success(succeeded(allToAllFactor(*this)));
+}
+
+LogicalResult DebugPrintOp::verify() {
+  for (auto [i, v] : llvm::enumerate(getValues())) {
+    Type t = v.getType();
+    auto tensor = dyn_cast<RankedTensorType>(t);
+    if (tensor && !tensor.hasStaticShape())
+      return emitOpError("prints value #") << i << " of dynamic shape " << t;
+    if (!monarch::dtypeOf(tensor ? tensor.getElementType() : t))
+      return emitOpError("prints value #")
+             << i << " of type " << t
+             << "; printable values are tensors and scalars of float, "
+                "integer and bool element types";
+  }
+  std::vector<printfmt::Piece> pieces;
+  std::string error;
+  if (!printfmt::parse(getFormat(), getValues().size(), pieces, error))
+    return emitOpError("format: ") << error;
+  return success();
 }
 
 LogicalResult ProcessIndexOp::verify() {

@@ -8,6 +8,7 @@
 #include "OpVerifyUtils.h"
 
 #include "monarch/IR/MonarchDialect.h"
+#include "monarch/Support/PrintFormat.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/OpImplementation.h"
@@ -124,7 +125,7 @@ LogicalResult RankProgramOp::verify() {
   };
   for (Operation &op : getBody().front()) {
     if (!isa<LaunchOp, SendOp, RecvOp, CollectiveOp, WaitOp, FeedBufferOp,
-             FetchBufferOp, StateBufferOp>(op))
+             FetchBufferOp, StateBufferOp, PrintBuffersOp>(op))
       return op.emitOpError("is not a plan instruction and cannot appear in "
                             "a monarch.rank_program");
     for (NamedAttribute attr : op.getAttrs()) {
@@ -284,6 +285,17 @@ LogicalResult CollectiveOp::verifySymbolUses(SymbolTableCollection &tables) {
              << n << ", got " << in << " and " << out;
     return success();
   }
+  return success();
+}
+
+LogicalResult PrintBuffersOp::verify() {
+  for (auto [i, a] : llvm::enumerate(getBuffers()))
+    if (!isa<BufferAttr>(a))
+      return emitOpError("operand #") << i << " is not a #monarch.buf";
+  std::vector<printfmt::Piece> pieces;
+  std::string error;
+  if (!printfmt::parse(getFormat(), getBuffers().size(), pieces, error))
+    return emitOpError("format: ") << error;
   return success();
 }
 

@@ -68,8 +68,10 @@ struct Segment {
 
 /// Ops without an upstream sharding rule, run on whole (replicated) values.
 bool needsWholeValues(Operation *op) {
+  // A debug print in global code prints the whole values on every rank of
+  // its mesh.
   if (isa<tensor::ExpandShapeOp, tensor::CollapseShapeOp,
-          tensor::ExtractSliceOp, tensor::ConcatOp>(op))
+          tensor::ExtractSliceOp, tensor::ConcatOp, DebugPrintOp>(op))
     return true;
   // A reduction whose combiner is not one arith op of a known kind
   // (`acc - x`, a body of several ops): upstream's linalg partitioning
@@ -495,8 +497,11 @@ struct MonarchPartitionPass
         }
         continue;
       }
-      // Compute: it runs where its placed operands live.
+      // Compute: it runs where its placed operands live (a debug print of
+      // scalars alone where it says).
       StringAttr mesh;
+      if (auto print = dyn_cast<DebugPrintOp>(op); print && print.getMeshAttr())
+        mesh = print.getMeshAttr().getAttr();
       for (Value v : usedValues(&op)) {
         StringAttr m = meshOf.lookup(v);
         if (!m)
@@ -509,6 +514,11 @@ struct MonarchPartitionPass
       }
       if (!mesh)
         continue; // Controller-side or constant: cloned or passed as needed.
+      // A debug print is a segment of its own: the work around it keeps
+      // its layouts.
+      bool print = isa<DebugPrintOp>(op);
+      if (print)
+        open.erase(mesh);
       auto it = open.find(mesh);
       unsigned index;
       bool whole = needsWholeValues(&op);
@@ -527,6 +537,8 @@ struct MonarchPartitionPass
       }
       segments[index].ops.push_back(&op);
       segmentOf[&op] = index;
+      if (print)
+        open.erase(mesh);
       for (Value r : op.getResults())
         meshOf[r] = mesh;
     }
@@ -931,6 +943,16 @@ struct MonarchPartitionPass
         head->emitRemark("monarch-partition: ")
             << segment.ops.size() << " reshapes on @" << segment.mesh.getValue()
             << " run on each rank's shard";
+    } else if (segment.whole &&
+               llvm::all_of(segment.ops, llvm::IsaPred<DebugPrintOp>)) {
+      // Prints of whole values: the values are gathered, no work is done.
+      argDists.assign(inTypes.size(), DistAttr());
+      resDists.assign(outTypes.size(), DistAttr());
+      first = success();
+      if (remarks)
+        head->emitRemark("monarch-partition: ")
+            << segment.ops.size() << " debug_print on @"
+            << segment.mesh.getValue() << " prints whole values";
     } else if (segment.whole) {
       // Every argument and result replicated: nothing to partition.
       argDists.assign(inTypes.size(), DistAttr());

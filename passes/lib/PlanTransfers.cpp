@@ -456,6 +456,29 @@ LogicalResult MonarchPlanTransfersPass::lower(RankCode &code, PlanOp plan,
   for (Operation &op : body) {
     if (isa<func::ReturnOp>(op))
       continue;
+    if (auto print = dyn_cast<DebugPrintOp>(op)) {
+      // A host instruction reading the printed values' buffers once their
+      // writers are done. Values no kernel stores (constants, which
+      // kernels clone) are computed by a kernel of their own first.
+      if (failed(flush()))
+        return failure();
+      for (Value v : print.getValues())
+        if (Operation *def = v.getDefiningOp();
+            def && isCloneable(def, memo) && !llvm::is_contained(run, def))
+          run.push_back(def);
+      llvm::sort(run, [](Operation *a, Operation *b) {
+        return a->isBeforeInBlock(b);
+      });
+      if (failed(flush()))
+        return failure();
+      SmallVector<Attribute> bufs;
+      for (Value v : print.getValues())
+        bufs.push_back(st.bufferFor(v));
+      st.sync(bufs, {}, -1);
+      PrintBuffersOp::create(b, print.getLoc(), print.getFormatAttr(),
+                             b.getArrayAttr(bufs));
+      continue;
+    }
     bool isComm = isa<ChannelSendOp, ChannelRecvOp, AllReduceOp, AllGatherOp,
                       ReduceScatterOp, BroadcastFromOp, AllToAllOp>(op);
     if (!isComm) {

@@ -82,6 +82,11 @@ void RankProgramModel::addProgram(RankProgramOp program) {
         .Case([&](StateBufferOp state) {
           in.kind = InstrKind::StateBuffer;
           use(state.getBuffer(), /*write=*/true);
+        })
+        .Case([&](PrintBuffersOp print) {
+          in.kind = InstrKind::PrintBuffers;
+          for (Attribute a : print.getBuffers())
+            use(cast<BufferAttr>(a), /*write=*/false);
         });
     idOf[&op] = id;
     instrs.push_back(std::move(in));

@@ -37,6 +37,8 @@ enum class InstrKind : uint8_t {
   FeedBuffer,
   FetchBuffer,
   StateBuffer,
+  /// Reads its buffers and formats them (mc.debug_print).
+  PrintBuffers,
   /// Not a plan instruction (the rank program verifier refuses it).
   Unknown,
 };

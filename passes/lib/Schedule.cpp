@@ -411,7 +411,7 @@ void RankScheduler::write(int instr, const Access &access) {
 void RankScheduler::buildGraph() {
   edgeStamp.assign(units.size(), -1);
   fifoEdgeAdded.assign(instrs.size(), 0);
-  int lastComm = -1;
+  int lastComm = -1, lastPrint = -1;
   llvm::DenseMap<int64_t, int> lastOnCommStream;
   for (int i = 0, e = instrs.size(); i < e; ++i) {
     const Instr &in = instrs[i];
@@ -434,6 +434,12 @@ void RankScheduler::buildGraph() {
         addEdge(it->second, i);
         it->second = i;
       }
+    }
+    // Prints keep their order: it is the order of the lines.
+    if (in.kind == InstrKind::PrintBuffers) {
+      if (lastPrint >= 0)
+        addEdge(lastPrint, i);
+      lastPrint = i;
     }
     if (in.kind == InstrKind::Wait) {
       // Communication never moves below a wait it was issued before (that
@@ -681,6 +687,9 @@ void RankScheduler::planBuffers() {
         })
         .Case<SendOp, RecvOp, FeedBufferOp, FetchBufferOp, StateBufferOp>(
             [&](auto op) { op.setBufferAttr(map(op.getBuffer())); })
+        .Case([&](PrintBuffersOp op) {
+          op.setBuffersAttr(mapList(op.getBuffers()));
+        })
         .Case([&](CollectiveOp op) {
           op.setInputAttr(map(op.getInput()));
           op.setOutputAttr(map(op.getOutput()));

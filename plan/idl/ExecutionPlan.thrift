@@ -184,6 +184,13 @@ struct StateBufferInstr {
   3: Buffer buffer,
 }
 
+/// print_buffers (mc.debug_print): `values` formatted with `format`, whose
+/// fields name them by position (support/PrintFormat.h).
+struct PrintInstr {
+  1: string format,
+  2: list<Buffer> values,
+}
+
 union InstrOp {
   1: LaunchInstr launch,
   2: P2PInstr send,
@@ -193,6 +200,7 @@ union InstrOp {
   6: IOInstr feedBuffer,
   7: IOInstr fetchBuffer,
   8: StateBufferInstr stateBuffer,
+  9: PrintInstr printBuffers,
 }
 
 struct Instruction {

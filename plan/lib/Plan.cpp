@@ -80,6 +80,8 @@ const char *instrKindName(InstrKind kind) {
     return "fetch_buffer";
   case InstrKind::StateBuffer:
     return "state_buffer";
+  case InstrKind::PrintBuffers:
+    return "print_buffers";
   }
   return "?";
 }
@@ -204,6 +206,8 @@ bool Instruction::operator==(const Instruction &other) const {
     return io == other.io;
   case InstrKind::StateBuffer:
     return stateBuffer == other.stateBuffer;
+  case InstrKind::PrintBuffers:
+    return print == other.print;
   }
   return false;
 }

@@ -248,6 +248,15 @@ private:
       operands = "@" + in.stateBuffer.actorMesh + "::@" + in.stateBuffer.state +
                  " at " + in.stateBuffer.buffer.str();
       break;
+    case InstrKind::PrintBuffers: {
+      std::string format = in.print.format;
+      if (format.size() > 40)
+        format = format.substr(0, 37) + "...";
+      operands = "\"" + format + "\"";
+      for (const Buffer &b : in.print.buffers)
+        operands += " " + b.str();
+      break;
+    }
     }
     std::optional<int64_t> stream = in.stream(), group = in.group();
     return {std::to_string(index),

@@ -159,6 +159,16 @@ static t::Instruction toT(const Instruction &in) {
     op.__set_stateBuffer(s);
     break;
   }
+  case InstrKind::PrintBuffers: {
+    t::PrintInstr p;
+    p.__set_format(in.print.format);
+    std::vector<t::Buffer> buffers;
+    for (const Buffer &b : in.print.buffers)
+      buffers.push_back(toT(b));
+    p.__set_values(buffers);
+    op.__set_printBuffers(p);
+    break;
+  }
   }
   t::Instruction r;
   r.__set_op(op);
@@ -359,7 +369,8 @@ static std::optional<Instruction> fromT(const t::Instruction &in) {
   const t::InstrOp &op = in.op;
   const auto &set = op.__isset;
   int members = set.launch + set.send + set.recv + set.collective + set.wait +
-                set.feedBuffer + set.fetchBuffer + set.stateBuffer;
+                set.feedBuffer + set.fetchBuffer + set.stateBuffer +
+                set.printBuffers;
   if (members != 1)
     return std::nullopt;
   Instruction r;
@@ -397,6 +408,10 @@ static std::optional<Instruction> fromT(const t::Instruction &in) {
     r.io.buffer = fromT(io.buffer);
     if (io.__isset.offsets)
       r.io.offsets = io.offsets;
+  } else if (set.printBuffers) {
+    r.kind = InstrKind::PrintBuffers;
+    r.print.format = op.printBuffers.format;
+    r.print.buffers = fromT(op.printBuffers.values);
   } else {
     r.kind = InstrKind::StateBuffer;
     r.stateBuffer.actorMesh = op.stateBuffer.actorMesh;

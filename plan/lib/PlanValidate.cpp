@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "monarch/Plan/PlanFile.h"
+#include "monarch/Support/PrintFormat.h"
 
 #include <limits>
 #include <map>
@@ -343,6 +344,19 @@ private:
       if (in.stateBuffer.actorMesh.empty() || in.stateBuffer.state.empty())
         return invalid(where + ": missing actor mesh or state name");
       return buffer(in.stateBuffer.buffer, arena, where);
+    case InstrKind::PrintBuffers: {
+      std::vector<printfmt::Piece> pieces;
+      std::string error;
+      if (in.print.format.size() > (1u << 16) ||
+          !printfmt::parse(in.print.format, in.print.buffers.size(), pieces,
+                           error))
+        return invalid(where + ": print format: " +
+                       (error.empty() ? "longer than 64 KiB" : error));
+      for (const Buffer &b : in.print.buffers)
+        if (Status s = buffer(b, arena, where); !s)
+          return s;
+      return Status::ok();
+    }
     }
     return invalid(where + ": unknown instruction kind");
   }

@@ -19,7 +19,7 @@ from ._nn import causal_mask, cross_entropy, layer_norm, log_softmax, rms_norm
 from . import knobs, optim
 from ._compile import Compiled, PlanSummary, Specialization, compile
 from ._mesh import Mesh, mesh
-from ._ops import (arange, concatenate, full, one_hot, ones, split, stack, take,
+from ._ops import (arange, concatenate, debug_print, full, one_hot, ones, split, stack, take,
                    tril, triu, zeros, abs, add, all_gather, all_reduce, argmax,
                    argmin, astype, bfloat16, broadcast, div, exp, float16,
                    float32, gelu, int32, log, matmul, max, maximum, mean, min,

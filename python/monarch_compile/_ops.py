@@ -192,6 +192,88 @@ def broadcast(x, dims, root=0):
                                   loc, loc=loc))
 
 
+# Printing ------------------------------------------------------------------
+
+_SAMPLE = {"bool": True, "int32": 1, "int64": 1, "int8": 1, "int16": 1,
+           "uint8": 1}
+
+
+def debug_print(fmt, *args, **kwargs):
+    """`mc.debug_print("step {} loss {:.4f}", k, loss)` prints on the
+    workers while the step runs, with that step's values (like
+    `jax.debug.print`; a Python `print` runs only while tracing). `fmt` is
+    str.format syntax: `{}`, `{0}`, `{name}` and format specs. In an
+    endpoint each rank prints its own values; in a compiled function every
+    rank of the values' mesh prints them whole. Lines reach the caller
+    prefixed by rank, identical lines of several ranks folded
+    (`[ranks 0-3] ...`). Python values (shapes, numbers, strings) are
+    formatted while tracing."""
+    import string
+
+    loc = user_loc()
+    trace = active_trace(loc, "mc.debug_print")
+    if not isinstance(fmt, str):
+        raise errors.TraceError(
+            f"mc.debug_print: the format must be a str, got "
+            f"{type(fmt).__name__}", *loc)
+    formatter = string.Formatter()
+    out = []
+    ids = []
+    auto = 0
+
+    def literal(text):
+        out.append(text.replace("{", "{{").replace("}", "}}"))
+
+    try:
+        parsed = list(formatter.parse(fmt))
+    except ValueError as e:
+        raise errors.TraceError(f"mc.debug_print: bad format {fmt!r}: {e}",
+                                *loc) from None
+    for text, field, spec, conversion in parsed:
+        literal(text)
+        if field is None:
+            continue
+        if field == "" or field[0] in ".[":
+            field = str(auto) + field
+            auto += 1
+        if "{" in (spec or ""):
+            raise errors.TraceError(
+                "mc.debug_print: nested fields in a format spec are not "
+                f"supported ({{{field}:{spec}}})", *loc)
+        try:
+            value, _ = formatter.get_field(field, args, kwargs)
+        except (IndexError, KeyError, AttributeError, TypeError) as e:
+            raise errors.TraceError(
+                f"mc.debug_print: format field {{{field}}} names no value "
+                f"({type(e).__name__}: {e})", *loc) from None
+        if not isinstance(value, Tensor):
+            # Static: formatted now, as Python would.
+            try:
+                literal(format(formatter.convert_field(value, conversion),
+                               spec or ""))
+            except (ValueError, TypeError) as e:
+                raise errors.TraceError(
+                    f"mc.debug_print: {{{field}}}: {e}", *loc) from None
+            continue
+        if conversion:
+            raise errors.TraceError(
+                f"mc.debug_print: conversion !{conversion} of traced value "
+                f"{{{field}}} is not supported", *loc)
+        if spec:
+            # Checked with Python's own rules on an element of its dtype.
+            sample = _SAMPLE.get(value.dtype, 0.5)
+            try:
+                format(sample, spec)
+            except ValueError as e:
+                raise errors.TraceError(
+                    f"mc.debug_print: spec {spec!r} of {{{field}}} "
+                    f"({value.dtype}): {e}", *loc) from None
+        as_value(trace, value, None, loc)  # same trace
+        out.append("{%d%s}" % (len(ids), ":" + spec if spec else ""))
+        ids.append(value._id)
+    trace.call("debug_print", "".join(out), ids, loc, loc=loc)
+
+
 # Array building ------------------------------------------------------------
 
 def _constant(array, loc, what):

@@ -28,6 +28,7 @@
 
 #include <cstring>
 #include <memory>
+#include <mutex>
 #include <stdexcept>
 
 namespace nb = nanobind;
@@ -124,10 +125,36 @@ nb::object toNumpy(HostTensor &&h) {
   return nb::cast(array, nb::rv_policy::reference);
 }
 
+/// mc.debug_print lines from the controller's threads, printed by the
+/// Python thread that made the call (so that a notebook shows them in the
+/// cell that ran it).
+struct PrintQueue {
+  std::mutex mutex;
+  std::vector<std::string> lines;
+  void push(const std::string &line) {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (lines.size() < 100000)
+      lines.push_back(line);
+  }
+  /// Prints what is queued through Python's print (GIL held).
+  void flush() {
+    std::vector<std::string> out;
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      out.swap(lines);
+    }
+    for (const std::string &line : out)
+      nb::print(nb::str(line.c_str(), line.size()));
+  }
+};
+
 /// Owns a started controller; stop() is idempotent and runs at destruction.
 class PyController {
 public:
-  explicit PyController(std::unique_ptr<Controller> c) : c(std::move(c)) {}
+  explicit PyController(std::unique_ptr<Controller> c,
+                        std::shared_ptr<PrintQueue> prints)
+      : prints(std::move(prints)), c(std::move(c)) {}
+  std::shared_ptr<PrintQueue> prints;
   ~PyController() {
     if (c) {
       nb::gil_scoped_release release;
@@ -197,13 +224,17 @@ void bindExecutor(nb::module_ &m) {
               o.workerBinary = workerBinary;
             if (!logLevel.empty())
               o.logLevel = logLevel;
+            auto prints = std::make_shared<PrintQueue>();
+            o.printSink = [prints](const std::string &line) {
+              prints->push(line);
+            };
             StatusOr<std::unique_ptr<Controller>> c =
                 Status(StatusCode::Internal, "not started");
             {
               nb::gil_scoped_release release;
               c = Controller::start(o);
             }
-            return new PyController(check(std::move(c)));
+            return new PyController(check(std::move(c)), prints);
           },
           nb::arg("world_size"), nb::arg("worker_binary") = "",
           nb::arg("log_level") = "", nb::arg("max_retries") = 0,
@@ -243,6 +274,7 @@ void bindExecutor(nb::module_ &m) {
                  recycleBytes(std::move(h.data));
                interrupted = scope.interrupted();
              }
+             self.prints->flush();
              raiseIfInterrupted(interrupted);
              std::vector<nb::object> results;
              for (HostTensor &h : check(std::move(out)))

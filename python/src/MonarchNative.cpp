@@ -377,6 +377,14 @@ NB_MODULE(_monarch_native, m) {
           "state_set",
           [](TraceBuilder &t, const std::string &name, int64_t v,
              const Loc &loc) { check(t.stateSet(name, Value{v}, toLoc(loc))); })
+      .def("debug_print",
+           [](TraceBuilder &t, const std::string &format,
+              const std::vector<int64_t> &values, const Loc &loc) {
+             std::vector<Value> v;
+             for (int64_t id : values)
+               v.push_back(Value{id});
+             check(t.debugPrint(format, v, toLoc(loc)));
+           })
       .def("all_reduce",
            [](TraceBuilder &t, int64_t v, const std::vector<std::string> &dims,
               const std::string &op, const Loc &loc) {

@@ -471,6 +471,15 @@ private:
         SymbolRefAttr ref = state.getState();
         in.stateBuffer = StateBufferInstr{ref.getRootReference().str(),
                                           ref.getLeafReference().str(), *b};
+      } else if (auto print = dyn_cast<PrintBuffersOp>(op)) {
+        in.kind = InstrKind::PrintBuffers;
+        in.print.format = print.getFormat().str();
+        for (Attribute a : print.getBuffers()) {
+          FailureOr<Buffer> b = toBuffer(&op, cast<BufferAttr>(a));
+          if (failed(b))
+            return failure();
+          in.print.buffers.push_back(*b);
+        }
       } else {
         ok = op.emitOpError("is not a plan instruction");
       }

@@ -227,6 +227,7 @@ Controller::start(ControllerOptions options) {
                       "' launcher cannot do (it does not start them); use "
                       "the local launcher or turn recovery off");
   s.policy = policy;
+  s.createLogFolder();
 
   auto server = ControlServer::start(s.makeProcessor(), s.options.bindHost,
                                      s.options.port, s.limits, "controller");
@@ -392,6 +393,8 @@ Status Controller::stop() {
     s.launcher->terminate(std::chrono::milliseconds(0));
   if (s.monitor.joinable())
     s.monitor.join();
+  if (s.logFolder)
+    s.logFolder->flush(LogFolder::Clock::now(), /*all=*/true);
   if (s.teardown.joinable())
     s.teardown.join();
   {

@@ -731,6 +731,16 @@ Controller::runStepOnce(const std::string &plan,
                     "rank " + std::to_string(rank) + " did not return fetch " +
                         std::to_string(index) + " of plan '" + plan + "'");
   }
+  {
+    std::vector<std::vector<std::string>> prints(n);
+    bool any = false;
+    for (int r = 0; r < n; ++r) {
+      prints[r] = std::move(gather->replies[r].prints);
+      any |= !prints[r].empty();
+    }
+    if (any)
+      s.deliverPrints(prints);
+  }
   if (!s.options.tracePath.empty()) {
     s.trace.add({-1, -1, plan + " step " + std::to_string(step), "step",
                  startUs, endUs - startUs, std::string()});

@@ -168,6 +168,9 @@ struct Controller::Impl {
   bool stopped = false;
   std::thread monitor;
   std::thread teardown;
+  /// Forwarded worker log lines, folded across ranks before they reach
+  /// spdlog (without options.logSink); flushed by the monitor.
+  std::unique_ptr<LogFolder> logFolder;
 
   std::vector<std::unique_ptr<Dispatcher>> dispatchers;
   std::map<std::string, PlanSignature> plans;
@@ -250,6 +253,12 @@ struct Controller::Impl {
                            const std::string &location,
                            const Status &status) const;
   void logForwarded(int rank, int level, const std::string &line);
+  /// Before the service starts: forwarded lines may arrive from then on.
+  void createLogFolder();
+  /// One step's debug_print lines of every rank (foldRankLines), to
+  /// options.printSink or stderr.
+  void deliverPrints(const std::vector<std::vector<std::string>> &perRank);
+  void printLine(const std::string &line);
 
   // ControllerService.cpp
   std::shared_ptr<apache::thrift::TProcessor> makeProcessor();

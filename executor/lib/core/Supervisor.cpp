@@ -14,6 +14,9 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+#include <cstdio>
+
 namespace monarch::executor {
 
 std::string Controller::Impl::describeRankLocked(int rank) const {
@@ -139,6 +142,9 @@ void Controller::Impl::reportFailure(Status status, bool rootCause) {
 }
 
 void Controller::Impl::reportFailureLocked(Status status, bool rootCause) {
+  // What the workers logged before the failure comes out before it.
+  if (logFolder)
+    logFolder->flush(LogFolder::Clock::now(), /*all=*/true);
   if (failed || stopping)
     return;
   if (rootCause) {
@@ -226,10 +232,33 @@ void Controller::Impl::onWorkerExit(const WorkerExit &exit) {
   reportFailureLocked(Status(StatusCode::Unavailable, text), true);
 }
 
+void Controller::Impl::printLine(const std::string &line) {
+  if (options.printSink) {
+    options.printSink(line);
+    return;
+  }
+  std::fprintf(stderr, "%s\n", line.c_str());
+  std::fflush(stderr);
+}
+
+void Controller::Impl::deliverPrints(
+    const std::vector<std::vector<std::string>> &perRank) {
+  for (const std::string &line : foldRankLines(perRank))
+    printLine(line);
+}
+
 void Controller::Impl::logForwarded(int rank, int level,
                                     const std::string &line) {
+  if (level == 7) { // A debug_print line of a failed step.
+    printLine(rankPrefix({rank}) + line);
+    return;
+  }
   if (options.logSink) {
     options.logSink(rank, level, line);
+    return;
+  }
+  if (logFolder) {
+    logFolder->add(rank, level, line);
     return;
   }
   if (level < 0 || level > 6)
@@ -238,11 +267,24 @@ void Controller::Impl::logForwarded(int rank, int level,
               rank, line);
 }
 
+void Controller::Impl::createLogFolder() {
+  // A line waits for the other ranks' copies for one heartbeat period (they
+  // ride on heartbeats) and a little more.
+  logFolder = std::make_unique<LogFolder>(
+      options.heartbeatInterval + std::chrono::milliseconds(100),
+      [](int level, const std::string &line) {
+        if (level < 0 || level > 6)
+          level = 2;
+        spdlog::log(static_cast<spdlog::level::level_enum>(level), "{}", line);
+      });
+}
+
 void Controller::Impl::startMonitor() {
   monitor = std::thread([this] {
     std::unique_lock<std::mutex> lock(mutex);
     while (!stopping) {
       cv.wait_for(lock, std::chrono::milliseconds(20));
+      logFolder->flush();
       if (stopping)
         break;
       if (failed)

@@ -98,6 +98,8 @@ struct Interpreter::Impl {
     char *storage;
   };
   std::vector<StateRegion> stateRegions;
+  /// Lines of the step's print instructions (the issuing thread's).
+  std::vector<std::string> prints;
 
   /// Where a buffer's bytes are: in actor state, or in the arena (a
   /// device address for device plans, whose state is in the arena).
@@ -599,6 +601,30 @@ struct Interpreter::Impl {
     }
     case OpKind::State:
       return Status::ok();
+    case OpKind::Print: {
+      // The plan waited for the buffers' writers before this instruction.
+      std::vector<std::vector<char>> copies(instr.ins.size());
+      std::vector<printfmt::ValueView> views;
+      for (size_t k = 0; k < instr.ins.size(); ++k) {
+        const BufferRef &b = instr.ins[k];
+        const void *data = nullptr;
+        if (device) {
+          copies[k].resize(static_cast<size_t>(b.bytes()));
+          if (Status st =
+                  device->copyOut(copies[k].data(), b.offset, copies[k].size());
+              !st)
+            return st;
+          data = copies[k].data();
+        } else {
+          data = ptr(b);
+        }
+        views.push_back({b.dtype, data, b.shape});
+      }
+      int64_t start = nowUs();
+      prints.push_back(printfmt::format(instr.printFormat, views));
+      record(instr, -1, start);
+      return Status::ok();
+    }
     case OpKind::Wait: {
       int64_t start = nowUs();
       bool inTime = waitUntil([&] {
@@ -668,7 +694,8 @@ StatusOr<std::unique_ptr<Interpreter>> Interpreter::create(RankProgram program,
   for (size_t i = 0; i < n; ++i) {
     const Instruction &instr = p.instructions[i];
     bool ok = true;
-    if (instr.kind != OpKind::Wait && instr.kind != OpKind::Launch)
+    if (instr.kind != OpKind::Wait && instr.kind != OpKind::Launch &&
+        instr.kind != OpKind::Print)
       ok = fits(instr.buffer);
     if (instr.kind == OpKind::Collective)
       ok = ok && fits(instr.output);
@@ -694,7 +721,7 @@ StatusOr<std::unique_ptr<Interpreter>> Interpreter::create(RankProgram program,
                                                      instr.name + "' " + what);
     };
     if (static_cast<int>(instr.kind) < static_cast<int>(OpKind::Feed) ||
-        static_cast<int>(instr.kind) > static_cast<int>(OpKind::Wait))
+        static_cast<int>(instr.kind) > static_cast<int>(OpKind::Print))
       return bad("has an unknown kind " +
                  std::to_string(static_cast<int>(instr.kind)));
     if ((instr.kind == OpKind::Launch || isComm(instr.kind)) &&
@@ -783,7 +810,8 @@ StatusOr<std::unique_ptr<Interpreter>> Interpreter::create(RankProgram program,
   for (size_t i = 0; i < n; ++i) {
     const Instruction &instr = p.instructions[i];
     std::vector<const BufferRef *> all = {&instr.buffer, &instr.output};
-    if (instr.kind == OpKind::Wait || instr.kind == OpKind::Launch)
+    if (instr.kind == OpKind::Wait || instr.kind == OpKind::Launch ||
+        instr.kind == OpKind::Print)
       all.clear();
     if (instr.kind != OpKind::Collective && !all.empty())
       all.pop_back();
@@ -945,6 +973,10 @@ void Interpreter::abort(const std::string &reason) {
 
 void Interpreter::writeKernelProfile() const { impl_->writeKernelProfile(); }
 
+std::vector<std::string> Interpreter::takePrints() {
+  return std::move(impl_->prints);
+}
+
 StepFailure Interpreter::runStep(int64_t step,
                                  const std::map<int, std::string_view> &feeds,
                                  FetchArea *fetchArea,
@@ -962,6 +994,7 @@ StepFailure Interpreter::runStep(int64_t step,
     s.pendingEntries = 0;
     s.step = step;
   }
+  s.prints.clear();
   {
     std::lock_guard<std::mutex> lock(s.traceMutex);
     s.trace = &trace;

@@ -131,6 +131,8 @@ std::string describe(const pm::ExecutionPlan &plan, const pm::Instruction &in,
   case pm::InstrKind::StateBuffer:
     return "state_buffer @" + in.stateBuffer.actorMesh + "::@" +
            in.stateBuffer.state;
+  case pm::InstrKind::PrintBuffers:
+    return "debug_print";
   }
   return "?";
 }
@@ -307,6 +309,18 @@ loadRankPrograms(const std::string &planBytes, int worldRank, int worldSize) {
         instr.stateKey =
             "@" + in.stateBuffer.actorMesh + "::@" + in.stateBuffer.state;
         break;
+      case pm::InstrKind::PrintBuffers: {
+        instr.kind = OpKind::Print;
+        for (const pm::Buffer &b : in.print.buffers)
+          instr.ins.push_back(buffer(b));
+        std::string error;
+        if (!printfmt::parse(in.print.format, in.print.buffers.size(),
+                             instr.printFormat, error))
+          return Status(StatusCode::InvalidArgument, "plan @" + step.symbol +
+                                                         ": " + instr.name +
+                                                         ": " + error);
+        break;
+      }
       }
       program.instructions.push_back(std::move(instr));
     }

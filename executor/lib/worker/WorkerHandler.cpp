@@ -204,7 +204,13 @@ public:
       std::lock_guard<std::mutex> lock(w_.progressMutex);
       w_.running.reset();
     }
+    std::vector<std::string> prints = plan->interpreter->takePrints();
     if (!failure.status) {
+      // What the step printed before it failed reaches the controller as
+      // log records (the reply that would carry it is an error).
+      if (w_.sink)
+        for (std::string &line : prints)
+          w_.sink->pushPrint(std::move(line));
       const RankProgram &p = plan->interpreter->program();
       const Instruction *instr =
           failure.instruction >= 0 &&
@@ -221,6 +227,7 @@ public:
       throw error;
     }
     reply.elapsedUs = nowUs() - start;
+    reply.prints = std::move(prints);
     const RankProgram &p = plan->interpreter->program();
     for (const FetchResult &result : fetches) {
       control::Fetch fetch;

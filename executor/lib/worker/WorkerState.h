@@ -51,6 +51,24 @@ public:
   explicit ForwardingSink(int rank) : rank_(rank) {}
   std::atomic<bool> forwarding{false};
 
+  /// A debug_print line of a step that failed: forwarded like a log line,
+  /// at kPrintLevel, whatever the log level.
+  static constexpr int32_t kPrintLevel = 7;
+  void pushPrint(std::string text) {
+    if (!forwarding) {
+      std::fprintf(stderr, "[rank %d] %s\n", rank_, text.c_str());
+      return;
+    }
+    control::LogRecord record;
+    record.level = kPrintLevel;
+    record.message = std::move(text);
+    record.timeUs = nowUs();
+    std::lock_guard<std::mutex> lock(queueMutex_);
+    if (queue_.size() >= 10000)
+      queue_.pop_front();
+    queue_.push_back(std::move(record));
+  }
+
   std::vector<control::LogRecord> drain() {
     std::lock_guard<std::mutex> lock(queueMutex_);
     std::vector<control::LogRecord> out(queue_.begin(), queue_.end());

@@ -719,3 +719,44 @@ TEST(ExecutorFaults, EnvWorkersLeaveWhenTheControllerDies) {
 }
 
 } // namespace
+
+// mc.debug_print lines of one step, as the controller hands them on: the
+// k-th line of every rank together, each text once with the ranks that
+// printed it.
+TEST(FoldRankLines, FoldsIdenticalLinesAndKeepsOrder) {
+  EXPECT_EQ(monarch::executor::foldRankLines(
+                {{"loss 1", "a"}, {"loss 1", "b"}, {"loss 1", "a"}, {}}),
+            (std::vector<std::string>{"[ranks 0-2] loss 1", "[ranks 0,2] a",
+                                      "[rank 1] b"}));
+  EXPECT_EQ(monarch::executor::rankPrefix({0, 1, 2, 5, 7, 8}),
+            "[ranks 0-2,5,7-8] ");
+  EXPECT_EQ(monarch::executor::rankPrefix({3}), "[rank 3] ");
+  EXPECT_TRUE(monarch::executor::foldRankLines({{}, {}}).empty());
+}
+
+// Forwarded log lines: the same text from several ranks within the window
+// comes out once, in the order lines first arrived; a rank repeating itself
+// starts a new line.
+TEST(FoldRankLines, LogFolderFoldsLinesWithinTheWindow) {
+  using monarch::executor::LogFolder;
+  std::vector<std::string> out;
+  LogFolder folder(std::chrono::milliseconds(100),
+                   [&](int level, const std::string &line) {
+                     out.push_back(std::to_string(level) + " " + line);
+                   });
+  auto t0 = LogFolder::Clock::now();
+  auto at = [&](int ms) { return t0 + std::chrono::milliseconds(ms); };
+  folder.add(2, 2, "loading plan", at(0));
+  folder.add(0, 2, "loading plan", at(10));
+  folder.add(1, 3, "slow rank", at(20));
+  folder.add(1, 2, "loading plan", at(30));
+  folder.add(0, 2, "loading plan", at(40)); // rank 0 again: a new line
+  folder.flush(at(90));
+  EXPECT_TRUE(out.empty());
+  folder.flush(at(105));
+  EXPECT_EQ(out, (std::vector<std::string>{"2 [ranks 0-2] loading plan"}));
+  folder.flush(at(200), /*all=*/true);
+  EXPECT_EQ(out, (std::vector<std::string>{"2 [ranks 0-2] loading plan",
+                                           "3 [rank 1] slow rank",
+                                           "2 [rank 0] loading plan"}));
+}

@@ -95,6 +95,11 @@ inline ExecutionPlan samplePlan() {
     wait.wait.events = {2, 3, 4, 5};
     wait.loc = loc(16, "monarch.wait");
     add(wait);
+    Instruction print;
+    print.kind = InstrKind::PrintBuffers;
+    print.print = PrintInstr{"sum {0:.3f} {{}}", {buf(128, {4, 4})}};
+    print.loc = loc(18, "monarch.debug_print");
+    add(print);
     Instruction launch2;
     launch2.kind = InstrKind::Launch;
     launch2.launch =

@@ -19,6 +19,7 @@
 #define MONARCH_EXECUTOR_CONTROLLER_H
 
 #include "monarch/Executor/Launcher.h"
+#include "monarch/Executor/RankLines.h"
 #include "monarch/Support/Status.h"
 
 #include <chrono>
@@ -118,6 +119,10 @@ struct ControllerOptions {
   /// Receives every forwarded worker log line; default: spdlog with a
   /// "[rank N] " prefix.
   std::function<void(int rank, int level, const std::string &line)> logSink;
+  /// Receives the mc.debug_print lines of each step, prefixed by rank and
+  /// folded across ranks (foldRankLines); default: stderr. Lines of a step
+  /// that failed arrive one rank at a time, as that rank's logs do.
+  std::function<void(const std::string &line)> printSink;
   /// Off by default (fail fast); needs a launcher that can relaunch.
   RecoveryPolicy recovery;
 

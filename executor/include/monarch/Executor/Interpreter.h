@@ -155,6 +155,11 @@ public:
                       FetchArea *fetchArea, std::vector<FetchResult> &fetches,
                       std::vector<TraceRecord> &trace);
 
+  /// The lines the last step's print instructions made (mc.debug_print), in
+  /// program order; taking them clears them. A failed step's lines up to
+  /// the failure are kept too.
+  std::vector<std::string> takePrints();
+
   /// Fails the running step and every later one; aborts the communicators.
   void abort(const std::string &reason);
 

@@ -12,6 +12,7 @@
 
 #include "monarch/Executor/Communicator.h"
 #include "monarch/Support/DType.h"
+#include "monarch/Support/PrintFormat.h"
 
 #include <cstdint>
 #include <memory>
@@ -46,7 +47,17 @@ struct BufferRef {
   int64_t bytes() const { return numElements() * elementBytes; }
 };
 
-enum class OpKind { Feed, Fetch, State, Launch, Send, Recv, Collective, Wait };
+enum class OpKind {
+  Feed,
+  Fetch,
+  State,
+  Launch,
+  Send,
+  Recv,
+  Collective,
+  Wait,
+  Print,
+};
 
 struct Instruction {
   OpKind kind = OpKind::Wait;
@@ -63,9 +74,11 @@ struct Instruction {
   BufferRef output;
   /// State: "@actor::@state".
   std::string stateKey;
-  /// Launch.
+  /// Launch (and print: `ins` are the printed buffers).
   std::string kernelSymbol;
   std::vector<BufferRef> ins, outs;
+  /// Print: the parsed format (support/PrintFormat.h).
+  std::vector<printfmt::Piece> printFormat;
 
   int stream = 0;
   /// -1: not in a group.

@@ -327,6 +327,12 @@ public:
 
   Result<Value> stateGet(const std::string &name,
                          SourceLoc loc = SourceLoc::current());
+  /// `mc.debug_print`: prints `values` with `format` (fields name them by
+  /// position, `{0:.3f}`) on the workers at run time. In an endpoint each
+  /// rank prints its own values; in a compiled function the values are
+  /// placed on one mesh and every rank of it prints them whole.
+  Status debugPrint(const std::string &format, const std::vector<Value> &values,
+                    SourceLoc loc = SourceLoc::current());
   Status stateSet(const std::string &name, Value v,
                   SourceLoc loc = SourceLoc::current());
 

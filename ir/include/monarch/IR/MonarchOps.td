@@ -478,6 +478,30 @@ def Monarch_ProcessIndexOp : Monarch_Op<"process_index", [Pure]> {
   let hasVerifier = 1;
 }
 
+def Monarch_DebugPrintOp : Monarch_Op<"debug_print", [
+    MemoryEffects<[MemWrite]>]> {
+  let summary = "Prints values on the workers at run time (mc.debug_print)";
+  let description = [{
+    `format` is Python's str.format syntax with every field naming a value
+    by position (`{0}`, `{1:.3f}`; `{{` and `}}` are braces). In per-rank
+    code each rank prints its own values; in a compiled function's global
+    code the values are gathered whole and every rank of their mesh prints
+    them (the controller folds identical lines: `[ranks 0-3] ...`); there
+    `mesh` names the mesh whose ranks print. The values are tensors or
+    scalars; their text is numpy's (docs/frontend.md).
+
+    ```mlir
+    monarch.debug_print "step {0} loss {1:.4f}" on @mesh %k, %loss
+        : i64, tensor<f32>
+    ```
+  }];
+  let arguments = (ins StrAttr:$format, Variadic<AnyType>:$values,
+                       OptionalAttr<FlatSymbolRefAttr>:$mesh);
+  let assemblyFormat =
+      "$format (`on` $mesh^)? ($values^ `:` type($values))? attr-dict";
+  let hasVerifier = 1;
+}
+
 //===----------------------------------------------------------------------===//
 // Placement: controller feeds and fetches, cross-mesh transfers
 //===----------------------------------------------------------------------===//
@@ -912,6 +936,23 @@ def Monarch_StateBufferOp : Monarch_PlanInstrOp<"state_buffer", [
   }];
   let arguments = (ins SymbolRefAttr:$state, Monarch_BufferAttr:$buffer);
   let assemblyFormat = "$state `at` custom<Buffer>($buffer) attr-dict";
+}
+
+def Monarch_PrintBuffersOp : Monarch_PlanInstrOp<"print_buffers"> {
+  let summary = "Formats buffers into a line of the step's output";
+  let description = [{
+    The plan form of `monarch.debug_print`: a host instruction that reads
+    `buffers` once every earlier write to them is waited for, formats them
+    with `format` (fields name buffers by position) and adds the text to
+    what this rank returns with the step.
+
+    ```mlir
+    monarch.print_buffers "loss {0}" [#monarch.buf<0, tensor<f32>>]
+    ```
+  }];
+  let arguments = (ins StrAttr:$format, ArrayAttr:$buffers);
+  let assemblyFormat = "$format $buffers attr-dict";
+  let hasVerifier = 1;
 }
 
 #endif // MONARCH_IR_MONARCHOPS_TD

@@ -141,6 +141,7 @@ enum class InstrKind : int32_t {
   FeedBuffer,
   FetchBuffer,
   StateBuffer,
+  PrintBuffers,
 };
 /// "launch", "send", ... as in the IR.
 const char *instrKindName(InstrKind kind);
@@ -194,6 +195,15 @@ struct StateBufferInstr {
   bool operator==(const StateBufferInstr &) const = default;
 };
 
+/// print_buffers: `buffers` formatted with `format` (support's
+/// PrintFormat.h; fields name buffers by position), a line of the step's
+/// output on this rank.
+struct PrintInstr {
+  std::string format;
+  std::vector<Buffer> buffers;
+  bool operator==(const PrintInstr &) const = default;
+};
+
 /// One instruction; only the member matching `kind` is meaningful (`p2p`
 /// for both send and recv, `io` for feed and fetch).
 struct Instruction {
@@ -204,6 +214,7 @@ struct Instruction {
   WaitInstr wait;
   IOInstr io;
   StateBufferInstr stateBuffer;
+  PrintInstr print;
   SourceLoc loc;
 
   /// True for the instructions that run on a stream and yield an event.
