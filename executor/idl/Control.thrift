@@ -175,6 +175,16 @@ struct Feed {
   /// request's staging area (stagingBytes of them).
   3: i64 stagingOffset = -1,
   4: i64 stagingBytes = 0,
+  /// When >= 0, the bytes are the worker's resident value `slot` (a kept
+  /// fetch of an earlier step: donation), not in the request.
+  5: i64 slot = -1,
+}
+
+/// Fetch `index` of this step stays on the worker as resident value `slot`
+/// instead of being returned (`@mc.compile(donate_argnums=...)`).
+struct Keep {
+  1: i32 index,
+  2: i64 slot,
 }
 
 struct Fetch {
@@ -208,6 +218,10 @@ struct RunStepRequest {
   /// Only the feeds this rank's program reads.
   4: list<Feed> feeds,
   5: optional Staging staging,
+  /// Fetches kept as resident values, and resident values to drop (before
+  /// the step runs).
+  6: list<Keep> keeps,
+  7: list<i64> releases,
 }
 
 /// One Chrome-trace complete event ("ph":"X") recorded by a worker.
@@ -288,6 +302,9 @@ service WorkerService {
   void setState(1: string token, 2: string key, 3: Tensor value)
       throws (1: ControlError error),
   Tensor getState(1: string token, 2: string key)
+      throws (1: ControlError error),
+  /// The bytes of resident values (kept fetches), in the order asked.
+  list<binary> readSlots(1: string token, 2: list<i64> slots)
       throws (1: ControlError error),
   /// Aborts every communicator and fails the running step (fail fast).
   void abort(1: string token, 2: string reason)

@@ -459,6 +459,23 @@ static void eraseDeadTensorOps(func::FuncOp fn) {
   }
 }
 
+bool TraceBuilder::markKept(int64_t index) {
+  Impl &I = *pimpl;
+  func::FuncOp fn;
+  for (auto f : I.module->getBody()->getOps<func::FuncOp>())
+    if (!f.isExternal())
+      fn = f;
+  if (!fn || fn.getBody().empty() || index < 0 ||
+      index >= static_cast<int64_t>(fn.getNumResults()))
+    return false;
+  auto ret = llvm::cast<func::ReturnOp>(fn.getBody().front().getTerminator());
+  auto fetch = ret.getOperand(index).getDefiningOp<FetchOp>();
+  if (!fetch)
+    return false;
+  fetch->setAttr(MonarchDialect::getKeepAttrName(), UnitAttr::get(&I.ctx));
+  return true;
+}
+
 Status TraceBuilder::endFunction(const std::vector<Value> &results,
                                  SourceLoc loc) {
   Impl &I = *pimpl;

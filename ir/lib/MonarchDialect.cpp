@@ -88,6 +88,12 @@ LogicalResult MonarchDialect::verifyOperationAttribute(Operation *op,
                              << "' must be a non-negative i64 on a function";
     return success();
   }
+  if (attr.getName() == getKeepAttrName()) {
+    if (!isa<FetchOp>(op) || !isa<UnitAttr>(attr.getValue()))
+      return op->emitError() << "'" << getKeepAttrName()
+                             << "' is a unit attribute of monarch.fetch";
+    return success();
+  }
   if (attr.getName().getValue() == getDistAttrName())
     return op->emitError() << "'" << attr.getName().getValue()
                            << "' is only valid on endpoint arguments and "
@@ -118,6 +124,14 @@ LogicalResult MonarchDialect::verifyRegionResultAttribute(Operation *op,
                                                           unsigned regionIndex,
                                                           unsigned resultIndex,
                                                           NamedAttribute attr) {
+  if (attr.getName() == getKeepAttrName()) {
+    if (!isa<FunctionOpInterface>(op) || !op->hasAttr(getWorkerForAttrName()) ||
+        !isa<UnitAttr>(attr.getValue()))
+      return op->emitError() << "'" << getKeepAttrName()
+                             << "' is a unit attribute of worker program "
+                                "results";
+    return success();
+  }
   if (attr.getName().getValue() != getDistAttrName())
     return op->emitError() << "unknown monarch result attribute '"
                            << attr.getName().getValue() << "'";

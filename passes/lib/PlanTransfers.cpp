@@ -65,6 +65,10 @@ struct RankCode {
   std::vector<SmallVector<int64_t>> inputOffsets;
   /// Per output: whether this rank returns it to the controller.
   std::vector<bool> fetches;
+  /// Per output: whether it may stay resident on the workers (the worker
+  /// program's `monarch.keep` result attribute): every rank holding it then
+  /// has a fetch_buffer of it, `keep_only` where it does not return it.
+  std::vector<bool> keeps;
   SmallVector<std::pair<Attribute, Value>> states; // State ref, final value.
   unsigned numWorkerArgs = 0;
 };
@@ -328,7 +332,7 @@ LogicalResult MonarchPlanTransfersPass::lower(RankCode &code, PlanOp plan,
   // Values needed after the code: outputs fetched here and final state.
   DenseSet<Value> liveOut;
   for (auto [j, v] : llvm::enumerate(code.outputs))
-    if (code.fetches[j])
+    if (code.fetches[j] || (v && j < code.keeps.size() && code.keeps[j]))
       liveOut.insert(v);
   for (auto &[ref, v] : code.states)
     liveOut.insert(v);
@@ -650,16 +654,20 @@ LogicalResult MonarchPlanTransfersPass::lower(RankCode &code, PlanOp plan,
     ++numKernels;
   }
 
-  // Outputs this rank returns to the controller.
+  // Outputs this rank returns to the controller, and its copies of the
+  // outputs that may stay resident.
   for (auto [j, v] : llvm::enumerate(code.outputs)) {
-    if (!code.fetches[j])
+    bool keepOnly =
+        !code.fetches[j] && v && j < code.keeps.size() && code.keeps[j];
+    if (!code.fetches[j] && !keepOnly)
       continue;
     BufferAttr buf = st.bufferFor(v);
     st.sync({buf}, {}, -1);
     FetchBufferOp::create(b, loc, b.getI64IntegerAttr(j), buf,
                           code.outputOffsets[j].empty()
                               ? DenseI64ArrayAttr()
-                              : b.getDenseI64ArrayAttr(code.outputOffsets[j]));
+                              : b.getDenseI64ArrayAttr(code.outputOffsets[j]),
+                          keepOnly ? b.getUnitAttr() : UnitAttr());
   }
   if (!st.pending.empty())
     WaitOp::create(b, loc, st.pending.getArrayRef());
@@ -800,7 +808,7 @@ LogicalResult MonarchPlanTransfersPass::planWorker(func::FuncOp worker) {
   if (!procMesh)
     return worker.emitOpError("runs on an unknown mesh");
 
-  SmallVector<RankCode> codes;
+  SmallVector<RankCode, 4> codes;
   if (failed(readRanks(worker, *procMesh, codes)))
     return failure();
   // Each output is returned as shards by every rank that returns one, or
@@ -826,6 +834,10 @@ LogicalResult MonarchPlanTransfersPass::planWorker(func::FuncOp worker) {
   }
   for (RankCode &c : codes) {
     c.fetches.assign(c.outputs.size(), false);
+    c.keeps.assign(c.outputs.size(), false);
+    for (unsigned j = 0; j < c.outputs.size(); ++j)
+      c.keeps[j] = static_cast<bool>(
+          worker.getResultAttr(j, MonarchDialect::getKeepAttrName()));
     for (auto [j, v] : llvm::enumerate(c.outputs)) {
       if (v && sharded[j] != !c.outputOffsets[j].empty())
         return worker.emitOpError("output #")

@@ -265,8 +265,13 @@ struct MonarchSplitControlDataPass
         }
       }
       SmallVector<Value> results;
-      for (FetchOp fetch : w.fetches)
+      for (auto [i, fetch] : llvm::enumerate(w.fetches)) {
         results.push_back(w.map.lookup(fetch.getInput()));
+        // A result that may stay resident on the workers (donation).
+        if (fetch->hasAttr(MonarchDialect::getKeepAttrName()))
+          w.func.setResultAttr(i, MonarchDialect::getKeepAttrName(),
+                               b.getUnitAttr());
+      }
       func::ReturnOp::create(b, fn.getLoc(), results);
     }
 

@@ -176,6 +176,9 @@ struct IOInstr {
   1: i64 index,
   2: Buffer buffer,
   3: optional list<i64> offsets,
+  /// fetch_buffer only: this rank's copy of an output that may stay
+  /// resident, kept when the step asks for it and never returned.
+  4: optional bool keepOnly,
 }
 
 struct StateBufferInstr {

@@ -243,6 +243,8 @@ private:
           in.io.buffer.str() + " -> output " + std::to_string(in.io.index);
       if (!in.io.offsets.empty())
         operands += " at " + ints(in.io.offsets);
+      if (in.io.keepOnly)
+        operands += " keep_only";
       break;
     case InstrKind::StateBuffer:
       operands = "@" + in.stateBuffer.actorMesh + "::@" + in.stateBuffer.state +

@@ -145,6 +145,8 @@ static t::Instruction toT(const Instruction &in) {
     io.__set_buffer(toT(in.io.buffer));
     if (!in.io.offsets.empty())
       io.__set_offsets(in.io.offsets);
+    if (in.io.keepOnly)
+      io.__set_keepOnly(true);
     if (in.kind == InstrKind::FeedBuffer)
       op.__set_feedBuffer(io);
     else
@@ -408,6 +410,7 @@ static std::optional<Instruction> fromT(const t::Instruction &in) {
     r.io.buffer = fromT(io.buffer);
     if (io.__isset.offsets)
       r.io.offsets = io.offsets;
+    r.io.keepOnly = io.__isset.keepOnly && io.keepOnly;
   } else if (set.printBuffers) {
     r.kind = InstrKind::PrintBuffers;
     r.print.format = op.printBuffers.format;

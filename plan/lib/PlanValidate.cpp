@@ -395,7 +395,7 @@ private:
     std::set<int64_t> whole;
     for (const RankProgram &p : step.programs)
       for (const Instruction &in : p.instructions)
-        if (in.kind == InstrKind::FetchBuffer)
+        if (in.kind == InstrKind::FetchBuffer && !in.io.keepOnly)
           (in.io.offsets.empty() ? (void)whole.insert(in.io.index)
                                  : shards[in.io.index].push_back(&in.io));
     for (const auto &[index, pieces] : shards) {

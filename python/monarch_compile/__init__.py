@@ -26,7 +26,7 @@ from ._ops import (arange, concatenate, debug_print, full, one_hot, ones, split,
                    minimum, mul, neg, reduce_scatter, relu, replicate, reshape,
                    rsqrt, shard, sigmoid, softmax, sqrt, sub, sum, tanh,
                    transpose, where)
-from ._runtime import STAGES, Restart, recovery_stats
+from ._runtime import STAGES, RemoteArray, Restart, recovery_stats
 from ._tensor import Tensor
 from .errors import (ConcretizationError, ExecutionError,
                      ExecutorUnavailableError, MeshError, MonarchError, ShapeError, ShardingError,

@@ -66,6 +66,9 @@ class Specialization:
         # MONARCH_CHECK_REPLICATED=1: (endpoint, result index, dtype, loc)
         # of each checked result; two values each follow the results.
         self.replication_probes = []
+        # donate_argnums: per result leaf, whether it stays on the workers
+        # (a RemoteArray); empty without donation.
+        self.kept = ()
 
     @property
     def builder(self):
@@ -165,10 +168,11 @@ def _array_tree(a):
 class Compiled:
     """A function compiled for a mesh: call it, or inspect `ir(stage)`."""
 
-    def __init__(self, fn, mesh=None, on_failure=None):
+    def __init__(self, fn, mesh=None, on_failure=None, donate_argnums=()):
         self.fn = fn
         self.mesh = mesh
         self.on_failure = on_failure
+        self.donate_argnums = donate_argnums
         self._cache = {}
         self._last = None
         self.trace_count = 0
@@ -206,6 +210,11 @@ class Compiled:
             raise errors.UnsupportedError(
                 f"unsupported: calling compiled function {self.__name__} "
                 "from traced code", *loc)
+        if isinstance(a, _runtime.RemoteArray):
+            # Kept on the workers by an earlier call: typed like the array.
+            key.append(("array", a.shape, dtype_name(a.dtype)))
+            inputs.append(a)
+            return
         if isinstance(a, np.generic) and dtype_name(a.dtype) in DTYPES:
             # A numpy scalar is a runtime scalar argument (like a
             # learning rate that changes every step): no retrace.
@@ -276,7 +285,8 @@ class Compiled:
             it = iter(ids)
             keys = iter(key)
             traced_args = []
-            for a in args:
+            donated = []  # (shape, dtype) of each donated array leaf
+            for n, a in enumerate(args):
                 k = next(keys)
                 if k[0] == "tree":
                     treedef, count = k[1], k[2]
@@ -284,9 +294,13 @@ class Compiled:
                     for _ in range(count):
                         k = next(keys)
                         leaves.append(Tensor(trace, next(it)))
+                        if n in self.donate_argnums and k[0] == "array":
+                            donated.append((tuple(k[1]), k[2]))
                     traced_args.append(_pytree.unflatten(treedef, leaves))
                 elif k[0] in ("array", "scalar"):
                     traced_args.append(Tensor(trace, next(it)))
+                    if n in self.donate_argnums and k[0] == "array":
+                        donated.append((tuple(k[1]), k[2]))
                 else:
                     traced_args.append(a)
             result = self.fn(*traced_args)
@@ -310,12 +324,24 @@ class Compiled:
             ids = [r._id for r in flat] + [t._id for p in probes
                                            for t in p[4:]]
             trace.call("end_function", ids, rloc, loc=rloc)
+            # donate_argnums: each donated array is paired with the first
+            # result left of its shape and dtype, which then stays on the
+            # workers (JAX pairs donated buffers with outputs the same way).
+            kept = [False] * len(flat)
+            for shape, dtype in donated:
+                for j, r in enumerate(flat):
+                    if (not kept[j] and tuple(r.shape) == shape and
+                            r.dtype == dtype and not r._scalar and
+                            trace.builder.mark_kept(j)):
+                        kept[j] = True
+                        break
             # A mesh or actor named like the function keeps its name; the
             # function's symbol then differs from its Python name.
             trace.name = trace.builder.function_name()
         spec = Specialization(trace, key, structure, len(argtypes),
                               [r.dtype for r in flat])
         spec.replication_probes = [p[:4] for p in probes]
+        spec.kept = tuple(kept) if any(kept) else ()
         return spec
 
     # Public API -----------------------------------------------------------
@@ -410,11 +436,23 @@ def _dump(compiled, spec):
             f.write(text)
 
 
-def compile(fn=None, *, mesh=None, on_failure=None):
+def compile(fn=None, *, mesh=None, on_failure=None, donate_argnums=()):
     """`@mc.compile`, `@mc.compile(mesh=mesh)`, or with
     `on_failure=mc.Restart(max_retries=N, checkpoint_every=K)` to restart the
     mesh's workers on a failure instead of raising (docs/executor.md,
-    "Recovery"). The default, None, fails fast with mc.ExecutionError."""
+    "Recovery"). The default, None, fails fast with mc.ExecutionError.
+
+    `donate_argnums=(0, 1)` (JAX's name): the results that take the place of
+    those arguments (the first result of each donated array's shape and
+    dtype) stay on the workers and come back as `mc.RemoteArray`s, which the
+    next call takes without a transfer (`np.asarray(r)` fetches one)."""
+    if isinstance(donate_argnums, int):
+        donate_argnums = (donate_argnums,)
+    try:
+        donate_argnums = tuple(int(i) for i in donate_argnums)
+    except (TypeError, ValueError):
+        raise TypeError("mc.compile: donate_argnums must be an int or a "
+                        f"tuple of ints, got {donate_argnums!r}") from None
     if on_failure is not None and not isinstance(on_failure, _runtime.Restart):
         hint = (" (pass an instance: mc.Restart(max_retries=N, "
                 "checkpoint_every=K))" if on_failure is _runtime.Restart
@@ -422,7 +460,7 @@ def compile(fn=None, *, mesh=None, on_failure=None):
         raise TypeError("mc.compile: on_failure must be mc.Restart(...) or "
                         f"None, got {on_failure!r}{hint}")
     if fn is None:
-        return lambda f: Compiled(f, mesh, on_failure)
+        return lambda f: Compiled(f, mesh, on_failure, donate_argnums)
     if not callable(fn):
         raise TypeError(f"mc.compile: expected a function, got {fn!r}")
-    return Compiled(fn, mesh, on_failure)
+    return Compiled(fn, mesh, on_failure, donate_argnums)

@@ -172,6 +172,65 @@ class _MeshRuntime:
         self.initialized.clear()
 
 
+class RemoteArray:
+    """A result that stayed on the workers: `@mc.compile(donate_argnums=...)`
+    returns the results paired with donated arguments as these. Pass it to
+    the next call (it is fed from where it is, no transfer), or read it with
+    `np.asarray(x)` (fetched from the workers once). It lives as long as
+    the mesh's workers (a restart or `mesh.stop()` loses it)."""
+
+    __array_priority__ = 1000
+
+    def __init__(self, runtime, controller, native):
+        self._runtime = runtime
+        self._controller = controller
+        self._native = native
+        self.shape = tuple(native.shape)
+        self.dtype = (_bfloat16("bfloat16 results")
+                      if native.dtype == "bfloat16" else np.dtype(native.dtype))
+        self._value = None
+
+    @property
+    def ndim(self):
+        return len(self.shape)
+
+    @property
+    def size(self):
+        return int(np.prod(self.shape, dtype=np.int64))
+
+    def __len__(self):
+        if not self.shape:
+            raise TypeError("len() of a 0-d RemoteArray")
+        return self.shape[0]
+
+    def _live(self):
+        return (self._runtime.controller is self._controller and
+                self._controller is not None)
+
+    def __array__(self, dtype=None, copy=None):
+        if self._value is None:
+            if not self._live():
+                raise errors.ExecutionError(
+                    "this value was kept on the workers of a mesh that has "
+                    "been stopped or restarted since; it is gone")
+            self._value = _from_host(_call(self._controller.fetch_resident,
+                                           self._native))
+        value = self._value
+        return value if dtype is None else value.astype(dtype)
+
+    def __repr__(self):
+        where = "on the workers" if self._live() else "lost"
+        return (f"RemoteArray(shape={self.shape}, dtype={self.dtype}, "
+                f"{where} of {self._runtime.name})")
+
+    def __del__(self):
+        try:
+            if self._live():
+                self._controller.release_resident(self._native)
+        except Exception:  # interpreter exit: nothing to release to
+            pass
+
+
 def _call(fn, *args):
     """Runs a native executor call; its errors become mc.ExecutionError."""
     try:
@@ -412,17 +471,49 @@ def run_compiled(compiled, specialization, inputs):
         _load(loaded)
         rt.programs[program] = loaded
     _init_state(loaded, spec)
-    args = [_to_arg(a) for a in inputs]
-    try:
-        outs = [_from_host(t) for t in _call(rt.controller.call,
-                                             loaded.program, args)]
-    finally:
-        rt.report_restarts(compiled)
+    if spec.kept or any(isinstance(a, RemoteArray) for a in inputs):
+        outs = _call_kept(rt, compiled, spec, loaded, inputs)
+    else:
+        args = [_to_arg(a) for a in inputs]
+        try:
+            outs = [_from_host(t) for t in _call(rt.controller.call,
+                                                 loaded.program, args)]
+        finally:
+            rt.report_restarts(compiled)
     if spec.replication_probes:
         n = len(spec.result_dtypes)
         check_replicated(compiled, spec.replication_probes, outs[n:])
         del outs[n:]
     return _pytree.unflatten(spec.structure, outs)
+
+
+def _call_kept(rt, compiled, spec, loaded, inputs):
+    """A call with donation: RemoteArray arguments of this mesh are fed from
+    the workers, and the results `spec.kept` marks come back as
+    RemoteArrays."""
+    ctl = rt.controller
+    args, resident = [], []
+    for i, a in enumerate(inputs):
+        if isinstance(a, RemoteArray):
+            if a._live() and a._runtime is rt:
+                name = "bfloat16" if a._native.dtype == "bfloat16" else \
+                    a._native.dtype
+                placeholder = np.empty(0, np.uint16 if name == "bfloat16"
+                                       else np.dtype(name))
+                args.append((name, list(a.shape), placeholder))
+                resident.append((i, a._native))
+                continue
+            a = np.asarray(a)
+        args.append(_to_arg(a))
+    keep = list(spec.kept) + [False] * (len(spec.result_dtypes) +
+                                        2 * len(spec.replication_probes) -
+                                        len(spec.kept))
+    try:
+        raw = _call(ctl.call_kept, loaded.program, args, resident, keep)
+    finally:
+        rt.report_restarts(compiled)
+    return [RemoteArray(rt, ctl, t) if isinstance(t, native.Resident)
+            else _from_host(t) for t in raw]
 
 
 # Largest difference between ranks, relative to the largest magnitude, that

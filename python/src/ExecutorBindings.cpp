@@ -125,6 +125,12 @@ nb::object toNumpy(HostTensor &&h) {
   return nb::cast(array, nb::rv_policy::reference);
 }
 
+/// A value kept on the workers (`@mc.compile(donate_argnums=...)`): the
+/// controller's HostTensor with `resident` set.
+struct PyResident {
+  HostTensor value;
+};
+
 /// mc.debug_print lines from the controller's threads, printed by the
 /// Python thread that made the call (so that a notebook shows them in the
 /// cell that ran it).
@@ -211,6 +217,10 @@ void bindExecutor(nb::module_ &m) {
       "`program` -> (.mcplan bytes, cache hit, where the compile time went "
       "as `monarch-compile -v` prints it).");
 
+  nb::class_<PyResident>(m, "Resident")
+      .def_prop_ro("dtype", [](const PyResident &r) { return r.value.dtype; })
+      .def_prop_ro("shape", [](const PyResident &r) { return r.value.shape; });
+
   nb::class_<PyController>(m, "Controller")
       .def_static(
           "start",
@@ -280,6 +290,72 @@ void bindExecutor(nb::module_ &m) {
              for (HostTensor &h : check(std::move(out)))
                results.push_back(toNumpy(std::move(h)));
              return results;
+           })
+      .def(
+          "call_kept",
+          [](PyController &self, const std::string &program,
+             const std::vector<InTensor> &args,
+             const std::vector<std::pair<int, const PyResident *>> &resident,
+             const std::vector<bool> &keep) {
+            std::vector<HostTensor> in;
+            in.reserve(args.size());
+            for (const InTensor &a : args)
+              in.push_back(toHost(a));
+            for (auto &[index, r] : resident)
+              if (index >= 0 && index < static_cast<int>(in.size()) && r)
+                in[index] = r->value;
+            Controller &c = self.get();
+            StatusOr<std::vector<HostTensor>> out =
+                Status(StatusCode::Internal, "not run");
+            bool interrupted = false;
+            {
+              monarch::python::InterruptScope scope(c, program + "()");
+              nb::gil_scoped_release release;
+              out = c.call(program, in, keep);
+              for (HostTensor &h : in)
+                if (!h.resident)
+                  recycleBytes(std::move(h.data));
+              interrupted = scope.interrupted();
+            }
+            self.prints->flush();
+            raiseIfInterrupted(interrupted);
+            std::vector<nb::object> results;
+            for (HostTensor &h : check(std::move(out))) {
+              if (h.resident)
+                results.push_back(nb::cast(new PyResident{std::move(h)},
+                                           nb::rv_policy::take_ownership));
+              else
+                results.push_back(toNumpy(std::move(h)));
+            }
+            return results;
+          },
+          "call() whose results keep[i] stay on the workers (returned as "
+          "Resident); `resident` gives (argument index, Resident) pairs fed "
+          "from the workers.")
+      .def("fetch_resident",
+           [](PyController &self, const PyResident &r) {
+             Controller &c = self.get();
+             StatusOr<HostTensor> v = Status(StatusCode::Internal, "not read");
+             {
+               nb::gil_scoped_release release;
+               v = c.fetchResident(r.value);
+             }
+             return toNumpy(check(std::move(v)));
+           })
+      .def("resident_stats",
+           [](PyController &self) {
+             Controller::ResidentStats st = self.get().residentStats();
+             nb::dict d;
+             d["kept"] = st.kept;
+             d["fed_in_place"] = st.fedInPlace;
+             d["fetched_to_feed"] = st.fetchedToFeed;
+             d["released"] = st.released;
+             return d;
+           })
+      .def("release_resident",
+           [](PyController &self, const PyResident &r) {
+             if (self.running())
+               self.get().releaseResident(r.value);
            })
       .def("programs", [](PyController &self) { return self.get().programs(); })
       .def("state_ranks",

@@ -377,6 +377,8 @@ NB_MODULE(_monarch_native, m) {
           "state_set",
           [](TraceBuilder &t, const std::string &name, int64_t v,
              const Loc &loc) { check(t.stateSet(name, Value{v}, toLoc(loc))); })
+      .def("mark_kept",
+           [](TraceBuilder &t, int64_t index) { return t.markKept(index); })
       .def("debug_print",
            [](TraceBuilder &t, const std::string &format,
               const std::vector<int64_t> &values, const Loc &loc) {

@@ -463,6 +463,8 @@ private:
         if (offsets)
           in.io.offsets.assign(offsets.asArrayRef().begin(),
                                offsets.asArrayRef().end());
+        if (!feed)
+          in.io.keepOnly = cast<FetchBufferOp>(op).getKeepOnly();
       } else if (auto state = dyn_cast<StateBufferOp>(op)) {
         in.kind = InstrKind::StateBuffer;
         FailureOr<Buffer> b = toBuffer(&op, state.getBuffer());

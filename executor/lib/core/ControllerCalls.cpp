@@ -17,6 +17,7 @@
 #include <algorithm>
 #include <climits>
 #include <cstring>
+#include <deque>
 
 namespace pm = monarch::plan;
 
@@ -319,8 +320,14 @@ Controller::loadPlanOnce(const std::string &planBytes) {
       for (const pm::RankProgram &program : step.programs)
         for (const pm::Instruction &in : program.instructions) {
           bool feed = in.kind == pm::InstrKind::FeedBuffer;
+          if (!feed && in.kind == pm::InstrKind::FetchBuffer &&
+              in.io.index >= 0 &&
+              in.io.index < static_cast<int64_t>(step.outputs.size()))
+            sig.fetchPieces[static_cast<int>(in.io.index)][static_cast<int>(
+                program.rank)] = {static_cast<int>(program.rank), in.io.offsets,
+                                  in.io.buffer.shape};
           if ((!feed && in.kind != pm::InstrKind::FetchBuffer) ||
-              in.io.offsets.empty())
+              in.io.offsets.empty() || in.io.keepOnly)
             continue;
           const std::vector<pm::ValueType> &values =
               feed ? step.inputs : step.outputs;
@@ -517,6 +524,80 @@ StatusOr<HostTensor> Controller::getActorStateOnce(const std::string &key,
   return fromWire(std::move(gather->replies[rank]));
 }
 
+StatusOr<HostTensor> Controller::fetchResident(const HostTensor &value) {
+  Impl &s = *impl_;
+  if (!value.resident)
+    return value;
+  std::lock_guard<std::recursive_mutex> call(s.callMutex);
+  if (Status h = health(); !h)
+    return h;
+  const ResidentValue &where = *value.resident;
+  if (where.generation != s.generationStore->generation())
+    return Status(StatusCode::NotFound,
+                  "a value kept on the workers (donate_argnums) was lost "
+                  "when the job restarted");
+  // One rank per distinct piece: a replicated value is read from one.
+  std::vector<int> ranks;
+  std::vector<PlanSignature::Shard> shards;
+  for (auto &[r, piece] : where.pieces) {
+    std::vector<int64_t> offsets = piece.offsets;
+    if (offsets.empty())
+      offsets.assign(value.shape.size(), 0);
+    bool seen = false;
+    for (const PlanSignature::Shard &shard : shards)
+      seen |= shard.offsets == offsets && shard.shape == piece.shape;
+    if (seen)
+      continue;
+    ranks.push_back(r);
+    shards.push_back({r, offsets, piece.shape});
+  }
+  auto gather =
+      std::make_shared<Gather<std::vector<std::string>>>(s.options.worldSize);
+  std::string token = s.token;
+  std::vector<int64_t> slots{where.slot};
+  Status status = callAll<std::vector<std::string>>(
+      s, ranks, gather, "readSlots", {"", -1}, s.options.startTimeout,
+      [token, slots](int, WorkerConnection &conn,
+                     std::vector<std::string> &reply) {
+        conn.client().readSlots(reply, token, slots);
+      },
+      [](const Status &st) {
+        return st.code() != StatusCode::InvalidArgument &&
+               st.code() != StatusCode::NotFound;
+      });
+  if (!status)
+    return status;
+  HostTensor whole;
+  whole.dtype = value.dtype;
+  whole.shape = value.shape;
+  whole.data.assign(static_cast<size_t>(whole.numElements()) *
+                        elementBytes(value.dtype),
+                    '\0');
+  for (const PlanSignature::Shard &shard : shards) {
+    if (!gather->statuses[shard.rank])
+      return gather->statuses[shard.rank];
+    std::vector<std::string> &reply = gather->replies[shard.rank];
+    if (reply.size() != 1)
+      return Status(StatusCode::Internal, "rank " + std::to_string(shard.rank) +
+                                              " returned no resident value");
+    if (Status st = placeShard(whole, shard, reply[0]); !st)
+      return st.withContext("a value kept on the workers");
+  }
+  return whole;
+}
+
+Controller::ResidentStats Controller::residentStats() const {
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  return impl_->residentStats;
+}
+
+void Controller::releaseResident(const HostTensor &value) {
+  if (!value.resident)
+    return;
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  impl_->residentReleases.push_back(value.resident->slot);
+}
+
 StatusOr<Controller::Checkpoint> Controller::checkpointOnce() {
   Impl &s = *impl_;
   std::lock_guard<std::recursive_mutex> call(s.callMutex);
@@ -556,8 +637,8 @@ StatusOr<Controller::Checkpoint> Controller::checkpointOnce() {
 
 StatusOr<std::vector<HostTensor>>
 Controller::runStepOnce(const std::string &plan,
-                        const std::vector<const HostTensor *> &inputs,
-                        int64_t &step) {
+                        const std::vector<const HostTensor *> &givenInputs,
+                        int64_t &step, const std::set<int> *keeps) {
   Impl &s = *impl_;
   std::lock_guard<std::recursive_mutex> call(s.callMutex);
   if (Status h = health(); !h)
@@ -572,10 +653,58 @@ Controller::runStepOnce(const std::string &plan,
     if (auto it = s.planInputs.find(plan); it != s.planInputs.end())
       expected = std::max(expected, it->second);
   }
-  if (inputs.size() != expected)
+  if (givenInputs.size() != expected)
     return Status(StatusCode::InvalidArgument,
                   "plan '" + plan + "' takes " + std::to_string(expected) +
-                      " inputs, got " + std::to_string(inputs.size()));
+                      " inputs, got " + std::to_string(givenInputs.size()));
+  // A resident input is fed from where it is when every rank reading it
+  // holds exactly the piece it reads; otherwise its whole value is fetched
+  // first and sent as any other input.
+  std::vector<const HostTensor *> inputs = givenInputs;
+  std::deque<HostTensor> materialized;
+  int generation = s.generationStore->generation();
+  auto feedsInPlace = [&](int index, const ResidentValue &value) {
+    if (value.generation != generation)
+      return false;
+    auto readers = sig->feedRanks.find(index);
+    if (readers == sig->feedRanks.end())
+      return true;
+    const std::vector<int64_t> &whole = inputs[index]->shape;
+    for (int r : readers->second) {
+      auto piece = value.pieces.find(r);
+      if (piece == value.pieces.end())
+        return false;
+      std::vector<int64_t> offsets(whole.size(), 0), shape = whole;
+      if (auto it = sig->feedShards.find(index); it != sig->feedShards.end())
+        if (auto mine = it->second.find(r); mine != it->second.end()) {
+          offsets = mine->second.offsets;
+          shape = mine->second.shape;
+        }
+      std::vector<int64_t> held = piece->second.offsets;
+      if (held.empty())
+        held.assign(whole.size(), 0);
+      if (held != offsets || piece->second.shape != shape)
+        return false;
+    }
+    return true;
+  };
+  std::set<int> inPlace;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (!inputs[i] || !inputs[i]->resident)
+      continue;
+    if (feedsInPlace(static_cast<int>(i), *inputs[i]->resident)) {
+      inPlace.insert(static_cast<int>(i));
+      continue;
+    }
+    auto whole = fetchResident(*inputs[i]);
+    if (!whole.isOk())
+      return whole.status().withContext("input " + std::to_string(i) +
+                                        " of plan '" + plan + "'");
+    materialized.push_back(std::move(whole).value());
+    inputs[i] = &materialized.back();
+    std::lock_guard<std::mutex> lock(s.mutex);
+    ++s.residentStats.fetchedToFeed;
+  }
   for (auto &[index, type] : sig->feeds) {
     const HostTensor &in = *inputs[index];
     if (in.dtype != type.first || in.shape != type.second)
@@ -584,7 +713,7 @@ Controller::runStepOnce(const std::string &plan,
                         "' must be " + shapeText(type.first, type.second) +
                         ", got " + in.describe());
     // No size helper for every dtype here: the worker checks bytes exactly.
-    if (in.data.empty() && in.numElements() != 0)
+    if (in.data.empty() && in.numElements() != 0 && !inPlace.count(index))
       return Status(StatusCode::InvalidArgument,
                     "input " + std::to_string(index) + " has no data");
   }
@@ -595,11 +724,43 @@ Controller::runStepOnce(const std::string &plan,
     step = s.nextStep[plan]++;
   }
   std::vector<int64_t> bytes(n, 0);
+  std::vector<int64_t> releases;
+  {
+    std::lock_guard<std::mutex> lock(s.mutex);
+    releases.swap(s.residentReleases);
+    s.residentStats.released += static_cast<int64_t>(releases.size());
+    s.residentStats.fedInPlace += static_cast<int64_t>(inPlace.size());
+  }
   for (int r = 0; r < n; ++r) {
     requests[r].token = s.token;
     requests[r].plan = plan;
     requests[r].step = step;
+    requests[r].releases = releases;
   }
+  // Outputs kept resident: each rank holding a copy keeps it as a new slot.
+  std::map<int, std::shared_ptr<ResidentValue>> keptOutputs;
+  if (keeps)
+    for (int index : *keeps) {
+      auto pieces = sig->fetchPieces.find(index);
+      if (pieces == sig->fetchPieces.end() || pieces->second.empty())
+        continue;
+      auto value = std::make_shared<ResidentValue>();
+      {
+        std::lock_guard<std::mutex> lock(s.mutex);
+        value->slot = s.nextResidentSlot++;
+      }
+      value->generation = generation;
+      for (auto &[r, shard] : pieces->second) {
+        value->pieces[r] = {shard.offsets, shard.shape};
+        control::Keep keep;
+        keep.index = index;
+        keep.slot = value->slot;
+        requests[r].keeps.push_back(keep);
+      }
+      keptOutputs[index] = std::move(value);
+      std::lock_guard<std::mutex> lock(s.mutex);
+      ++s.residentStats.kept;
+    }
   // Ranks fed a shard get only that piece of the input.
   std::map<std::pair<int, int>, std::string> shards;
   for (auto &[index, ranks] : sig->feedRanks)
@@ -608,6 +769,11 @@ Controller::runStepOnce(const std::string &plan,
       feed.index = index;
       feed.tensor.dtype = inputs[index]->dtype;
       feed.tensor.shape = inputs[index]->shape;
+      if (inPlace.count(index)) {
+        feed.slot = inputs[index]->resident->slot;
+        requests[r].feeds.push_back(std::move(feed));
+        continue;
+      }
       if (auto it = sig->feedShards.find(index); it != sig->feedShards.end())
         if (auto piece = it->second.find(r); piece != it->second.end()) {
           auto cut = cutShard(*inputs[index], piece->second);
@@ -689,7 +855,15 @@ Controller::runStepOnce(const std::string &plan,
   int64_t endUs = TraceWriter::nowUs();
 
   std::vector<HostTensor> outputs(sig->fetches.size());
+  for (auto &[index, value] : keptOutputs) {
+    const auto &[dtype, shape] = sig->fetches.at(index);
+    outputs[index].dtype = dtype;
+    outputs[index].shape = shape;
+    outputs[index].resident = std::move(value);
+  }
   for (auto &[index, shards] : sig->fetchShards) {
+    if (keptOutputs.count(index))
+      continue;
     const auto &[dtype, shape] = sig->fetches.at(index);
     HostTensor &whole = outputs[index];
     whole.dtype = dtype;
@@ -715,6 +889,8 @@ Controller::runStepOnce(const std::string &plan,
     }
   }
   for (auto &[index, rank] : sig->fetchRank) { // not the sharded ones
+    if (keptOutputs.count(index))
+      continue;
     bool found = false;
     for (control::Fetch &fetch : gather->replies[rank].fetches)
       if (fetch.index == index) {

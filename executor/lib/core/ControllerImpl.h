@@ -168,6 +168,11 @@ struct Controller::Impl {
   bool stopped = false;
   std::thread monitor;
   std::thread teardown;
+  /// Resident values (kept fetches): the next slot id, and the slots the
+  /// caller released, sent to the workers with the next step (under mutex).
+  int64_t nextResidentSlot = 0;
+  std::vector<int64_t> residentReleases;
+  ResidentStats residentStats;
   /// Forwarded worker log lines, folded across ranks before they reach
   /// spdlog (without options.logSink); flushed by the monitor.
   std::unique_ptr<LogFolder> logFolder;

@@ -77,6 +77,12 @@ std::vector<std::string> Controller::programs() const {
 
 StatusOr<std::vector<HostTensor>>
 Controller::call(const std::string &name, const std::vector<HostTensor> &args) {
+  return call(name, args, {});
+}
+
+StatusOr<std::vector<HostTensor>>
+Controller::call(const std::string &name, const std::vector<HostTensor> &args,
+                 const std::vector<bool> &keep) {
   Impl &s = *impl_;
   std::lock_guard<std::recursive_mutex> callLock(s.callMutex);
   Impl::LoadedProgram loaded;
@@ -143,6 +149,19 @@ Controller::call(const std::string &name, const std::vector<HostTensor> &args) {
     return Status(StatusCode::InvalidArgument, "unknown value kind");
   };
 
+  // Results that stay on the workers: the fetches they come from, by plan
+  // (not with a restart policy, which would lose them).
+  std::map<int, std::set<int>> keeps;
+  if (!s.policy.enabled())
+    for (size_t i = 0; i < keep.size() && i < program.results.size(); ++i) {
+      const pm::ValueRef &ref = program.results[i];
+      if (!keep[i] || ref.kind != pm::ValueKind::Fetched || ref.index < 0 ||
+          ref.index >= static_cast<int>(program.steps.size()))
+        continue;
+      const pm::ControlStep &fetch = program.steps[ref.index];
+      if (fetch.kind == pm::ControlStepKind::FetchOutput)
+        keeps[fetch.plan].insert(static_cast<int>(fetch.index));
+    }
   std::map<int, std::map<int, const HostTensor *>> feeds; // plan -> input
   std::map<int, std::vector<HostTensor> *> outputs;       // plan -> last
   auto planAt = [&](int32_t p) -> const pm::StepPlan * {
@@ -164,7 +183,10 @@ Controller::call(const std::string &name, const std::vector<HostTensor> &args) {
                               " of plan '" + plan->symbol + "' was never fed");
           inputs[i] = it->second;
         }
-        auto result = runStepRefs(plan->symbol, inputs);
+        auto keepHere = keeps.find(p);
+        auto result =
+            runStepRefs(plan->symbol, inputs,
+                        keepHere == keeps.end() ? nullptr : &keepHere->second);
         if (!result.isOk())
           return result.status();
         kept.push_back(std::move(result).value());

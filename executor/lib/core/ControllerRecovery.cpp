@@ -66,12 +66,13 @@ Controller::runStep(const std::string &plan,
 
 StatusOr<std::vector<HostTensor>>
 Controller::runStepRefs(const std::string &plan,
-                        const std::vector<const HostTensor *> &inputs) {
+                        const std::vector<const HostTensor *> &inputs,
+                        const std::set<int> *keeps) {
   // A retry runs under the same step number (faults injected at step k
   // repeat; the trace shows one step).
   int64_t step = -1;
   return withRecovery([&] {
-    auto outputs = runStepOnce(plan, inputs, step);
+    auto outputs = runStepOnce(plan, inputs, step, keeps);
     if (outputs.isOk())
       noteStep(plan, inputs, step);
     return outputs;

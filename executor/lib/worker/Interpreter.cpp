@@ -100,6 +100,8 @@ struct Interpreter::Impl {
   std::vector<StateRegion> stateRegions;
   /// Lines of the step's print instructions (the issuing thread's).
   std::vector<std::string> prints;
+  /// Fetch indices the step keeps resident (setKeeps).
+  std::vector<int> keeps;
 
   /// Where a buffer's bytes are: in actor state, or in the arena (a
   /// device address for device plans, whose state is in the arena).
@@ -577,12 +579,16 @@ struct Interpreter::Impl {
       return Status::ok();
     }
     case OpKind::Fetch: {
+      bool kept =
+          std::find(keeps.begin(), keeps.end(), instr.index) != keeps.end();
+      if (instr.keepOnly && !kept)
+        return Status::ok();
       FetchResult &out = fetches.emplace_back();
       out.index = instr.index;
       int64_t bytes = instr.buffer.bytes();
       int64_t at = fetchArea ? (fetchArea->next + 63) / 64 * 64 : 0;
       char *dst;
-      if (fetchArea && bytes >= fetchArea->minBytes &&
+      if (!kept && fetchArea && bytes >= fetchArea->minBytes &&
           at + bytes <= fetchArea->end) {
         dst = fetchArea->area->data() + at;
         out.area = fetchArea->area;
@@ -975,6 +981,10 @@ void Interpreter::writeKernelProfile() const { impl_->writeKernelProfile(); }
 
 std::vector<std::string> Interpreter::takePrints() {
   return std::move(impl_->prints);
+}
+
+void Interpreter::setKeeps(std::vector<int> indices) {
+  impl_->keeps = std::move(indices);
 }
 
 StepFailure Interpreter::runStep(int64_t step,

@@ -302,6 +302,7 @@ loadRankPrograms(const std::string &planBytes, int worldRank, int worldSize) {
             in.kind == pm::InstrKind::FeedBuffer ? OpKind::Feed : OpKind::Fetch;
         instr.index = static_cast<int>(in.io.index);
         instr.buffer = buffer(in.io.buffer);
+        instr.keepOnly = in.io.keepOnly;
         break;
       case pm::InstrKind::StateBuffer:
         instr.kind = OpKind::State;

@@ -9,6 +9,8 @@
 #include "WorkerState.h"
 #include "monarch/Support/Knobs.h"
 
+#include <algorithm>
+
 #include "monarch/Executor/Device.h"
 
 using namespace monarch::executor;
@@ -55,7 +57,8 @@ public:
           w_.stateTypes[in.stateKey] = {in.buffer.numpy, in.buffer.shape};
           continue;
         }
-        if (in.kind != OpKind::Feed && in.kind != OpKind::Fetch)
+        if ((in.kind != OpKind::Feed && in.kind != OpKind::Fetch) ||
+            in.keepOnly)
           continue;
         control::BufferSpec spec;
         spec.index = in.index;
@@ -175,8 +178,31 @@ public:
                                std::to_string(fetchArea.next) +
                                " is outside the area"));
     }
+    std::vector<std::shared_ptr<const std::string>> residentFeeds;
+    {
+      std::lock_guard<std::mutex> lock(w_.slotsMutex);
+      for (int64_t slot : request.releases)
+        w_.slots.erase(slot);
+    }
     std::map<int, std::string_view> feeds;
     for (const control::Feed &feed : request.feeds) {
+      if (feed.slot >= 0) {
+        std::shared_ptr<const std::string> value;
+        {
+          std::lock_guard<std::mutex> lock(w_.slotsMutex);
+          if (auto it = w_.slots.find(feed.slot); it != w_.slots.end())
+            value = it->second;
+        }
+        if (!value)
+          throwStatus(Status(StatusCode::NotFound,
+                             "runStep: feed " + std::to_string(feed.index) +
+                                 " names resident value " +
+                                 std::to_string(feed.slot) +
+                                 ", which this worker does not hold"));
+        feeds[feed.index] = *value;
+        residentFeeds.push_back(std::move(value));
+        continue;
+      }
       if (feed.stagingOffset < 0) {
         feeds[feed.index] = feed.tensor.data;
         continue;
@@ -197,6 +223,10 @@ public:
     }
     std::vector<FetchResult> fetches;
     std::vector<TraceRecord> trace;
+    std::vector<int> keepIndices;
+    for (const control::Keep &keep : request.keeps)
+      keepIndices.push_back(keep.index);
+    plan->interpreter->setKeeps(keepIndices);
     int64_t start = nowUs();
     StepFailure failure = plan->interpreter->runStep(
         request.step, feeds, area ? &fetchArea : nullptr, fetches, trace);
@@ -229,6 +259,20 @@ public:
     reply.elapsedUs = nowUs() - start;
     reply.prints = std::move(prints);
     const RankProgram &p = plan->interpreter->program();
+    // Kept fetches become resident values instead of replies.
+    if (!request.keeps.empty()) {
+      std::lock_guard<std::mutex> lock(w_.slotsMutex);
+      for (const control::Keep &keep : request.keeps)
+        for (FetchResult &result : fetches)
+          if (result.index == keep.index && !result.area)
+            w_.slots[keep.slot] =
+                std::make_shared<const std::string>(std::move(result.bytes));
+      std::erase_if(fetches, [&](const FetchResult &result) {
+        return std::any_of(
+            request.keeps.begin(), request.keeps.end(),
+            [&](const control::Keep &k) { return k.index == result.index; });
+      });
+    }
     for (const FetchResult &result : fetches) {
       control::Fetch fetch;
       fetch.index = result.index;
@@ -294,6 +338,20 @@ public:
     Status st = w_.states->write(key, value.data);
     if (!st)
       throwStatus(st);
+  }
+
+  void readSlots(std::vector<std::string> &reply, const std::string &token,
+                 const std::vector<int64_t> &slots) override {
+    requireToken(w_.token, token, "readSlots");
+    std::lock_guard<std::mutex> lock(w_.slotsMutex);
+    for (int64_t slot : slots) {
+      auto it = w_.slots.find(slot);
+      if (it == w_.slots.end())
+        throwStatus(Status(StatusCode::NotFound,
+                           "readSlots: this worker holds no resident value " +
+                               std::to_string(slot)));
+      reply.push_back(*it->second);
+    }
   }
 
   void getState(control::Tensor &reply, const std::string &token,

@@ -146,6 +146,11 @@ public:
   std::shared_ptr<ActorStates> states = std::make_shared<ActorStates>();
   std::map<std::string, std::pair<std::string, std::vector<int64_t>>>
       stateTypes;
+  /// Resident values (fetches kept by earlier steps: donation), by the
+  /// controller's slot id. Shared pointers: a step feeding from a slot
+  /// holds it while another request may release it.
+  std::mutex slotsMutex;
+  std::map<int64_t, std::shared_ptr<const std::string>> slots;
 
   void requestExit(int code, const std::string &why);
   /// Handlers wait here: the controller may call us as soon as it has

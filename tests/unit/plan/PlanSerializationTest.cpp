@@ -366,3 +366,20 @@ TEST(PlanPrinter, PrintsATablePerRank) {
 }
 
 } // namespace
+
+// A rank's copy of an output kept resident (donation): round trips, is
+// printed as such, and is not a second whole fetch of the output.
+TEST(PlanSerialization, KeepOnlyFetchesRoundTrip) {
+  ExecutionPlan plan = samplePlan();
+  Instruction copy = plan.plans[0].programs[1].instructions.back();
+  ASSERT_EQ(copy.kind, InstrKind::FetchBuffer);
+  plan.plans[0].programs[1].instructions.back().io.keepOnly = true;
+  ASSERT_TRUE(validatePlan(plan).isOk()) << validatePlan(plan).toString();
+  StatusOr<ExecutionPlan> back = deserializePlan(serialized(plan));
+  ASSERT_TRUE(back.isOk()) << back.status().toString();
+  EXPECT_TRUE(*back == plan);
+  EXPECT_TRUE(back->plans[0].programs[1].instructions.back().io.keepOnly);
+  EXPECT_FALSE(back->plans[0].programs[0].instructions.back().io.keepOnly);
+  std::string text = planToString(plan);
+  EXPECT_NE(text.find("-> output 0 keep_only"), std::string::npos) << text;
+}

@@ -27,17 +27,34 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
 namespace monarch::executor {
 
+/// A value that stays on the workers between calls (a kept fetch:
+/// `@mc.compile(donate_argnums=...)`): resident value `slot` of the ranks
+/// in `pieces`, each holding the piece of the whole value at `offsets`
+/// (empty: all of it).
+struct ResidentValue {
+  int64_t slot = -1;
+  /// The job's generation it was made in (a restart loses it).
+  int generation = 0;
+  struct Piece {
+    std::vector<int64_t> offsets, shape;
+  };
+  std::map<int, Piece> pieces;
+};
+
 /// A dense row-major tensor in host memory; dtype uses numpy's names
-/// ("float32", "int32", ...).
+/// ("float32", "int32", ...). With `resident` set the value is on the
+/// workers instead and `data` is empty.
 struct HostTensor {
   std::string dtype;
   std::vector<int64_t> shape;
   std::string data;
+  std::shared_ptr<const ResidentValue> resident;
 
   int64_t numElements() const;
   /// "float32[2, 4]".
@@ -153,6 +170,9 @@ struct PlanSignature {
     std::vector<int64_t> offsets, shape;
   };
   std::map<int, std::vector<Shard>> fetchShards;
+  /// Every rank's copy of each fetch (keep_only ones included), by rank:
+  /// where a kept output stays resident.
+  std::map<int, std::map<int, Shard>> fetchPieces;
   /// Feeds some ranks take only a shard of (`feed_buffer ... at offsets`):
   /// per feed index, rank -> its piece, which runStep cuts out of the input
   /// and sends to that rank alone; `feeds` holds the whole input's type.
@@ -185,6 +205,26 @@ public:
   /// Returns the program's results.
   StatusOr<std::vector<HostTensor>> call(const std::string &program,
                                          const std::vector<HostTensor> &args);
+  /// call() whose results `keep[i]` stay on the workers when they can (an
+  /// output fetched from a plan: HostTensor::resident set, no data); an
+  /// argument may be such a value, fed from where it is when its layout is
+  /// the feed's (else it is fetched and sent). Without recovery only: with a
+  /// restart policy every result is returned (a restart loses resident
+  /// values).
+  StatusOr<std::vector<HostTensor>> call(const std::string &program,
+                                         const std::vector<HostTensor> &args,
+                                         const std::vector<bool> &keep);
+  /// The whole value of a resident result, read from its ranks.
+  StatusOr<HostTensor> fetchResident(const HostTensor &value);
+  /// The workers may drop resident value `value` (sent with the next step).
+  void releaseResident(const HostTensor &value);
+  /// Counts since start: outputs kept on the workers, resident inputs fed
+  /// where they were, resident inputs fetched to be sent (their layout was
+  /// not the feed's), and releases sent.
+  struct ResidentStats {
+    int64_t kept = 0, fedInPlace = 0, fetchedToFeed = 0, released = 0;
+  };
+  ResidentStats residentStats() const;
   /// Names of the controller programs loaded so far.
   std::vector<std::string> programs() const;
 
@@ -243,14 +283,17 @@ private:
   // One attempt of each call, without recovery (ControllerCalls.cpp).
   StatusOr<std::vector<std::string>> loadPlanOnce(const std::string &bytes);
   /// `step` < 0 takes the plan's next step number and stores it there.
+  /// `keeps`: fetch indices that stay resident (returned with `resident`).
   StatusOr<std::vector<HostTensor>>
   runStepOnce(const std::string &plan,
-              const std::vector<const HostTensor *> &inputs, int64_t &step);
+              const std::vector<const HostTensor *> &inputs, int64_t &step,
+              const std::set<int> *keeps = nullptr);
   /// runStep over borrowed inputs: controller programs pass their values
   /// without copying them.
   StatusOr<std::vector<HostTensor>>
   runStepRefs(const std::string &plan,
-              const std::vector<const HostTensor *> &inputs);
+              const std::vector<const HostTensor *> &inputs,
+              const std::set<int> *keeps = nullptr);
   Status setActorStateOnce(const std::string &key, const HostTensor &value,
                            int rank);
   StatusOr<HostTensor> getActorStateOnce(const std::string &key, int rank);

@@ -160,6 +160,12 @@ public:
   /// the failure are kept too.
   std::vector<std::string> takePrints();
 
+  /// The fetch indices the next step keeps as resident values: their
+  /// fetches (keep_only ones included) are written to FetchResult::bytes,
+  /// never to the staging area; keep_only fetches of other indices are
+  /// skipped.
+  void setKeeps(std::vector<int> indices);
+
   /// Fails the running step and every later one; aborts the communicators.
   void abort(const std::string &reason);
 

@@ -68,6 +68,9 @@ struct Instruction {
 
   /// Feed/fetch index.
   int index = -1;
+  /// Fetch held for a resident output only (fetch_buffer ... keep_only):
+  /// done when the step keeps that output, never returned.
+  bool keepOnly = false;
   /// Feed/fetch/state buffer, send/recv buffer, collective input.
   BufferRef buffer;
   /// Collective output.

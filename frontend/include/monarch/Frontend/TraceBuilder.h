@@ -204,6 +204,11 @@ public:
   /// the function gets a fresh symbol (`<name>_fn`).
   std::string functionName() const;
   /// Ends the function; results living on a mesh are fetched.
+  /// After endFunction: result `index` of the function may stay resident on
+  /// the workers (`@mc.compile(donate_argnums=...)`): its fetch is marked
+  /// `monarch.keep`. False when that result is not fetched from a mesh (a
+  /// controller value, an argument returned as it is).
+  bool markKept(int64_t index);
   Status endFunction(const std::vector<Value> &results,
                      SourceLoc loc = SourceLoc::current());
 

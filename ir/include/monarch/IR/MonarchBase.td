@@ -71,6 +71,13 @@ def Monarch_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral getPeakBytesAttrName() {
       return ::llvm::StringLiteral("monarch.peak_bytes");
     }
+    /// A value that may stay resident on the workers between calls
+    /// (`@mc.compile(donate_argnums=...)`): a unit attribute on the
+    /// `monarch.fetch` of a returned value (set by the tracer) and on the
+    /// worker program's result it becomes (monarch-split-control-data).
+    static constexpr ::llvm::StringLiteral getKeepAttrName() {
+      return ::llvm::StringLiteral("monarch.keep");
+    }
   }];
 }
 

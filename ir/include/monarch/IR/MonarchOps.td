@@ -904,22 +904,29 @@ def Monarch_FetchBufferOp : Monarch_PlanInstrOp<"fetch_buffer"> {
     controller assembles the output from the shards the ranks return (a
     split result is never gathered onto one rank to be fetched).
 
+    With `keep_only` the rank does not return the buffer: it holds this
+    rank's copy of an output that may stay resident on the workers
+    (`@mc.compile(donate_argnums=...)`), kept only when the step's request
+    asks for it (another rank returns the output otherwise).
+
     ```mlir
     monarch.fetch_buffer 0 from #monarch.buf<64, tensor<4xf32>>
     monarch.fetch_buffer 1 from #monarch.buf<0, tensor<2x8xf32>> at [2, 0]
+    monarch.fetch_buffer 2 from #monarch.buf<128, tensor<4xf32>> keep_only
     ```
   }];
   let arguments = (ins Monarch_NonNegI64:$index, Monarch_BufferAttr:$buffer,
-                       OptionalAttr<DenseI64ArrayAttr>:$offsets);
+                       OptionalAttr<DenseI64ArrayAttr>:$offsets,
+                       UnitAttr:$keep_only);
   let builders = [
     // The whole output.
     OpBuilder<(ins "uint64_t":$index, "::monarch::BufferAttr":$buffer), [{
       build($_builder, $_state, $_builder.getI64IntegerAttr(index), buffer,
-            ::mlir::DenseI64ArrayAttr());
+            ::mlir::DenseI64ArrayAttr(), ::mlir::UnitAttr());
     }]>
   ];
   let assemblyFormat =
-      "$index `from` custom<Buffer>($buffer) (`at` $offsets^)? attr-dict";
+      "$index `from` custom<Buffer>($buffer) (`at` $offsets^)? (`keep_only` $keep_only^)? attr-dict";
 }
 
 def Monarch_StateBufferOp : Monarch_PlanInstrOp<"state_buffer", [

@@ -186,6 +186,8 @@ struct IOInstr {
   int64_t index = 0;
   Buffer buffer;
   std::vector<int64_t> offsets;
+  /// fetch_buffer: held for a resident output only, never returned.
+  bool keepOnly = false;
   bool operator==(const IOInstr &) const = default;
 };
 

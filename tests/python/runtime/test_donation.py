@@ -1,0 +1,151 @@
+"""@mc.compile(donate_argnums=...) (issue 35 item 5): results paired with
+donated arguments stay on the workers as mc.RemoteArray, the next call is
+fed from where they are (no transfer), and the numbers are those of the
+same program without donation (and of numpy)."""
+
+import numpy as np
+import pytest
+
+from _procs import require_workers  # noqa: E402
+
+require_workers()
+
+import monarch_compile as mc  # noqa: E402
+from monarch_compile import _runtime  # noqa: E402
+
+
+def stats(mesh):
+    mesh.start() if hasattr(mesh, "start") else _runtime.start_mesh(mesh)
+    return _runtime.controller_of(mesh).resident_stats()
+
+
+def sgd(mesh, donate, shard_w=False):
+    @mc.compile(mesh=mesh, donate_argnums=donate)
+    def step(w, b, x, t):
+        x = mc.shard(x, gpus=0)
+        if shard_w:
+            w = mc.shard(w, gpus=0)
+
+        def loss_fn(w, b):
+            return ((mc.relu(x @ w) + b - t) ** 2).mean()
+
+        loss, (gw, gb) = mc.value_and_grad(loss_fn, argnums=(0, 1))(w, b)
+        w2 = w - 0.1 * gw
+        if shard_w:
+            w2 = mc.shard(w2, gpus=0)
+        return {"w": w2, "b": b - 0.1 * gb}, loss
+    return step
+
+
+def data():
+    rng = np.random.default_rng(3)
+    w = rng.standard_normal((8, 4)).astype(np.float32)
+    b = rng.standard_normal(4).astype(np.float32)
+    x = rng.standard_normal((6, 8)).astype(np.float32)
+    t = rng.standard_normal((6, 4)).astype(np.float32)
+    return w, b, x, t
+
+
+def numpy_sgd(w, b, x, t, steps):
+    losses = []
+    for _ in range(steps):
+        h0 = x @ w
+        y = np.maximum(h0, 0) + b
+        d = (y - t) * (2.0 / t.size)
+        losses.append(((y - t) ** 2).mean())
+        gw = x.T @ (d * (h0 > 0))
+        gb = d.sum(axis=0)
+        w, b = w - 0.1 * gw, b - 0.1 * gb
+    return w, b, losses
+
+
+@pytest.mark.parametrize("shard_w", [False, True])
+def test_donated_parameters_stay_on_the_workers(meshes, shard_w):
+    mesh = meshes(hosts=1, gpus=2)
+    w, b, x, t = data()
+    plain, kept = sgd(mesh, (), shard_w), sgd(mesh, (0, 1), shard_w)
+    before = stats(mesh)
+    pw, pb = w, b
+    kw, kb = w, b
+    for _ in range(4):
+        p, ploss = plain(pw, pb, x, t)
+        pw, pb = p["w"], p["b"]
+        k, kloss = kept(kw, kb, x, t)
+        kw, kb = k["w"], k["b"]
+        assert isinstance(kw, mc.RemoteArray) and isinstance(kb, mc.RemoteArray)
+        assert isinstance(kloss, np.ndarray)  # not paired with a donation
+        assert kw.shape == (8, 4) and kw.dtype == np.float32
+        np.testing.assert_array_equal(kloss, ploss)
+    # The same program, the same numbers: bit for bit.
+    np.testing.assert_array_equal(np.asarray(kw), pw)
+    np.testing.assert_array_equal(np.asarray(kb), pb)
+    nw, nb, _ = numpy_sgd(w, b, x, t, 4)
+    np.testing.assert_allclose(np.asarray(kw), nw, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(np.asarray(kb), nb, rtol=1e-4, atol=1e-5)
+    after = stats(mesh)
+    # Two parameters kept by each of the 4 steps, fed in place by the 3
+    # steps after the first.
+    assert after["kept"] - before["kept"] == 8
+    assert after["fed_in_place"] - before["fed_in_place"] == 6
+    assert after["fetched_to_feed"] == before["fetched_to_feed"]
+    assert "on the workers" in repr(kw)
+
+
+def test_a_layout_the_feed_does_not_have_is_fetched_and_sent(meshes):
+    mesh = meshes(hosts=1, gpus=2)
+
+    @mc.compile(mesh=mesh, donate_argnums=0)
+    def double(w):
+        # In: replicated; out: split by rows. The next call reads the
+        # whole value on every rank, which no rank holds.
+        return mc.shard(w * 2.0, gpus=0)
+
+    w = np.arange(8, dtype=np.float32).reshape(4, 2)
+    before = stats(mesh)
+    r = double(w)
+    r = double(r)
+    assert isinstance(r, mc.RemoteArray)
+    np.testing.assert_array_equal(np.asarray(r), w * 4)
+    after = stats(mesh)
+    assert after["fetched_to_feed"] - before["fetched_to_feed"] == 1
+
+
+def test_remote_arrays_mix_with_numpy_and_other_functions(meshes):
+    mesh = meshes(hosts=1, gpus=2)
+
+    @mc.compile(mesh=mesh, donate_argnums=(0,))
+    def scale(v, s):
+        return v * s
+
+    @mc.compile(mesh=mesh)
+    def total(v):
+        return v.sum()
+
+    v = np.linspace(0, 1, 6, dtype=np.float32)
+    r = scale(v, np.float32(3.0))
+    assert isinstance(r, mc.RemoteArray)
+    # Another function (not donating) takes it as an argument.
+    np.testing.assert_allclose(total(r), (v * 3).sum(), rtol=1e-6)
+    # numpy takes it as an array.
+    np.testing.assert_allclose(np.asarray(r) + 1, v * 3 + 1, rtol=1e-6)
+    # Released when dropped: sent with the next step.
+    before = stats(mesh)["released"]
+    del r
+    scale(v, np.float32(1.0))
+    assert stats(mesh)["released"] > before
+
+
+def test_a_stopped_mesh_loses_its_remote_arrays():
+    mesh = mc.mesh(hosts=1, gpus=2)
+
+    @mc.compile(mesh=mesh, donate_argnums=0)
+    def inc(v):
+        return v + 1.0
+
+    r = inc(np.zeros(4, np.float32))
+    np.testing.assert_array_equal(np.asarray(r), np.ones(4, np.float32))
+    s = inc(r)
+    mesh.stop()
+    assert "lost" in repr(s)
+    with pytest.raises(mc.ExecutionError, match="stopped or restarted"):
+        np.asarray(s)
