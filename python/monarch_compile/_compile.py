@@ -394,6 +394,26 @@ class Compiled:
         except errors.TraceError as err:
             raise err.with_traceback(None) from None
 
+    def plan_graph(self, path, *args, memory_plot=None):
+        """Draws the compiled plan (for `args`, or the last specialisation)
+        as SVG at `path`: a lane per rank with its kernels, transfers,
+        collectives, waits, feeds and fetches in issue order, data and
+        control edges, and each box's tooltip naming your source line. With
+        `memory_plot=path2`, each rank's arena over the step too. Returns
+        `path`."""
+        try:
+            spec = self._spec_for(args, user_loc())
+        except errors.TraceError as err:
+            raise err.with_traceback(None) from None
+        plan = _runtime._compile(self, spec, spec.trace.name)
+        graph, memory = _runtime.native.plan_pictures(plan)
+        with open(path, "w") as f:
+            f.write(graph)
+        if memory_plot is not None:
+            with open(memory_plot, "w") as f:
+                f.write(memory)
+        return path
+
     def _takes_no_arguments(self):
         if self._signature is None:
             return False

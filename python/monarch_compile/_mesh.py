@@ -15,11 +15,15 @@ class Mesh:
     block, or interpreter exit) stops them.
     """
 
-    def __init__(self, dims, parent=None, ranges=None, loc=None):
+    def __init__(self, dims, parent=None, ranges=None, loc=None,
+                 launcher="local"):
         self._dims = dict(dims)
         self.loc = loc or ("<unknown>", 0, 0)
         self.parent = parent
         self.ranges = dict(ranges or {})
+        # How the root mesh's workers start: "local" processes, or "env"
+        # (workers started by someone else join the controller).
+        self.launcher = parent.launcher if parent is not None else launcher
         self._stopped = False
         _live.add(self)
 
@@ -96,9 +100,40 @@ class Mesh:
         return f"Mesh({dims})" if self.parent is None else f"MeshSlice({dims})"
 
 
-def mesh(**dims):
-    """`mc.mesh(hosts=1, gpus=4)`: a mesh with named dimensions."""
+_LAUNCHERS = ("local", "env", "slurm")
+
+
+def mesh(launcher="local", **dims):
+    """`mc.mesh(hosts=1, gpus=4)`: a mesh with named dimensions.
+
+    `launcher` says how its workers start: "local" (default) forks one
+    `monarch-worker` per rank on this machine; "env" waits for workers
+    started by someone else (a batch system, `srun`, a script) to join: they
+    and this process share MONARCH_CONTROLLER (host:port the controller
+    listens on) and MONARCH_JOB_TOKEN, and each worker gets MONARCH_RANK and
+    MONARCH_WORLD_SIZE (docs/executor.md). "slurm" (allocating and starting
+    them through SLURM) is not supported yet: under an allocation, start the
+    workers with srun and use "env"."""
     loc = user_loc()
+    if launcher not in _LAUNCHERS:
+        raise errors.MeshError(
+            f"mc.mesh: launcher must be one of {', '.join(_LAUNCHERS)}, got "
+            f"{launcher!r}", *loc)
+    if launcher == "slurm":
+        raise errors.UnsupportedError(
+            "mc.mesh(launcher='slurm') is not supported yet: inside a SLURM "
+            "allocation, start the workers with `srun monarch-worker` (with "
+            "MONARCH_CONTROLLER and MONARCH_JOB_TOKEN set) and use "
+            "launcher='env'", *loc)
+    if launcher == "env":
+        import os
+        missing = [v for v in ("MONARCH_CONTROLLER", "MONARCH_JOB_TOKEN")
+                   if not os.environ.get(v)]
+        if missing:
+            raise errors.MeshError(
+                "mc.mesh(launcher='env'): the workers join a controller they "
+                f"know: set {' and '.join(missing)} here and for them "
+                "(docs/executor.md, env launcher)", *loc)
     if not dims:
         raise errors.MeshError("a mesh needs at least one dimension, e.g. "
                                "mc.mesh(gpus=4)", *loc)
@@ -107,7 +142,7 @@ def mesh(**dims):
             raise errors.MeshError(
                 f"mesh dimension '{name}' must be a positive int, got {size!r}",
                 *loc)
-    return Mesh(dims, loc=loc)
+    return Mesh(dims, loc=loc, launcher=launcher)
 
 
 @atexit.register

@@ -114,6 +114,7 @@ class _MeshRuntime:
     def __init__(self, root):
         self.size = root.size
         self.name = repr(root)
+        self.launcher = getattr(root, "launcher", "local")
         self.controller = None
         self.programs = {}         # controller program name -> _Loaded
         self.initialized = set()   # state keys written to the workers
@@ -127,7 +128,8 @@ class _MeshRuntime:
                                     _worker_binary(),
                                     knobs.log_level if
                                     knobs.is_set("MONARCH_LOG_LEVEL") else "warn",
-                                    p.max_retries, p.checkpoint_every)
+                                    p.max_retries, p.checkpoint_every,
+                                    self.launcher)
         return self.controller
 
     def apply_policy(self, compiled):

@@ -17,6 +17,8 @@
 
 #include "monarch/Executor/BufferPool.h"
 #include "monarch/Executor/Controller.h"
+#include "monarch/Plan/PlanFile.h"
+#include "monarch/Plan/PlanGraph.h"
 
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
@@ -217,6 +219,20 @@ void bindExecutor(nb::module_ &m) {
       "`program` -> (.mcplan bytes, cache hit, where the compile time went "
       "as `monarch-compile -v` prints it).");
 
+  m.def(
+      "plan_pictures",
+      [](const nb::bytes &plan) {
+        StatusOr<monarch::plan::ExecutionPlan> decoded =
+            monarch::plan::deserializePlan(
+                std::string_view(plan.c_str(), plan.size()));
+        if (!decoded)
+          throw ExecutionError(decoded.status().message());
+        return std::make_pair(monarch::plan::planGraphSvg(*decoded),
+                              monarch::plan::memoryPlotSvg(*decoded));
+      },
+      nb::arg("plan"),
+      "(plan graph SVG, memory plot SVG) of a compiled plan (.mcplan bytes).");
+
   nb::class_<PyResident>(m, "Resident")
       .def_prop_ro("dtype", [](const PyResident &r) { return r.value.dtype; })
       .def_prop_ro("shape", [](const PyResident &r) { return r.value.shape; });
@@ -225,9 +241,12 @@ void bindExecutor(nb::module_ &m) {
       .def_static(
           "start",
           [](int worldSize, const std::string &workerBinary,
-             const std::string &logLevel, int maxRetries, int checkpointEvery) {
+             const std::string &logLevel, int maxRetries, int checkpointEvery,
+             const std::string &launcher) {
             ControllerOptions o = ControllerOptions::fromEnv();
             o.worldSize = worldSize;
+            if (!launcher.empty())
+              o.launcherName = launcher;
             o.recovery.maxRetries = maxRetries;
             o.recovery.checkpointEvery = checkpointEvery;
             if (!workerBinary.empty())
@@ -248,7 +267,8 @@ void bindExecutor(nb::module_ &m) {
           },
           nb::arg("world_size"), nb::arg("worker_binary") = "",
           nb::arg("log_level") = "", nb::arg("max_retries") = 0,
-          nb::arg("checkpoint_every") = 1, nb::rv_policy::take_ownership)
+          nb::arg("checkpoint_every") = 1, nb::arg("launcher") = "",
+          nb::rv_policy::take_ownership)
       .def("load_plan",
            [](PyController &self, const nb::bytes &plan) {
              std::string bytes(plan.c_str(), plan.size());

@@ -15,6 +15,7 @@
 
 #include "monarch/Driver/CompileSession.h"
 #include "monarch/Plan/PlanFile.h"
+#include "monarch/Plan/PlanGraph.h"
 #include "monarch/Plan/PlanPrinter.h"
 #include "monarch/Support/Knobs.h"
 #include "monarch/Support/ParserHazards.h"
@@ -59,13 +60,34 @@ struct Flags {
                                                  target = "cpu";
   int64_t groupBytes = 65536;
   bool printPlan = false, verbose = false, verifyEach = false;
+  /// SVG pictures of the plan (PlanGraph.h).
+  std::string planGraph, memoryPlot;
+  bool pictures() const { return !planGraph.empty() || !memoryPlot.empty(); }
 };
+
+/// Writes the pictures --plan-graph and --memory-plot ask for.
+int drawPictures(const Flags &flags, const ExecutionPlan &plan) {
+  if (!flags.planGraph.empty())
+    if (Status s = writeFileAtomically(flags.planGraph, planGraphSvg(plan)); !s)
+      return fail(s.message());
+  if (!flags.memoryPlot.empty())
+    if (Status s = writeFileAtomically(flags.memoryPlot, memoryPlotSvg(plan));
+        !s)
+      return fail(s.message());
+  return 0;
+}
 
 /// Prints a `.mcplan` file readably: no MLIR context is ever created.
 int printPlanFile(const Flags &flags) {
   StatusOr<ExecutionPlan> plan = readPlanFile(flags.input);
   if (!plan)
     return fail(plan.status().message());
+  if (flags.pictures()) {
+    if (int rc = drawPictures(flags, *plan))
+      return rc;
+    if (!flags.printPlan)
+      return 0;
+  }
   if (flags.output.empty() || flags.output == "-") {
     printPlan(*plan, std::cout);
     return std::cout.good() ? 0 : fail("cannot write the plan to stdout");
@@ -79,8 +101,18 @@ int printPlanFile(const Flags &flags) {
   return 0;
 }
 
-/// Writes a finished plan: binary to -o, or readably to stdout.
+/// Writes a finished plan: binary to -o, or readably to stdout (not when
+/// only pictures were asked for).
 int emitPlan(const Flags &flags, const std::string &bytes) {
+  if (flags.pictures()) {
+    StatusOr<ExecutionPlan> plan = deserializePlan(bytes);
+    if (!plan)
+      return fail("internal error: " + plan.status().message());
+    if (int rc = drawPictures(flags, *plan))
+      return rc;
+    if (flags.output.empty() && !flags.printPlan)
+      return 0;
+  }
   if (!flags.output.empty() && !flags.printPlan) {
     if (flags.output == "-") {
       std::cout.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
@@ -149,6 +181,15 @@ int main(int argc, char **argv) {
                  "Transfers up to this many bytes issued back to back share "
                  "a group")
       ->check(CLI::NonNegativeNumber);
+  app.add_option("--plan-graph", flags.planGraph,
+                 "Draw the plan as SVG here: a lane per rank, kernels, "
+                 "transfers and collectives, the controller's feeds and "
+                 "fetches, each box with the user's source line (input: "
+                 ".mlir, compiled to a plan, or a .mcplan)");
+  app.add_option("--memory-plot", flags.memoryPlot,
+                 "Draw each rank's arena over the step as SVG here (the "
+                 "static memory plan: buffers by first and last use, the peak "
+                 "marked)");
   app.add_flag("--verify-each", flags.verifyEach,
                "Run the IR verifier after every pass (default: once, on the "
                "result; always on with --dump-dir)");
@@ -174,13 +215,19 @@ int main(int argc, char **argv) {
 
   bool wantsPlanOutput = llvm::StringRef(flags.output).ends_with(".mcplan");
   if (flags.stageName.empty())
-    flags.stageName = wantsPlanOutput || flags.printPlan ? "plan" : "planned";
+    flags.stageName = wantsPlanOutput || flags.printPlan || flags.pictures()
+                          ? "plan"
+                          : "planned";
   bool toPlan = flags.stageName == "plan";
 
   bool inputIsPlan = looksLikePlanFile(flags.input);
-  if (flags.printPlan &&
+  if ((flags.printPlan || flags.pictures()) &&
       (inputIsPlan || llvm::StringRef(flags.input).ends_with(".mcplan")))
     return printPlanFile(flags);
+  if (flags.pictures() && !toPlan)
+    return fail("--plan-graph and --memory-plot draw a plan: they need "
+                "--compile-to=plan, not '" +
+                flags.stageName + "'");
   if (inputIsPlan)
     return fail("'" + flags.input +
                 "' is a compiled plan, not MLIR; print it with --print-plan");
