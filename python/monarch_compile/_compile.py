@@ -174,6 +174,9 @@ class Compiled:
         self.on_failure = on_failure
         self.donate_argnums = donate_argnums
         self._cache = {}
+        # (shape, dtype) of each plain ndarray argument -> specialisation
+        # (the fast path of __call__).
+        self._fast = {}
         self._last = None
         self.trace_count = 0
         functools.update_wrapper(self, fn)
@@ -346,12 +349,31 @@ class Compiled:
 
     # Public API -----------------------------------------------------------
     def __call__(self, *args, **kwargs):
+        # Fast path: the same plain ndarray arguments (shapes and dtypes) as
+        # a call that ran before; everything else takes the full path.
+        if not kwargs and len(args) == self._plain_arity:
+            key = []
+            for a in args:
+                if type(a) is not np.ndarray:
+                    break
+                key.append((a.shape, a.dtype))
+            else:
+                spec = self._fast.get(tuple(key))
+                if spec is not None:
+                    out = _runtime.fast_call(self, spec, args)
+                    if out is not _runtime.NOT_TAKEN:
+                        self._last = spec
+                        return out
         loc = user_loc()
         try:
             spec, inputs, kinds = self._specialize(args, loc, kwargs)
         except errors.TraceError as err:
             raise err.with_traceback(None) from None
         result = _runtime.run_compiled(self, spec, inputs)
+        if (not kwargs and len(args) == self._plain_arity and
+                len(inputs) == len(args) and
+                all(type(a) is np.ndarray for a in args)):
+            self._fast[tuple((a.shape, a.dtype) for a in args)] = spec
         convert = _result_converter(kinds)
         if convert is None:
             return result

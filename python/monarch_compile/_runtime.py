@@ -455,6 +455,32 @@ def _mesh_of(compiled, spec):
     return meshes[0]
 
 
+NOT_TAKEN = object()
+
+
+def fast_call(compiled, spec, args):
+    """A call of a specialisation that already ran with the same plain
+    ndarray arguments: what run_compiled checks on every call was settled
+    then (the mesh runtime, the loaded program, the actor state), so only
+    that it still holds is checked here. NOT_TAKEN when it does not (the
+    caller takes the full path; a function may return None)."""
+    fast = spec.__dict__.get("_mc_fast")
+    if fast is None:
+        return NOT_TAKEN
+    rt, loaded, ctl, root = fast
+    if (root._stopped or rt.controller is not ctl or ctl is None or
+            spec.__dict__.get("_mc_loaded") is not loaded or
+            not loaded.loaded or rt.policy is not None):
+        spec._mc_fast = None
+        return NOT_TAKEN
+    try:
+        raw = ctl.call(loaded.program, [_to_arg(a) for a in args])
+    except native.ExecutionError as err:
+        raise errors.ExecutionError(str(err)) from None
+    return _pytree.unflatten(spec.structure, [
+        t if isinstance(t, np.ndarray) else _from_host(t) for t in raw])
+
+
 def run_compiled(compiled, specialization, inputs):
     """Runs `specialization` of `compiled` on `inputs` (numpy arrays);
     returns numpy arrays in the structure of the function's result
@@ -473,6 +499,12 @@ def run_compiled(compiled, specialization, inputs):
         _load(loaded)
         rt.programs[program] = loaded
     _init_state(loaded, spec)
+    # Later calls with the same plain arrays may skip the checks above
+    # (fast_call) when nothing here needs them every call.
+    if (not spec.kept and not spec.replication_probes and rt.policy is None
+            and all(type(a) is np.ndarray for a in inputs)):
+        spec._mc_fast = (rt, loaded, rt.controller,
+                         _root(_mesh_of(compiled, spec)))
     if spec.kept or any(isinstance(a, RemoteArray) for a in inputs):
         outs = _call_kept(rt, compiled, spec, loaded, inputs)
     else:
