@@ -192,6 +192,49 @@ private:
   std::unique_ptr<Controller> c;
 };
 
+/// Controller::call from Python: the arguments' bytes copied once (pooled),
+/// the GIL released and SIGINT watched while the program runs, its
+/// debug_print lines printed, results as numpy arrays (or Resident for the
+/// results `keep` asks to stay on the workers; `resident` gives arguments
+/// that are already there).
+std::vector<nb::object>
+callProgram(PyController &self, const std::string &program,
+            const std::vector<InTensor> &args,
+            const std::vector<std::pair<int, const PyResident *>> &resident,
+            const std::vector<bool> &keep) {
+  std::vector<HostTensor> in;
+  in.reserve(args.size());
+  for (const InTensor &a : args)
+    in.push_back(toHost(a));
+  for (auto &[index, r] : resident)
+    if (index >= 0 && index < static_cast<int>(in.size()) && r)
+      in[index] = r->value;
+  Controller &c = self.get();
+  StatusOr<std::vector<HostTensor>> out =
+      Status(StatusCode::Internal, "not run");
+  bool interrupted = false;
+  {
+    monarch::python::InterruptScope scope(c, program + "()");
+    nb::gil_scoped_release release;
+    out = c.call(program, in, keep);
+    for (HostTensor &h : in)
+      if (!h.resident)
+        recycleBytes(std::move(h.data));
+    interrupted = scope.interrupted();
+  }
+  self.prints->flush();
+  raiseIfInterrupted(interrupted);
+  std::vector<nb::object> results;
+  for (HostTensor &h : check(std::move(out))) {
+    if (h.resident)
+      results.push_back(nb::cast(new PyResident{std::move(h)},
+                                 nb::rv_policy::take_ownership));
+    else
+      results.push_back(toNumpy(std::move(h)));
+  }
+  return results;
+}
+
 } // namespace
 
 void bindExecutor(nb::module_ &m) {
@@ -288,28 +331,7 @@ void bindExecutor(nb::module_ &m) {
       .def("call",
            [](PyController &self, const std::string &program,
               const std::vector<InTensor> &args) {
-             std::vector<HostTensor> in;
-             in.reserve(args.size());
-             for (const InTensor &a : args)
-               in.push_back(toHost(a));
-             Controller &c = self.get();
-             StatusOr<std::vector<HostTensor>> out =
-                 Status(StatusCode::Internal, "not run");
-             bool interrupted = false;
-             {
-               monarch::python::InterruptScope scope(c, program + "()");
-               nb::gil_scoped_release release;
-               out = c.call(program, in);
-               for (HostTensor &h : in)
-                 recycleBytes(std::move(h.data));
-               interrupted = scope.interrupted();
-             }
-             self.prints->flush();
-             raiseIfInterrupted(interrupted);
-             std::vector<nb::object> results;
-             for (HostTensor &h : check(std::move(out)))
-               results.push_back(toNumpy(std::move(h)));
-             return results;
+             return callProgram(self, program, args, {}, {});
            })
       .def(
           "call_kept",
@@ -317,37 +339,7 @@ void bindExecutor(nb::module_ &m) {
              const std::vector<InTensor> &args,
              const std::vector<std::pair<int, const PyResident *>> &resident,
              const std::vector<bool> &keep) {
-            std::vector<HostTensor> in;
-            in.reserve(args.size());
-            for (const InTensor &a : args)
-              in.push_back(toHost(a));
-            for (auto &[index, r] : resident)
-              if (index >= 0 && index < static_cast<int>(in.size()) && r)
-                in[index] = r->value;
-            Controller &c = self.get();
-            StatusOr<std::vector<HostTensor>> out =
-                Status(StatusCode::Internal, "not run");
-            bool interrupted = false;
-            {
-              monarch::python::InterruptScope scope(c, program + "()");
-              nb::gil_scoped_release release;
-              out = c.call(program, in, keep);
-              for (HostTensor &h : in)
-                if (!h.resident)
-                  recycleBytes(std::move(h.data));
-              interrupted = scope.interrupted();
-            }
-            self.prints->flush();
-            raiseIfInterrupted(interrupted);
-            std::vector<nb::object> results;
-            for (HostTensor &h : check(std::move(out))) {
-              if (h.resident)
-                results.push_back(nb::cast(new PyResident{std::move(h)},
-                                           nb::rv_policy::take_ownership));
-              else
-                results.push_back(toNumpy(std::move(h)));
-            }
-            return results;
+            return callProgram(self, program, args, resident, keep);
           },
           "call() whose results keep[i] stay on the workers (returned as "
           "Resident); `resident` gives (argument index, Resident) pairs fed "

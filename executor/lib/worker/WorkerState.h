@@ -59,14 +59,7 @@ public:
       std::fprintf(stderr, "[rank %d] %s\n", rank_, text.c_str());
       return;
     }
-    control::LogRecord record;
-    record.level = kPrintLevel;
-    record.message = std::move(text);
-    record.timeUs = nowUs();
-    std::lock_guard<std::mutex> lock(queueMutex_);
-    if (queue_.size() >= 10000)
-      queue_.pop_front();
-    queue_.push_back(std::move(record));
+    enqueue(kPrintLevel, std::move(text));
   }
 
   std::vector<control::LogRecord> drain() {
@@ -85,8 +78,15 @@ protected:
                    text.c_str());
       return;
     }
+    enqueue(static_cast<int32_t>(msg.level), std::move(text));
+  }
+  void flush_() override {}
+
+private:
+  /// Queues a record for the next heartbeat (the oldest go past 10,000).
+  void enqueue(int32_t level, std::string text) {
     control::LogRecord record;
-    record.level = static_cast<int32_t>(msg.level);
+    record.level = level;
     record.message = std::move(text);
     record.timeUs = nowUs();
     std::lock_guard<std::mutex> lock(queueMutex_);
@@ -94,9 +94,6 @@ protected:
       queue_.pop_front();
     queue_.push_back(std::move(record));
   }
-  void flush_() override {}
-
-private:
   int rank_;
   std::mutex queueMutex_;
   std::deque<control::LogRecord> queue_;
