@@ -546,8 +546,18 @@ def _call_kept(rt, compiled, spec, loaded, inputs):
         raw = _call(ctl.call_kept, loaded.program, args, resident, keep)
     finally:
         rt.report_restarts(compiled)
-    return [RemoteArray(rt, ctl, t) if isinstance(t, native.Resident)
-            else _from_host(t) for t in raw]
+    # A value returned twice is one RemoteArray: its slot is released once,
+    # when the last reference goes.
+    remote = {}
+    outs = []
+    for t in raw:
+        if isinstance(t, native.Resident):
+            if t.slot not in remote:
+                remote[t.slot] = RemoteArray(rt, ctl, t)
+            outs.append(remote[t.slot])
+        else:
+            outs.append(_from_host(t))
+    return outs
 
 
 # Largest difference between ranks, relative to the largest magnitude, that

@@ -135,6 +135,25 @@ def test_remote_arrays_mix_with_numpy_and_other_functions(meshes):
     assert stats(mesh)["released"] > before
 
 
+def test_one_value_returned_twice_is_kept_twice(meshes):
+    mesh = meshes(hosts=1, gpus=2)
+
+    @mc.compile(mesh=mesh, donate_argnums=(0, 1))
+    def twice(v, u):
+        y = v * 2.0 + u
+        return y, y
+
+    v = np.arange(4, dtype=np.float32)
+    a, b = twice(v, v)
+    assert isinstance(a, mc.RemoteArray) and isinstance(b, mc.RemoteArray)
+    assert a is not b
+    del a  # releases its own copy only
+    c, d = twice(b, b)
+    np.testing.assert_array_equal(np.asarray(b), v * 3)
+    np.testing.assert_array_equal(np.asarray(c), v * 9)
+    np.testing.assert_array_equal(np.asarray(d), v * 9)
+
+
 def test_a_stopped_mesh_loses_its_remote_arrays():
     mesh = mc.mesh(hosts=1, gpus=2)
 
