@@ -128,6 +128,8 @@ struct Kernel {
   1: string name,
   2: i32 numInputs,
   3: i32 numOutputs,
+  /// Arithmetic ops of one launch (the simulator's roofline).
+  4: optional i64 flops,
 }
 
 //===----------------------------------------------------------------------===//

@@ -251,6 +251,8 @@ t::ExecutionPlan toThrift(const ExecutionPlan &p) {
     x.__set_name(k.name);
     x.__set_numInputs(k.numInputs);
     x.__set_numOutputs(k.numOutputs);
+    if (k.flops > 0)
+      x.__set_flops(k.flops);
     return x;
   }));
   r.__set_plans(mapAll<t::StepPlan>(p.plans, [](const StepPlan &s) {
@@ -468,7 +470,8 @@ executor::StatusOr<ExecutionPlan> fromThrift(const t::ExecutionPlan &p) {
     r.communicators.push_back(
         Communicator{c.name, c.mesh, c.ranks, cast<Backend>(c.backend)});
   for (const t::Kernel &k : p.kernels)
-    r.kernels.push_back(Kernel{k.name, k.numInputs, k.numOutputs});
+    r.kernels.push_back(Kernel{k.name, k.numInputs, k.numOutputs,
+                               k.__isset.flops ? k.flops : 0});
   for (size_t pi = 0; pi < p.plans.size(); ++pi) {
     const t::StepPlan &s = p.plans[pi];
     StepPlan x;

@@ -436,6 +436,43 @@ class Compiled:
                 f.write(memory)
         return path
 
+    def simulate(self, *args, topology="this-machine", trace=None):
+        """Predicts a step of the compiled plan (for `args`, or the last
+        specialisation) without running it: its instruction streams
+        replayed in a discrete-event model (docs/plan.md). `topology` is a
+        preset ("this-machine", "dgx-h100", "dgx-h200", "cpu-cluster-25g"),
+        a dict of overrides (`{"base": "dgx-h100", "inter_bytes_per_us":
+        25e3}`), or the path of such a JSON file. With `trace=path`, the
+        predicted timeline as a Chrome/Perfetto trace. Returns a dict:
+        `steps` (per step plan: `step_us`, `critical_rank`, `critical_op`,
+        `critical_loc`, `ranks` with compute/comm/wait/finish us,
+        `link_bytes`), `topology`, and `report` (the text
+        `monarch-compile --simulate` prints)."""
+        import json
+        if isinstance(topology, str) and topology.endswith(".json"):
+            with open(topology) as f:
+                topology = json.load(f)
+        if isinstance(topology, dict):
+            overrides = dict(topology)
+            preset = overrides.pop("base", "this-machine")
+        else:
+            preset, overrides = topology, {}
+        try:
+            spec = self._spec_for(args, user_loc())
+        except errors.TraceError as err:
+            raise err.with_traceback(None) from None
+        plan = _runtime._compile(self, spec, spec.trace.name)
+        try:
+            result = _runtime.native.simulate_plan(
+                plan, preset, {k: float(v) for k, v in overrides.items()})
+        except ValueError as err:
+            raise errors.MonarchError(f"{self.__name__}.simulate: {err}") \
+                from None
+        if trace is not None:
+            with open(trace, "w") as f:
+                f.write(result["trace"])
+        return result
+
     def _takes_no_arguments(self):
         if self._signature is None:
             return False

@@ -19,6 +19,7 @@
 #include "monarch/Executor/Controller.h"
 #include "monarch/Plan/PlanFile.h"
 #include "monarch/Plan/PlanGraph.h"
+#include "monarch/Plan/PlanSimulate.h"
 
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
@@ -275,6 +276,80 @@ void bindExecutor(nb::module_ &m) {
       },
       nb::arg("plan"),
       "(plan graph SVG, memory plot SVG) of a compiled plan (.mcplan bytes).");
+
+  m.def(
+      "simulate_plan",
+      [](const nb::bytes &plan, const std::string &preset,
+         const std::map<std::string, double> &overrides) {
+        using namespace monarch::plan;
+        StatusOr<ExecutionPlan> decoded =
+            deserializePlan(std::string_view(plan.c_str(), plan.size()));
+        if (!decoded)
+          throw ExecutionError(decoded.status().message());
+        StatusOr<SimTopology> t = topologyPreset(preset);
+        if (!t)
+          throw std::invalid_argument(t.status().message());
+        std::map<std::string, double *> fields = {
+            {"flops_per_us", &t->flopsPerUs},
+            {"mem_bytes_per_us", &t->memBytesPerUs},
+            {"launch_us", &t->launchUs},
+            {"host_us", &t->hostUs},
+            {"issue_us", &t->issueUs},
+            {"intra_alpha_us", &t->intraAlphaUs},
+            {"intra_bytes_per_us", &t->intraBytesPerUs},
+            {"inter_alpha_us", &t->interAlphaUs},
+            {"inter_bytes_per_us", &t->interBytesPerUs}};
+        for (auto &[key, value] : overrides) {
+          if (key == "ranks_per_host") {
+            t->ranksPerHost = static_cast<int>(value);
+            continue;
+          }
+          auto it = fields.find(key);
+          if (it == fields.end())
+            throw std::invalid_argument("unknown topology field '" + key + "'");
+          if (!(value > 0))
+            throw std::invalid_argument("topology field '" + key +
+                                        "' must be positive");
+          *it->second = value;
+        }
+        StatusOr<SimResult> sim = simulatePlan(*decoded, *t);
+        if (!sim)
+          throw ExecutionError(sim.status().message());
+        nb::list steps;
+        for (const SimStep &s : sim->steps) {
+          nb::dict d;
+          d["plan"] = s.plan;
+          d["step_us"] = s.stepUs;
+          d["critical_rank"] = s.criticalRank;
+          d["critical_op"] = s.criticalOp;
+          d["critical_loc"] = s.criticalLoc;
+          nb::list ranks;
+          for (const SimRank &r : s.ranks) {
+            nb::dict rd;
+            rd["rank"] = r.rank;
+            rd["compute_us"] = r.computeUs;
+            rd["comm_us"] = r.commUs;
+            rd["wait_us"] = r.waitUs;
+            rd["finish_us"] = r.finishUs;
+            ranks.append(rd);
+          }
+          d["ranks"] = ranks;
+          nb::dict links;
+          for (auto &[cls, bytes] : s.linkBytes)
+            links[nb::str(cls.c_str())] = bytes;
+          d["link_bytes"] = links;
+          steps.append(d);
+        }
+        nb::dict out;
+        out["topology"] = t->name;
+        out["steps"] = steps;
+        out["trace"] = sim->chromeTrace;
+        out["report"] = simulationReport(*sim, *t);
+        return out;
+      },
+      nb::arg("plan"), nb::arg("preset") = "this-machine",
+      nb::arg("overrides") = std::map<std::string, double>(),
+      "Predicted step of a compiled plan on a topology (PlanSimulate.h).");
 
   nb::class_<PyResident>(m, "Resident")
       .def_prop_ro("dtype", [](const PyResident &r) { return r.value.dtype; })

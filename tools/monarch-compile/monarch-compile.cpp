@@ -17,6 +17,7 @@
 #include "monarch/Plan/PlanFile.h"
 #include "monarch/Plan/PlanGraph.h"
 #include "monarch/Plan/PlanPrinter.h"
+#include "monarch/Plan/PlanSimulate.h"
 #include "monarch/Support/Knobs.h"
 #include "monarch/Support/ParserHazards.h"
 #include "monarch/Transforms/Pipelines.h"
@@ -30,6 +31,8 @@
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Format.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/raw_ostream.h"
@@ -62,11 +65,90 @@ struct Flags {
   bool printPlan = false, verbose = false, verifyEach = false;
   /// SVG pictures of the plan (PlanGraph.h).
   std::string planGraph, memoryPlot;
-  bool pictures() const { return !planGraph.empty() || !memoryPlot.empty(); }
+  /// --simulate[=PRESET|TOPOLOGY.json] and its --trace (PlanSimulate.h).
+  std::string simulate, simTrace;
+  bool pictures() const {
+    return !planGraph.empty() || !memoryPlot.empty() || !simulate.empty();
+  }
 };
 
-/// Writes the pictures --plan-graph and --memory-plot ask for.
+/// The topology --simulate names: a preset, or a JSON file of overrides of
+/// one ("base", default this-machine).
+StatusOr<SimTopology> loadTopology(const std::string &spec) {
+  if (!llvm::StringRef(spec).ends_with(".json"))
+    return topologyPreset(spec);
+  auto buffer = llvm::MemoryBuffer::getFile(spec);
+  if (!buffer)
+    return Status(StatusCode::NotFound,
+                  "cannot read topology file '" + spec + "'");
+  llvm::Expected<llvm::json::Value> parsed =
+      llvm::json::parse((*buffer)->getBuffer());
+  if (!parsed)
+    return Status(StatusCode::InvalidArgument,
+                  spec + ": " + llvm::toString(parsed.takeError()));
+  const llvm::json::Object *o = parsed->getAsObject();
+  if (!o)
+    return Status(StatusCode::InvalidArgument,
+                  spec + ": a topology is a JSON object");
+  StatusOr<SimTopology> t =
+      topologyPreset(o->getString("base").value_or("this-machine").str());
+  if (!t)
+    return t.status();
+  t->name = spec;
+  struct Field {
+    const char *key;
+    double *value;
+  } fields[] = {{"flops_per_us", &t->flopsPerUs},
+                {"mem_bytes_per_us", &t->memBytesPerUs},
+                {"launch_us", &t->launchUs},
+                {"host_us", &t->hostUs},
+                {"issue_us", &t->issueUs},
+                {"intra_alpha_us", &t->intraAlphaUs},
+                {"intra_bytes_per_us", &t->intraBytesPerUs},
+                {"inter_alpha_us", &t->interAlphaUs},
+                {"inter_bytes_per_us", &t->interBytesPerUs}};
+  for (const auto &[key, value] : *o) {
+    if (key == "base")
+      continue;
+    if (key == "ranks_per_host") {
+      std::optional<int64_t> v = value.getAsInteger();
+      if (!v || *v < 0)
+        return Status(StatusCode::InvalidArgument,
+                      spec + ": ranks_per_host must be a non-negative integer");
+      t->ranksPerHost = static_cast<int>(*v);
+      continue;
+    }
+    Field *f = nullptr;
+    for (Field &candidate : fields)
+      if (key == candidate.key)
+        f = &candidate;
+    std::optional<double> v = value.getAsNumber();
+    if (!f)
+      return Status(StatusCode::InvalidArgument,
+                    spec + ": unknown field '" + key.str() + "'");
+    if (!v || !(*v > 0))
+      return Status(StatusCode::InvalidArgument,
+                    spec + ": '" + key.str() + "' must be a positive number");
+    *f->value = *v;
+  }
+  return t;
+}
+
+/// Writes the pictures --plan-graph and --memory-plot ask for, and the
+/// prediction of --simulate.
 int drawPictures(const Flags &flags, const ExecutionPlan &plan) {
+  if (!flags.simulate.empty()) {
+    StatusOr<SimTopology> topology = loadTopology(flags.simulate);
+    if (!topology)
+      return fail(topology.status().message());
+    StatusOr<SimResult> sim = simulatePlan(plan, *topology);
+    if (!sim)
+      return fail(sim.status().message());
+    std::cout << simulationReport(*sim, *topology);
+    if (!flags.simTrace.empty())
+      if (Status s = writeFileAtomically(flags.simTrace, sim->chromeTrace); !s)
+        return fail(s.message());
+  }
   if (!flags.planGraph.empty())
     if (Status s = writeFileAtomically(flags.planGraph, planGraphSvg(plan)); !s)
       return fail(s.message());
@@ -190,6 +272,16 @@ int main(int argc, char **argv) {
                  "Draw each rank's arena over the step as SVG here (the "
                  "static memory plan: buffers by first and last use, the peak "
                  "marked)");
+  app.add_flag("--simulate{this-machine}", flags.simulate,
+               "Predict the plan's step without running it: replay its "
+               "instruction streams in a discrete-event model on a topology "
+               "(a preset: this-machine, dgx-h100, dgx-h200, "
+               "cpu-cluster-25g; or TOPOLOGY.json) and print the predicted "
+               "step time, the critical path and each rank's compute, "
+               "communication and waiting");
+  app.add_option("--trace", flags.simTrace,
+                 "With --simulate: write the predicted timeline here as a "
+                 "Chrome/Perfetto trace (the format of MONARCH_TRACE)");
   app.add_flag("--verify-each", flags.verifyEach,
                "Run the IR verifier after every pass (default: once, on the "
                "result; always on with --dump-dir)");

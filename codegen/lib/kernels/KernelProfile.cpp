@@ -22,6 +22,7 @@
 #include "BlasCalls.h"
 #include "KernelPipelines.h"
 
+#include "monarch/IR/OpCost.h"
 #include "monarch/IR/SourceLocation.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -38,19 +39,6 @@ namespace monarch::codegen::detail {
 namespace {
 
 /// Arithmetic ops per iteration of `op`'s body (contractions: 2).
-int64_t opsPerIteration(linalg::LinalgOp op) {
-  if (linalg::isaContractionOpInterface(op))
-    return 2;
-  int64_t n = 0;
-  for (Operation &inner : op.getBlock()->without_terminator()) {
-    if (isa<arith::ConstantOp, arith::IndexCastOp, linalg::IndexOp>(inner))
-      continue;
-    if (isa<arith::ArithDialect, math::MathDialect>(inner.getDialect()))
-      ++n;
-  }
-  return n;
-}
-
 std::string shapeText(Type type) {
   auto shaped = dyn_cast<ShapedType>(type);
   if (!shaped)
@@ -94,10 +82,7 @@ std::string describe(linalg::LinalgOp op) {
                  std::max<int64_t>(
                      1, shaped.getElementType().getIntOrFloatBitWidth() / 8);
   }
-  int64_t iterations = 1;
-  for (int64_t range : op.getStaticLoopRanges())
-    iterations *= ShapedType::isDynamic(range) ? 1 : range;
-  int64_t flops = iterations * opsPerIteration(op);
+  int64_t flops = loopIterations(op) * monarch::opsPerIteration(op);
   return name + "\t" + location + "\t" + shapes + "\t" + std::to_string(flops) +
          "\t" + std::to_string(bytes) + "\n";
 }

@@ -15,6 +15,7 @@
 
 #include "monarch/IR/ElementTypes.h"
 #include "monarch/IR/MonarchDialect.h"
+#include "monarch/IR/OpCost.h"
 #include "monarch/IR/SourceLocation.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -321,9 +322,9 @@ private:
     if (!fn)
       return launch.emitOpError("kernel @") << name << " is not a func.func";
     int32_t index = static_cast<int32_t>(plan.kernels.size());
-    plan.kernels.push_back(
-        Kernel{name.str(), static_cast<int32_t>(launch.getIns().size()),
-               static_cast<int32_t>(launch.getOuts().size())});
+    plan.kernels.push_back(Kernel{
+        name.str(), static_cast<int32_t>(launch.getIns().size()),
+        static_cast<int32_t>(launch.getOuts().size()), structuredFlops(fn)});
     kernelFuncs.push_back(fn);
     kernelIndices[name] = index;
     return index;

@@ -129,6 +129,9 @@ struct Kernel {
   std::string name;
   int32_t numInputs = 0;
   int32_t numOutputs = 0;
+  /// Arithmetic ops of one launch (its structured ops' iterations times
+  /// their ops per iteration, OpCost.h): the simulator's roofline.
+  int64_t flops = 0;
   bool operator==(const Kernel &) const = default;
 };
 

@@ -1,0 +1,97 @@
+//===- PlanSimulate.h - Predict a step from its plan ------------*- C++ -*-===//
+//
+// `monarch-compile X.mlir --simulate[=PRESET|TOPOLOGY.json]` and
+// `fn.simulate(*args, topology=...)` (issue 19, first slice): the plan's
+// instruction streams replayed in a discrete-event model, without running
+// anything.
+//
+// - Each rank's issuing thread runs its instructions in order: host
+//   instructions (feed, fetch, state, print) cost `hostUs`, issuing an
+//   asynchronous one `issueUs`, and a `wait` blocks until its events are
+//   done.
+// - Each stream runs its entries one at a time, in issue order. A kernel
+//   costs `launchUs` plus the larger of its flops over the device's rate
+//   and its buffers' bytes over the memory bandwidth (a roofline; the plan
+//   carries each kernel's flops).
+// - Communication starts when every participant has it at the head of its
+//   stream; it costs alpha + bytes x factor / beta over the link between
+//   the ranks (same host or not: the topology's ranks per host, else the
+//   plan's topology), the factor that of a ring (all_reduce 2(n-1)/n,
+//   all_gather and reduce_scatter (n-1)/n of the whole, all_to_all
+//   (n-1)/n, broadcast 1) with 2(n-1) or (n-1) latencies.
+//
+// Presets (`topologyPreset`): "this-machine" (the 2-vCPU VMs these numbers
+// come from: docs/benchmarks.md), "dgx-h100", "dgx-h200",
+// "cpu-cluster-25g" (vendor figures, noted beside each).
+//
+//===----------------------------------------------------------------------===//
+#ifndef MONARCH_PLAN_PLANSIMULATE_H
+#define MONARCH_PLAN_PLANSIMULATE_H
+
+#include "monarch/Plan/Plan.h"
+#include "monarch/Support/Status.h"
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace monarch::plan {
+
+struct SimTopology {
+  std::string name;
+  /// Device rates: flops per microsecond, memory bytes per microsecond.
+  double flopsPerUs = 40e3, memBytesPerUs = 8e3;
+  /// Fixed costs: a kernel launch, a host instruction, issuing one.
+  double launchUs = 1.5, hostUs = 1.0, issueUs = 0.5;
+  /// Links: latency (us) and bytes per microsecond, same host and across.
+  double intraAlphaUs = 20, intraBytesPerUs = 4e3;
+  double interAlphaUs = 60, interBytesPerUs = 1.2e3;
+  /// Ranks per host of the simulated machine (consecutive ranks share a
+  /// host); 0: the hosts of the plan's topology (the local launcher's one
+  /// host).
+  int ranksPerHost = 0;
+};
+
+/// A preset by name; NotFound naming the presets otherwise.
+StatusOr<SimTopology> topologyPreset(const std::string &name);
+/// The preset names.
+std::vector<std::string> topologyPresets();
+
+struct SimRank {
+  int64_t rank = 0;
+  /// Busy time of its kernels and of its communication, and the time its
+  /// issuing thread spent blocked in waits.
+  double computeUs = 0, commUs = 0, waitUs = 0;
+  double finishUs = 0;
+};
+
+struct SimStep {
+  std::string plan;
+  double stepUs = 0;
+  std::vector<SimRank> ranks;
+  /// The rank that finishes last, and the instruction it finishes with
+  /// (its name and the user's source location).
+  int64_t criticalRank = 0;
+  std::string criticalOp, criticalLoc;
+  /// Bytes moved by communication, by link class ("same host", "network").
+  std::map<std::string, int64_t> linkBytes;
+};
+
+struct SimResult {
+  std::vector<SimStep> steps;
+  /// Chrome/Perfetto trace of the predicted steps ("ph": "X" events, one
+  /// process per rank, one thread per stream, -1 the issuing thread).
+  std::string chromeTrace;
+};
+
+/// Replays every step plan of `plan` (each from time 0).
+StatusOr<SimResult> simulatePlan(const ExecutionPlan &plan,
+                                 const SimTopology &topology);
+
+/// A readable report of `result` (what --simulate prints).
+std::string simulationReport(const SimResult &result,
+                             const SimTopology &topology);
+
+} // namespace monarch::plan
+
+#endif // MONARCH_PLAN_PLANSIMULATE_H
