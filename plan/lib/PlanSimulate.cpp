@@ -111,6 +111,36 @@ std::string jsonText(const std::string &s) {
 
 } // namespace
 
+Status setTopologyField(SimTopology &t, const std::string &key, double value) {
+  if (key == "ranks_per_host") {
+    if (!(value >= 0) || value != std::floor(value) || value > 1e9)
+      return Status(StatusCode::InvalidArgument,
+                    "ranks_per_host must be a non-negative integer");
+    t.ranksPerHost = static_cast<int>(value);
+    return Status::ok();
+  }
+  const std::pair<const char *, double *> fields[] = {
+      {"flops_per_us", &t.flopsPerUs},
+      {"mem_bytes_per_us", &t.memBytesPerUs},
+      {"launch_us", &t.launchUs},
+      {"host_us", &t.hostUs},
+      {"issue_us", &t.issueUs},
+      {"intra_alpha_us", &t.intraAlphaUs},
+      {"intra_bytes_per_us", &t.intraBytesPerUs},
+      {"inter_alpha_us", &t.interAlphaUs},
+      {"inter_bytes_per_us", &t.interBytesPerUs}};
+  for (const auto &[name, field] : fields)
+    if (key == name) {
+      if (!(value > 0) || !std::isfinite(value))
+        return Status(StatusCode::InvalidArgument,
+                      "topology field '" + key + "' must be positive");
+      *field = value;
+      return Status::ok();
+    }
+  return Status(StatusCode::InvalidArgument,
+                "unknown topology field '" + key + "'");
+}
+
 std::vector<std::string> topologyPresets() {
   return std::vector<std::string>(std::begin(kPresets), std::end(kPresets));
 }

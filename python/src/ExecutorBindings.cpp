@@ -289,29 +289,9 @@ void bindExecutor(nb::module_ &m) {
         StatusOr<SimTopology> t = topologyPreset(preset);
         if (!t)
           throw std::invalid_argument(t.status().message());
-        std::map<std::string, double *> fields = {
-            {"flops_per_us", &t->flopsPerUs},
-            {"mem_bytes_per_us", &t->memBytesPerUs},
-            {"launch_us", &t->launchUs},
-            {"host_us", &t->hostUs},
-            {"issue_us", &t->issueUs},
-            {"intra_alpha_us", &t->intraAlphaUs},
-            {"intra_bytes_per_us", &t->intraBytesPerUs},
-            {"inter_alpha_us", &t->interAlphaUs},
-            {"inter_bytes_per_us", &t->interBytesPerUs}};
-        for (auto &[key, value] : overrides) {
-          if (key == "ranks_per_host") {
-            t->ranksPerHost = static_cast<int>(value);
-            continue;
-          }
-          auto it = fields.find(key);
-          if (it == fields.end())
-            throw std::invalid_argument("unknown topology field '" + key + "'");
-          if (!(value > 0))
-            throw std::invalid_argument("topology field '" + key +
-                                        "' must be positive");
-          *it->second = value;
-        }
+        for (auto &[key, value] : overrides)
+          if (Status st = setTopologyField(*t, key, value); !st)
+            throw std::invalid_argument(st.message());
         StatusOr<SimResult> sim = simulatePlan(*decoded, *t);
         if (!sim)
           throw ExecutionError(sim.status().message());

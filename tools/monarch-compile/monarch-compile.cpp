@@ -95,41 +95,15 @@ StatusOr<SimTopology> loadTopology(const std::string &spec) {
   if (!t)
     return t.status();
   t->name = spec;
-  struct Field {
-    const char *key;
-    double *value;
-  } fields[] = {{"flops_per_us", &t->flopsPerUs},
-                {"mem_bytes_per_us", &t->memBytesPerUs},
-                {"launch_us", &t->launchUs},
-                {"host_us", &t->hostUs},
-                {"issue_us", &t->issueUs},
-                {"intra_alpha_us", &t->intraAlphaUs},
-                {"intra_bytes_per_us", &t->intraBytesPerUs},
-                {"inter_alpha_us", &t->interAlphaUs},
-                {"inter_bytes_per_us", &t->interBytesPerUs}};
   for (const auto &[key, value] : *o) {
     if (key == "base")
       continue;
-    if (key == "ranks_per_host") {
-      std::optional<int64_t> v = value.getAsInteger();
-      if (!v || *v < 0)
-        return Status(StatusCode::InvalidArgument,
-                      spec + ": ranks_per_host must be a non-negative integer");
-      t->ranksPerHost = static_cast<int>(*v);
-      continue;
-    }
-    Field *f = nullptr;
-    for (Field &candidate : fields)
-      if (key == candidate.key)
-        f = &candidate;
     std::optional<double> v = value.getAsNumber();
-    if (!f)
+    if (!v)
       return Status(StatusCode::InvalidArgument,
-                    spec + ": unknown field '" + key.str() + "'");
-    if (!v || !(*v > 0))
-      return Status(StatusCode::InvalidArgument,
-                    spec + ": '" + key.str() + "' must be a positive number");
-    *f->value = *v;
+                    spec + ": '" + key.str() + "' must be a number");
+    if (Status s = setTopologyField(*t, key.str(), *v); !s)
+      return Status(StatusCode::InvalidArgument, spec + ": " + s.message());
   }
   return t;
 }

@@ -56,6 +56,11 @@ struct SimTopology {
 StatusOr<SimTopology> topologyPreset(const std::string &name);
 /// The preset names.
 std::vector<std::string> topologyPresets();
+/// Sets field `key` of a topology file ("flops_per_us", ...,
+/// "ranks_per_host"); InvalidArgument for an unknown key or a value out of
+/// range.
+Status setTopologyField(SimTopology &topology, const std::string &key,
+                        double value);
 
 struct SimRank {
   int64_t rank = 0;
