@@ -49,7 +49,9 @@ def test_prediction_is_near_the_measured_step(meshes, tmp_path):
         _, a, b = step(*state, x, t)
         times.append(time.perf_counter() - start)
         state = (a, b)
-    measured = float(np.median(times[2:])) * 1e6
+    # The fastest step: the model has the machine to itself, a loaded CI
+    # machine does not always.
+    measured = float(np.min(times[2:])) * 1e6
     trace = tmp_path / "sim.json"
     sim = step.simulate(w1, w2, x, t, trace=str(trace))
     (plan,) = sim["steps"]
