@@ -447,6 +447,17 @@ StatusOr<SimResult> simulatePlan(const ExecutionPlan &plan,
         out.stepUs = end;
         out.criticalRank = s.stats.rank;
         const std::vector<Instruction> &code = step.programs[r].instructions;
+        // A wait (or a host instruction after one) finishes because of
+        // what it waited for: name the asynchronous instruction that
+        // completed last, the work the rank was waiting on.
+        double latest = -1;
+        size_t at = last;
+        for (size_t j = 0; j <= last && j < code.size(); ++j)
+          if (code[j].isAsync() && s.done[j] > latest) {
+            latest = s.done[j];
+            at = j;
+          }
+        last = at;
         if (!code.empty()) {
           out.criticalOp = nameOf(plan, code[last]);
           out.criticalLoc =

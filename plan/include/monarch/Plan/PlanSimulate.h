@@ -74,8 +74,9 @@ struct SimStep {
   std::string plan;
   double stepUs = 0;
   std::vector<SimRank> ranks;
-  /// The rank that finishes last, and the instruction it finishes with
-  /// (its name and the user's source location).
+  /// The rank that finishes last, and the work it finishes on: the
+  /// asynchronous instruction of that rank that completed last (a kernel or
+  /// a transfer; its name and the user's source location).
   int64_t criticalRank = 0;
   std::string criticalOp, criticalLoc;
   /// Bytes moved by communication, by link class ("same host", "network").
