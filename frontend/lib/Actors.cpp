@@ -339,6 +339,14 @@ Status TraceBuilder::debugPrint(const std::string &format,
     for (Value v : values)
       operands.push_back(I.values[v.id].value);
   } else {
+    bool onMesh = !scope->defaultMesh.empty();
+    for (Value v : tensors)
+      onMesh |= !I.values[v.id].mesh.empty();
+    if (!onMesh)
+      return I.error(loc, "mc.debug_print prints on the workers, and these "
+                          "values are the controller's (the function has "
+                          "no mesh): give it one (@mc.compile(mesh=...)) "
+                          "or print inside an actor endpoint");
     Result<std::string> where = I.placement(tensors, loc);
     if (!where)
       return where.status();

@@ -162,3 +162,13 @@ def test_bad_formats_fail_at_the_users_line(meshes):
 
     with pytest.raises(mc.TraceError, match="can only be used inside"):
         mc.debug_print("outside {}", 1)
+
+    @mc.compile
+    def no_mesh(x):
+        mc.debug_print("x {}", x)  # ERR:nomesh
+        return x
+
+    with pytest.raises(mc.TraceError) as e:
+        no_mesh(x)
+    assert f"{__file__}:{marker_line(__file__, 'nomesh')}" in str(e.value)
+    assert "give it one (@mc.compile(mesh=...))" in str(e.value)
