@@ -486,7 +486,8 @@ def run_compiled(compiled, specialization, inputs):
     returns numpy arrays in the structure of the function's result
     (bfloat16 as ml_dtypes.bfloat16)."""
     spec = specialization
-    rt = _runtime_for(_mesh_of(compiled, spec))
+    mesh = _mesh_of(compiled, spec)
+    rt = _runtime_for(mesh)
     rt.apply_policy(compiled)
     loaded = spec.__dict__.get("_mc_loaded")
     if loaded is None or loaded.runtime is not rt or not loaded.loaded:
@@ -504,7 +505,7 @@ def run_compiled(compiled, specialization, inputs):
     if (not spec.kept and not spec.replication_probes and rt.policy is None
             and all(type(a) is np.ndarray for a in inputs)):
         spec._mc_fast = (rt, loaded, rt.controller,
-                         _root(_mesh_of(compiled, spec)))
+                         _root(mesh))
     if spec.kept or any(isinstance(a, RemoteArray) for a in inputs):
         outs = _call_kept(rt, compiled, spec, loaded, inputs)
     else:
@@ -546,18 +547,10 @@ def _call_kept(rt, compiled, spec, loaded, inputs):
         raw = _call(ctl.call_kept, loaded.program, args, resident, keep)
     finally:
         rt.report_restarts(compiled)
-    # A value returned twice is one RemoteArray: its slot is released once,
-    # when the last reference goes.
-    remote = {}
-    outs = []
-    for t in raw:
-        if isinstance(t, native.Resident):
-            if t.slot not in remote:
-                remote[t.slot] = RemoteArray(rt, ctl, t)
-            outs.append(remote[t.slot])
-        else:
-            outs.append(_from_host(t))
-    return outs
+    # Each kept result has a slot of its own: the tracer fetches every
+    # returned value separately, even one value returned twice.
+    return [RemoteArray(rt, ctl, t) if isinstance(t, native.Resident)
+            else _from_host(t) for t in raw]
 
 
 # Largest difference between ranks, relative to the largest magnitude, that

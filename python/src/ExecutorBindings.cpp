@@ -333,10 +333,7 @@ void bindExecutor(nb::module_ &m) {
 
   nb::class_<PyResident>(m, "Resident")
       .def_prop_ro("dtype", [](const PyResident &r) { return r.value.dtype; })
-      .def_prop_ro("shape", [](const PyResident &r) { return r.value.shape; })
-      .def_prop_ro("slot", [](const PyResident &r) {
-        return r.value.resident ? r.value.resident->slot : int64_t{-1};
-      });
+      .def_prop_ro("shape", [](const PyResident &r) { return r.value.shape; });
 
   nb::class_<PyController>(m, "Controller")
       .def_static(

@@ -67,7 +67,7 @@ void LogFolder::add(int rank, int level, const std::string &line,
     if (pending_.size() <= 4096)
       return;
   }
-  flush(now + window_, false);
+  flush(now, false);
 }
 
 void LogFolder::flush(Clock::time_point now, bool all) {

@@ -760,3 +760,16 @@ TEST(FoldRankLines, LogFolderFoldsLinesWithinTheWindow) {
                                            "3 [rank 1] slow rank",
                                            "2 [rank 0] loading plan"}));
 }
+
+// A flood of distinct lines is not held back: past 4096 pending, the
+// oldest goes out at once (and only it).
+TEST(FoldRankLines, LogFolderLetsTheOldestOfAFloodOut) {
+  using monarch::executor::LogFolder;
+  std::vector<std::string> out;
+  LogFolder folder(std::chrono::seconds(10),
+                   [&](int, const std::string &line) { out.push_back(line); });
+  auto t0 = LogFolder::Clock::now();
+  for (int i = 0; i <= 4096; ++i)
+    folder.add(0, 2, "line " + std::to_string(i), t0);
+  EXPECT_EQ(out, (std::vector<std::string>{"[rank 0] line 0"}));
+}
