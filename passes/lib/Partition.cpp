@@ -199,14 +199,21 @@ static void annotateArg(BlockArgument arg, DistAttr dist, MeshOpInterface mesh,
   arg.replaceAllUsesExcept(annotated, annotated);
 }
 
-/// A whole-value segment of reshapes (tensor.expand_shape /
-/// collapse_shape) whose inputs arrive split (`inDists`, from the
-/// segments that made them): each rank reshapes its own shard when every
-/// split dimension maps onto the first dimension of its reassociation run
-/// and the mesh divides that dimension (`(B, T, D) -> (B, T, H, D/H)` with
-/// D split: H split). `tmp` then works on local types and
-/// `argDists`/`resDists` say the layouts; fails (tmp unchanged) otherwise.
-static LogicalResult localReshapes(func::FuncOp tmp, MeshOpInterface mesh,
+/// A whole-value segment of shape ops whose inputs arrive split
+/// (`inDists`, from the segments that made them), run on each rank's shard
+/// where the split dimensions pass through unchanged:
+/// - reshapes (tensor.expand_shape / collapse_shape) when every split
+///   dimension maps onto the first dimension of its reassociation run and
+///   the mesh divides that dimension (`(B, T, D) -> (B, T, H, D/H)` with D
+///   split: H split);
+/// - slices (tensor.extract_slice, static) that take every split dimension
+///   whole (`q[..., :d]` of a head-split `q`: RoPE's halves);
+/// - concatenations (tensor.concat) along an unsplit dimension of operands
+///   laid out alike.
+/// A partial sum passes through all three (they are linear). `tmp` then
+/// works on local types and `argDists`/`resDists` say the layouts; fails
+/// (tmp unchanged) otherwise.
+static LogicalResult localShapeOps(func::FuncOp tmp, MeshOpInterface mesh,
                                    ArrayRef<DistAttr> inDists,
                                    SmallVectorImpl<DistAttr> &argDists,
                                    SmallVectorImpl<DistAttr> &resDists) {
@@ -214,8 +221,8 @@ static LogicalResult localReshapes(func::FuncOp tmp, MeshOpInterface mesh,
   if (llvm::none_of(inDists, [](DistAttr d) { return d; }))
     return failure();
   for (Operation &op : body)
-    if (!isa<tensor::ExpandShapeOp, tensor::CollapseShapeOp, func::ReturnOp>(
-            op))
+    if (!isa<tensor::ExpandShapeOp, tensor::CollapseShapeOp,
+             tensor::ExtractSliceOp, tensor::ConcatOp, func::ReturnOp>(op))
       return failure();
   MLIRContext *ctx = tmp.getContext();
   using Split = SmallVector<SmallVector<StringRef>>;
@@ -246,6 +253,40 @@ static LogicalResult localReshapes(func::FuncOp tmp, MeshOpInterface mesh,
       return failure();
     const Split &in = it->second.first;
     Split out(resType.getRank());
+    if (auto slice = dyn_cast<tensor::ExtractSliceOp>(op)) {
+      // Split dimensions are taken whole; dropped (unit) ones are not split.
+      if (!slice.getOffsets().empty() || !slice.getSizes().empty() ||
+          !slice.getStrides().empty())
+        return failure();
+      ArrayRef<int64_t> offsets = slice.getStaticOffsets();
+      ArrayRef<int64_t> sizes = slice.getStaticSizes();
+      ArrayRef<int64_t> strides = slice.getStaticStrides();
+      llvm::SmallBitVector dropped = slice.getDroppedDims();
+      RankedTensorType srcType = slice.getSourceType();
+      int64_t r = 0;
+      for (int64_t d = 0, e = srcType.getRank(); d < e; ++d) {
+        if (!in[d].empty() &&
+            (dropped.test(d) || offsets[d] != 0 || strides[d] != 1 ||
+             sizes[d] != srcType.getDimSize(d)))
+          return failure();
+        if (!dropped.test(d))
+          out[r++] = in[d];
+      }
+      layout[res] = {out, it->second.second};
+      continue;
+    }
+    if (auto concat = dyn_cast<tensor::ConcatOp>(op)) {
+      // Every operand laid out as the first, the joined dimension unsplit.
+      for (Value v : concat.getInputs()) {
+        auto o = layout.find(v);
+        if (o == layout.end() || o->second != it->second)
+          return failure();
+      }
+      if (!in[concat.getDim()].empty())
+        return failure();
+      layout[res] = it->second;
+      continue;
+    }
     SmallVector<ReassociationIndices> groups;
     bool expand = isa<tensor::ExpandShapeOp>(op);
     if (expand)
@@ -307,10 +348,27 @@ static LogicalResult localReshapes(func::FuncOp tmp, MeshOpInterface mesh,
     auto type = local(cast<RankedTensorType>(op.getResult(0).getType()), split);
     b.setInsertionPoint(&op);
     Value made;
-    if (auto e = dyn_cast<tensor::ExpandShapeOp>(op))
+    if (auto e = dyn_cast<tensor::ExpandShapeOp>(op)) {
       made = tensor::ExpandShapeOp::create(b, op.getLoc(), type, e.getSrc(),
                                            e.getReassociationIndices());
-    else {
+    } else if (auto s = dyn_cast<tensor::ExtractSliceOp>(op)) {
+      // Split dimensions (taken whole) shrink to the shard.
+      // (The source already has its local type.)
+      auto srcType = cast<RankedTensorType>(s.getSource().getType());
+      const Split &srcSplit = layout[s.getSource()].first;
+      SmallVector<int64_t> sizes(s.getStaticSizes());
+      for (int64_t d = 0, e = srcType.getRank(); d < e; ++d)
+        if (!srcSplit[d].empty())
+          sizes[d] = srcType.getDimSize(d);
+      made = tensor::ExtractSliceOp::create(
+          b, op.getLoc(), type, s.getSource(),
+          getAsIndexOpFoldResult(ctx, s.getStaticOffsets()),
+          getAsIndexOpFoldResult(ctx, sizes),
+          getAsIndexOpFoldResult(ctx, s.getStaticStrides()));
+    } else if (auto cat = dyn_cast<tensor::ConcatOp>(op)) {
+      made = tensor::ConcatOp::create(b, op.getLoc(), type, cat.getDim(),
+                                      cat.getInputs());
+    } else {
       auto c = cast<tensor::CollapseShapeOp>(op);
       made = tensor::CollapseShapeOp::create(b, op.getLoc(), type, c.getSrc(),
                                              c.getReassociationIndices());
@@ -935,14 +993,14 @@ struct MonarchPartitionPass
     ++counts.segments;
     LogicalResult first = failure();
     if (segment.whole &&
-        succeeded(localReshapes(tmp, mesh, inDists, argDists, resDists))) {
-      // Reshapes of shards: each rank reshapes its own.
+        succeeded(localShapeOps(tmp, mesh, inDists, argDists, resDists))) {
+      // Shape ops of shards: each rank reshapes, slices or joins its own.
       first = success();
       counts.split += size;
       if (remarks)
         head->emitRemark("monarch-partition: ")
-            << segment.ops.size() << " reshapes on @" << segment.mesh.getValue()
-            << " run on each rank's shard";
+            << segment.ops.size() << " shape ops on @"
+            << segment.mesh.getValue() << " run on each rank's shard";
     } else if (segment.whole &&
                llvm::all_of(segment.ops, llvm::IsaPred<DebugPrintOp>)) {
       // Prints of whole values: the values are gathered, no work is done.

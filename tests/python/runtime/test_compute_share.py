@@ -58,3 +58,55 @@ def test_constants_of_gather_mask_and_cross_entropy_stay_split(meshes):
     logp = np_log_softmax(s)
     want = -np.take_along_axis(logp, lab[..., None], -1).mean()
     np.testing.assert_allclose(step(wte, tok, lab), want, rtol=1e-5)
+
+
+def test_rope_halves_of_head_split_values_stay_split(meshes):
+    # RoPE as users write it: slices of the last axis of head-split q and
+    # a concatenation along it run on each rank's heads (they ran on whole
+    # values, every rank computing all heads).
+    B, T, H, d = 2, 4, 2, 4
+
+    @mc.compile(mesh=meshes(gpus=2))
+    def rope(x, wq, cos, sin):
+        wq = mc.shard(wq, gpus=1)
+        q = (x @ wq).reshape(B, T, H, d).transpose((0, 2, 1, 3))
+        q1, q2 = q[..., : d // 2], q[..., d // 2:]
+        r = mc.concatenate([q1 * cos - q2 * sin, q1 * sin + q2 * cos], axis=-1)
+        return mc.replicate(r)
+
+    rng = np.random.default_rng(5)
+    x, wq = rand(rng, B, T, H * d), rand(rng, H * d, H * d)
+    cos, sin = rand(rng, T, d // 2), rand(rng, T, d // 2)
+    shares = rope.plan_summary(x, wq, cos, sin).compute_share
+    assert all(s <= 0.55 for s in shares.values()), shares
+
+    q = (x.astype(np.float64) @ wq).reshape(B, T, H, d).transpose(0, 2, 1, 3)
+    q1, q2 = q[..., : d // 2], q[..., d // 2:]
+    want = np.concatenate([q1 * cos - q2 * sin, q1 * sin + q2 * cos], -1)
+    np.testing.assert_allclose(rope(x, wq, cos, sin), want, rtol=1e-5,
+                               atol=1e-6)
+
+
+def test_slices_of_batch_split_values(meshes):
+    # A fused qkv projection cut into its three parts, a rank-reducing
+    # column, and a slice along the split batch (not local: gathered).
+    N, D = 8, 4
+
+    @mc.compile(mesh=meshes(gpus=2))
+    def f(x, w):
+        x = mc.shard(x, gpus=0)
+        qkv = x @ w
+        q, k, v = qkv[:, :D], qkv[:, D:2 * D], qkv[:, 2 * D:]
+        y = q * k + v
+        return (mc.replicate(y.sum(axis=0)), mc.replicate(y[:, 0]),
+                mc.replicate(y[1:3]))
+
+    rng = np.random.default_rng(6)
+    x, w = rand(rng, N, D), rand(rng, D, 3 * D)
+    shares = f.plan_summary(x, w).compute_share
+    assert all(s <= 0.6 for s in shares.values()), shares
+    qkv = x.astype(np.float64) @ w
+    y = qkv[:, :D] * qkv[:, D:2 * D] + qkv[:, 2 * D:]
+    got = f(x, w)
+    for g, want in zip(got, (y.sum(0), y[:, 0], y[1:3])):
+        np.testing.assert_allclose(g, want, rtol=1e-5, atol=1e-6)
