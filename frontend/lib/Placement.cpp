@@ -18,6 +18,8 @@
 
 #include "TraceBuilderImpl.h"
 
+#include "monarch/Support/Knobs.h"
+
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
@@ -282,12 +284,16 @@ TraceBuilder::shard(Value v,
     dist.split[d].push_back(meshDim);
     // Upstream shard-partition crashes on a dimension split over two grid
     // axes (docs/frontend.md); refuse it rather than crash the compiler.
-    if (dist.split[d].size() > 1)
-      return I.error(
-          loc, "unsupported: splitting tensor dimension " + std::to_string(d) +
-                   " over several mesh "
-                   "dimensions (" +
-                   joinNames(dist.split[d]) + "); split it over one of them");
+    // The own partitioner (MONARCH_PARTITION_ENGINE=own) splits it.
+    if (dist.split[d].size() > 1 &&
+        knobs::getString(knobs::Id::PartitionEngine).value != "own")
+      return I.error(loc, "unsupported: splitting tensor dimension " +
+                              std::to_string(d) +
+                              " over several mesh "
+                              "dimensions (" +
+                              joinNames(dist.split[d]) +
+                              "); split it over one of them, or partition with "
+                              "MONARCH_PARTITION_ENGINE=own");
   }
   std::string target = !(*r)->mesh.empty() ? (*r)->mesh
                        : !mesh.empty()     ? mesh

@@ -20,6 +20,7 @@
 #include "monarch/Transforms/Passes.h"
 
 #include "LocalCanonicalizer.h"
+#include "PartitionEngine.h"
 #include "PartitionPrep.h"
 #include "PassUtils.h"
 
@@ -673,13 +674,17 @@ struct MonarchPartitionPass
     eraseDeadWork(fn);
     // Upstream shard-partition crashes on a tensor dimension split over
     // several grid axes (partitionTriviallyShardableOperation); say so.
+    // The own engine splits it.
     WalkResult multiAxis = fn.walk([&](shard::ShardingOp sharding) {
+      if (engine == "own")
+        return WalkResult::advance();
       for (shard::GridAxesAttr axes : sharding.getSplitAxes().getAxes())
         if (axes.size() > 1) {
           sharding.emitOpError("splits one tensor dimension over ")
               << axes.size()
               << " mesh dimensions; monarch-partition supports one mesh "
-                 "dimension per tensor dimension for now";
+                 "dimension per tensor dimension with engine=upstream "
+                 "(engine=own splits it)";
           return WalkResult::interrupt();
         }
       return WalkResult::advance();
@@ -992,8 +997,61 @@ struct MonarchPartitionPass
     int64_t size = static_cast<int64_t>(segment.ops.size());
     ++counts.segments;
     LogicalResult first = failure();
-    if (segment.whole &&
-        succeeded(localShapeOps(tmp, mesh, inDists, argDists, resDists))) {
+    bool own = false;
+    if (engine == "own" &&
+        !llvm::all_of(segment.ops, llvm::IsaPred<DebugPrintOp>)) {
+      // monarch's own propagation and expansion; upstream's where it has
+      // no rule for an op of the segment.
+      std::string ownWhy;
+      own =
+          succeeded(partition::partitionWithOwnEngine(
+              tmp, mesh, inDists, lifted.size(), argDists, resDists, ownWhy)) &&
+          succeeded(quietly([&] { return consistent(); }));
+      if (own) {
+        first = success();
+        counts.split += size;
+        if (remarks)
+          head->emitRemark("monarch-partition: ")
+              << segment.ops.size() << " ops on @" << segment.mesh.getValue()
+              << " partitioned by the own engine";
+      } else {
+        if (ownWhy.empty())
+          ownWhy = why.empty() ? "its result did not check" : why;
+        why.clear();
+        if (remarks)
+          head->emitRemark("monarch-partition: the own engine cannot "
+                           "partition the work on @")
+              << segment.mesh.getValue() << " (" << ownWhy
+              << "); upstream partitioning instead";
+        tmp.erase();
+        tmp = buildTmp();
+      }
+    }
+    // Upstream crashes on a dimension split over several mesh dimensions
+    // (only the own engine accepts them): such a segment the own engine
+    // cannot do runs on whole values.
+    bool multiAxis =
+        !own &&
+        (llvm::any_of(inDists,
+                      [](DistAttr d) {
+                        if (!d)
+                          return false;
+                        for (Attribute a : d.getSplit())
+                          if (cast<ArrayAttr>(a).size() > 1)
+                            return true;
+                        return false;
+                      }) ||
+         tmp.walk([](shard::ShardingOp s) {
+              for (shard::GridAxesAttr axes : s.getSplitAxes().getAxes())
+                if (axes.size() > 1)
+                  return WalkResult::interrupt();
+              return WalkResult::advance();
+            })
+             .wasInterrupted());
+    if (own) {
+      // Done above.
+    } else if (segment.whole && succeeded(localShapeOps(tmp, mesh, inDists,
+                                                        argDists, resDists))) {
       // Shape ops of shards: each rank reshapes, slices or joins its own.
       first = success();
       counts.split += size;
@@ -1024,7 +1082,7 @@ struct MonarchPartitionPass
     } else {
       // A first attempt that fails, or whose per-rank types its
       // annotations do not explain, is retried with replicated inputs.
-      first = quietly([&] {
+      first = multiAxis ? failure() : quietly([&] {
         LogicalResult r = attempt(/*replicateInputs=*/false);
         return succeeded(r) ? consistent() : r;
       });
@@ -1040,7 +1098,9 @@ struct MonarchPartitionPass
       tmp = buildTmp();
       std::string firstWhy = why.empty() ? "no diagnostic" : why;
       why.clear();
-      LogicalResult second = quietly([&] {
+      if (multiAxis)
+        firstWhy = "a dimension split over several mesh dimensions";
+      LogicalResult second = multiAxis ? failure() : quietly([&] {
         LogicalResult r = attempt(/*replicateInputs=*/true);
         return succeeded(r) ? consistent() : r;
       });

@@ -47,6 +47,7 @@ llvm::StringRef stageName(Stage stage) {
 void populatePartitionPipeline(OpPassManager &pm, const PipelineOptions &) {
   MonarchPartitionOptions partition;
   partition.remarks = knobs::getBool(knobs::Id::PartitionRemarks).value;
+  partition.engine = knobs::getString(knobs::Id::PartitionEngine).value;
   pm.addPass(createMonarchPartition(partition));
 }
 

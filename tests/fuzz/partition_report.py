@@ -33,8 +33,11 @@ TOTAL = re.compile(
 )
 SEGMENT = re.compile(
     r"monarch-partition: ('[\w.]+' on @\S+ runs on whole values.*|"
-    r"\d+ ops on @\S+ retried with replicated inputs.*)"
+    r"\d+ ops on @\S+ (?:retried|partitioned) with replicated inputs.*|"
+    r"\d+ ops on @\S+ run on whole values.*|"
+    r"the own engine cannot partition .*)"
 )
+OWN = re.compile(r"monarch-partition: \d+ ops on @\S+ partitioned by the own engine")
 
 # Compiles each file named on the command line to the partitioned stage,
 # printing a marker before each so that its remarks can be told apart.
@@ -88,7 +91,7 @@ def main(argv=None):
             f.write(render(gen.generate(s, features, max_ops=args.max_ops)))
         paths.append(path)
     env = dict(os.environ, MONARCH_PARTITION_REMARKS="1")
-    split = retried = whole = refused = programs_whole = 0
+    split = retried = whole = refused = programs_whole = own = 0
     reasons = collections.Counter()
     seeds_of = collections.defaultdict(list)
     for i in range(0, len(paths), args.batch):
@@ -102,6 +105,9 @@ def main(argv=None):
                     programs_whole += 1
                 current, mine = os.path.basename(line[4:])[:-3], 0
                 continue
+            if OWN.search(line):
+                own += 1
+                continue
             m = TOTAL.search(line)
             if m:
                 split += int(m[1])
@@ -112,7 +118,8 @@ def main(argv=None):
             m = SEGMENT.search(line)
             if m:
                 why = re.sub(r"@\S+", "@mesh", m[1])
-                why = re.sub(r"\d+ ops", "N ops", why)[:160]
+                why = re.sub(r"\d+ ops", "N ops", why)
+                why = re.sub(r"\(at [^)]*\)", "", why)[:160]
                 reasons[why] += 1
                 seeds_of[why].append(current)
         if mine:
@@ -123,6 +130,9 @@ def main(argv=None):
     print(f"ops: {total}: {split} split, {retried} retried with replicated "
           f"inputs, {whole} on whole values; programs with any: "
           f"{programs_whole}")
+    if own:
+        print(f"segments partitioned by the own engine "
+              f"(MONARCH_PARTITION_ENGINE=own): {own}")
     for why, n in reasons.most_common():
         seeds = " ".join(seeds_of[why][:6])
         print(f"  {n:5d}  {why}  ({seeds})")

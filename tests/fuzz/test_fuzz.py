@@ -9,7 +9,8 @@ hand-written programs of known bugs (known.py) as strict xfails and
 `test_fixed_bug` the ones fixed since, which must pass.
 `test_kernels_of_the_corpus` runs a second corpus (100 programs) whose plans'
 kernels are also checked alone against the reference lowering
-(`monarch-kernels --emit=check`).
+(`monarch-kernels --emit=check`); `test_corpus_with_the_own_partitioner` a
+third (300 programs) partitioned by `MONARCH_PARTITION_ENGINE=own`.
 
 MONARCH_FUZZ_PROGRAMS (default 600) and MONARCH_FUZZ_SEED (default 0) choose
 the corpus.
@@ -113,6 +114,30 @@ def test_kernels_of_the_corpus(tmp_path):
             outcomes = list(kernel_pool.map(programs))
     finally:
         del os.environ["MONARCH_FUZZ_KERNEL_CHECK"]
+    assert len(outcomes) == len(programs)
+    bad = [(p.tag, o.message.splitlines()[0] if o.message else o.cls)
+           for p, o in outcomes if o.status == "fail"]
+    assert not bad, bad
+
+
+OWN_SEED = int(os.environ.get("MONARCH_FUZZ_OWN_SEED", "200000"))
+OWN_SIZE = int(os.environ.get("MONARCH_FUZZ_OWN_PROGRAMS", "300"))
+
+
+def test_corpus_with_the_own_partitioner(tmp_path):
+    # A third corpus partitioned by monarch's own engine
+    # (MONARCH_PARTITION_ENGINE=own, issue 31) until it is the default:
+    # numpy-exact like the upstream path. The pool's children start in
+    # map() and inherit the knob.
+    features = gen.default_features()
+    seeds = range(OWN_SEED, OWN_SEED + OWN_SIZE)
+    programs = [gen.generate(s, features) for s in seeds]
+    os.environ["MONARCH_PARTITION_ENGINE"] = "own"
+    try:
+        with runner.Pool(str(tmp_path), timeout=90) as own_pool:
+            outcomes = list(own_pool.map(programs))
+    finally:
+        del os.environ["MONARCH_PARTITION_ENGINE"]
     assert len(outcomes) == len(programs)
     bad = [(p.tag, o.message.splitlines()[0] if o.message else o.cls)
            for p, o in outcomes if o.status == "fail"]

@@ -34,7 +34,7 @@ shard.grid @mesh_grid(shape = 2x2)
 monarch.proc_mesh @mesh(hosts = 2, gpus = 2) grid @mesh_grid
 func.func @both(%arg0: tensor<8x4xf32>) -> tensor<8x4xf32> {
   %0 = monarch.feed %arg0 to @mesh : tensor<8x4xf32>
-  // expected-error @+1 {{splits one tensor dimension over 2 mesh dimensions; monarch-partition supports one mesh dimension per tensor dimension for now}}
+  // expected-error @+1 {{splits one tensor dimension over 2 mesh dimensions; monarch-partition supports one mesh dimension per tensor dimension with engine=upstream (engine=own splits it)}}
   %s = shard.sharding @mesh_grid split_axes = [[0, 1]] : !shard.sharding
   %a = shard.shard %0 to %s : tensor<8x4xf32>
   %e = tensor.empty() : tensor<8x4xf32>

@@ -1,0 +1,967 @@
+//===- PartitionEngine.cpp - monarch's own partitioner ----------*- C++ -*-===//
+//
+// See PartitionEngine.h. Three walks over a segment's scratch function:
+//
+// 1. `wanted`, backwards: the layouts annotations and the ops after a value
+//    would like it in, carried through structured ops' indexing maps and
+//    pass-through shape ops. Only values nothing fixes take them: arguments
+//    no earlier segment laid out, so that `mc.shard(x @ w, gpus=0)` with a
+//    replicated x computes on x's rows instead of slicing the whole product.
+// 2. `decide`, forwards: each argument's layout (an earlier segment's, an
+//    annotation's, the wanted one, or replicated), each structured op's loop
+//    axes (from its operands, largest first; then from an annotation of its
+//    result; then from what its users want), each result's layout.
+// 3. `expand`, forwards: every op rebuilt on per-rank types, each operand
+//    resharded to the layout its op needs (cached per value and layout).
+//    Fills, empties and splat constants are free: they are rebuilt in
+//    whatever layout each user needs.
+//
+//===----------------------------------------------------------------------===//
+
+#include "PartitionEngine.h"
+
+#include "mlir/Analysis/SliceAnalysis.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Linalg/Utils/Utils.h"
+#include "mlir/Dialect/Shard/IR/ShardOps.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/IR/Verifier.h"
+#include "llvm/ADT/SetVector.h"
+#include "llvm/ADT/SmallBitVector.h"
+
+using namespace mlir;
+
+namespace monarch::partition {
+namespace {
+
+using Axes = SmallVector<int16_t, 2>;
+
+/// How a tensor lies on the mesh: per dimension the mesh axes it is split
+/// over (major first), and the axes over which it is a partial result still
+/// to be reduced with `kind`.
+struct Layout {
+  SmallVector<Axes> dims;
+  Axes partial;
+  ReductionKind kind = ReductionKind::Sum;
+
+  static Layout replicated(int64_t rank) {
+    Layout l;
+    l.dims.resize(rank);
+    return l;
+  }
+  bool operator==(const Layout &o) const {
+    return dims == o.dims && partial == o.partial &&
+           (partial.empty() || kind == o.kind);
+  }
+  bool operator!=(const Layout &o) const { return !(*this == o); }
+  bool split() const {
+    return llvm::any_of(dims, [](const Axes &a) { return !a.empty(); });
+  }
+  Layout withoutPartial() const {
+    Layout l = *this;
+    l.partial.clear();
+    return l;
+  }
+};
+
+/// The structured op `op`'s loops as the engine sees them: each loop's
+/// extent and kind, each operand's map; null when it has no rule.
+bool hasStructuredRule(linalg::LinalgOp op, std::string &why) {
+  if (!op.hasPureTensorSemantics()) {
+    why = "works on buffers";
+    return false;
+  }
+  for (AffineMap map : op.getIndexingMapsArray())
+    if (!map.isProjectedPermutation(/*allowZeroInResults=*/false)) {
+      why = "has an indexing map that is not a projected permutation";
+      return false;
+    }
+  for (int64_t r : op.getStaticLoopRanges())
+    if (ShapedType::isDynamic(r)) {
+      why = "has a dynamic loop";
+      return false;
+    }
+  // An index op gives global coordinates, which would be wrong on a rank's
+  // shard of the loops. (A gather's table, a tensor the body captures, is
+  // read whole: see capturedTensors.)
+  bool local = true;
+  op->walk([&](linalg::IndexOp) { local = false; });
+  if (!local) {
+    why = "reads its loop indices";
+    return false;
+  }
+  return true;
+}
+
+/// The tensors `op`'s body reads without taking them as operands: a
+/// gather's table, read at data-dependent coordinates, so every rank needs
+/// all of it (the coordinates come in as operands and partition with the
+/// loops).
+SmallVector<Value> capturedTensors(Operation *op) {
+  llvm::SetVector<Value> out;
+  op->walk([&](Operation *inner) {
+    if (inner == op)
+      return;
+    for (Value v : inner->getOperands())
+      if (isa<RankedTensorType>(v.getType()) &&
+          !op->isAncestor(v.getParentRegion()->getParentOp()))
+        out.insert(v);
+  });
+  return out.takeVector();
+}
+
+/// Whether `v` costs nothing to make in any layout: an empty tensor, a splat
+/// constant, or a fill of one of those.
+bool isFree(Value v) {
+  Operation *def = v.getDefiningOp();
+  auto type = dyn_cast<RankedTensorType>(v.getType());
+  if (!def || !type || !type.hasStaticShape())
+    return false;
+  if (isa<tensor::EmptyOp>(def))
+    return true;
+  if (auto c = dyn_cast<arith::ConstantOp>(def)) {
+    auto dense = dyn_cast<DenseElementsAttr>(c.getValue());
+    return dense && dense.isSplat();
+  }
+  if (auto fill = dyn_cast<linalg::FillOp>(def))
+    return fill.hasPureTensorSemantics() && isFree(fill.getOutputs()[0]);
+  return false;
+}
+
+/// The scalar a free value is filled with (null for an empty tensor).
+Attribute freeFillValue(Value v) {
+  Operation *def = v.getDefiningOp();
+  if (auto c = dyn_cast<arith::ConstantOp>(def))
+    return cast<DenseElementsAttr>(c.getValue()).getSplatValue<Attribute>();
+  if (auto fill = dyn_cast<linalg::FillOp>(def)) {
+    Attribute value;
+    if (matchPattern(fill.getInputs()[0], m_Constant(&value)))
+      return value;
+  }
+  return {};
+}
+
+/// The reduction kind of init `i` of `op` when its reduction loops may be
+/// split over ranks: one combiner of a known kind, and an init every rank
+/// may start from (the combiner's identity, or any value for max and min).
+std::optional<ReductionKind> splittableReduction(linalg::LinalgOp op,
+                                                 unsigned i) {
+  SmallVector<Operation *> combiners;
+  if (!matchReduction(op.getRegionOutputArgs(), i, combiners) ||
+      combiners.size() != 1)
+    return std::nullopt;
+  Operation *c = combiners.front();
+  std::optional<ReductionKind> kind;
+  bool idempotent = false;
+  if (isa<arith::AddFOp, arith::AddIOp>(c))
+    kind = ReductionKind::Sum;
+  else if (isa<arith::MulFOp, arith::MulIOp>(c))
+    kind = ReductionKind::Prod;
+  else if (isa<arith::MaximumFOp, arith::MaxNumFOp, arith::MaxSIOp>(c))
+    kind = ReductionKind::Max, idempotent = true;
+  else if (isa<arith::MinimumFOp, arith::MinNumFOp, arith::MinSIOp>(c))
+    kind = ReductionKind::Min, idempotent = true;
+  if (!kind)
+    return std::nullopt;
+  if (idempotent)
+    return kind;
+  // Sums and products: every rank's partial starts from the identity.
+  Value init = op.getDpsInits()[i];
+  if (!isFree(init))
+    return std::nullopt;
+  Attribute value = freeFillValue(init);
+  auto isConst = [&](double want) {
+    if (auto f = dyn_cast_or_null<FloatAttr>(value))
+      return f.getValueAsDouble() == want;
+    if (auto n = dyn_cast_or_null<IntegerAttr>(value))
+      return n.getValue().getSExtValue() == static_cast<int64_t>(want);
+    return false;
+  };
+  if (*kind == ReductionKind::Sum ? isConst(0.0) : isConst(1.0))
+    return kind;
+  return std::nullopt;
+}
+
+class Engine {
+public:
+  Engine(func::FuncOp fn, MeshOpInterface mesh, ArrayRef<DistAttr> inDists,
+         unsigned replicatedTail)
+      : fn(fn), mesh(mesh), inDists(inDists), tail(replicatedTail),
+        extents(mesh.getMeshShape()), names(mesh.getDimNames()),
+        b(fn.getContext()) {}
+
+  LogicalResult run(SmallVectorImpl<DistAttr> &argDists,
+                    SmallVectorImpl<DistAttr> &resDists, std::string &why) {
+    if (failed(check(why)))
+      return failure();
+    collectWanted();
+    if (failed(decide(why)) || failed(expand(why)))
+      return failure();
+    Block &body = fn.getBody().front();
+    argDists.clear();
+    for (BlockArgument arg : body.getArguments())
+      argDists.push_back(isa<RankedTensorType>(arg.getType())
+                             ? distOf(layout.lookup(arg))
+                             : DistAttr());
+    resDists.clear();
+    for (Value v : body.getTerminator()->getOperands())
+      resDists.push_back(isa<RankedTensorType>(v.getType())
+                             ? distOf(finalLayouts.lookup(v))
+                             : DistAttr());
+    // (Monarch collectives verify once they are in their endpoint.)
+    for (Operation &op : body)
+      if (!isa<MonarchDialect>(op.getDialect()) && failed(mlir::verify(&op))) {
+        why = "built an op that does not verify";
+        return failure();
+      }
+    return success();
+  }
+
+private:
+  func::FuncOp fn;
+  MeshOpInterface mesh;
+  ArrayRef<DistAttr> inDists;
+  unsigned tail;
+  SmallVector<int64_t> extents;
+  SmallVector<StringRef> names;
+  OpBuilder b;
+
+  /// Decided layouts of (global) values.
+  DenseMap<Value, Layout> layout;
+  /// Layouts users would like values in (walk 1).
+  DenseMap<Value, Layout> wanted;
+  /// Per structured op: its loops' mesh axes.
+  DenseMap<Operation *, SmallVector<Axes>> loops;
+  /// Per global value: its per-rank versions by layout (walk 3).
+  DenseMap<Value, SmallVector<std::pair<Layout, Value>, 1>> versions;
+  /// Per-rank results, by the layout they are returned in.
+  DenseMap<Value, Layout> finalLayouts;
+
+  // ---- Layout helpers ----------------------------------------------------
+
+  int64_t count(ArrayRef<int16_t> axes) const {
+    int64_t n = 1;
+    for (int16_t a : axes)
+      n *= extents[a];
+    return n;
+  }
+
+  /// The layout of a sharding annotation on a tensor of `rank`; axes of
+  /// extent 1 split nothing and are dropped.
+  FailureOr<Layout> fromSharding(Value sharding, int64_t rank) {
+    auto op = sharding.getDefiningOp<shard::ShardingOp>();
+    if (!op || !op.getStaticShardedDimsOffsets().empty() ||
+        !op.getDynamicShardedDimsOffsets().empty() ||
+        !op.getStaticHaloSizes().empty() || !op.getDynamicHaloSizes().empty())
+      return failure();
+    Layout l = Layout::replicated(rank);
+    for (auto [d, axes] : llvm::enumerate(op.getSplitAxes().getAxes()))
+      for (int16_t a : axes.asArrayRef()) {
+        if (a < 0 || a >= static_cast<int16_t>(extents.size()))
+          return failure();
+        if (extents[a] == 1)
+          continue;
+        if (static_cast<int64_t>(d) >= rank)
+          return failure();
+        l.dims[d].push_back(a);
+      }
+    return l;
+  }
+
+  FailureOr<Layout> fromDist(DistAttr dist, int64_t rank) {
+    Layout l = Layout::replicated(rank);
+    if (!dist || dist.getPartial())
+      return l;
+    for (int64_t d = 0; d < rank; ++d)
+      for (StringRef m : dist.getSplitDims(d)) {
+        int64_t i = mesh.getDimIndex(m);
+        if (i < 0)
+          return failure();
+        if (extents[i] > 1)
+          l.dims[d].push_back(static_cast<int16_t>(i));
+      }
+    return l;
+  }
+
+  DistAttr distOf(const Layout &l) {
+    if (!l.split() && l.partial.empty())
+      return {};
+    MLIRContext *ctx = fn.getContext();
+    SmallVector<Attribute> dims;
+    for (const Axes &axes : l.dims) {
+      SmallVector<Attribute> dimNames;
+      for (int16_t a : axes)
+        dimNames.push_back(StringAttr::get(ctx, names[a]));
+      dims.push_back(ArrayAttr::get(ctx, dimNames));
+    }
+    return DistAttr::get(ctx, ArrayAttr::get(ctx, dims),
+                         l.partial.empty() ? std::nullopt
+                                           : std::optional(l.kind));
+  }
+
+  /// Whether `l` divides every dimension of `type` evenly.
+  bool divides(const Layout &l, RankedTensorType type) const {
+    for (auto [d, axes] : llvm::enumerate(l.dims))
+      if (!axes.empty() && type.getDimSize(d) % count(axes))
+        return false;
+    return true;
+  }
+
+  RankedTensorType localType(RankedTensorType type, const Layout &l) const {
+    SmallVector<int64_t> shape(type.getShape());
+    for (auto [d, axes] : llvm::enumerate(l.dims))
+      shape[d] /= count(axes);
+    return RankedTensorType::get(shape, type.getElementType());
+  }
+
+  ArrayAttr dimNames(ArrayRef<int16_t> axes) {
+    SmallVector<Attribute> out;
+    for (int16_t a : axes)
+      out.push_back(b.getStringAttr(names[a]));
+    return b.getArrayAttr(out);
+  }
+
+  /// The plain annotation of `v` (`shard.shard %v to %s`), if any.
+  static shard::ShardOp plainAnnotation(Value v) {
+    for (Operation *user : v.getUsers())
+      if (auto s = dyn_cast<shard::ShardOp>(user);
+          s && !s.getAnnotateForUsers())
+        return s;
+    return {};
+  }
+
+  // ---- Walk 0: every op has a rule ---------------------------------------
+
+  LogicalResult check(std::string &why) {
+    for (Operation &op : fn.getBody().front()) {
+      bool tensors = llvm::any_of(op.getResultTypes(),
+                                  [](Type t) { return isa<TensorType>(t); });
+      bool tensorOperands = llvm::any_of(
+          op.getOperandTypes(), [](Type t) { return isa<TensorType>(t); });
+      if (isa<shard::ShardingOp, func::ReturnOp>(op) ||
+          (!tensors && !tensorOperands))
+        continue;
+      if (!tensors || op.getNumResults() != 1) {
+        why = "'" + op.getName().getStringRef().str() +
+              "' has no rule (it does not make one tensor)";
+        return failure();
+      }
+      if (isa<shard::ShardOp, tensor::EmptyOp, arith::ConstantOp>(op))
+        continue;
+      if (auto s = dyn_cast<tensor::ExtractSliceOp>(op)) {
+        if (s.getOffsets().empty() && s.getSizes().empty() &&
+            s.getStrides().empty())
+          continue;
+      } else if (isa<tensor::ExpandShapeOp, tensor::CollapseShapeOp,
+                     tensor::ConcatOp>(op)) {
+        continue;
+      } else if (auto l = dyn_cast<linalg::LinalgOp>(op)) {
+        std::string reason;
+        if (hasStructuredRule(l, reason))
+          continue;
+        why = "'" + op.getName().getStringRef().str() + "' " + reason;
+        return failure();
+      }
+      why = "'" + op.getName().getStringRef().str() + "' has no rule";
+      return failure();
+    }
+    for (Type t : fn.getArgumentTypes())
+      if (isa<TensorType>(t) && !isa<RankedTensorType>(t)) {
+        why = "an unranked tensor argument";
+        return failure();
+      }
+    return success();
+  }
+
+  // ---- Walk 1: wanted layouts, backwards ---------------------------------
+
+  void want(Value v, const Layout &l) {
+    if (!isa<RankedTensorType>(v.getType()) || !l.split())
+      return;
+    wanted.try_emplace(v, l.withoutPartial());
+  }
+
+  void collectWanted() {
+    Block &body = fn.getBody().front();
+    for (Operation &op : llvm::reverse(body)) {
+      if (auto s = dyn_cast<shard::ShardOp>(op)) {
+        auto type = cast<RankedTensorType>(s.getSrc().getType());
+        FailureOr<Layout> l = fromSharding(s.getSharding(), type.getRank());
+        if (succeeded(l))
+          want(s.getSrc(), *l);
+        continue;
+      }
+      if (auto l = dyn_cast<linalg::LinalgOp>(op)) {
+        if (l.getNumDpsInits() != 1)
+          continue;
+        Value res = op.getResult(0);
+        auto it = wanted.find(res);
+        if (it == wanted.end())
+          continue;
+        // Parallel loops of the result take its wanted axes.
+        SmallVector<Axes> loopAxes(l.getNumLoops());
+        AffineMap out = l.getIndexingMapMatchingResult(cast<OpResult>(res));
+        for (unsigned r = 0; r < out.getNumResults(); ++r)
+          loopAxes[out.getDimPosition(r)] = it->second.dims[r];
+        for (OpOperand *in : l.getDpsInputOperands()) {
+          auto type = dyn_cast<RankedTensorType>(in->get().getType());
+          if (!type)
+            continue;
+          AffineMap map = l.getMatchingIndexingMap(in);
+          Layout w = Layout::replicated(type.getRank());
+          for (unsigned r = 0; r < map.getNumResults(); ++r)
+            w.dims[r] = loopAxes[map.getDimPosition(r)];
+          if (divides(w, type))
+            want(in->get(), w);
+        }
+        continue;
+      }
+      if (auto s = dyn_cast<tensor::ExtractSliceOp>(op)) {
+        auto it = wanted.find(s.getResult());
+        if (it == wanted.end())
+          continue;
+        RankedTensorType src = s.getSourceType();
+        llvm::SmallBitVector dropped = s.getDroppedDims();
+        Layout w = Layout::replicated(src.getRank());
+        for (int64_t d = 0, r = 0; d < src.getRank(); ++d) {
+          if (dropped.test(d))
+            continue;
+          if (s.getStaticSizes()[d] == src.getDimSize(d))
+            w.dims[d] = it->second.dims[r];
+          ++r;
+        }
+        want(s.getSource(), w);
+        continue;
+      }
+      if (auto c = dyn_cast<tensor::ConcatOp>(op)) {
+        auto it = wanted.find(c.getResult());
+        if (it == wanted.end())
+          continue;
+        Layout w = it->second;
+        w.dims[c.getDim()].clear();
+        for (Value in : c.getInputs())
+          want(in, w);
+      }
+    }
+  }
+
+  // ---- Walk 2: decide, forwards ------------------------------------------
+
+  LogicalResult decide(std::string &why) {
+    Block &body = fn.getBody().front();
+    unsigned numArgs = body.getNumArguments();
+    for (BlockArgument arg : body.getArguments()) {
+      auto type = dyn_cast<RankedTensorType>(arg.getType());
+      if (!type)
+        continue;
+      unsigned i = arg.getArgNumber();
+      Layout l = Layout::replicated(type.getRank());
+      if (i >= numArgs - tail) {
+        // Lifted constants: replicated.
+      } else if (i < inDists.size() && inDists[i] && !inDists[i].getPartial()) {
+        FailureOr<Layout> known = fromDist(inDists[i], type.getRank());
+        if (failed(known)) {
+          why = "an argument's layout names a dimension the mesh lacks";
+          return failure();
+        }
+        l = *known;
+      } else if (shard::ShardOp s = plainAnnotation(arg)) {
+        FailureOr<Layout> a = fromSharding(s.getSharding(), type.getRank());
+        if (succeeded(a))
+          l = *a;
+      } else if (auto it = wanted.find(arg); it != wanted.end()) {
+        l = it->second;
+      }
+      if (!divides(l, type))
+        l = Layout::replicated(type.getRank());
+      layout[arg] = l;
+    }
+    for (Operation &op : body) {
+      if (isa<shard::ShardingOp, func::ReturnOp>(op))
+        continue;
+      if (op.getNumResults() != 1 ||
+          !isa<RankedTensorType>(op.getResult(0).getType()))
+        continue; // Scalars: kept as they are.
+      Value res = op.getResult(0);
+      auto type = cast<RankedTensorType>(res.getType());
+      if (isFree(res))
+        continue;
+      if (auto s = dyn_cast<shard::ShardOp>(op)) {
+        FailureOr<Layout> l = fromSharding(s.getSharding(), type.getRank());
+        if (failed(l) || !divides(*l, type)) {
+          why = "a sharding annotation this engine cannot express";
+          return failure();
+        }
+        layout[res] = *l;
+        continue;
+      }
+      if (isa<arith::ConstantOp>(op)) {
+        layout[res] = Layout::replicated(type.getRank());
+        continue;
+      }
+      if (auto l = dyn_cast<linalg::LinalgOp>(op)) {
+        decideStructured(l);
+        continue;
+      }
+      if (failed(decideShapeOp(&op, why)))
+        return failure();
+    }
+    return success();
+  }
+
+  /// The layout `v` has (replicated for a free value, which takes any).
+  Layout have(Value v) const {
+    auto it = layout.find(v);
+    if (it != layout.end())
+      return it->second;
+    return Layout::replicated(cast<RankedTensorType>(v.getType()).getRank());
+  }
+
+  void decideStructured(linalg::LinalgOp op) {
+    unsigned numLoops = op.getNumLoops();
+    SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+    SmallVector<utils::IteratorType> iters = op.getIteratorTypesArray();
+    bool reductionsSplit = true;
+    SmallVector<ReductionKind> kinds;
+    for (unsigned i = 0, e = op.getNumDpsInits(); i < e; ++i) {
+      std::optional<ReductionKind> k = splittableReduction(op, i);
+      if (!k)
+        reductionsSplit = false;
+      kinds.push_back(k.value_or(ReductionKind::Sum));
+    }
+    if (op.getNumReductionLoops() == 0)
+      reductionsSplit = true;
+
+    SmallVector<Axes> loopAxes(numLoops);
+    llvm::SmallBitVector used(extents.size());
+    auto propose = [&](AffineMap map, const Layout &l) {
+      for (unsigned r = 0; r < map.getNumResults(); ++r) {
+        unsigned pos = map.getDimPosition(r);
+        const Axes &axes = l.dims[r];
+        if (axes.empty() || !loopAxes[pos].empty())
+          continue;
+        if (iters[pos] == utils::IteratorType::reduction && !reductionsSplit)
+          continue;
+        if (llvm::any_of(axes, [&](int16_t a) { return used.test(a); }))
+          continue;
+        if (ranges[pos] % count(axes))
+          continue;
+        loopAxes[pos] = axes;
+        for (int16_t a : axes)
+          used.set(a);
+      }
+    };
+    // 1. The operands' layouts, largest operand first.
+    SmallVector<OpOperand *> operands;
+    for (OpOperand &o : op->getOpOperands())
+      if (auto t = dyn_cast<RankedTensorType>(o.get().getType());
+          t && !isFree(o.get()))
+        operands.push_back(&o);
+    llvm::stable_sort(operands, [](OpOperand *x, OpOperand *y) {
+      return cast<RankedTensorType>(x->get().getType()).getNumElements() >
+             cast<RankedTensorType>(y->get().getType()).getNumElements();
+    });
+    for (OpOperand *o : operands)
+      propose(op.getMatchingIndexingMap(o), have(o->get()));
+    // 2. An annotation of a result; 3. what its users want.
+    for (OpResult r : op->getResults()) {
+      AffineMap out = op.getIndexingMapMatchingResult(r);
+      if (shard::ShardOp s = plainAnnotation(r)) {
+        FailureOr<Layout> a = fromSharding(
+            s.getSharding(), cast<RankedTensorType>(r.getType()).getRank());
+        if (succeeded(a))
+          propose(out, *a);
+      }
+      if (auto it = wanted.find(r); it != wanted.end())
+        propose(out, it->second);
+    }
+    for (OpResult r : op->getResults()) {
+      AffineMap out = op.getIndexingMapMatchingResult(r);
+      Layout l = Layout::replicated(out.getNumResults());
+      for (unsigned d = 0; d < out.getNumResults(); ++d)
+        l.dims[d] = loopAxes[out.getDimPosition(d)];
+      for (unsigned pos = 0; pos < numLoops; ++pos)
+        if (iters[pos] == utils::IteratorType::reduction)
+          l.partial.append(loopAxes[pos]);
+      llvm::sort(l.partial);
+      l.kind = kinds[r.getResultNumber()];
+      layout[r] = l;
+    }
+    loops[op] = std::move(loopAxes);
+  }
+
+  /// The layout a shape op needs its (first) operand in, and its result's.
+  DenseMap<Operation *, Layout> needs;
+
+  LogicalResult decideShapeOp(Operation *op, std::string &why) {
+    Value src = op->getOperand(0), res = op->getResult(0);
+    auto resType = cast<RankedTensorType>(res.getType());
+    Layout in = have(src).withoutPartial();
+    Layout out = Layout::replicated(resType.getRank());
+    if (auto e = dyn_cast<tensor::ExpandShapeOp>(op)) {
+      for (auto [g, run] : llvm::enumerate(e.getReassociationIndices())) {
+        if (in.dims[g].empty())
+          continue;
+        if (resType.getDimSize(run[0]) % count(in.dims[g]))
+          in.dims[g].clear(); // Gathered first.
+        else
+          out.dims[run[0]] = in.dims[g];
+      }
+    } else if (auto c = dyn_cast<tensor::CollapseShapeOp>(op)) {
+      for (auto [g, run] : llvm::enumerate(c.getReassociationIndices())) {
+        for (size_t k = 1; k < run.size(); ++k)
+          in.dims[run[k]].clear();
+        out.dims[g] = in.dims[run[0]];
+      }
+    } else if (auto s = dyn_cast<tensor::ExtractSliceOp>(op)) {
+      RankedTensorType srcType = s.getSourceType();
+      llvm::SmallBitVector dropped = s.getDroppedDims();
+      for (int64_t d = 0, r = 0; d < srcType.getRank(); ++d) {
+        bool whole = !dropped.test(d) && s.getStaticOffsets()[d] == 0 &&
+                     s.getStaticStrides()[d] == 1 &&
+                     s.getStaticSizes()[d] == srcType.getDimSize(d);
+        if (!whole)
+          in.dims[d].clear();
+        if (!dropped.test(d))
+          out.dims[r++] = in.dims[d];
+      }
+    } else if (auto c = dyn_cast<tensor::ConcatOp>(op)) {
+      // The first operand that is not free sets the layout.
+      for (Value v : c.getInputs())
+        if (!isFree(v)) {
+          in = have(v).withoutPartial();
+          break;
+        }
+      in.dims[c.getDim()].clear();
+      out = in;
+    } else {
+      why = "'" + op->getName().getStringRef().str() + "' has no rule";
+      return failure();
+    }
+    needs[op] = in;
+    layout[res] = out;
+    return success();
+  }
+
+  // ---- Walk 3: expand, forwards ------------------------------------------
+
+  /// `v`'s per-rank value in layout `want`, made once.
+  FailureOr<Value> get(Value v, const Layout &want, Location loc) {
+    auto &vs = versions[v];
+    for (auto &[l, local] : vs)
+      if (l == want)
+        return local;
+    FailureOr<Value> made =
+        isFree(v) ? materialize(v, want, loc) : reshard(v, want, loc);
+    if (succeeded(made))
+      versions[v].push_back({want, *made});
+    return made;
+  }
+
+  FailureOr<Value> materialize(Value v, const Layout &want, Location loc) {
+    auto type = cast<RankedTensorType>(v.getType());
+    RankedTensorType local = localType(type, want);
+    Operation *def = v.getDefiningOp();
+    if (isa<tensor::EmptyOp>(def))
+      return tensor::EmptyOp::create(b, loc, local.getShape(),
+                                     local.getElementType())
+          .getResult();
+    if (auto c = dyn_cast<arith::ConstantOp>(def))
+      return arith::ConstantOp::create(
+                 b, loc, local,
+                 DenseElementsAttr::get(local,
+                                        cast<DenseElementsAttr>(c.getValue())
+                                            .getSplatValue<Attribute>()))
+          .getResult();
+    auto fill = cast<linalg::FillOp>(def);
+    FailureOr<Value> init = get(fill.getOutputs()[0], want, loc);
+    if (failed(init))
+      return failure();
+    return linalg::FillOp::create(b, loc, fill.getInputs()[0], *init)
+        .getResult(0);
+  }
+
+  /// Moves `v` from the layout it has to `want`.
+  FailureOr<Value> reshard(Value v, const Layout &want, Location loc) {
+    Layout cur = have(v);
+    FailureOr<Value> start = get0(v);
+    if (failed(start))
+      return failure();
+    Value local = *start;
+    RankedTensorType global = globalType(v);
+    // 1. Partial results: reduce-scatter into the one dimension that wants
+    //    exactly the partial axes more, else all-reduce.
+    if (!cur.partial.empty() && cur.partial != want.partial) {
+      if (!want.partial.empty())
+        return failure();
+      int64_t scatter = -1;
+      for (auto [d, axes] : llvm::enumerate(want.dims)) {
+        Axes more = cur.dims[d];
+        more.append(cur.partial);
+        if (cur.partial.size() == 1 && axes == more &&
+            cur.kind != ReductionKind::Avg)
+          scatter = static_cast<int64_t>(d);
+      }
+      if (scatter >= 0) {
+        Layout next = cur.withoutPartial();
+        next.dims[scatter] = want.dims[scatter];
+        local =
+            ReduceScatterOp::create(b, loc, localType(global, next), local,
+                                    dimNames(cur.partial), scatter, cur.kind);
+        cur = next;
+      } else {
+        local = AllReduceOp::create(
+            b, loc, local, dimNames(cur.partial),
+            ReductionKindAttr::get(b.getContext(), cur.kind));
+        cur = cur.withoutPartial();
+      }
+    }
+    // 2. An axis that moves from the end of one dimension to the next place
+    //    of another: one all_to_all (each rank sends (n-1)/n of its shard)
+    //    instead of a gather and a slice.
+    for (size_t d = 0; d < cur.dims.size(); ++d) {
+      if (cur.dims[d].empty() || ArrayRef<int16_t>(want.dims[d])
+                                     .take_front(cur.dims[d].size())
+                                     .equals(cur.dims[d]))
+        continue;
+      int16_t a = cur.dims[d].back();
+      for (size_t e = 0; e < cur.dims.size(); ++e) {
+        const Axes &to = want.dims[e];
+        const Axes &from = cur.dims[e];
+        if (e == d || to.size() <= from.size() ||
+            !ArrayRef<int16_t>(to).take_front(from.size()).equals(from) ||
+            to[from.size()] != a)
+          continue;
+        Layout next = cur;
+        next.dims[d].pop_back();
+        next.dims[e].push_back(a);
+        local = AllToAllOp::create(b, loc, localType(global, next), local,
+                                   dimNames({a}), static_cast<int64_t>(e),
+                                   static_cast<int64_t>(d));
+        cur = next;
+        break;
+      }
+    }
+    // 3. Gathers: each dimension keeps the longest prefix of its axes the
+    //    wanted layout shares; the rest is gathered, innermost axis first.
+    for (auto [d, axes] : llvm::enumerate(cur.dims)) {
+      const Axes &target = want.dims[d];
+      size_t keep = 0;
+      while (keep < axes.size() && keep < target.size() &&
+             axes[keep] == target[keep])
+        ++keep;
+      // An axis the wanted layout uses on another dimension must be
+      // gathered here too before it can be sliced there.
+      while (axes.size() > keep) {
+        int16_t a = axes.back();
+        Layout next = cur;
+        next.dims[d].pop_back();
+        local = AllGatherOp::create(b, loc, localType(global, next), local,
+                                    dimNames({a}), static_cast<int64_t>(d));
+        cur = next;
+      }
+    }
+    // 4. Slices: the axes a dimension wants more, at this rank's index.
+    for (auto [d, axes] : llvm::enumerate(want.dims)) {
+      Axes &have = cur.dims[d];
+      if (have == axes)
+        continue;
+      ArrayRef<int16_t> more = ArrayRef<int16_t>(axes).drop_front(have.size());
+      Layout next = cur;
+      next.dims[d] = axes;
+      RankedTensorType to = localType(global, next);
+      Value index = ProcessIndexOp::create(b, loc, dimNames(more));
+      Value size = arith::ConstantIndexOp::create(b, loc, to.getDimSize(d));
+      Value offset = arith::MulIOp::create(b, loc, index, size);
+      SmallVector<OpFoldResult> offsets(to.getRank(), b.getIndexAttr(0));
+      SmallVector<OpFoldResult> sizes, strides(to.getRank(), b.getIndexAttr(1));
+      for (int64_t s : to.getShape())
+        sizes.push_back(b.getIndexAttr(s));
+      offsets[d] = offset;
+      local = tensor::ExtractSliceOp::create(b, loc, to, local, offsets, sizes,
+                                             strides);
+      cur = next;
+    }
+    if (cur != want)
+      return failure();
+    return local;
+  }
+
+  /// Arguments' global types (they take their per-rank ones in walk 3).
+  DenseMap<Value, RankedTensorType> argTypes;
+  RankedTensorType globalType(Value v) const {
+    if (auto t = argTypes.lookup(v))
+      return t;
+    return cast<RankedTensorType>(v.getType());
+  }
+
+  /// `v`'s per-rank value in the layout it was made in.
+  FailureOr<Value> get0(Value v) {
+    auto it = versions.find(v);
+    if (it == versions.end() || it->second.empty())
+      return failure();
+    return it->second.front().second;
+  }
+
+  LogicalResult expand(std::string &why) {
+    Block &body = fn.getBody().front();
+    // Arguments take their per-rank types.
+    for (BlockArgument arg : body.getArguments()) {
+      auto type = dyn_cast<RankedTensorType>(arg.getType());
+      if (!type)
+        continue;
+      argTypes[arg] = type;
+      arg.setType(localType(type, layout[arg]));
+      versions[arg].push_back({layout[arg], arg});
+    }
+    SmallVector<Operation *> old;
+    for (Operation &op : llvm::make_early_inc_range(body)) {
+      Location loc = op.getLoc();
+      b.setInsertionPoint(&op);
+      if (auto ret = dyn_cast<func::ReturnOp>(op)) {
+        SmallVector<Value> values;
+        for (Value v : ret.getOperands()) {
+          if (!isa<RankedTensorType>(v.getType())) {
+            values.push_back(v);
+            continue;
+          }
+          Layout l = have(v).withoutPartial();
+          FailureOr<Value> local = get(v, l, loc);
+          if (failed(local)) {
+            why = "could not reshard a result";
+            return failure();
+          }
+          finalLayouts[*local] = l;
+          values.push_back(*local);
+        }
+        ret->setOperands(values);
+        continue;
+      }
+      if (isa<shard::ShardingOp>(op) || op.getNumResults() != 1 ||
+          !isa<RankedTensorType>(op.getResult(0).getType()))
+        continue;
+      Value res = op.getResult(0);
+      old.push_back(&op);
+      if (isFree(res))
+        continue; // Made where it is used.
+      FailureOr<Value> made = expandOne(&op, loc);
+      if (failed(made)) {
+        why = "could not rebuild '" + op.getName().getStringRef().str() +
+              "' on per-rank types";
+        return failure();
+      }
+      versions[res].push_back({layout[res], *made});
+    }
+    for (Operation *op : llvm::reverse(old)) {
+      op->dropAllUses();
+      op->erase();
+    }
+    for (Operation &op : llvm::make_early_inc_range(body))
+      if (isa<shard::ShardingOp>(op) && op.use_empty())
+        op.erase();
+    fn.setType(FunctionType::get(fn.getContext(), body.getArgumentTypes(),
+                                 body.getTerminator()->getOperandTypes()));
+    return success();
+  }
+
+  FailureOr<Value> expandOne(Operation *op, Location loc) {
+    Value res = op->getResult(0);
+    auto type = cast<RankedTensorType>(res.getType());
+    const Layout &out = layout[res];
+    if (auto s = dyn_cast<shard::ShardOp>(op))
+      return get(s.getSrc(), out, loc);
+    if (auto c = dyn_cast<arith::ConstantOp>(op))
+      return b.clone(*c)->getResult(0);
+    if (auto l = dyn_cast<linalg::LinalgOp>(op)) {
+      const SmallVector<Axes> &loopAxes = loops[op];
+      SmallVector<Value> operands;
+      for (OpOperand &o : op->getOpOperands()) {
+        auto t = dyn_cast<RankedTensorType>(o.get().getType());
+        if (!t) {
+          operands.push_back(o.get());
+          continue;
+        }
+        AffineMap map = l.getMatchingIndexingMap(&o);
+        Layout need = Layout::replicated(t.getRank());
+        for (unsigned r = 0; r < map.getNumResults(); ++r)
+          need.dims[r] = loopAxes[map.getDimPosition(r)];
+        FailureOr<Value> v = get(o.get(), need, loc);
+        if (failed(v))
+          return failure();
+        operands.push_back(*v);
+      }
+      // A gather's table, whole on every rank.
+      IRMapping captured;
+      for (Value table : capturedTensors(op)) {
+        FailureOr<Value> whole =
+            get(table,
+                Layout::replicated(
+                    cast<RankedTensorType>(table.getType()).getRank()),
+                loc);
+        if (failed(whole))
+          return failure();
+        captured.map(table, *whole);
+      }
+      Operation *made = b.clone(*op, captured);
+      made->setOperands(operands);
+      for (OpResult r : op->getResults())
+        made->getResult(r.getResultNumber())
+            .setType(localType(cast<RankedTensorType>(r.getType()), layout[r]));
+      return made->getResult(0);
+    }
+    // Shape ops: the operand in the layout the op needs.
+    const Layout &in = needs[op];
+    RankedTensorType local = localType(type, out);
+    if (auto c = dyn_cast<tensor::ConcatOp>(op)) {
+      SmallVector<Value> inputs;
+      for (Value v : c.getInputs()) {
+        FailureOr<Value> x = get(v, in, loc);
+        if (failed(x))
+          return failure();
+        inputs.push_back(*x);
+      }
+      return tensor::ConcatOp::create(b, loc, local, c.getDim(), inputs)
+          .getResult();
+    }
+    FailureOr<Value> src = get(op->getOperand(0), in, loc);
+    if (failed(src))
+      return failure();
+    if (auto e = dyn_cast<tensor::ExpandShapeOp>(op))
+      return tensor::ExpandShapeOp::create(b, loc, local, *src,
+                                           e.getReassociationIndices())
+          .getResult();
+    if (auto c = dyn_cast<tensor::CollapseShapeOp>(op))
+      return tensor::CollapseShapeOp::create(b, loc, local, *src,
+                                             c.getReassociationIndices())
+          .getResult();
+    auto s = cast<tensor::ExtractSliceOp>(op);
+    // Split dimensions are taken whole: their sizes shrink to the shard.
+    auto srcLocal = cast<RankedTensorType>(src->getType());
+    SmallVector<int64_t> sizes(s.getStaticSizes());
+    for (auto [d, axes] : llvm::enumerate(in.dims))
+      if (!axes.empty())
+        sizes[d] = srcLocal.getDimSize(d);
+    MLIRContext *ctx = b.getContext();
+    return tensor::ExtractSliceOp::create(
+               b, loc, local, *src,
+               getAsIndexOpFoldResult(ctx, s.getStaticOffsets()),
+               getAsIndexOpFoldResult(ctx, sizes),
+               getAsIndexOpFoldResult(ctx, s.getStaticStrides()))
+        .getResult();
+  }
+};
+
+} // namespace
+
+LogicalResult partitionWithOwnEngine(func::FuncOp fn, MeshOpInterface mesh,
+                                     ArrayRef<DistAttr> inDists,
+                                     unsigned replicatedTail,
+                                     SmallVectorImpl<DistAttr> &argDists,
+                                     SmallVectorImpl<DistAttr> &resDists,
+                                     std::string &why) {
+  return Engine(fn, mesh, inDists, replicatedTail).run(argDists, resDists, why);
+}
+
+} // namespace monarch::partition

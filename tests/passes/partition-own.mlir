@@ -1,0 +1,200 @@
+// RUN: monarch-opt %s --split-input-file --monarch-partition=engine=own | FileCheck %s
+
+// The own engine (monarch-partition{engine=own}): data parallel. The batch
+// is split over "gpus"; the matmul and relu run on each rank's rows, the
+// column sum over the split rows is a partial sum, all-reduced where the
+// replicated annotation wants it. The zero fill of the sum is every rank's
+// own (sum's identity), with no rank-dependent init.
+
+// CHECK-LABEL: monarch.actor_class @dp.mesh.0.class
+// CHECK:         monarch.endpoint @run(%[[X:.*]]: tensor<2x3xf32> {monarch.dist = #monarch.dist<{{\[\["gpus"\], \[\]\]}}>}, %[[W:.*]]: tensor<3x4xf32>) -> tensor<4xf32>
+// CHECK:         linalg.matmul ins(%[[X]], %[[W]] : tensor<2x3xf32>, tensor<3x4xf32>) outs(%{{.*}} : tensor<2x4xf32>)
+// CHECK-NOT:     scf.if
+// CHECK:         %[[R:.*]] = linalg.reduce ins(%{{.*}} : tensor<2x4xf32>) outs(%{{.*}} : tensor<4xf32>) dimensions = [0]
+// CHECK:         %[[S:.*]] = all_reduce %[[R]] over ["gpus"] sum : tensor<4xf32>
+// CHECK:         return %[[S]]
+#id = affine_map<(d0, d1) -> (d0, d1)>
+shard.grid @grid(shape = 2)
+monarch.proc_mesh @mesh(gpus = 2) grid @grid
+func.func @dp(%x: tensor<4x3xf32>, %w: tensor<3x4xf32>) -> tensor<4xf32> {
+  %xf = monarch.feed %x to @mesh : tensor<4x3xf32>
+  %s = shard.sharding @grid split_axes = [[0]] : !shard.sharding
+  %xs = shard.shard %xf to %s : tensor<4x3xf32>
+  %wf = monarch.feed %w to @mesh : tensor<3x4xf32>
+  %e = tensor.empty() : tensor<4x4xf32>
+  %z = arith.constant 0.0 : f32
+  %f = linalg.fill ins(%z : f32) outs(%e : tensor<4x4xf32>) -> tensor<4x4xf32>
+  %y = linalg.matmul ins(%xs, %wf : tensor<4x3xf32>, tensor<3x4xf32>) outs(%f : tensor<4x4xf32>) -> tensor<4x4xf32>
+  %e2 = tensor.empty() : tensor<4x4xf32>
+  %r = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]} ins(%y : tensor<4x4xf32>) outs(%e2 : tensor<4x4xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %m = arith.maximumf %a, %z : f32
+    linalg.yield %m : f32
+  } -> tensor<4x4xf32>
+  %e3 = tensor.empty() : tensor<4xf32>
+  %f3 = linalg.fill ins(%z : f32) outs(%e3 : tensor<4xf32>) -> tensor<4xf32>
+  %sum = linalg.reduce ins(%r : tensor<4x4xf32>) outs(%f3 : tensor<4xf32>) dimensions = [0]
+    (%in: f32, %init: f32) {
+      %a = arith.addf %in, %init : f32
+      linalg.yield %a : f32
+    }
+  %rep = shard.sharding @grid split_axes = [[]] : !shard.sharding
+  %sr = shard.shard %sum to %rep annotate_for_users : tensor<4xf32>
+  %out = monarch.fetch %sr from @mesh : tensor<4xf32>
+  return %out : tensor<4xf32>
+}
+
+// -----
+
+// Megatron's MLP: w1 split by columns, w2 by rows. The hidden layer is each
+// rank's own; the second product is a partial sum over the split
+// contraction, all-reduced once.
+
+// CHECK-LABEL: monarch.actor_class @mlp.mesh.0.class
+// CHECK:         monarch.endpoint @run(%[[X:.*]]: tensor<4x8xf32>, %[[W1:.*]]: tensor<8x8xf32> {monarch.dist = #monarch.dist<{{\[\[\], \["gpus"\]\]}}>}, %[[W2:.*]]: tensor<8x8xf32> {monarch.dist = #monarch.dist<{{\[\["gpus"\], \[\]\]}}>}) -> tensor<4x8xf32>
+// CHECK:         %[[H:.*]] = linalg.matmul ins(%[[X]], %[[W1]] : tensor<4x8xf32>, tensor<8x8xf32>) outs(%{{.*}} : tensor<4x8xf32>)
+// CHECK:         %[[Y:.*]] = linalg.matmul ins(%[[H]], %[[W2]] : tensor<4x8xf32>, tensor<8x8xf32>) outs(%{{.*}} : tensor<4x8xf32>)
+// CHECK-NEXT:    %[[S:.*]] = all_reduce %[[Y]] over ["gpus"] sum : tensor<4x8xf32>
+// CHECK-NEXT:    return %[[S]]
+shard.grid @grid(shape = 2)
+monarch.proc_mesh @mesh(gpus = 2) grid @grid
+func.func @mlp(%x: tensor<4x8xf32>, %w1: tensor<8x16xf32>, %w2: tensor<16x8xf32>) -> tensor<4x8xf32> {
+  %xf = monarch.feed %x to @mesh : tensor<4x8xf32>
+  %w1f = monarch.feed %w1 to @mesh : tensor<8x16xf32>
+  %c = shard.sharding @grid split_axes = [[], [0]] : !shard.sharding
+  %w1s = shard.shard %w1f to %c : tensor<8x16xf32>
+  %w2f = monarch.feed %w2 to @mesh : tensor<16x8xf32>
+  %r = shard.sharding @grid split_axes = [[0]] : !shard.sharding
+  %w2s = shard.shard %w2f to %r : tensor<16x8xf32>
+  %z = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<4x16xf32>
+  %f = linalg.fill ins(%z : f32) outs(%e : tensor<4x16xf32>) -> tensor<4x16xf32>
+  %h = linalg.matmul ins(%xf, %w1s : tensor<4x8xf32>, tensor<8x16xf32>) outs(%f : tensor<4x16xf32>) -> tensor<4x16xf32>
+  %e2 = tensor.empty() : tensor<4x8xf32>
+  %f2 = linalg.fill ins(%z : f32) outs(%e2 : tensor<4x8xf32>) -> tensor<4x8xf32>
+  %y = linalg.matmul ins(%h, %w2s : tensor<4x16xf32>, tensor<16x8xf32>) outs(%f2 : tensor<4x8xf32>) -> tensor<4x8xf32>
+  %rep = shard.sharding @grid split_axes = [[]] : !shard.sharding
+  %yr = shard.shard %y to %rep annotate_for_users : tensor<4x8xf32>
+  %out = monarch.fetch %yr from @mesh : tensor<4x8xf32>
+  return %out : tensor<4x8xf32>
+}
+
+// -----
+
+// A partial sum wanted split by rows becomes a reduce_scatter (sequence
+// parallelism's form), not an all_reduce and a slice.
+
+// CHECK-LABEL: monarch.actor_class @rs.mesh.0.class
+// CHECK:         %[[Y:.*]] = linalg.matmul
+// CHECK-NEXT:    %[[S:.*]] = reduce_scatter %[[Y]] over ["gpus"] axis 0 sum : tensor<4x8xf32> -> tensor<2x8xf32>
+// CHECK-NEXT:    return %[[S]]
+shard.grid @grid(shape = 2)
+monarch.proc_mesh @mesh(gpus = 2) grid @grid
+func.func @rs(%h: tensor<4x16xf32>, %w2: tensor<16x8xf32>) -> tensor<4x8xf32> {
+  %hf = monarch.feed %h to @mesh : tensor<4x16xf32>
+  %c = shard.sharding @grid split_axes = [[], [0]] : !shard.sharding
+  %hs = shard.shard %hf to %c : tensor<4x16xf32>
+  %w2f = monarch.feed %w2 to @mesh : tensor<16x8xf32>
+  %r = shard.sharding @grid split_axes = [[0]] : !shard.sharding
+  %w2s = shard.shard %w2f to %r : tensor<16x8xf32>
+  %z = arith.constant 0.0 : f32
+  %e2 = tensor.empty() : tensor<4x8xf32>
+  %f2 = linalg.fill ins(%z : f32) outs(%e2 : tensor<4x8xf32>) -> tensor<4x8xf32>
+  %y = linalg.matmul ins(%hs, %w2s : tensor<4x16xf32>, tensor<16x8xf32>) outs(%f2 : tensor<4x8xf32>) -> tensor<4x8xf32>
+  %rows = shard.sharding @grid split_axes = [[0]] : !shard.sharding
+  %ys = shard.shard %y to %rows annotate_for_users : tensor<4x8xf32>
+  %out = monarch.fetch %ys from @mesh : tensor<4x8xf32>
+  return %out : tensor<4x8xf32>
+}
+
+// -----
+
+// One tensor dimension split over both mesh dimensions of a 2x2 mesh
+// (hosts major): each rank holds a quarter of the rows; the row sum is a
+// partial over both, all-reduced over both.
+
+// CHECK-LABEL: monarch.actor_class @two.mesh.0.class
+// CHECK:         monarch.endpoint @run(%[[X:.*]]: tensor<2x4xf32> {monarch.dist = #monarch.dist<{{\[\["hosts", "gpus"\], \[\]\]}}>}) -> tensor<4xf32>
+// CHECK:         %[[R:.*]] = linalg.reduce ins(%[[X]] : tensor<2x4xf32>)
+// CHECK:         all_reduce %[[R]] over ["hosts", "gpus"] sum : tensor<4xf32>
+shard.grid @grid(shape = 2x2)
+monarch.proc_mesh @mesh(hosts = 2, gpus = 2) grid @grid
+func.func @two(%x: tensor<8x4xf32>) -> tensor<4xf32> {
+  %xf = monarch.feed %x to @mesh : tensor<8x4xf32>
+  %s = shard.sharding @grid split_axes = [[0, 1]] : !shard.sharding
+  %xs = shard.shard %xf to %s : tensor<8x4xf32>
+  %z = arith.constant 0.0 : f32
+  %e3 = tensor.empty() : tensor<4xf32>
+  %f3 = linalg.fill ins(%z : f32) outs(%e3 : tensor<4xf32>) -> tensor<4xf32>
+  %sum = linalg.reduce ins(%xs : tensor<8x4xf32>) outs(%f3 : tensor<4xf32>) dimensions = [0]
+    (%in: f32, %init: f32) {
+      %a = arith.addf %in, %init : f32
+      linalg.yield %a : f32
+    }
+  %rep = shard.sharding @grid split_axes = [[]] : !shard.sharding
+  %sr = shard.shard %sum to %rep annotate_for_users : tensor<4xf32>
+  %out = monarch.fetch %sr from @mesh : tensor<4xf32>
+  return %out : tensor<4xf32>
+}
+
+// -----
+
+// Moving the split from rows to columns is one all_to_all; a slice along
+// the split dimension gathers that dimension only (not the whole value).
+
+// CHECK-LABEL: monarch.actor_class @move.mesh.0.class
+// CHECK:         all_to_all %{{.*}} over ["gpus"] split 1 concat 0 : tensor<2x4xf32> -> tensor<4x2xf32>
+// CHECK:         %[[G:.*]] = all_gather %{{.*}} over ["gpus"] axis 0 : tensor<2x4xf32> -> tensor<4x4xf32>
+// CHECK:         tensor.extract_slice %[[G]][1, 0] [2, 4] [1, 1] : tensor<4x4xf32> to tensor<2x4xf32>
+#id = affine_map<(d0, d1) -> (d0, d1)>
+shard.grid @grid(shape = 2)
+monarch.proc_mesh @mesh(gpus = 2) grid @grid
+func.func @move(%x: tensor<4x4xf32>) -> (tensor<4x4xf32>, tensor<2x4xf32>) {
+  %xf = monarch.feed %x to @mesh : tensor<4x4xf32>
+  %s = shard.sharding @grid split_axes = [[0]] : !shard.sharding
+  %xs = shard.shard %xf to %s : tensor<4x4xf32>
+  %e = tensor.empty() : tensor<4x4xf32>
+  %y = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]} ins(%xs : tensor<4x4xf32>) outs(%e : tensor<4x4xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %m = math.exp %a : f32
+    linalg.yield %m : f32
+  } -> tensor<4x4xf32>
+  %cols = shard.sharding @grid split_axes = [[], [0]] : !shard.sharding
+  %yc = shard.shard %y to %cols annotate_for_users : tensor<4x4xf32>
+  %mid = tensor.extract_slice %y[1, 0] [2, 4] [1, 1] : tensor<4x4xf32> to tensor<2x4xf32>
+  %o1 = monarch.fetch %yc from @mesh : tensor<4x4xf32>
+  %o2 = monarch.fetch %mid from @mesh : tensor<2x4xf32>
+  return %o1, %o2 : tensor<4x4xf32>, tensor<2x4xf32>
+}
+
+// -----
+
+// A gather (a body reading a captured table at data-dependent rows)
+// partitions over its loops: the indices stay split, the table is whole on
+// every rank.
+
+// CHECK-LABEL: monarch.actor_class @gather.mesh.0.class
+// CHECK:         monarch.endpoint @run(%[[T:.*]]: tensor<8x4xf32>, %[[I:.*]]: tensor<2xi32> {monarch.dist = #monarch.dist<{{\[\["gpus"\]\]}}>})
+// CHECK:         linalg.generic
+// CHECK-SAME:      ins(%[[I]], %{{.*}} : tensor<2xi32>, tensor<4xi32>) outs(%{{.*}} : tensor<2x4xf32>)
+// CHECK:           tensor.extract %[[T]]
+shard.grid @grid(shape = 2)
+monarch.proc_mesh @mesh(gpus = 2) grid @grid
+func.func @gather(%table: tensor<8x4xf32>, %idx: tensor<4xi32>) -> tensor<4x4xf32> {
+  %tf = monarch.feed %table to @mesh : tensor<8x4xf32>
+  %if = monarch.feed %idx to @mesh : tensor<4xi32>
+  %s = shard.sharding @grid split_axes = [[0]] : !shard.sharding
+  %is = shard.shard %if to %s : tensor<4xi32>
+  %cols = arith.constant dense<[0, 1, 2, 3]> : tensor<4xi32>
+  %e = tensor.empty() : tensor<4x4xf32>
+  %y = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0)>, affine_map<(d0, d1) -> (d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%is, %cols : tensor<4xi32>, tensor<4xi32>) outs(%e : tensor<4x4xf32>) {
+  ^bb0(%i: i32, %j: i32, %o: f32):
+    %ii = arith.index_cast %i : i32 to index
+    %jj = arith.index_cast %j : i32 to index
+    %v = tensor.extract %tf[%ii, %jj] : tensor<8x4xf32>
+    linalg.yield %v : f32
+  } -> tensor<4x4xf32>
+  %out = monarch.fetch %y from @mesh : tensor<4x4xf32>
+  return %out : tensor<4x4xf32>
+}
+
