@@ -32,6 +32,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "monarch/IR/MonarchDialect.h"
+#include "monarch/Support/Knobs.h"
 #include "monarch/Transforms/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -324,7 +325,14 @@ struct PipelinePass {
 std::vector<PipelinePass> pipelinePasses() {
   return {
       {"monarch-partition", "partition",
-       [] { return monarch::createMonarchPartition(); }},
+       [] {
+         // MONARCH_PARTITION_ENGINE=own times the own partitioner.
+         monarch::MonarchPartitionOptions options;
+         options.engine =
+             monarch::knobs::getString(monarch::knobs::Id::PartitionEngine)
+                 .value;
+         return monarch::createMonarchPartition(options);
+       }},
       {"monarch-split-control-data", "split",
        [] { return monarch::createMonarchSplitControlData(); }},
       {"monarch-specialize-ranks", "specialize",

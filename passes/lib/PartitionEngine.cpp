@@ -380,7 +380,23 @@ private:
   void want(Value v, const Layout &l) {
     if (!isa<RankedTensorType>(v.getType()) || !l.split())
       return;
-    wanted.try_emplace(v, l.withoutPartial());
+    // A dimension some user reduces over stays whole: splitting it would
+    // trade a local slice for a collective (softmax over the last axis of
+    // a value a later annotation splits on that axis).
+    Layout w = l.withoutPartial();
+    for (OpOperand &use : v.getUses()) {
+      auto user = dyn_cast<linalg::LinalgOp>(use.getOwner());
+      if (!user)
+        continue;
+      AffineMap map = user.getMatchingIndexingMap(&use);
+      SmallVector<utils::IteratorType> iters = user.getIteratorTypesArray();
+      for (unsigned r = 0; r < map.getNumResults() && r < w.dims.size(); ++r)
+        if (auto d = dyn_cast<AffineDimExpr>(map.getResult(r));
+            d && iters[d.getPosition()] == utils::IteratorType::reduction)
+          w.dims[r].clear();
+    }
+    if (w.split())
+      wanted.try_emplace(v, w);
   }
 
   void collectWanted() {
@@ -649,15 +665,38 @@ private:
 
   /// `v`'s per-rank value in layout `want`, made once.
   FailureOr<Value> get(Value v, const Layout &want, Location loc) {
-    auto &vs = versions[v];
-    for (auto &[l, local] : vs)
-      if (l == want)
-        return local;
-    FailureOr<Value> made =
-        isFree(v) ? materialize(v, want, loc) : reshard(v, want, loc);
+    if (Value local = version(v, want))
+      return local;
+    FailureOr<Value> made = isFree(root(v)) ? materialize(root(v), want, loc)
+                                            : reshard(v, want, loc);
     if (succeeded(made))
-      versions[v].push_back({want, *made});
+      addVersion(v, want, *made);
     return made;
+  }
+
+  /// An annotation's result is its source as a global value: both share
+  /// their per-rank versions (a replicated source sliced by `mc.shard` is
+  /// still there for a later `mc.replicate`).
+  DenseMap<Value, Value> aliasOf;
+  Value root(Value v) const {
+    for (auto it = aliasOf.find(v); it != aliasOf.end(); it = aliasOf.find(v))
+      v = it->second;
+    return v;
+  }
+
+  /// The per-rank version of `v` in layout `l`, if made.
+  Value version(Value v, const Layout &l) {
+    auto it = versions.find(root(v));
+    if (it != versions.end())
+      for (auto &[have, local] : it->second)
+        if (have == l)
+          return local;
+    return {};
+  }
+
+  void addVersion(Value v, const Layout &l, Value local) {
+    if (!version(v, l))
+      versions[root(v)].push_back({l, local});
   }
 
   FailureOr<Value> materialize(Value v, const Layout &want, Location loc) {
@@ -686,16 +725,18 @@ private:
   /// Moves `v` from the layout it has to `want`.
   FailureOr<Value> reshard(Value v, const Layout &want, Location loc) {
     Layout cur = have(v);
-    FailureOr<Value> start = get0(v);
-    if (failed(start))
+    Value local = version(v, cur);
+    if (!local)
       return failure();
-    Value local = *start;
     RankedTensorType global = globalType(v);
     // 1. Partial results: reduce-scatter into the one dimension that wants
     //    exactly the partial axes more, else all-reduce.
     if (!cur.partial.empty() && cur.partial != want.partial) {
       if (!want.partial.empty())
         return failure();
+      // The reduction names the op whose partial sums it completes (the
+      // user's `.sum()` or `@`), as upstream partitioning does.
+      Location at = v.getDefiningOp() ? v.getDefiningOp()->getLoc() : loc;
       int64_t scatter = -1;
       for (auto [d, axes] : llvm::enumerate(want.dims)) {
         Axes more = cur.dims[d];
@@ -708,12 +749,12 @@ private:
         Layout next = cur.withoutPartial();
         next.dims[scatter] = want.dims[scatter];
         local =
-            ReduceScatterOp::create(b, loc, localType(global, next), local,
+            ReduceScatterOp::create(b, at, localType(global, next), local,
                                     dimNames(cur.partial), scatter, cur.kind);
         cur = next;
       } else {
         local = AllReduceOp::create(
-            b, loc, local, dimNames(cur.partial),
+            b, at, local, dimNames(cur.partial),
             ReductionKindAttr::get(b.getContext(), cur.kind));
         cur = cur.withoutPartial();
       }
@@ -797,14 +838,6 @@ private:
     return cast<RankedTensorType>(v.getType());
   }
 
-  /// `v`'s per-rank value in the layout it was made in.
-  FailureOr<Value> get0(Value v) {
-    auto it = versions.find(v);
-    if (it == versions.end() || it->second.empty())
-      return failure();
-    return it->second.front().second;
-  }
-
   LogicalResult expand(std::string &why) {
     Block &body = fn.getBody().front();
     // Arguments take their per-rank types.
@@ -814,7 +847,7 @@ private:
         continue;
       argTypes[arg] = type;
       arg.setType(localType(type, layout[arg]));
-      versions[arg].push_back({layout[arg], arg});
+      addVersion(arg, layout[arg], arg);
     }
     SmallVector<Operation *> old;
     for (Operation &op : llvm::make_early_inc_range(body)) {
@@ -852,7 +885,7 @@ private:
               "' on per-rank types";
         return failure();
       }
-      versions[res].push_back({layout[res], *made});
+      addVersion(res, layout[res], *made);
     }
     for (Operation *op : llvm::reverse(old)) {
       op->dropAllUses();
@@ -870,8 +903,11 @@ private:
     Value res = op->getResult(0);
     auto type = cast<RankedTensorType>(res.getType());
     const Layout &out = layout[res];
-    if (auto s = dyn_cast<shard::ShardOp>(op))
-      return get(s.getSrc(), out, loc);
+    if (auto s = dyn_cast<shard::ShardOp>(op)) {
+      FailureOr<Value> made = get(s.getSrc(), out, loc);
+      aliasOf[res] = root(s.getSrc());
+      return made;
+    }
     if (auto c = dyn_cast<arith::ConstantOp>(op))
       return b.clone(*c)->getResult(0);
     if (auto l = dyn_cast<linalg::LinalgOp>(op)) {

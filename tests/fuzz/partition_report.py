@@ -11,6 +11,9 @@ compile is refused is counted apart (the fuzzer checks refusals).
 
 The count of ops on whole values or retried is what issue 31 drives to 0;
 `--max-whole N` exits 1 when more than N ops ran on whole values.
+`--compare` compiles every program with both partitioners
+(`MONARCH_PARTITION_ENGINE=upstream` and `own`) and compares the bytes
+each plan moves per step (collectives and point-to-point, all ranks).
 """
 
 import argparse
@@ -51,7 +54,12 @@ for path in sys.argv[1:]:
     try:
         spec.loader.exec_module(mod)
         with mc.mesh(**mod.MESH) as mesh:
-            mod.program(mesh).ir("partitioned", *mod.inputs())
+            f = mod.program(mesh)
+            f.ir("partitioned", *mod.inputs())
+            s = f.plan_summary(*mod.inputs())
+            moved = sum(c["bytes"] for c in s.collectives) + sum(
+                l["bytes"] for l in s.links)
+            print("### bytes %d" % moved, file=sys.stderr, flush=True)
     except Exception as err:
         print("### refused " + type(err).__name__, file=sys.stderr, flush=True)
     sys.stderr.flush()
@@ -70,6 +78,37 @@ def run_batch(paths, env):
     return proc.stderr
 
 
+def bytes_by_program(paths, args, engine):
+    """{program: bytes moved per step} with `engine`."""
+    env = dict(os.environ, MONARCH_PARTITION_ENGINE=engine)
+    env.pop("MONARCH_PARTITION_REMARKS", None)
+    out = {}
+    for i in range(0, len(paths), args.batch):
+        current = None
+        for line in run_batch(paths[i:i + args.batch], env).splitlines():
+            if line.startswith("### bytes "):
+                out[current] = int(line.split()[2])
+            elif line.startswith("### ") and not line.startswith("### refused"):
+                current = os.path.basename(line[4:])[:-3]
+    return out
+
+
+def compare(paths, args):
+    """Bytes moved with the upstream and the own partitioner, per program."""
+    up = bytes_by_program(paths, args, "upstream")
+    own = bytes_by_program(paths, args, "own")
+    both = sorted(set(up) & set(own), key=lambda p: int(p[1:]))
+    more = [p for p in both if own[p] > up[p]]
+    less = [p for p in both if own[p] < up[p]]
+    print(f"programs compiled by both: {len(both)}; bytes moved per step, "
+          f"upstream {sum(up[p] for p in both)}, own "
+          f"{sum(own[p] for p in both)}")
+    print(f"own moves less in {len(less)}, more in {len(more)}:")
+    for p in more:
+        print(f"  {p}: upstream {up[p]}, own {own[p]}")
+    return 1 if more else 0
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -79,6 +118,9 @@ def main(argv=None):
     ap.add_argument("--batch", type=int, default=50, help="programs per process")
     ap.add_argument("--max-ops", type=int, default=9)
     ap.add_argument("--max-whole", type=int, default=None)
+    ap.add_argument("--compare", action="store_true",
+                    help="bytes moved per step with each partitioner, per "
+                    "program (exit 1 when the own engine moves more)")
     ap.add_argument("-v", "--verbose", action="store_true")
     args = ap.parse_args(argv)
 
@@ -90,8 +132,10 @@ def main(argv=None):
         with open(path, "w") as f:
             f.write(render(gen.generate(s, features, max_ops=args.max_ops)))
         paths.append(path)
+    if args.compare:
+        return compare(paths, args)
     env = dict(os.environ, MONARCH_PARTITION_REMARKS="1")
-    split = retried = whole = refused = programs_whole = own = 0
+    split = retried = whole = refused = programs_whole = own = moved = 0
     reasons = collections.Counter()
     seeds_of = collections.defaultdict(list)
     for i in range(0, len(paths), args.batch):
@@ -99,6 +143,9 @@ def main(argv=None):
         for line in run_batch(paths[i:i + args.batch], env).splitlines():
             if line.startswith("### refused"):
                 refused += 1
+                continue
+            if line.startswith("### bytes "):
+                moved += int(line.split()[2])
                 continue
             if line.startswith("### "):
                 if mine:
@@ -130,6 +177,8 @@ def main(argv=None):
     print(f"ops: {total}: {split} split, {retried} retried with replicated "
           f"inputs, {whole} on whole values; programs with any: "
           f"{programs_whole}")
+    print(f"bytes moved per step (collectives and point-to-point, summed "
+          f"over programs and ranks): {moved}")
     if own:
         print(f"segments partitioned by the own engine "
               f"(MONARCH_PARTITION_ENGINE=own): {own}")

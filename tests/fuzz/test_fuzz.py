@@ -10,7 +10,8 @@ hand-written programs of known bugs (known.py) as strict xfails and
 `test_kernels_of_the_corpus` runs a second corpus (100 programs) whose plans'
 kernels are also checked alone against the reference lowering
 (`monarch-kernels --emit=check`); `test_corpus_with_the_own_partitioner` a
-third (300 programs) partitioned by `MONARCH_PARTITION_ENGINE=own`.
+third (300 programs) partitioned by the upstream path
+(`MONARCH_PARTITION_ENGINE=upstream`; the own partitioner is the default).
 
 MONARCH_FUZZ_PROGRAMS (default 600) and MONARCH_FUZZ_SEED (default 0) choose
 the corpus.
@@ -120,22 +121,23 @@ def test_kernels_of_the_corpus(tmp_path):
     assert not bad, bad
 
 
-OWN_SEED = int(os.environ.get("MONARCH_FUZZ_OWN_SEED", "200000"))
-OWN_SIZE = int(os.environ.get("MONARCH_FUZZ_OWN_PROGRAMS", "300"))
+UPSTREAM_SEED = int(os.environ.get("MONARCH_FUZZ_UPSTREAM_SEED", "200000"))
+UPSTREAM_SIZE = int(os.environ.get("MONARCH_FUZZ_UPSTREAM_PROGRAMS", "300"))
 
 
-def test_corpus_with_the_own_partitioner(tmp_path):
-    # A third corpus partitioned by monarch's own engine
-    # (MONARCH_PARTITION_ENGINE=own, issue 31) until it is the default:
-    # numpy-exact like the upstream path. The pool's children start in
-    # map() and inherit the knob.
+def test_corpus_with_the_upstream_partitioner(tmp_path):
+    # A third corpus partitioned by the upstream path
+    # (MONARCH_PARTITION_ENGINE=upstream), which the own partitioner (the
+    # default, issue 31) falls back to for segments it has no rule for:
+    # numpy-exact too. The pool's children start in map() and inherit the
+    # knob.
     features = gen.default_features()
-    seeds = range(OWN_SEED, OWN_SEED + OWN_SIZE)
+    seeds = range(UPSTREAM_SEED, UPSTREAM_SEED + UPSTREAM_SIZE)
     programs = [gen.generate(s, features) for s in seeds]
-    os.environ["MONARCH_PARTITION_ENGINE"] = "own"
+    os.environ["MONARCH_PARTITION_ENGINE"] = "upstream"
     try:
-        with runner.Pool(str(tmp_path), timeout=90) as own_pool:
-            outcomes = list(own_pool.map(programs))
+        with runner.Pool(str(tmp_path), timeout=90) as upstream_pool:
+            outcomes = list(upstream_pool.map(programs))
     finally:
         del os.environ["MONARCH_PARTITION_ENGINE"]
     assert len(outcomes) == len(programs)

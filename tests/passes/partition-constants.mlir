@@ -1,4 +1,5 @@
-// RUN: monarch-opt %s --monarch-partition=remarks=1 --split-input-file --verify-diagnostics | FileCheck %s
+// RUN: monarch-opt %s --monarch-partition="engine=upstream remarks=1" --split-input-file --verify-diagnostics | FileCheck %s
+// RUN: monarch-opt %s --monarch-partition --split-input-file 2>/dev/null | monarch-opt --split-input-file
 
 // Non-splat constants, in the form the tracer emits them: the arange of a
 // gather's other coordinate (`wte[tok]`), the causal mask of

@@ -1,4 +1,4 @@
-// RUN: monarch-opt %s --monarch-partition --split-input-file --verify-diagnostics
+// RUN: monarch-opt %s --monarch-partition=engine=upstream --split-input-file --verify-diagnostics
 
 shard.grid @g(shape = 2)
 monarch.proc_mesh @a(gpus = 2) grid @g

@@ -1,4 +1,4 @@
-// RUN: monarch-opt %s --monarch-partition="remarks=1 lift-constants=0" --verify-diagnostics -o /dev/null
+// RUN: monarch-opt %s --monarch-partition="engine=upstream remarks=1 lift-constants=0" --verify-diagnostics -o /dev/null
 
 // When upstream shard-partition fails without a diagnostic, the remark
 // names the op it stopped at (found by bisection over prefixes of the

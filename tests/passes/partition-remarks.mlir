@@ -1,4 +1,4 @@
-// RUN: monarch-opt %s --monarch-partition=remarks=1 --verify-diagnostics -o /dev/null
+// RUN: monarch-opt %s --monarch-partition="engine=upstream remarks=1" --verify-diagnostics -o /dev/null
 
 // With `remarks` (MONARCH_PARTITION_REMARKS=1 in the pipelines), every
 // segment of work says how it was partitioned.

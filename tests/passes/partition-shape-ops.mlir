@@ -1,4 +1,4 @@
-// RUN: monarch-opt %s --split-input-file --monarch-partition | FileCheck %s
+// RUN: monarch-opt %s --split-input-file --monarch-partition=engine=upstream | FileCheck %s
 
 // Slices and concatenations of shards run on each rank's shard when the
 // split dimensions pass through whole: RoPE's halves of a head-split `q`

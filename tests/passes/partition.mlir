@@ -1,5 +1,9 @@
-// RUN: monarch-opt %s --monarch-partition --split-input-file | FileCheck %s
+// RUN: monarch-opt %s --monarch-partition=engine=upstream --split-input-file | FileCheck %s
+// RUN: monarch-opt %s --monarch-partition=engine=upstream --split-input-file | monarch-opt --split-input-file
+// The own engine (the default) partitions every case here into IR that verifies:
 // RUN: monarch-opt %s --monarch-partition --split-input-file | monarch-opt --split-input-file
+// The CHECK lines below pin the upstream path (engine=upstream), kept for
+// segments the own engine has no rule for; partition-own.mlir pins the own one.
 
 // Data parallel: the batch is split over "gpus"; the matmul and relu run on
 // each rank's rows, the column sum becomes a partial sum plus an all_reduce.

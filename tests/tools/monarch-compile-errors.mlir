@@ -17,7 +17,7 @@
 // PASS: monarch-compile-errors.mlir:[[@LINE+18]]:8: error: 'linalg.add' op uses values on meshes @a and @b; move one with monarch.transfer first
 // PASS: monarch-compile: compiling to 'planned' failed; reproduce with:
 // The reproducer runs the stages up to the one that failed.
-// PASS-NEXT: monarch-opt {{.*}}monarch-compile-errors.mlir --pass-pipeline='builtin.module(monarch-partition{engine=upstream lift-constants=true remarks=false})'
+// PASS-NEXT: monarch-opt {{.*}}monarch-compile-errors.mlir --pass-pipeline='builtin.module(monarch-partition{engine=own lift-constants=true remarks=false})'
 
 // RUN: monarch-compile --help | FileCheck %s --check-prefix=HELP
 // HELP: --compile-to

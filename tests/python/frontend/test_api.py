@@ -434,7 +434,7 @@ def test_design_programs_print_every_stage(script):
     assert "not run:" not in out.stdout  # the programs ran on local workers
 
 
-def test_two_dimensional_mesh_and_slice_as_default_mesh():
+def test_two_dimensional_mesh_and_slice_as_default_mesh(monkeypatch):
     mesh = mc.mesh(hosts=2, gpus=2)
 
     @mc.compile(mesh=mesh)
@@ -444,8 +444,9 @@ def test_two_dimensional_mesh_and_slice_as_default_mesh():
 
     @mc.compile(mesh=mesh)
     def both(x):
-        # One dimension over two mesh dimensions crashes the upstream
-        # partitioner: refused with a clear error instead.
+        # One dimension over two mesh dimensions: the own partitioner (the
+        # default) splits it; with the upstream one, which crashes on it,
+        # it is refused with a clear error instead.
         return mc.replicate(mc.shard(x, hosts=0, gpus=0) + 1.0)
 
     @mc.compile(mesh=mesh.slice(hosts=1))
@@ -453,8 +454,11 @@ def test_two_dimensional_mesh_and_slice_as_default_mesh():
         return mc.replicate(mc.shard(x, gpus=0) * 2.0)
 
     assert "split_axes = [[0], [1]]" in f.ir("traced", f32(8, 4), f32(4, 4))
+    assert "split_axes = [[0, 1]]" in both.ir("traced", f32(8, 4))
+    monkeypatch.setenv("MONARCH_PARTITION_ENGINE", "upstream")
     with pytest.raises(mc.UnsupportedError, match="several mesh dimensions"):
-        both.ir("traced", f32(8, 4))
+        both.ir("traced", f32(8, 5))
+    monkeypatch.delenv("MONARCH_PARTITION_ENGINE")
     text = g.ir("traced", f32(8, 4))
     assert "monarch.mesh_slice @mesh_hosts1_2 of @mesh(hosts = 1 to 2, gpus = 0 to 2)" in text
     assert "monarch.feed %arg0 to @mesh_hosts1_2" in text

@@ -1,7 +1,8 @@
-"""monarch's own partitioner (`MONARCH_PARTITION_ENGINE=own`, issue 31):
-the programs users write compute numpy's numbers and split as the upstream
-path does or better; a tensor dimension split over two mesh dimensions,
-which upstream cannot partition, works with it."""
+"""monarch's own partitioner (the default, `MONARCH_PARTITION_ENGINE=own`;
+issue 31): the programs users write compute numpy's numbers and split as the
+upstream path (`MONARCH_PARTITION_ENGINE=upstream`) does or better; a tensor
+dimension split over two mesh dimensions, which upstream cannot partition,
+works with it."""
 
 import numpy as np
 import pytest
@@ -39,7 +40,10 @@ def test_one_dimension_over_both_mesh_dimensions(meshes, own):
         np.testing.assert_allclose(g, want, rtol=1e-5, atol=1e-6)
 
 
-def test_upstream_refuses_two_mesh_dimensions_and_names_the_engine(meshes):
+def test_upstream_refuses_two_mesh_dimensions_and_names_the_engine(
+        meshes, monkeypatch):
+    monkeypatch.setenv("MONARCH_PARTITION_ENGINE", "upstream")
+
     @mc.compile(mesh=meshes(hosts=2, gpus=2))
     def f(x):
         return mc.replicate(mc.shard(x, hosts=0, gpus=0) + 1.0)

@@ -51,12 +51,12 @@ def MonarchPartition : Pass<"monarch-partition", "::mlir::ModuleOp"> {
            "Pass non-splat tensor constants into each segment as replicated "
            "arguments (upstream shard-partition cannot partition them); "
            "off only to see upstream's behaviour">,
-    Option<"engine", "engine", "std::string", /*default=*/"\"upstream\"",
-           "Which partitioner runs each segment: `upstream` (MLIR's "
+    Option<"engine", "engine", "std::string", /*default=*/"\"own\"",
+           "Which partitioner runs each segment: `own` (monarch's "
+           "propagation and expansion, the default; upstream's for a "
+           "segment with an op it has no rule for) or `upstream` (MLIR's "
            "sharding-propagation and shard-partition, with monarch's "
-           "workarounds) or `own` (monarch's propagation and expansion, "
-           "upstream's for a segment with an op it has no rule for); "
-           "MONARCH_PARTITION_ENGINE sets it in the pipelines">
+           "workarounds); MONARCH_PARTITION_ENGINE sets it in the pipelines">
   ];
   let statistics = [
     Statistic<"numOutlined", "outlined", "Mesh programs outlined">,

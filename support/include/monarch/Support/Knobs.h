@@ -93,12 +93,13 @@ enum Component : unsigned {
     "so each kernel is one contraction with its elementwise epilogue (XLA's "  \
     "fusions): kernels compile in parallel and repeated layers share them; "   \
     "`comm` only at communication (one kernel per run of compute)")            \
-  X(PartitionEngine, "MONARCH_PARTITION_ENGINE", Choice, "upstream", 0, 0,     \
-    "upstream|own", Compiler, true,                                            \
-    "which partitioner splits the tensor work over the mesh: `upstream` "      \
-    "(MLIR's sharding-propagation and shard-partition) or `own` (monarch's "   \
-    "propagation and expansion, docs/pipeline.md; upstream's for a segment "   \
-    "with an op it has no rule for)")                                          \
+  X(PartitionEngine, "MONARCH_PARTITION_ENGINE", Choice, "own", 0, 0,          \
+    "own|upstream", Compiler, true,                                            \
+    "which partitioner splits the tensor work over the mesh: `own` "           \
+    "(monarch's propagation and expansion, docs/pipeline.md; upstream's for "  \
+    "a segment with an op it has no rule for) or `upstream` (MLIR's "          \
+    "sharding-propagation and shard-partition, as before; one tensor "         \
+    "dimension split over several mesh dimensions is refused with it)")        \
   X(PartitionRemarks, "MONARCH_PARTITION_REMARKS", Bool, "0", 0, 0, "",        \
     Compiler, false,                                                           \
     "`1` prints a remark per segment of work saying how `monarch-partition` "  \
