@@ -68,11 +68,18 @@ struct Segment {
 };
 
 /// Ops without an upstream sharding rule, run on whole (replicated) values.
-bool needsWholeValues(Operation *op) {
+/// The own engine (`ownEngine`) has rules for all of them: only a debug
+/// print, which prints whole values, is a segment of its own then, so that
+/// partial sums stay partial across reshapes and slices.
+bool needsWholeValues(Operation *op, bool ownEngine) {
   // A debug print in global code prints the whole values on every rank of
   // its mesh.
+  if (isa<DebugPrintOp>(op))
+    return true;
+  if (ownEngine)
+    return false;
   if (isa<tensor::ExpandShapeOp, tensor::CollapseShapeOp,
-          tensor::ExtractSliceOp, tensor::ConcatOp, DebugPrintOp>(op))
+          tensor::ExtractSliceOp, tensor::ConcatOp>(op))
     return true;
   // A reduction whose combiner is not one arith op of a known kind
   // (`acc - x`, a body of several ops): upstream's linalg partitioning
@@ -580,7 +587,7 @@ struct MonarchPartitionPass
         open.erase(mesh);
       auto it = open.find(mesh);
       unsigned index;
-      bool whole = needsWholeValues(&op);
+      bool whole = needsWholeValues(&op, engine == "own");
       if (it != open.end() && segments[it->second].whole != whole) {
         // A whole-value segment between two partitioned ones: the values
         // cross as globals (gathered before it, resliced after it).

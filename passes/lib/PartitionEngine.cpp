@@ -593,6 +593,9 @@ private:
       if (auto it = wanted.find(r); it != wanted.end())
         propose(out, it->second);
     }
+    // Partial sums the op is linear in stay partial through it (Megatron's
+    // one all_reduce for dq @ wq.T + dk @ wk.T + dv @ wv.T).
+    Axes carried = carriedPartial(op, loopAxes, used, kinds);
     for (OpResult r : op->getResults()) {
       AffineMap out = op.getIndexingMapMatchingResult(r);
       Layout l = Layout::replicated(out.getNumResults());
@@ -601,11 +604,101 @@ private:
       for (unsigned pos = 0; pos < numLoops; ++pos)
         if (iters[pos] == utils::IteratorType::reduction)
           l.partial.append(loopAxes[pos]);
+      l.partial.append(carried);
       llvm::sort(l.partial);
       l.kind = kinds[r.getResultNumber()];
       layout[r] = l;
     }
+    if (!carried.empty())
+      partialOperands[op] = carried;
     loops[op] = std::move(loopAxes);
+  }
+
+  /// Per structured op that carries partial sums: their mesh axes (its
+  /// partial operands stay partial, kind sum).
+  DenseMap<Operation *, Axes> partialOperands;
+
+  /// The partial-sum axes `op` may carry from its operands to its result
+  /// instead of reducing them first: every tensor operand is a partial sum
+  /// over the same axes (none a loop of `op` is split over), the yielded
+  /// value is linear in them (sums and differences, products and quotients
+  /// with scalars, negations; an accumulator only when the init is the
+  /// sum's identity), and the result is no larger than any of them
+  /// (deferring a reduction past a broadcast would move more bytes).
+  Axes carriedPartial(linalg::LinalgOp op, ArrayRef<Axes> loopAxes,
+                      const llvm::SmallBitVector &used,
+                      ArrayRef<ReductionKind> kinds) {
+    if (op.getNumDpsInits() != 1 || kinds.front() != ReductionKind::Sum)
+      return {};
+    Axes axes;
+    llvm::SmallBitVector partialIn(op.getNumDpsInputs());
+    int64_t smallest = std::numeric_limits<int64_t>::max();
+    for (OpOperand *in : op.getDpsInputOperands()) {
+      auto t = dyn_cast<RankedTensorType>(in->get().getType());
+      if (!t || isFree(in->get()))
+        continue;
+      Layout h = have(in->get());
+      // Only sums of partial sums (and their scalings) carry: a product
+      // with another tensor starts a second partial chain, which would
+      // need its own reduction beside the one of this operand.
+      if (h.partial.empty())
+        return {};
+      if (h.kind != ReductionKind::Sum || (!axes.empty() && axes != h.partial))
+        return {};
+      axes = h.partial;
+      partialIn.set(in->getOperandNumber());
+      smallest = std::min(smallest, t.getNumElements());
+    }
+    if (axes.empty())
+      return {};
+    for (int16_t a : axes)
+      if (used.test(a))
+        return {};
+    auto res = cast<RankedTensorType>(op->getResult(0).getType());
+    if (res.getNumElements() > smallest)
+      return {};
+    bool accumulates = op.getNumReductionLoops() > 0 &&
+                       splittableReduction(op, 0) == ReductionKind::Sum;
+    enum class Lin { Const, Partial, Bad };
+    DenseMap<Value, Lin> cls;
+    for (auto [i, arg] : llvm::enumerate(op.getRegionInputArgs()))
+      cls[arg] = partialIn.test(i) ? Lin::Partial : Lin::Const;
+    for (BlockArgument arg : op.getRegionOutputArgs())
+      cls[arg] = accumulates ? Lin::Partial : Lin::Bad;
+    auto get = [&](Value v) {
+      auto it = cls.find(v);
+      return it == cls.end() ? Lin::Const : it->second; // Defined outside.
+    };
+    Block *body = op.getBlock();
+    for (Operation &inner : body->without_terminator()) {
+      SmallVector<Lin> in;
+      for (Value v : inner.getOperands())
+        in.push_back(get(v));
+      bool bad = llvm::is_contained(in, Lin::Bad);
+      bool partial = llvm::is_contained(in, Lin::Partial);
+      Lin out = Lin::Bad;
+      if (bad || inner.getNumRegions())
+        out = Lin::Bad;
+      else if (!partial)
+        out = Lin::Const;
+      else if (isa<arith::AddFOp, arith::SubFOp>(inner))
+        out = in[0] == Lin::Partial && in[1] == Lin::Partial ? Lin::Partial
+                                                             : Lin::Bad;
+      else if (isa<arith::MulFOp>(inner))
+        out = (in[0] == Lin::Partial) != (in[1] == Lin::Partial) ? Lin::Partial
+                                                                 : Lin::Bad;
+      else if (isa<arith::DivFOp>(inner))
+        out = in[0] == Lin::Partial && in[1] == Lin::Const ? Lin::Partial
+                                                           : Lin::Bad;
+      else if (isa<arith::NegFOp>(inner))
+        out = Lin::Partial;
+      for (Value r : inner.getResults())
+        cls[r] = out;
+    }
+    for (Value v : body->getTerminator()->getOperands())
+      if (get(v) != Lin::Partial)
+        return {};
+    return axes;
   }
 
   /// The layout a shape op needs its (first) operand in, and its result's.
@@ -726,6 +819,12 @@ private:
   FailureOr<Value> reshard(Value v, const Layout &want, Location loc) {
     Layout cur = have(v);
     Value local = version(v, cur);
+    if (!local) {
+      // An annotation is resharded lazily: from its source's layout
+      // straight to what each user needs.
+      cur = have(root(v));
+      local = version(v, cur);
+    }
     if (!local)
       return failure();
     RankedTensorType global = globalType(v);
@@ -736,7 +835,8 @@ private:
         return failure();
       // The reduction names the op whose partial sums it completes (the
       // user's `.sum()` or `@`), as upstream partitioning does.
-      Location at = v.getDefiningOp() ? v.getDefiningOp()->getLoc() : loc;
+      Value made = root(v);
+      Location at = made.getDefiningOp() ? made.getDefiningOp()->getLoc() : loc;
       int64_t scatter = -1;
       for (auto [d, axes] : llvm::enumerate(want.dims)) {
         Axes more = cur.dims[d];
@@ -860,7 +960,14 @@ private:
             values.push_back(v);
             continue;
           }
-          Layout l = have(v).withoutPartial();
+          // A result leaves in the layout its producer left it in: the plan
+          // fetches shards and reshards between endpoints, so a trailing
+          // `mc.replicate` costs no collective here. A partial sum is
+          // reduced into the layout its annotation asks for (a split one
+          // is a reduce_scatter).
+          Layout l = have(root(v));
+          if (!l.partial.empty())
+            l = have(v).withoutPartial();
           FailureOr<Value> local = get(v, l, loc);
           if (failed(local)) {
             why = "could not reshard a result";
@@ -879,6 +986,11 @@ private:
       old.push_back(&op);
       if (isFree(res))
         continue; // Made where it is used.
+      if (auto s = dyn_cast<shard::ShardOp>(op)) {
+        // The same global value: resharded where a user needs it.
+        aliasOf[res] = root(s.getSrc());
+        continue;
+      }
       FailureOr<Value> made = expandOne(&op, loc);
       if (failed(made)) {
         why = "could not rebuild '" + op.getName().getStringRef().str() +
@@ -903,11 +1015,7 @@ private:
     Value res = op->getResult(0);
     auto type = cast<RankedTensorType>(res.getType());
     const Layout &out = layout[res];
-    if (auto s = dyn_cast<shard::ShardOp>(op)) {
-      FailureOr<Value> made = get(s.getSrc(), out, loc);
-      aliasOf[res] = root(s.getSrc());
-      return made;
-    }
+
     if (auto c = dyn_cast<arith::ConstantOp>(op))
       return b.clone(*c)->getResult(0);
     if (auto l = dyn_cast<linalg::LinalgOp>(op)) {
@@ -923,6 +1031,13 @@ private:
         Layout need = Layout::replicated(t.getRank());
         for (unsigned r = 0; r < map.getNumResults(); ++r)
           need.dims[r] = loopAxes[map.getDimPosition(r)];
+        // A partial sum the op carries stays partial.
+        if (auto it = partialOperands.find(op);
+            it != partialOperands.end() && l.isDpsInput(&o) &&
+            have(o.get()).partial == it->second) {
+          need.partial = it->second;
+          need.kind = ReductionKind::Sum;
+        }
         FailureOr<Value> v = get(o.get(), need, loc);
         if (failed(v))
           return failure();

@@ -11,7 +11,10 @@ hand-written programs of known bugs (known.py) as strict xfails and
 kernels are also checked alone against the reference lowering
 (`monarch-kernels --emit=check`); `test_corpus_with_the_own_partitioner` a
 third (300 programs) partitioned by the upstream path
-(`MONARCH_PARTITION_ENGINE=upstream`; the own partitioner is the default).
+(`MONARCH_PARTITION_ENGINE=upstream`; the own partitioner is the default);
+`test_the_corpus_partitions_without_whole_values` compiles the first
+corpus to the partitioned stage and checks that no op ran on whole values
+(tests/fuzz/partition_report.py).
 
 MONARCH_FUZZ_PROGRAMS (default 600) and MONARCH_FUZZ_SEED (default 0) choose
 the corpus.
@@ -144,6 +147,20 @@ def test_corpus_with_the_upstream_partitioner(tmp_path):
     bad = [(p.tag, o.message.splitlines()[0] if o.message else o.cls)
            for p, o in outcomes if o.status == "fail"]
     assert not bad, bad
+
+
+def test_the_corpus_partitions_without_whole_values(capsys):
+    # Issue 31's measure: no op of the corpus runs on whole values or is
+    # retried with replicated inputs (the own partitioner splits every
+    # segment); compiles to the partitioned stage only (seconds).
+    import partition_report
+
+    status = partition_report.main(
+        ["--programs", str(CORPUS_SIZE), "--seed", str(CORPUS_SEED),
+         "--max-whole", "0"])
+    out = capsys.readouterr().out
+    assert status == 0, out
+    assert " 0 retried with replicated inputs, 0 on whole values" in out, out
 
 
 @pytest.mark.parametrize("name", sorted(known.KNOWN))

@@ -139,8 +139,10 @@ func.func @two(%x: tensor<8x4xf32>) -> tensor<4xf32> {
 
 // -----
 
-// Moving the split from rows to columns is one all_to_all; a slice along
-// the split dimension gathers that dimension only (not the whole value).
+// Moving the split from rows to columns for work that wants columns is one
+// all_to_all; a slice along the split dimension gathers that dimension only
+// (not the whole value). (A value that only leaves the segment keeps its
+// layout: the plan fetches its shards.)
 
 // CHECK-LABEL: monarch.actor_class @move.mesh.0.class
 // CHECK:         all_to_all %{{.*}} over ["gpus"] split 1 concat 0 : tensor<2x4xf32> -> tensor<4x2xf32>
@@ -161,8 +163,14 @@ func.func @move(%x: tensor<4x4xf32>) -> (tensor<4x4xf32>, tensor<2x4xf32>) {
   } -> tensor<4x4xf32>
   %cols = shard.sharding @grid split_axes = [[], [0]] : !shard.sharding
   %yc = shard.shard %y to %cols annotate_for_users : tensor<4x4xf32>
+  %e2 = tensor.empty() : tensor<4x4xf32>
+  %z = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]} ins(%yc : tensor<4x4xf32>) outs(%e2 : tensor<4x4xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %m = math.exp %a : f32
+    linalg.yield %m : f32
+  } -> tensor<4x4xf32>
   %mid = tensor.extract_slice %y[1, 0] [2, 4] [1, 1] : tensor<4x4xf32> to tensor<2x4xf32>
-  %o1 = monarch.fetch %yc from @mesh : tensor<4x4xf32>
+  %o1 = monarch.fetch %z from @mesh : tensor<4x4xf32>
   %o2 = monarch.fetch %mid from @mesh : tensor<2x4xf32>
   return %o1, %o2 : tensor<4x4xf32>, tensor<2x4xf32>
 }
