@@ -11,10 +11,14 @@
 //    annotation's, the wanted one, or replicated), each structured op's loop
 //    axes (from its operands, largest first; then from an annotation of its
 //    result; then from what its users want), each result's layout.
+//    An op whose tensor operands are all partial sums and which is linear
+//    in them keeps its result partial (`carriedPartial`).
 // 3. `expand`, forwards: every op rebuilt on per-rank types, each operand
-//    resharded to the layout its op needs (cached per value and layout).
-//    Fills, empties and splat constants are free: they are rebuilt in
-//    whatever layout each user needs.
+//    resharded to the layout its op needs (cached per value and layout;
+//    an annotation's result shares its source's versions and is resharded
+//    lazily, where a user needs it). Fills, empties and splat constants
+//    are free: they are rebuilt in whatever layout each user needs.
+//    Results leave in their producer's layout, partial sums reduced.
 //
 //===----------------------------------------------------------------------===//
 
@@ -66,8 +70,9 @@ struct Layout {
   }
 };
 
-/// The structured op `op`'s loops as the engine sees them: each loop's
-/// extent and kind, each operand's map; null when it has no rule.
+/// Whether the engine can shard structured op `op` by its loops: tensors
+/// only, projected-permutation maps, static loops, no `linalg.index` in the
+/// body (`why` says which fails).
 bool hasStructuredRule(linalg::LinalgOp op, std::string &why) {
   if (!op.hasPureTensorSemantics()) {
     why = "works on buffers";

@@ -105,23 +105,29 @@ KERNEL_SEED = int(os.environ.get("MONARCH_FUZZ_KERNEL_SEED", "100000"))
 KERNEL_SIZE = int(os.environ.get("MONARCH_FUZZ_KERNEL_PROGRAMS", "100"))
 
 
-def test_kernels_of_the_corpus(tmp_path):
-    # Below the runtime: the kernels alone, through the kernel ABI, on random
-    # inputs, against an independent lowering (a second corpus). The pool's
-    # children start in map() and inherit MONARCH_FUZZ_KERNEL_CHECK.
+def _corpus_passes_with(tmp_path, seeds, variable, value):
+    """Runs the programs of `seeds` with environment `variable` set to
+    `value` (the pool's children start in map() and inherit it) and asserts
+    that none fails."""
     features = gen.default_features()
-    seeds = range(KERNEL_SEED, KERNEL_SEED + KERNEL_SIZE)
     programs = [gen.generate(s, features) for s in seeds]
-    os.environ["MONARCH_FUZZ_KERNEL_CHECK"] = "1"
+    os.environ[variable] = value
     try:
-        with runner.Pool(str(tmp_path), timeout=90) as kernel_pool:
-            outcomes = list(kernel_pool.map(programs))
+        with runner.Pool(str(tmp_path), timeout=90) as pool:
+            outcomes = list(pool.map(programs))
     finally:
-        del os.environ["MONARCH_FUZZ_KERNEL_CHECK"]
+        del os.environ[variable]
     assert len(outcomes) == len(programs)
     bad = [(p.tag, o.message.splitlines()[0] if o.message else o.cls)
            for p, o in outcomes if o.status == "fail"]
     assert not bad, bad
+
+
+def test_kernels_of_the_corpus(tmp_path):
+    # Below the runtime: the kernels alone, through the kernel ABI, on random
+    # inputs, against an independent lowering (a second corpus).
+    _corpus_passes_with(tmp_path, range(KERNEL_SEED, KERNEL_SEED + KERNEL_SIZE),
+                        "MONARCH_FUZZ_KERNEL_CHECK", "1")
 
 
 UPSTREAM_SEED = int(os.environ.get("MONARCH_FUZZ_UPSTREAM_SEED", "200000"))
@@ -132,21 +138,10 @@ def test_corpus_with_the_upstream_partitioner(tmp_path):
     # A third corpus partitioned by the upstream path
     # (MONARCH_PARTITION_ENGINE=upstream), which the own partitioner (the
     # default, issue 31) falls back to for segments it has no rule for:
-    # numpy-exact too. The pool's children start in map() and inherit the
-    # knob.
-    features = gen.default_features()
-    seeds = range(UPSTREAM_SEED, UPSTREAM_SEED + UPSTREAM_SIZE)
-    programs = [gen.generate(s, features) for s in seeds]
-    os.environ["MONARCH_PARTITION_ENGINE"] = "upstream"
-    try:
-        with runner.Pool(str(tmp_path), timeout=90) as upstream_pool:
-            outcomes = list(upstream_pool.map(programs))
-    finally:
-        del os.environ["MONARCH_PARTITION_ENGINE"]
-    assert len(outcomes) == len(programs)
-    bad = [(p.tag, o.message.splitlines()[0] if o.message else o.cls)
-           for p, o in outcomes if o.status == "fail"]
-    assert not bad, bad
+    # numpy-exact too.
+    _corpus_passes_with(
+        tmp_path, range(UPSTREAM_SEED, UPSTREAM_SEED + UPSTREAM_SIZE),
+        "MONARCH_PARTITION_ENGINE", "upstream")
 
 
 def test_the_corpus_partitions_without_whole_values(capsys):
