@@ -601,6 +601,8 @@ private:
     // Partial sums the op is linear in stay partial through it (Megatron's
     // one all_reduce for dq @ wq.T + dk @ wk.T + dv @ wv.T).
     Axes carried = carriedPartial(op, loopAxes, used, kinds);
+    if (carried.empty())
+      carried = splitTableLookup(op, used);
     for (OpResult r : op->getResults()) {
       AffineMap out = op.getIndexingMapMatchingResult(r);
       Layout l = Layout::replicated(out.getNumResults());
@@ -622,6 +624,44 @@ private:
   /// Per structured op that carries partial sums: their mesh axes (its
   /// partial operands stay partial, kind sum).
   DenseMap<Operation *, Axes> partialOperands;
+  /// Per gather that looks up a table split by rows (Megatron's
+  /// vocabulary-parallel embedding): the table's layout.
+  DenseMap<Operation *, Layout> splitTables;
+
+  /// A gather whose body yields one `tensor.extract` of one captured table
+  /// that is split (not partial) over mesh dimensions none of its loops use
+  /// looks its rows up where they are: each rank reads the coordinates that
+  /// fall in its shard and yields zero elsewhere, a partial sum over the
+  /// table's mesh dimensions (one all_reduce of the result instead of an
+  /// all_gather of the table).
+  Axes splitTableLookup(linalg::LinalgOp op, const llvm::SmallBitVector &used) {
+    SmallVector<Value> tables = capturedTensors(op);
+    if (tables.size() != 1 || op.getNumDpsInits() != 1 || isFree(tables[0]))
+      return {};
+    Layout t = have(tables[0]);
+    if (!t.partial.empty() || !t.split())
+      return {};
+    Block *body = op.getBlock();
+    Value yielded = body->getTerminator()->getOperand(0);
+    auto extract = yielded.getDefiningOp<tensor::ExtractOp>();
+    if (!extract || extract.getTensor() != tables[0] ||
+        llvm::count_if(tables[0].getUsers(), [&](Operation *user) {
+          return op->isAncestor(user);
+        }) != 1)
+      return {};
+    Type elem = extract.getType();
+    if (!isa<FloatType, IntegerType>(elem))
+      return {};
+    Axes axes;
+    for (const Axes &d : t.dims)
+      axes.append(d);
+    for (int16_t a : axes)
+      if (used.test(a))
+        return {};
+    llvm::sort(axes);
+    splitTables[op] = t;
+    return axes;
+  }
 
   /// The partial-sum axes `op` may carry from its operands to its result
   /// instead of reducing them first: every tensor operand is a partial sum
@@ -1016,6 +1056,61 @@ private:
     return success();
   }
 
+  /// The gather `op` on this rank's shard of its table (laid out `t`):
+  /// coordinates outside the shard read row 0 of it and yield zero.
+  FailureOr<Value> lookUpSplitTable(linalg::LinalgOp op, const Layout &t,
+                                    ArrayRef<Value> operands, Location loc) {
+    Value table = capturedTensors(op).front();
+    FailureOr<Value> shard = get(table, t, loc);
+    if (failed(shard))
+      return failure();
+    auto localTable = cast<RankedTensorType>(shard->getType());
+    // Each split dimension's first global row on this rank.
+    SmallVector<Value> offsets(t.dims.size());
+    for (auto [d, axes] : llvm::enumerate(t.dims))
+      if (!axes.empty())
+        offsets[d] = arith::MulIOp::create(
+            b, loc, ProcessIndexOp::create(b, loc, dimNames(axes)),
+            arith::ConstantIndexOp::create(b, loc, localTable.getDimSize(d)));
+    IRMapping map;
+    map.map(table, *shard);
+    Operation *made = b.clone(*op.getOperation(), map);
+    made->setOperands(operands);
+    OpResult r = op->getResult(0);
+    made->getResult(0).setType(
+        localType(cast<RankedTensorType>(r.getType()), layout[r]));
+    Block *body = cast<linalg::LinalgOp>(made).getBlock();
+    auto extract = cast<tensor::ExtractOp>(
+        body->getTerminator()->getOperand(0).getDefiningOp());
+    OpBuilder nb(extract);
+    Location el = extract.getLoc();
+    Value inside;
+    SmallVector<Value> coords(extract.getIndices());
+    Value zeroIndex = arith::ConstantIndexOp::create(nb, el, 0);
+    for (auto [d, axes] : llvm::enumerate(t.dims)) {
+      if (axes.empty())
+        continue;
+      Value local = arith::SubIOp::create(nb, el, coords[d], offsets[d]);
+      Value size =
+          arith::ConstantIndexOp::create(nb, el, localTable.getDimSize(d));
+      Value ok = arith::AndIOp::create(
+          nb, el,
+          arith::CmpIOp::create(nb, el, arith::CmpIPredicate::sge, local,
+                                zeroIndex),
+          arith::CmpIOp::create(nb, el, arith::CmpIPredicate::slt, local,
+                                size));
+      inside = inside ? arith::AndIOp::create(nb, el, inside, ok) : ok;
+      coords[d] = arith::SelectOp::create(nb, el, ok, local, zeroIndex);
+    }
+    Value read = tensor::ExtractOp::create(nb, el, *shard, coords);
+    Value zero =
+        arith::ConstantOp::create(nb, el, nb.getZeroAttr(read.getType()));
+    Value value = arith::SelectOp::create(nb, el, inside, read, zero);
+    extract.getResult().replaceAllUsesWith(value);
+    extract.erase();
+    return made->getResult(0);
+  }
+
   FailureOr<Value> expandOne(Operation *op, Location loc) {
     Value res = op->getResult(0);
     auto type = cast<RankedTensorType>(res.getType());
@@ -1048,6 +1143,8 @@ private:
           return failure();
         operands.push_back(*v);
       }
+      if (auto it = splitTables.find(op); it != splitTables.end())
+        return lookUpSplitTable(l, it->second, operands, loc);
       // A gather's table, whole on every rank.
       IRMapping captured;
       for (Value table : capturedTensors(op)) {

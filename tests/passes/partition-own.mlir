@@ -206,3 +206,40 @@ func.func @gather(%table: tensor<8x4xf32>, %idx: tensor<4xi32>) -> tensor<4x4xf3
   return %out : tensor<4x4xf32>
 }
 
+
+// -----
+
+// The table split by rows (Megatron's vocabulary-parallel embedding): each
+// rank reads the rows in its shard (global row - its first row, zero
+// outside) and the partial sums are all-reduced once; the table is never
+// gathered.
+
+// CHECK-LABEL: monarch.actor_class @vocab.mesh.0.class
+// CHECK:         monarch.endpoint @run(%[[T:.*]]: tensor<4x4xf32> {monarch.dist = #monarch.dist<{{\[\["gpus"\], \[\]\]}}>}, %[[I:.*]]: tensor<4xi32>) -> tensor<4x4xf32>
+// CHECK:         %[[P:.*]] = process_index over ["gpus"] : index
+// CHECK:         %[[FIRST:.*]] = arith.muli %[[P]], %{{.*}} : index
+// CHECK:         %[[G:.*]] = linalg.generic
+// CHECK:           %[[LOCAL:.*]] = arith.subi %{{.*}}, %[[FIRST]] : index
+// CHECK:           tensor.extract %[[T]]
+// CHECK:           arith.select
+// CHECK:         all_reduce %[[G]] over ["gpus"] sum : tensor<4x4xf32>
+// CHECK-NOT:     all_gather
+shard.grid @grid(shape = 2)
+monarch.proc_mesh @mesh(gpus = 2) grid @grid
+func.func @vocab(%table: tensor<8x4xf32>, %idx: tensor<4xi32>) -> tensor<4x4xf32> {
+  %tf = monarch.feed %table to @mesh : tensor<8x4xf32>
+  %s = shard.sharding @grid split_axes = [[0]] : !shard.sharding
+  %ts = shard.shard %tf to %s : tensor<8x4xf32>
+  %if = monarch.feed %idx to @mesh : tensor<4xi32>
+  %cols = arith.constant dense<[0, 1, 2, 3]> : tensor<4xi32>
+  %e = tensor.empty() : tensor<4x4xf32>
+  %y = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0)>, affine_map<(d0, d1) -> (d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%if, %cols : tensor<4xi32>, tensor<4xi32>) outs(%e : tensor<4x4xf32>) {
+  ^bb0(%i: i32, %j: i32, %o: f32):
+    %ii = arith.index_cast %i : i32 to index
+    %jj = arith.index_cast %j : i32 to index
+    %v = tensor.extract %ts[%ii, %jj] : tensor<8x4xf32>
+    linalg.yield %v : f32
+  } -> tensor<4x4xf32>
+  %out = monarch.fetch %y from @mesh : tensor<4x4xf32>
+  return %out : tensor<4x4xf32>
+}
