@@ -15,7 +15,8 @@ See docs/frontend.md.
 """
 from ._actors import Actor, Param, endpoint, param
 from ._autodiff import grad, value_and_grad, vjp
-from ._nn import causal_mask, cross_entropy, layer_norm, log_softmax, rms_norm
+from ._nn import (causal_mask, cross_entropy, layer_norm, log_softmax, rms_norm,
+                  silu)
 from . import knobs, optim
 from ._compile import Compiled, PlanSummary, Specialization, compile
 from ._mesh import Mesh, mesh

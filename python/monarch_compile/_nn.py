@@ -1,6 +1,6 @@
 """Loss and layer helpers built from the traced ops (no kernels of their
 own): `mc.log_softmax`, `mc.cross_entropy`, `mc.layer_norm`, `mc.rms_norm`,
-`mc.causal_mask`. They differentiate like the ops they are made of."""
+`mc.silu`, `mc.causal_mask`. They differentiate like the ops they are made of."""
 import numpy as np
 
 from . import errors
@@ -90,6 +90,14 @@ def rms_norm(x, weight=None, eps=1e-6):
     y = binary("div", x, unary("sqrt", binary("add", ms, float(eps), loc),
                                loc), loc)
     return binary("mul", y, weight, loc) if weight is not None else y
+
+
+def silu(x):
+    """`x * sigmoid(x)` (SiLU, swish; `jax.nn.silu`,
+    `torch.nn.functional.silu`): the gate of a SwiGLU MLP."""
+    loc = user_loc()
+    x = _tensor(x, "mc.silu", loc)
+    return binary("mul", x, unary("sigmoid", x, loc), loc)
 
 
 def causal_mask(n):

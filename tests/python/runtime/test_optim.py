@@ -1,6 +1,6 @@
 """mc.optim (SGD, AdamW, functional forms, clip_grad_norm) against a numpy
 implementation of the torch.optim formulas, and the loss and layer helpers
-(mc.log_softmax, cross_entropy, layer_norm, rms_norm, causal_mask) with
+(mc.log_softmax, cross_entropy, layer_norm, rms_norm, silu, causal_mask) with
 their gradients, end to end on real workers."""
 
 import numpy as np
@@ -182,6 +182,9 @@ HELPERS = {
                  lambda x, w: x / np.sqrt((x * x).mean(-1, keepdims=True) +
                                           1e-6) * w,
                  [r(rng1, 2, 5), r(rng1, 5)]),
+    "silu": (lambda x: mc.silu(x),
+             lambda x: x / (1 + np.exp(-x)),
+             [r(rng1, 3, 4, low=-4, high=4)]),
     "causal_attention": (lambda q, k: mc.softmax(mc.where(
         mc.causal_mask(4), q @ k.T, -1e9)) @ k,
         lambda q, k: _softmax(np.where(np.tril(np.ones((4, 4))) > 0, q @ k.T,
