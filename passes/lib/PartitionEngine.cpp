@@ -71,8 +71,8 @@ struct Layout {
 };
 
 /// Whether the engine can shard structured op `op` by its loops: tensors
-/// only, projected-permutation maps, static loops, no `linalg.index` in the
-/// body (`why` says which fails).
+/// only, projected-permutation maps, static loops (`why` says which
+/// fails).
 bool hasStructuredRule(linalg::LinalgOp op, std::string &why) {
   if (!op.hasPureTensorSemantics()) {
     why = "works on buffers";
@@ -88,15 +88,9 @@ bool hasStructuredRule(linalg::LinalgOp op, std::string &why) {
       why = "has a dynamic loop";
       return false;
     }
-  // An index op gives global coordinates, which would be wrong on a rank's
-  // shard of the loops. (A gather's table, a tensor the body captures, is
+  // (An index op reads a loop's global coordinate: expansion adds the
+  // rank's offset to it. A gather's table, a tensor the body captures, is
   // read whole: see capturedTensors.)
-  bool local = true;
-  op->walk([&](linalg::IndexOp) { local = false; });
-  if (!local) {
-    why = "reads its loop indices";
-    return false;
-  }
   return true;
 }
 
@@ -638,6 +632,10 @@ private:
     SmallVector<Value> tables = capturedTensors(op);
     if (tables.size() != 1 || op.getNumDpsInits() != 1 || isFree(tables[0]))
       return {};
+    bool indexed = false;
+    op->walk([&](linalg::IndexOp) { indexed = true; });
+    if (indexed)
+      return {};
     Layout t = have(tables[0]);
     if (!t.partial.empty() || !t.split())
       return {};
@@ -1111,6 +1109,29 @@ private:
     return made->getResult(0);
   }
 
+  /// `linalg.index` of a split loop in `op` (per-rank) reads the global
+  /// coordinate: the rank's first index along the loop is added to it.
+  void globalIndices(linalg::LinalgOp op, ArrayRef<Axes> loopAxes,
+                     Location loc) {
+    SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+    SmallVector<linalg::IndexOp> indices;
+    op->walk([&](linalg::IndexOp i) { indices.push_back(i); });
+    for (linalg::IndexOp i : indices) {
+      const Axes &axes = loopAxes[i.getDim()];
+      if (axes.empty())
+        continue;
+      // Computed before the op: the body may read values from outside.
+      OpBuilder before(op);
+      Value first = arith::MulIOp::create(
+          before, loc, ProcessIndexOp::create(before, loc, dimNames(axes)),
+          arith::ConstantIndexOp::create(before, loc, ranges[i.getDim()]));
+      OpBuilder nb(i->getContext());
+      nb.setInsertionPointAfter(i);
+      Value global = arith::AddIOp::create(nb, i.getLoc(), i, first);
+      i.getResult().replaceAllUsesExcept(global, global.getDefiningOp());
+    }
+  }
+
   FailureOr<Value> expandOne(Operation *op, Location loc) {
     Value res = op->getResult(0);
     auto type = cast<RankedTensorType>(res.getType());
@@ -1159,6 +1180,7 @@ private:
       }
       Operation *made = b.clone(*op, captured);
       made->setOperands(operands);
+      globalIndices(cast<linalg::LinalgOp>(made), loopAxes, loc);
       for (OpResult r : op->getResults())
         made->getResult(r.getResultNumber())
             .setType(localType(cast<RankedTensorType>(r.getType()), layout[r]));

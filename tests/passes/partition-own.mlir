@@ -243,3 +243,34 @@ func.func @vocab(%table: tensor<8x4xf32>, %idx: tensor<4xi32>) -> tensor<4x4xf32
   %out = monarch.fetch %y from @mesh : tensor<4x4xf32>
   return %out : tensor<4x4xf32>
 }
+
+// -----
+
+// A body reading its loop index gets the global coordinate: the rank's
+// first index along the split loop is added to `linalg.index`.
+
+// CHECK-LABEL: monarch.actor_class @index.mesh.0.class
+// CHECK:         %[[P:.*]] = process_index over ["gpus"] : index
+// CHECK:         %[[FIRST:.*]] = arith.muli %[[P]], %{{.*}} : index
+// CHECK:         linalg.generic
+// CHECK:           %[[I:.*]] = linalg.index 0 : index
+// CHECK:           %[[G:.*]] = arith.addi %[[I]], %[[FIRST]] : index
+// CHECK:           arith.index_cast %[[G]]
+shard.grid @grid(shape = 2)
+monarch.proc_mesh @mesh(gpus = 2) grid @grid
+func.func @index(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %xf = monarch.feed %x to @mesh : tensor<4xf32>
+  %s = shard.sharding @grid split_axes = [[0]] : !shard.sharding
+  %xs = shard.shard %xf to %s : tensor<4xf32>
+  %e = tensor.empty() : tensor<4xf32>
+  %y = linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]} ins(%xs : tensor<4xf32>) outs(%e : tensor<4xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %i = linalg.index 0 : index
+    %ii = arith.index_cast %i : index to i64
+    %f = arith.sitofp %ii : i64 to f32
+    %m = arith.addf %a, %f : f32
+    linalg.yield %m : f32
+  } -> tensor<4xf32>
+  %out = monarch.fetch %y from @mesh : tensor<4xf32>
+  return %out : tensor<4xf32>
+}
