@@ -68,6 +68,14 @@ struct Layout {
     l.partial.clear();
     return l;
   }
+  /// The layout of a structured op's operand or result with indexing map
+  /// `map` when the op's loops are split over `loopAxes` (not partial).
+  static Layout ofMap(AffineMap map, ArrayRef<Axes> loopAxes) {
+    Layout l = replicated(map.getNumResults());
+    for (unsigned r = 0; r < map.getNumResults(); ++r)
+      l.dims[r] = loopAxes[map.getDimPosition(r)];
+    return l;
+  }
 };
 
 /// Whether the engine can shard structured op `op` by its loops: tensors
@@ -424,10 +432,7 @@ private:
           auto type = dyn_cast<RankedTensorType>(in->get().getType());
           if (!type)
             continue;
-          AffineMap map = l.getMatchingIndexingMap(in);
-          Layout w = Layout::replicated(type.getRank());
-          for (unsigned r = 0; r < map.getNumResults(); ++r)
-            w.dims[r] = loopAxes[map.getDimPosition(r)];
+          Layout w = Layout::ofMap(l.getMatchingIndexingMap(in), loopAxes);
           if (divides(w, type))
             want(in->get(), w);
         }
@@ -598,10 +603,7 @@ private:
     if (carried.empty())
       carried = splitTableLookup(op, used);
     for (OpResult r : op->getResults()) {
-      AffineMap out = op.getIndexingMapMatchingResult(r);
-      Layout l = Layout::replicated(out.getNumResults());
-      for (unsigned d = 0; d < out.getNumResults(); ++d)
-        l.dims[d] = loopAxes[out.getDimPosition(d)];
+      Layout l = Layout::ofMap(op.getIndexingMapMatchingResult(r), loopAxes);
       for (unsigned pos = 0; pos < numLoops; ++pos)
         if (iters[pos] == utils::IteratorType::reduction)
           l.partial.append(loopAxes[pos]);
@@ -1148,10 +1150,7 @@ private:
           operands.push_back(o.get());
           continue;
         }
-        AffineMap map = l.getMatchingIndexingMap(&o);
-        Layout need = Layout::replicated(t.getRank());
-        for (unsigned r = 0; r < map.getNumResults(); ++r)
-          need.dims[r] = loopAxes[map.getDimPosition(r)];
+        Layout need = Layout::ofMap(l.getMatchingIndexingMap(&o), loopAxes);
         // A partial sum the op carries stays partial.
         if (auto it = partialOperands.find(op);
             it != partialOperands.end() && l.isDpsInput(&o) &&

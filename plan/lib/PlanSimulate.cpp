@@ -2,6 +2,8 @@
 
 #include "monarch/Plan/PlanSimulate.h"
 
+#include "monarch/Support/JsonText.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -97,18 +99,6 @@ std::string nameOf(const ExecutionPlan &plan, const Instruction &in) {
   }
 }
 
-std::string jsonText(const std::string &s) {
-  std::string out;
-  for (char c : s) {
-    if (c == '"' || c == '\\')
-      out += '\\';
-    if (static_cast<unsigned char>(c) < 0x20)
-      continue;
-    out += c;
-  }
-  return out;
-}
-
 } // namespace
 
 Status setTopologyField(SimTopology &t, const std::string &key, double value) {
@@ -165,11 +155,11 @@ StatusOr<SimResult> simulatePlan(const ExecutionPlan &plan,
   bool firstEvent = true;
   auto event = [&](const std::string &name, int64_t pid, int64_t tid,
                    double start, double dur, const std::string &loc) {
-    trace << (firstEvent ? "" : ",") << "\n{\"name\":\"" << jsonText(name)
+    trace << (firstEvent ? "" : ",") << "\n{\"name\":\"" << jsonEscape(name)
           << "\",\"ph\":\"X\",\"pid\":" << pid << ",\"tid\":" << tid
           << ",\"ts\":" << start << ",\"dur\":" << std::max(dur, 0.0);
     if (!loc.empty())
-      trace << ",\"args\":{\"loc\":\"" << jsonText(loc) << "\"}";
+      trace << ",\"args\":{\"loc\":\"" << jsonEscape(loc) << "\"}";
     trace << "}";
     firstEvent = false;
   };

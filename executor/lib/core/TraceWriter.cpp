@@ -1,6 +1,8 @@
 //===- TraceWriter.cpp - Chrome trace of a job's steps --------------------===//
 #include "TraceWriter.h"
 
+#include "monarch/Support/JsonText.h"
+
 #include <chrono>
 #include <cstdio>
 #include <fstream>
@@ -25,32 +27,6 @@ int64_t TraceWriter::nowUs() {
 }
 
 namespace {
-std::string jsonEscape(const std::string &text) {
-  std::string out;
-  for (char c : text) {
-    switch (c) {
-    case '"':
-      out += "\\\"";
-      break;
-    case '\\':
-      out += "\\\\";
-      break;
-    case '\n':
-      out += "\\n";
-      break;
-    default:
-      if (static_cast<unsigned char>(c) < 0x20) {
-        char buf[8];
-        std::snprintf(buf, sizeof(buf), "\\u%04x", c);
-        out += buf;
-      } else {
-        out += c;
-      }
-    }
-  }
-  return out;
-}
-
 /// Chrome trace pids: the controller is 0, rank r is r + 1.
 int tracePid(int rank) { return rank + 1; }
 /// tids: the issuing thread is 0, stream s is s + 1.
