@@ -669,7 +669,11 @@ private:
   /// value is linear in them (sums and differences, products and quotients
   /// with scalars, negations; an accumulator only when the init is the
   /// sum's identity), and the result is no larger than any of them
-  /// (deferring a reduction past a broadcast would move more bytes).
+  /// (deferring a reduction past a broadcast would move more bytes), and
+  /// `op` is their only user: a partial sum that another user needs
+  /// reduced is reduced once where it is made and every user reads that
+  /// (carrying it here would reduce the same sum twice: AdamW's
+  /// `(1 - b1) * g` beside its `g * g`).
   Axes carriedPartial(linalg::LinalgOp op, ArrayRef<Axes> loopAxes,
                       const llvm::SmallBitVector &used,
                       ArrayRef<ReductionKind> kinds) {
@@ -689,6 +693,9 @@ private:
       if (h.partial.empty())
         return {};
       if (h.kind != ReductionKind::Sum || (!axes.empty() && axes != h.partial))
+        return {};
+      if (llvm::any_of(in->get().getUsers(),
+                       [&](Operation *user) { return user != op; }))
         return {};
       axes = h.partial;
       partialIn.set(in->getOperandNumber());

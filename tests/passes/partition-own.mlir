@@ -274,3 +274,54 @@ func.func @index(%x: tensor<4xf32>) -> tensor<4xf32> {
   %out = monarch.fetch %y from @mesh : tensor<4xf32>
   return %out : tensor<4xf32>
 }
+
+// -----
+
+// A partial sum with two users is reduced once where it is made, when one
+// of them needs it reduced: AdamW's `(1 - b1) * g` could carry the
+// gradient's partial sum, but its `g * g` needs `g` whole, so both read
+// the one all_reduce (carrying it through the scaling would reduce the
+// same sum twice).
+
+// CHECK-LABEL: monarch.actor_class @twice.mesh.0.class
+// CHECK:         %[[G:.*]] = linalg.reduce
+// CHECK-NOT:     all_reduce
+// CHECK:         %[[S:.*]] = all_reduce %[[G]] over ["gpus"] sum : tensor<4xf32>
+// CHECK-NOT:     all_reduce
+// CHECK:         linalg.generic {{.*}} ins(%[[S]] : tensor<4xf32>)
+// CHECK-NOT:     all_reduce
+// CHECK:         linalg.generic {{.*}} ins(%[[S]], %[[S]] : tensor<4xf32>, tensor<4xf32>)
+// CHECK-NOT:     all_reduce
+// CHECK:         return
+#id1 = affine_map<(d0) -> (d0)>
+shard.grid @grid(shape = 2)
+monarch.proc_mesh @mesh(gpus = 2) grid @grid
+func.func @twice(%x: tensor<4x4xf32>) -> (tensor<4xf32>, tensor<4xf32>) {
+  %xf = monarch.feed %x to @mesh : tensor<4x4xf32>
+  %s = shard.sharding @grid split_axes = [[0]] : !shard.sharding
+  %xs = shard.shard %xf to %s : tensor<4x4xf32>
+  %z = arith.constant 0.0 : f32
+  %c = arith.constant 0.1 : f32
+  %e = tensor.empty() : tensor<4xf32>
+  %f = linalg.fill ins(%z : f32) outs(%e : tensor<4xf32>) -> tensor<4xf32>
+  %g = linalg.reduce ins(%xs : tensor<4x4xf32>) outs(%f : tensor<4xf32>) dimensions = [0]
+    (%in: f32, %init: f32) {
+      %a = arith.addf %in, %init : f32
+      linalg.yield %a : f32
+    }
+  %e1 = tensor.empty() : tensor<4xf32>
+  %m = linalg.generic {indexing_maps = [#id1, #id1], iterator_types = ["parallel"]} ins(%g : tensor<4xf32>) outs(%e1 : tensor<4xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = arith.mulf %a, %c : f32
+    linalg.yield %r : f32
+  } -> tensor<4xf32>
+  %e2 = tensor.empty() : tensor<4xf32>
+  %v = linalg.generic {indexing_maps = [#id1, #id1, #id1], iterator_types = ["parallel"]} ins(%g, %g : tensor<4xf32>, tensor<4xf32>) outs(%e2 : tensor<4xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %r = arith.mulf %a, %b : f32
+    linalg.yield %r : f32
+  } -> tensor<4xf32>
+  %mo = monarch.fetch %m from @mesh : tensor<4xf32>
+  %vo = monarch.fetch %v from @mesh : tensor<4xf32>
+  return %mo, %vo : tensor<4xf32>, tensor<4xf32>
+}

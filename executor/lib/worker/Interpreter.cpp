@@ -174,6 +174,11 @@ struct Interpreter::Impl {
   std::map<int, Stream> streams;
   /// planHash of the program's plan, written to progress slots.
   uint32_t planId = 0;
+  /// The job's processes outnumber this host's cores
+  /// (hostOversubscribed): a launch whose stream is idle runs on the
+  /// issuing thread, since a hand-off to the stream thread costs two
+  /// wake-ups that only pay for themselves when the threads have cores.
+  bool inlineLaunches = false;
 
   std::mutex traceMutex;
   std::vector<TraceRecord> *trace = nullptr;
@@ -463,11 +468,17 @@ struct Interpreter::Impl {
   /// would only block until it is done. Handing it to the stream thread
   /// cost two wake-ups (about 95 us on this VM for a step of one kernel,
   /// dispatch_bench); communication run here keeps the wait's deadline
-  /// (execute).
+  /// (execute). On an oversubscribed host every launch whose stream is idle
+  /// runs here (inlineLaunches): the issuing thread's earlier waits made
+  /// its inputs from other streams current, and a kernel waits on no other
+  /// rank, so running it now only delays what the program issues next.
   bool runsInline(const Entry &entry, const Stream &stream) const {
     int last = entry.instrs.back();
-    if (device || stream.busy >= 0 || !stream.entries.empty() ||
-        last + 1 >= static_cast<int>(program->instructions.size()))
+    if (device || stream.busy >= 0 || !stream.entries.empty())
+      return false;
+    if (inlineLaunches && program->instructions[last].kind == OpKind::Launch)
+      return true;
+    if (last + 1 >= static_cast<int>(program->instructions.size()))
       return false;
     const Instruction &next = program->instructions[last + 1];
     if (next.kind != OpKind::Wait)
@@ -665,9 +676,9 @@ struct Interpreter::Impl {
       Stream &stream = streams[instr.stream];
       ++pendingEntries;
       if (runsInline(entry, stream)) {
-        const Instruction &wait = program->instructions[i + 1];
         execute(stream, instr.stream, entry, lock,
-                instr.kind == OpKind::Launch ? nullptr : &wait);
+                instr.kind == OpKind::Launch ? nullptr
+                                             : &program->instructions[i + 1]);
         return Status::ok();
       }
       stream.entries.push_back(std::move(entry));
@@ -690,6 +701,7 @@ StatusOr<std::unique_ptr<Interpreter>> Interpreter::create(RankProgram program,
   const RankProgram &p = interp->program_;
   s.options = std::move(options);
   s.program = &p;
+  s.inlineLaunches = hostOversubscribed(s.options.comm);
   size_t n = p.instructions.size();
 
   // Validate every buffer against the arena before touching memory.

@@ -84,6 +84,7 @@ public:
         options.comm.timeout = t.value;
       options.waitTimeout = knobs::getMs(knobs::Id::WaitTimeoutMs).value;
       options.comm.hostname = knobs::getString(knobs::Id::WorkerHost).value;
+      options.comm.processesOnHost = processesOnHost();
       if (program.device)
         options.comm.cudaDevice = cudaOrdinal();
       std::string name = program.planName;
@@ -112,6 +113,17 @@ public:
                     info.numInstructions, info.arenaBytes);
       reply.push_back(std::move(info));
     }
+  }
+
+  /// The job's workers on this host: LOCAL_WORLD_SIZE (torchrun),
+  /// SLURM_NTASKS_PER_NODE ("4" or "4(x2)"), every rank under the local
+  /// launcher, else 0 (unknown).
+  int processesOnHost() const {
+    for (const char *name : {"LOCAL_WORLD_SIZE", "SLURM_NTASKS_PER_NODE"})
+      if (std::string v = foreignEnv(name, ""); !v.empty())
+        return std::max(0, std::atoi(v.c_str()));
+    knobs::Value<std::string> launcher = knobs::getString(knobs::Id::Launcher);
+    return launcher.isSet && launcher.value == "local" ? w_.worldSize : 0;
   }
 
   /// The CUDA device of this worker's device plans (and their NCCL

@@ -8,6 +8,7 @@
 // may hang a dying worker).
 //
 //===----------------------------------------------------------------------===//
+#include "monarch/Executor/Communicator.h"
 #include "monarch/Executor/Worker.h"
 #include "monarch/Support/Knobs.h"
 
@@ -18,7 +19,6 @@
 #include <algorithm>
 #include <csignal>
 #include <cstdlib>
-#include <sched.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -35,11 +35,7 @@ int requestSpinUs(int worldSize) {
   if (knobs::Value<int64_t> spin = knobs::getInt(knobs::Id::WorkerSpinUs);
       spin.isSet)
     return static_cast<int>(spin.value);
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  int cpus =
-      ::sched_getaffinity(0, sizeof(set), &set) == 0 ? CPU_COUNT(&set) : 1;
-  return worldSize + 1 <= cpus ? 20 : 0;
+  return worldSize + 1 <= usableCores() ? 20 : 0;
 }
 } // namespace
 

@@ -109,6 +109,15 @@ TEST_P(ShmProcess, EveryOpEveryDTypeThroughMessages) {
   runScenario("shm-collectives", GetParam());
 }
 
+TEST_P(ShmProcess, EveryOpEveryDTypeOnAnOversubscribedHost) {
+  // More processes than cores (CommOptions::processesOnHost): every wait
+  // yields the core between its checks, direct and through the rings.
+  runScenario("shm-collectives", GetParam(), "oversubscribed");
+  ::setenv("MONARCH_SHM_COLLECTIVES", "messages", 1);
+  runScenario("shm-collectives", GetParam(), "oversubscribed");
+  runScenario("p2p-shm", GetParam(), "oversubscribed");
+}
+
 TEST_P(ShmProcess, ExplicitTagsInPostingOrderGoDirect) {
   runScenario("tagged", GetParam(), "in-order");
 }

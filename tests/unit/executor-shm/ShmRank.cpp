@@ -434,6 +434,8 @@ int main(int argc, char **argv) {
     ::setenv("MONARCH_SHM_HOST", gRank % 2 ? "odd" : "even", 1);
   if (arg == "in-order")
     options.collectivesInPostingOrder = true;
+  if (arg == "oversubscribed") // waiters yield the core instead of spinning
+    options.processesOnHost = 1 << 20;
   if (scenario == "concurrent") {
     scenarioConcurrent(**store, options);
     return gFailures ? 1 : 0;

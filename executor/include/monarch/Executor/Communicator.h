@@ -37,7 +37,10 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <vector>
+
+#include <sched.h>
 
 namespace monarch::executor {
 
@@ -275,7 +278,32 @@ struct CommOptions {
   /// (collectives with kAutoTag always can); without it, explicit-tag
   /// collectives keep matching across duplicates (through messages).
   bool collectivesInPostingOrder = false;
+  /// Processes of this job on this host (0: unknown, taken as the
+  /// members). Where they outnumber this process's cores, the same-host
+  /// transport yields the core while it waits instead of spinning on it:
+  /// a 2-member communicator of 4 workers on 2 cores must let the peer it
+  /// waits for run.
+  int processesOnHost = 0;
 };
+
+/// The cores this process may run on (its affinity mask).
+inline int usableCores() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (::sched_getaffinity(0, sizeof(set), &set) == 0)
+    return CPU_COUNT(&set) > 0 ? CPU_COUNT(&set) : 1;
+  unsigned n = std::thread::hardware_concurrency();
+  return n > 0 ? static_cast<int>(n) : 1;
+}
+
+/// Whether the job's processes on this host (`options.processesOnHost`, at
+/// least `members`) outnumber this process's cores: then a waiting thread
+/// should give its core to the peer it waits for, and handing work to
+/// another thread costs wake-ups that a thread of its own would not.
+inline bool hostOversubscribed(const CommOptions &options, int members = 1) {
+  int n = options.processesOnHost > members ? options.processesOnHost : members;
+  return n > usableCores();
+}
 
 /// Creates this process's member of the communicator `name` over `ranks`
 /// (world ranks in communicator order; empty means 0..worldSize-1).

@@ -62,7 +62,6 @@ public:
   struct Direct {
     std::vector<SharedArea> areas; // [rank]: ours at rank(), peers' others
     uint64_t seq = 0;              // chunks run so far (equal on every member)
-    bool oversubscribed = false;   // more members than this process's cores
     /// A member's registered memory as this process sees it.
     struct Window {
       const char *base = nullptr;

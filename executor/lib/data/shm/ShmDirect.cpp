@@ -20,7 +20,8 @@
 // 2.5 passes over the buffer for all_reduce, against one for memcpy).
 //
 // Waiting spins briefly on the peers' counters (yielding the core instead
-// when the members outnumber this process's cores), then sleeps on the
+// when the job's processes on this host outnumber this process's cores,
+// CommOptions::processesOnHost), then sleeps on the
 // rank's doorbell, which every publish rings; a sleeper wakes at least every
 // 20 ms to check that the peers it waits for still live. The first chunk of
 // each collective carries its descriptor (kind, count, type, reduction,
@@ -147,14 +148,6 @@ std::pair<size_t, size_t> windowExtent(const CommOp &op, int n, int member) {
   default:
     return {0, 0};
   }
-}
-
-int usableCores() {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (::sched_getaffinity(0, sizeof(set), &set) == 0)
-    return std::max(1, CPU_COUNT(&set));
-  return std::max(1u, std::thread::hardware_concurrency());
 }
 
 std::string describeDescriptor(const Descriptor &d) {
@@ -292,7 +285,6 @@ Status ShmCommunicator::setUpDirect(uint32_t tag, const CommOp &op,
   }
   if (!allWindows)
     direct->windows.clear();
-  direct->oversubscribed = n > usableCores();
   direct_ = std::move(direct);
   return Status::ok();
 }
@@ -357,7 +349,7 @@ Status ShmCommunicator::waitAll(Counter counter, uint64_t value,
     if (now - start < kSpin) {
       // Spin on the peer's counter; yield the core where the members
       // outnumber them (the peer may need it to arrive).
-      if (d.oversubscribed)
+      if (group_->oversubscribed())
         std::this_thread::yield();
       else
         for (int i = 0; i < 64 && !arrived(next); ++i)

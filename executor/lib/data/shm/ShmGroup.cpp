@@ -26,6 +26,7 @@
 #endif
 
 namespace monarch::executor::shm_backend {
+
 namespace {
 
 /// How long a waiter polls before it sleeps on the futex, and how often a
@@ -441,8 +442,13 @@ Status ShmGroup::wait(const std::vector<ShmRequest *> &reqs,
     auto spinEnd = now + kSpin;
     unsigned i = 0;
     while (mine.doorbell.load(std::memory_order_acquire) == seen) {
-      MONARCH_CPU_RELAX();
-      if ((++i & 63) == 0 && Clock::now() >= spinEnd)
+      // Where the job's processes outnumber the cores, the peer this waits
+      // for may need this core to write.
+      if (oversubscribed_)
+        std::this_thread::yield();
+      else
+        MONARCH_CPU_RELAX();
+      if (((++i & 63) == 0 || oversubscribed_) && Clock::now() >= spinEnd)
         break;
     }
     if (mine.doorbell.load(std::memory_order_acquire) != seen)

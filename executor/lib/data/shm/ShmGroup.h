@@ -76,6 +76,10 @@ public:
   std::chrono::milliseconds timeout() const { return timeout_; }
   /// CommOptions::collectivesInPostingOrder at creation.
   bool collectivesInPostingOrder() const { return collectivesInPostingOrder_; }
+  /// The job's processes on this host (CommOptions::processesOnHost, at
+  /// least the members) outnumber this process's cores: waiters yield
+  /// the core rather than spin on it.
+  bool oversubscribed() const { return oversubscribed_; }
 
   /// Hands `req` to the group (never blocks). Ignored once broken.
   void post(ShmRequest *req);
@@ -168,6 +172,7 @@ private:
   std::string name_;
   std::chrono::milliseconds timeout_{0};
   bool collectivesInPostingOrder_ = false;
+  bool oversubscribed_ = false;
   std::vector<Segment> segments_; // [rank]: ours at rank_, the peers' others
 
   std::mutex mu_; // the engine state below, and progress

@@ -114,6 +114,7 @@ ShmGroup::connect(Store &store, int worldRank, const std::vector<int> &ranks,
   group->name_ = name;
   group->timeout_ = options.timeout;
   group->collectivesInPostingOrder_ = options.collectivesInPostingOrder;
+  group->oversubscribed_ = hostOversubscribed(options, group->size());
   group->segments_.resize(n);
   group->segments_[rank] = std::move(*created);
   std::string mapped = "ok";
