@@ -35,6 +35,9 @@
 #include "llvm/ADT/SetVector.h"
 #include "llvm/ADT/SmallBitVector.h"
 
+#include <numeric>
+#include <optional>
+
 using namespace mlir;
 
 namespace monarch::partition {
@@ -554,26 +557,9 @@ private:
     if (op.getNumReductionLoops() == 0)
       reductionsSplit = true;
 
-    SmallVector<Axes> loopAxes(numLoops);
-    llvm::SmallBitVector used(extents.size());
-    auto propose = [&](AffineMap map, const Layout &l) {
-      for (unsigned r = 0; r < map.getNumResults(); ++r) {
-        unsigned pos = map.getDimPosition(r);
-        const Axes &axes = l.dims[r];
-        if (axes.empty() || !loopAxes[pos].empty())
-          continue;
-        if (iters[pos] == utils::IteratorType::reduction && !reductionsSplit)
-          continue;
-        if (llvm::any_of(axes, [&](int16_t a) { return used.test(a); }))
-          continue;
-        if (ranges[pos] % count(axes))
-          continue;
-        loopAxes[pos] = axes;
-        for (int16_t a : axes)
-          used.set(a);
-      }
-    };
-    // 1. The operands' layouts, largest operand first.
+    // Proposals, by priority: 1. the operands' layouts, largest operand
+    // first; 2. an annotation of a result; 3. what its users want.
+    SmallVector<std::pair<AffineMap, Layout>> proposals;
     SmallVector<OpOperand *> operands;
     for (OpOperand &o : op->getOpOperands())
       if (auto t = dyn_cast<RankedTensorType>(o.get().getType());
@@ -584,18 +570,82 @@ private:
              cast<RankedTensorType>(y->get().getType()).getNumElements();
     });
     for (OpOperand *o : operands)
-      propose(op.getMatchingIndexingMap(o), have(o->get()));
-    // 2. An annotation of a result; 3. what its users want.
+      proposals.push_back({op.getMatchingIndexingMap(o), have(o->get())});
+    SmallVector<std::optional<Layout>> targets;
     for (OpResult r : op->getResults()) {
       AffineMap out = op.getIndexingMapMatchingResult(r);
+      std::optional<Layout> target;
       if (shard::ShardOp s = plainAnnotation(r)) {
         FailureOr<Layout> a = fromSharding(
             s.getSharding(), cast<RankedTensorType>(r.getType()).getRank());
-        if (succeeded(a))
-          propose(out, *a);
+        if (succeeded(a)) {
+          proposals.push_back({out, *a});
+          target = *a;
+        }
       }
-      if (auto it = wanted.find(r); it != wanted.end())
-        propose(out, it->second);
+      if (auto it = wanted.find(r); it != wanted.end()) {
+        proposals.push_back({out, it->second});
+        if (!target)
+          target = it->second;
+      }
+      targets.push_back(target);
+    }
+    // Each proposal in turn takes the loops it splits that are still free,
+    // over mesh axes no loop uses yet.
+    auto assign = [&](ArrayRef<unsigned> order, SmallVector<Axes> &loopAxes,
+                      llvm::SmallBitVector &used) {
+      loopAxes.assign(numLoops, Axes());
+      used = llvm::SmallBitVector(extents.size());
+      for (unsigned i : order) {
+        auto &[map, l] = proposals[i];
+        for (unsigned r = 0; r < map.getNumResults(); ++r) {
+          unsigned pos = map.getDimPosition(r);
+          const Axes &axes = l.dims[r];
+          if (axes.empty() || !loopAxes[pos].empty())
+            continue;
+          if (iters[pos] == utils::IteratorType::reduction && !reductionsSplit)
+            continue;
+          if (llvm::any_of(axes, [&](int16_t a) { return used.test(a); }))
+            continue;
+          if (ranges[pos] % count(axes))
+            continue;
+          loopAxes[pos] = axes;
+          for (int16_t a : axes)
+            used.set(a);
+        }
+      }
+    };
+    // Candidates: the proposals in priority order, each proposal first,
+    // and nothing split; the cheapest wins, the priority order on ties.
+    SmallVector<unsigned> order(proposals.size());
+    std::iota(order.begin(), order.end(), 0u);
+    SmallVector<Axes> loopAxes;
+    llvm::SmallBitVector used;
+    assign(order, loopAxes, used);
+    if (!proposals.empty()) {
+      double best = candidateCost(op, loopAxes, used, kinds, targets);
+      SmallVector<SmallVector<unsigned>> others;
+      for (unsigned first = 1; first < proposals.size(); ++first) {
+        SmallVector<unsigned> o = {first};
+        for (unsigned i : order)
+          if (i != first)
+            o.push_back(i);
+        others.push_back(o);
+      }
+      others.push_back({});
+      for (ArrayRef<unsigned> o : others) {
+        SmallVector<Axes> axes;
+        llvm::SmallBitVector u;
+        assign(o, axes, u);
+        if (axes == loopAxes)
+          continue;
+        double c = candidateCost(op, axes, u, kinds, targets);
+        if (c < best * (1 - 1e-9)) {
+          best = c;
+          loopAxes = std::move(axes);
+          used = std::move(u);
+        }
+      }
     }
     // Partial sums the op is linear in stay partial through it (Megatron's
     // one all_reduce for dq @ wq.T + dk @ wk.T + dv @ wv.T).
@@ -867,28 +917,38 @@ private:
         .getResult(0);
   }
 
-  /// Moves `v` from the layout it has to `want`.
-  FailureOr<Value> reshard(Value v, const Layout &want, Location loc) {
-    Layout cur = have(v);
-    Value local = version(v, cur);
-    if (!local) {
-      // An annotation is resharded lazily: from its source's layout
-      // straight to what each user needs.
-      cur = have(root(v));
-      local = version(v, cur);
-    }
-    if (!local)
-      return failure();
-    RankedTensorType global = globalType(v);
-    // 1. Partial results: reduce-scatter into the one dimension that wants
-    //    exactly the partial axes more, else all-reduce.
+  /// One collective or local slice of a reshard, from `before` to `after`.
+  struct Step {
+    enum Kind { AllReduce, ReduceScatter, AllToAll, AllGather, Slice } kind;
+    Layout before, after;
+    /// The mesh axes it moves (reduced, gathered, sliced or exchanged).
+    Axes axes;
+    /// The tensor dimension it scatters, gathers, slices or concatenates
+    /// into; for all_to_all `from` is the dimension it splits off.
+    int64_t dim = -1, from = -1;
+  };
+
+  /// The steps that move a value from `cur` to `want`, in this order:
+  /// 1. partial results reduce-scatter into the one dimension that wants
+  ///    exactly the partial axes more, else all-reduce;
+  /// 2. an axis that moves from the end of one dimension to the next place
+  ///    of another: one all_to_all (each rank sends (n-1)/n of its shard)
+  ///    instead of a gather and a slice;
+  /// 3. gathers: each dimension keeps the longest prefix of its axes the
+  ///    wanted layout shares; the rest is gathered, innermost axis first;
+  /// 4. slices: the axes a dimension wants more, at this rank's index.
+  /// Failure when `want` is partial over other axes than `cur`.
+  FailureOr<SmallVector<Step>> reshardSteps(Layout cur,
+                                            const Layout &want) const {
+    SmallVector<Step> steps;
+    auto add = [&](Step::Kind kind, Layout next, Axes axes, int64_t dim,
+                   int64_t from = -1) {
+      steps.push_back({kind, cur, next, std::move(axes), dim, from});
+      cur = std::move(next);
+    };
     if (!cur.partial.empty() && cur.partial != want.partial) {
       if (!want.partial.empty())
         return failure();
-      // The reduction names the op whose partial sums it completes (the
-      // user's `.sum()` or `@`), as upstream partitioning does.
-      Value made = root(v);
-      Location at = made.getDefiningOp() ? made.getDefiningOp()->getLoc() : loc;
       int64_t scatter = -1;
       for (auto [d, axes] : llvm::enumerate(want.dims)) {
         Axes more = cur.dims[d];
@@ -897,23 +957,12 @@ private:
             cur.kind != ReductionKind::Avg)
           scatter = static_cast<int64_t>(d);
       }
-      if (scatter >= 0) {
-        Layout next = cur.withoutPartial();
+      Layout next = cur.withoutPartial();
+      if (scatter >= 0)
         next.dims[scatter] = want.dims[scatter];
-        local =
-            ReduceScatterOp::create(b, at, localType(global, next), local,
-                                    dimNames(cur.partial), scatter, cur.kind);
-        cur = next;
-      } else {
-        local = AllReduceOp::create(
-            b, at, local, dimNames(cur.partial),
-            ReductionKindAttr::get(b.getContext(), cur.kind));
-        cur = cur.withoutPartial();
-      }
+      add(scatter >= 0 ? Step::ReduceScatter : Step::AllReduce, next,
+          cur.partial, scatter);
     }
-    // 2. An axis that moves from the end of one dimension to the next place
-    //    of another: one all_to_all (each rank sends (n-1)/n of its shard)
-    //    instead of a gather and a slice.
     for (size_t d = 0; d < cur.dims.size(); ++d) {
       if (cur.dims[d].empty() || ArrayRef<int16_t>(want.dims[d])
                                      .take_front(cur.dims[d].size())
@@ -930,56 +979,214 @@ private:
         Layout next = cur;
         next.dims[d].pop_back();
         next.dims[e].push_back(a);
-        local = AllToAllOp::create(b, loc, localType(global, next), local,
-                                   dimNames({a}), static_cast<int64_t>(e),
-                                   static_cast<int64_t>(d));
-        cur = next;
+        add(Step::AllToAll, next, {a}, static_cast<int64_t>(e),
+            static_cast<int64_t>(d));
         break;
       }
     }
-    // 3. Gathers: each dimension keeps the longest prefix of its axes the
-    //    wanted layout shares; the rest is gathered, innermost axis first.
-    for (auto [d, axes] : llvm::enumerate(cur.dims)) {
+    for (size_t d = 0; d < cur.dims.size(); ++d) {
       const Axes &target = want.dims[d];
       size_t keep = 0;
-      while (keep < axes.size() && keep < target.size() &&
-             axes[keep] == target[keep])
+      while (keep < cur.dims[d].size() && keep < target.size() &&
+             cur.dims[d][keep] == target[keep])
         ++keep;
       // An axis the wanted layout uses on another dimension must be
       // gathered here too before it can be sliced there.
-      while (axes.size() > keep) {
-        int16_t a = axes.back();
+      while (cur.dims[d].size() > keep) {
+        int16_t a = cur.dims[d].back();
         Layout next = cur;
         next.dims[d].pop_back();
-        local = AllGatherOp::create(b, loc, localType(global, next), local,
-                                    dimNames({a}), static_cast<int64_t>(d));
-        cur = next;
+        add(Step::AllGather, next, {a}, static_cast<int64_t>(d));
       }
     }
-    // 4. Slices: the axes a dimension wants more, at this rank's index.
-    for (auto [d, axes] : llvm::enumerate(want.dims)) {
-      Axes &have = cur.dims[d];
-      if (have == axes)
+    for (size_t d = 0; d < want.dims.size(); ++d) {
+      if (cur.dims[d] == want.dims[d])
         continue;
-      ArrayRef<int16_t> more = ArrayRef<int16_t>(axes).drop_front(have.size());
+      Axes more(ArrayRef<int16_t>(want.dims[d]).drop_front(cur.dims[d].size()));
       Layout next = cur;
-      next.dims[d] = axes;
-      RankedTensorType to = localType(global, next);
-      Value index = ProcessIndexOp::create(b, loc, dimNames(more));
-      Value size = arith::ConstantIndexOp::create(b, loc, to.getDimSize(d));
-      Value offset = arith::MulIOp::create(b, loc, index, size);
-      SmallVector<OpFoldResult> offsets(to.getRank(), b.getIndexAttr(0));
-      SmallVector<OpFoldResult> sizes, strides(to.getRank(), b.getIndexAttr(1));
-      for (int64_t s : to.getShape())
-        sizes.push_back(b.getIndexAttr(s));
-      offsets[d] = offset;
-      local = tensor::ExtractSliceOp::create(b, loc, to, local, offsets, sizes,
-                                             strides);
-      cur = next;
+      next.dims[d] = want.dims[d];
+      add(Step::Slice, next, more, static_cast<int64_t>(d));
     }
     if (cur != want)
       return failure();
+    return steps;
+  }
+
+  /// Moves `v` from the layout it has to `want` (reshardSteps).
+  FailureOr<Value> reshard(Value v, const Layout &want, Location loc) {
+    Layout cur = have(v);
+    Value local = version(v, cur);
+    if (!local) {
+      // An annotation is resharded lazily: from its source's layout
+      // straight to what each user needs.
+      cur = have(root(v));
+      local = version(v, cur);
+    }
+    if (!local)
+      return failure();
+    FailureOr<SmallVector<Step>> steps = reshardSteps(cur, want);
+    if (failed(steps))
+      return failure();
+    RankedTensorType global = globalType(v);
+    for (const Step &s : *steps) {
+      RankedTensorType to = localType(global, s.after);
+      switch (s.kind) {
+      case Step::AllReduce:
+      case Step::ReduceScatter: {
+        // The reduction names the op whose partial sums it completes (the
+        // user's `.sum()` or `@`), as upstream partitioning does.
+        Value made = root(v);
+        Location at =
+            made.getDefiningOp() ? made.getDefiningOp()->getLoc() : loc;
+        if (s.kind == Step::ReduceScatter)
+          local = ReduceScatterOp::create(b, at, to, local, dimNames(s.axes),
+                                          s.dim, s.before.kind);
+        else
+          local = AllReduceOp::create(
+              b, at, local, dimNames(s.axes),
+              ReductionKindAttr::get(b.getContext(), s.before.kind));
+        break;
+      }
+      case Step::AllToAll:
+        local = AllToAllOp::create(b, loc, to, local, dimNames(s.axes), s.dim,
+                                   s.from);
+        break;
+      case Step::AllGather:
+        local = AllGatherOp::create(b, loc, to, local, dimNames(s.axes), s.dim);
+        break;
+      case Step::Slice: {
+        Value index = ProcessIndexOp::create(b, loc, dimNames(s.axes));
+        Value size =
+            arith::ConstantIndexOp::create(b, loc, to.getDimSize(s.dim));
+        Value offset = arith::MulIOp::create(b, loc, index, size);
+        SmallVector<OpFoldResult> offsets(to.getRank(), b.getIndexAttr(0));
+        SmallVector<OpFoldResult> sizes,
+            strides(to.getRank(), b.getIndexAttr(1));
+        for (int64_t n : to.getShape())
+          sizes.push_back(b.getIndexAttr(n));
+        offsets[s.dim] = offset;
+        local = tensor::ExtractSliceOp::create(b, loc, to, local, offsets,
+                                               sizes, strides);
+        break;
+      }
+      }
+    }
     return local;
+  }
+
+  // ---- Cost model (issue 31 item 3) ----------------------------------------
+  //
+  // Microseconds on the plan simulator's figures for this machine kind
+  // (PlanSimulate.h, preset "this-machine"): compute at kFlopsPerUs, a
+  // collective as alpha + bytes x factor / beta, over the network when one
+  // of its mesh axes is named "hosts" and through shared memory otherwise.
+
+  static constexpr double kFlopsPerUs = 40e3;
+  static constexpr double kIntraAlphaUs = 20, kIntraBytesPerUs = 4e3;
+  static constexpr double kInterAlphaUs = 60, kInterBytesPerUs = 1.2e3;
+
+  /// How many shards a layout cuts a tensor into (partial axes excluded).
+  double shards(const Layout &l) const {
+    double n = 1;
+    for (const Axes &d : l.dims)
+      n *= static_cast<double>(count(d));
+    return n;
+  }
+
+  /// The time of `steps` moving a tensor of type `global`: a ring's bytes
+  /// (all_reduce 2(k-1)/k of a shard, reduce_scatter and all_to_all
+  /// (k-1)/k of it, all_gather (k-1)/k of the result) and one latency per
+  /// collective (small collectives are one round on the shared-memory
+  /// direct path and in NCCL's low-latency protocols, where the simulator
+  /// charges a ring's 2(k-1)); slices are local.
+  double stepsCost(ArrayRef<Step> steps, RankedTensorType global) const {
+    Type elem = global.getElementType();
+    double bytes =
+        static_cast<double>(global.getNumElements()) *
+        (elem.isIntOrFloat() ? (elem.getIntOrFloatBitWidth() + 7) / 8 : 8);
+    double us = 0;
+    for (const Step &s : steps) {
+      if (s.kind == Step::Slice)
+        continue;
+      double k = static_cast<double>(count(s.axes));
+      bool inter =
+          llvm::any_of(s.axes, [&](int16_t a) { return names[a] == "hosts"; });
+      double alpha = inter ? kInterAlphaUs : kIntraAlphaUs;
+      double beta = inter ? kInterBytesPerUs : kIntraBytesPerUs;
+      double in = bytes / shards(s.before), out = bytes / shards(s.after);
+      switch (s.kind) {
+      case Step::AllReduce:
+        us += alpha + 2 * (k - 1) / k * in / beta;
+        break;
+      case Step::ReduceScatter:
+      case Step::AllToAll:
+        us += alpha + (k - 1) / k * in / beta;
+        break;
+      case Step::AllGather:
+        us += alpha + (k - 1) / k * out / beta;
+        break;
+      case Step::Slice:
+        break;
+      }
+    }
+    return us;
+  }
+
+  /// The time to bring `v` to `want` before it is used: nothing when it is
+  /// there (an annotation reshards from its source), else its steps.
+  double reshardCost(Value v, const Layout &want) const {
+    Layout cur = have(v);
+    if (cur == want)
+      return 0;
+    cur = have(root(v));
+    if (cur == want)
+      return 0;
+    FailureOr<SmallVector<Step>> steps = reshardSteps(cur, want);
+    return succeeded(steps) ? stepsCost(*steps, globalType(v)) : 1e30;
+  }
+
+  /// The time of running structured `op` with its loops split over
+  /// `loopAxes`: its share of the iterations (each yielding op one flop),
+  /// its operands' reshards, and bringing each result to where it goes
+  /// (its annotation or what its users want, else reduced).
+  double candidateCost(linalg::LinalgOp op, ArrayRef<Axes> loopAxes,
+                       const llvm::SmallBitVector &used,
+                       ArrayRef<ReductionKind> kinds,
+                       ArrayRef<std::optional<Layout>> targets) {
+    double iterations = 1, split = 1;
+    for (auto [range, axes] : llvm::zip(op.getStaticLoopRanges(), loopAxes)) {
+      iterations *= static_cast<double>(range);
+      split *= static_cast<double>(count(axes));
+    }
+    double flops =
+        std::max<size_t>(1, op.getBlock()->getOperations().size() - 1);
+    double us = iterations / split * flops / kFlopsPerUs;
+    Axes carried = carriedPartial(op, loopAxes, used, kinds);
+    SmallVector<utils::IteratorType> iters = op.getIteratorTypesArray();
+    for (OpOperand &o : op->getOpOperands()) {
+      if (!isa<RankedTensorType>(o.get().getType()) || isFree(o.get()))
+        continue;
+      Layout need = Layout::ofMap(op.getMatchingIndexingMap(&o), loopAxes);
+      if (!carried.empty() && !have(o.get()).partial.empty())
+        need.partial = carried;
+      us += reshardCost(o.get(), need);
+    }
+    for (OpResult r : op->getResults()) {
+      Layout l = Layout::ofMap(op.getIndexingMapMatchingResult(r), loopAxes);
+      for (unsigned pos = 0; pos < loopAxes.size(); ++pos)
+        if (iters[pos] == utils::IteratorType::reduction)
+          l.partial.append(loopAxes[pos]);
+      l.partial.append(carried);
+      llvm::sort(l.partial);
+      l.kind = kinds[r.getResultNumber()];
+      const std::optional<Layout> &target = targets[r.getResultNumber()];
+      FailureOr<SmallVector<Step>> steps =
+          reshardSteps(l, target ? *target : l.withoutPartial());
+      us += succeeded(steps)
+                ? stepsCost(*steps, cast<RankedTensorType>(r.getType()))
+                : 1e30;
+    }
+    return us;
   }
 
   /// Arguments' global types (they take their per-rank ones in walk 3).

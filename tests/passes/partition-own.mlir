@@ -325,3 +325,31 @@ func.func @twice(%x: tensor<4x4xf32>) -> (tensor<4xf32>, tensor<4xf32>) {
   %vo = monarch.fetch %v from @mesh : tensor<4xf32>
   return %mo, %vo : tensor<4xf32>, tensor<4xf32>
 }
+
+// -----
+
+// Conflicts are decided by cost (shared memory: 20 us + bytes / 4 GB/s a
+// collective). `x` arrives split along the contraction: splitting the
+// matmul's reduction loop with it would leave an 8x64 partial sum to
+// all-reduce (2 KB), gathering `x` moves 64 bytes, so `x` is gathered
+// and the product runs whole on each rank.
+
+// CHECK-LABEL: monarch.actor_class @cost.mesh.0.class
+// CHECK:         %[[G:.*]] = all_gather %arg0 over ["gpus"] axis 1 : tensor<8x1xf32> -> tensor<8x2xf32>
+// CHECK:         linalg.matmul ins(%[[G]], %arg1 : tensor<8x2xf32>, tensor<2x64xf32>)
+// CHECK-NOT:     all_reduce
+// CHECK:         return
+shard.grid @grid(shape = 2)
+monarch.proc_mesh @mesh(gpus = 2) grid @grid
+func.func @cost(%x: tensor<8x2xf32>, %w: tensor<2x64xf32>) -> tensor<8x64xf32> {
+  %xf = monarch.feed %x to @mesh : tensor<8x2xf32>
+  %s = shard.sharding @grid split_axes = [[], [0]] : !shard.sharding
+  %xs = shard.shard %xf to %s : tensor<8x2xf32>
+  %wf = monarch.feed %w to @mesh : tensor<2x64xf32>
+  %z = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<8x64xf32>
+  %f = linalg.fill ins(%z : f32) outs(%e : tensor<8x64xf32>) -> tensor<8x64xf32>
+  %y = linalg.matmul ins(%xs, %wf : tensor<8x2xf32>, tensor<2x64xf32>) outs(%f : tensor<8x64xf32>) -> tensor<8x64xf32>
+  %out = monarch.fetch %y from @mesh : tensor<8x64xf32>
+  return %out : tensor<8x64xf32>
+}
