@@ -196,21 +196,36 @@ stepAll(std::vector<std::unique_ptr<Interpreter>> &interps, int64_t step,
   return out;
 }
 
-} // namespace
+/// Rank `r`'s options on a host of `processesOnHost` processes of the job
+/// (0: unknown).
+Interpreter::Options hostOptions(FakeWorlds &worlds, int r,
+                                 int processesOnHost) {
+  Interpreter::Options o = options(worlds, r, 2);
+  o.comm.processesOnHost = processesOnHost;
+  return o;
+}
 
-TEST(Interpreter, BindsASerializedPlanAndAllReducesAcrossSteps) {
-  std::string bytes = tp::serialize(tp::allReducePlan(2, 4));
-  std::vector<RankProgram> programs;
+/// Binds a serialized 2-rank plan for each rank, as the worker does (its
+/// first program).
+void bindBoth(const std::string &bytes, std::vector<RankProgram> &programs) {
   for (int r = 0; r < 2; ++r) {
     auto bound = loadRankPrograms(bytes, r, 2);
     ASSERT_TRUE(bound.isOk()) << bound.status().toString();
-    ASSERT_EQ(bound->size(), 1u);
+    ASSERT_FALSE(bound->empty());
     programs.push_back(std::move((*bound)[0]));
   }
+}
+
+/// A bound all-reduce plan run for three steps, with its results.
+void allReducesAcrossSteps(int processesOnHost) {
+  std::vector<RankProgram> programs;
+  bindBoth(tp::serialize(tp::allReducePlan(2, 4)), programs);
+  ASSERT_EQ(programs.size(), 2u);
   EXPECT_EQ(programs[1].rank, 1);
   FakeWorlds worlds;
-  auto interps = createAll(std::move(programs),
-                           [&](int r) { return options(worlds, r, 2); });
+  auto interps = createAll(std::move(programs), [&](int r) {
+    return hostOptions(worlds, r, processesOnHost);
+  });
   for (int64_t step = 0; step < 3; ++step) {
     float s = static_cast<float>(step);
     auto results = stepAll(
@@ -225,55 +240,16 @@ TEST(Interpreter, BindsASerializedPlanAndAllReducesAcrossSteps) {
   }
 }
 
-TEST(Interpreter, KeepsActorStateAcrossStepsThroughKernels) {
-  std::string bytes =
-      tp::serialize(tp::statePlan(2, tp::readFile(TEST_KERNELS)));
+/// Actor state updated by kernels over three steps.
+void keepsActorState(int processesOnHost) {
   std::vector<RankProgram> programs;
-  for (int r = 0; r < 2; ++r) {
-    auto bound = loadRankPrograms(bytes, r, 2);
-    ASSERT_TRUE(bound.isOk()) << bound.status().toString();
-    programs.push_back(std::move((*bound)[0]));
-  }
+  bindBoth(tp::serialize(tp::statePlan(2, tp::readFile(TEST_KERNELS))),
+           programs);
+  ASSERT_EQ(programs.size(), 2u);
   FakeWorlds worlds;
-  auto interps = createAll(std::move(programs),
-                           [&](int r) { return options(worlds, r, 2); });
-  std::vector<RankResult> results;
-  for (int64_t step = 0; step < 3; ++step)
-    results =
-        stepAll(interps, step,
-                {{{0, bytesOf({1, 2, 3, 4})}}, {{0, bytesOf({0, 0, 1, 1})}}});
-  ASSERT_TRUE(results[0].failure.status.isOk());
-  EXPECT_EQ(floatsOf(results[0].fetches.at(0).view()),
-            (std::vector<float>{3, 6, 9, 12}));
-  EXPECT_EQ(floatsOf(results[1].fetches.at(0).view()),
-            (std::vector<float>{0, 0, 3, 3}));
-}
-
-// On a host whose job has more processes than cores (4 workers on 2),
-// every launch whose stream is idle runs on the issuing thread instead of
-// being handed to its stream thread; actor state through kernels and
-// all-reduces across steps give the same results.
-TEST(Interpreter, RunsLaunchesOnTheIssuingThreadOnAnOversubscribedHost) {
-  auto oversubscribed = [](FakeWorlds &worlds, int r) {
-    Interpreter::Options o = options(worlds, r, 2);
-    o.comm.processesOnHost = 1 << 20;
-    return o;
-  };
-  executor::CommOptions many;
-  many.processesOnHost = 1 << 20;
-  ASSERT_TRUE(executor::hostOversubscribed(many));
-  EXPECT_FALSE(executor::hostOversubscribed(executor::CommOptions{}));
-  std::string bytes =
-      tp::serialize(tp::statePlan(2, tp::readFile(TEST_KERNELS)));
-  std::vector<RankProgram> programs;
-  for (int r = 0; r < 2; ++r) {
-    auto bound = loadRankPrograms(bytes, r, 2);
-    ASSERT_TRUE(bound.isOk()) << bound.status().toString();
-    programs.push_back(std::move((*bound)[0]));
-  }
-  FakeWorlds worlds;
-  auto interps = createAll(std::move(programs),
-                           [&](int r) { return oversubscribed(worlds, r); });
+  auto interps = createAll(std::move(programs), [&](int r) {
+    return hostOptions(worlds, r, processesOnHost);
+  });
   std::vector<RankResult> results;
   for (int64_t step = 0; step < 3; ++step)
     results =
@@ -285,28 +261,29 @@ TEST(Interpreter, RunsLaunchesOnTheIssuingThreadOnAnOversubscribedHost) {
             (std::vector<float>{3, 6, 9, 12}));
   EXPECT_EQ(floatsOf(results[1].fetches.at(0).view()),
             (std::vector<float>{0, 0, 3, 3}));
+}
 
-  std::string reduce = tp::serialize(tp::allReducePlan(2, 4));
-  std::vector<RankProgram> reducers;
-  for (int r = 0; r < 2; ++r) {
-    auto bound = loadRankPrograms(reduce, r, 2);
-    ASSERT_TRUE(bound.isOk()) << bound.status().toString();
-    reducers.push_back(std::move((*bound)[0]));
-  }
-  FakeWorlds worlds2;
-  auto reducing = createAll(std::move(reducers),
-                            [&](int r) { return oversubscribed(worlds2, r); });
-  for (int64_t step = 0; step < 3; ++step) {
-    float s = static_cast<float>(step);
-    auto out = stepAll(
-        reducing, step,
-        {{{0, bytesOf({1, 2, 3, s})}}, {{0, bytesOf({10, 20, 30, 2 * s})}}});
-    for (const RankResult &r : out) {
-      ASSERT_TRUE(r.failure.status.isOk()) << r.failure.status.toString();
-      EXPECT_EQ(floatsOf(r.fetches.at(0).view()),
-                (std::vector<float>{11, 22, 33, 3 * s}));
-    }
-  }
+} // namespace
+
+TEST(Interpreter, BindsASerializedPlanAndAllReducesAcrossSteps) {
+  allReducesAcrossSteps(0);
+}
+
+TEST(Interpreter, KeepsActorStateAcrossStepsThroughKernels) {
+  keepsActorState(0);
+}
+
+// On a host whose job has more processes than cores (4 workers on 2),
+// every launch whose stream is idle runs on the issuing thread instead of
+// being handed to its stream thread; actor state through kernels and
+// all-reduces across steps give the same results.
+TEST(Interpreter, RunsLaunchesOnTheIssuingThreadOnAnOversubscribedHost) {
+  executor::CommOptions many;
+  many.processesOnHost = 1 << 20;
+  ASSERT_TRUE(executor::hostOversubscribed(many));
+  EXPECT_FALSE(executor::hostOversubscribed(executor::CommOptions{}));
+  keepsActorState(1 << 20);
+  allReducesAcrossSteps(1 << 20);
 }
 
 TEST(Interpreter, SendsAndReceives) {
