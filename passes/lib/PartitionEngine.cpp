@@ -10,7 +10,9 @@
 // 2. `decide`, forwards: each argument's layout (an earlier segment's, an
 //    annotation's, the wanted one, or replicated), each structured op's loop
 //    axes (from its operands, largest first; then from an annotation of its
-//    result; then from what its users want), each result's layout.
+//    result; then from what its users want: one candidate among others,
+//    each priced by the cost model, the cheapest kept), each result's
+//    layout.
 //    An op whose tensor operands are all partial sums and which is linear
 //    in them keeps its result partial (`carriedPartial`).
 // 3. `expand`, forwards: every op rebuilt on per-rank types, each operand
@@ -652,19 +654,42 @@ private:
     Axes carried = carriedPartial(op, loopAxes, used, kinds);
     if (carried.empty())
       carried = splitTableLookup(op, used);
-    for (OpResult r : op->getResults()) {
-      Layout l = Layout::ofMap(op.getIndexingMapMatchingResult(r), loopAxes);
-      for (unsigned pos = 0; pos < numLoops; ++pos)
-        if (iters[pos] == utils::IteratorType::reduction)
-          l.partial.append(loopAxes[pos]);
-      l.partial.append(carried);
-      llvm::sort(l.partial);
-      l.kind = kinds[r.getResultNumber()];
-      layout[r] = l;
-    }
+    for (OpResult r : op->getResults())
+      layout[r] = resultLayout(op, r, loopAxes, carried, kinds);
     if (!carried.empty())
       partialOperands[op] = carried;
     loops[op] = std::move(loopAxes);
+  }
+
+  /// The layout operand `o` of structured `op` needs when its loops are
+  /// split over `loopAxes`: an input that is a partial sum over the axes
+  /// the op carries (`carried`) stays partial.
+  Layout operandNeed(linalg::LinalgOp op, OpOperand &o, ArrayRef<Axes> loopAxes,
+                     ArrayRef<int16_t> carried) const {
+    Layout need = Layout::ofMap(op.getMatchingIndexingMap(&o), loopAxes);
+    if (!carried.empty() && op.isDpsInput(&o) &&
+        ArrayRef<int16_t>(have(o.get()).partial) == carried) {
+      need.partial = Axes(carried);
+      need.kind = ReductionKind::Sum;
+    }
+    return need;
+  }
+
+  /// The layout of result `r` of structured `op` with its loops split over
+  /// `loopAxes`: partial over its split reduction loops' axes and the
+  /// axes it carries, with the kind of its init's reduction.
+  Layout resultLayout(linalg::LinalgOp op, OpResult r, ArrayRef<Axes> loopAxes,
+                      ArrayRef<int16_t> carried,
+                      ArrayRef<ReductionKind> kinds) const {
+    Layout l = Layout::ofMap(op.getIndexingMapMatchingResult(r), loopAxes);
+    SmallVector<utils::IteratorType> iters = op.getIteratorTypesArray();
+    for (unsigned pos = 0; pos < loopAxes.size(); ++pos)
+      if (iters[pos] == utils::IteratorType::reduction)
+        l.partial.append(loopAxes[pos]);
+    l.partial.append(carried.begin(), carried.end());
+    llvm::sort(l.partial);
+    l.kind = kinds[r.getResultNumber()];
+    return l;
   }
 
   /// Per structured op that carries partial sums: their mesh axes (its
@@ -1162,23 +1187,11 @@ private:
         std::max<size_t>(1, op.getBlock()->getOperations().size() - 1);
     double us = iterations / split * flops / kFlopsPerUs;
     Axes carried = carriedPartial(op, loopAxes, used, kinds);
-    SmallVector<utils::IteratorType> iters = op.getIteratorTypesArray();
-    for (OpOperand &o : op->getOpOperands()) {
-      if (!isa<RankedTensorType>(o.get().getType()) || isFree(o.get()))
-        continue;
-      Layout need = Layout::ofMap(op.getMatchingIndexingMap(&o), loopAxes);
-      if (!carried.empty() && !have(o.get()).partial.empty())
-        need.partial = carried;
-      us += reshardCost(o.get(), need);
-    }
+    for (OpOperand &o : op->getOpOperands())
+      if (isa<RankedTensorType>(o.get().getType()) && !isFree(o.get()))
+        us += reshardCost(o.get(), operandNeed(op, o, loopAxes, carried));
     for (OpResult r : op->getResults()) {
-      Layout l = Layout::ofMap(op.getIndexingMapMatchingResult(r), loopAxes);
-      for (unsigned pos = 0; pos < loopAxes.size(); ++pos)
-        if (iters[pos] == utils::IteratorType::reduction)
-          l.partial.append(loopAxes[pos]);
-      l.partial.append(carried);
-      llvm::sort(l.partial);
-      l.kind = kinds[r.getResultNumber()];
+      Layout l = resultLayout(op, r, loopAxes, carried, kinds);
       const std::optional<Layout> &target = targets[r.getResultNumber()];
       FailureOr<SmallVector<Step>> steps =
           reshardSteps(l, target ? *target : l.withoutPartial());
@@ -1364,15 +1377,9 @@ private:
           operands.push_back(o.get());
           continue;
         }
-        Layout need = Layout::ofMap(l.getMatchingIndexingMap(&o), loopAxes);
-        // A partial sum the op carries stays partial.
-        if (auto it = partialOperands.find(op);
-            it != partialOperands.end() && l.isDpsInput(&o) &&
-            have(o.get()).partial == it->second) {
-          need.partial = it->second;
-          need.kind = ReductionKind::Sum;
-        }
-        FailureOr<Value> v = get(o.get(), need, loc);
+        FailureOr<Value> v =
+            get(o.get(),
+                operandNeed(l, o, loopAxes, partialOperands.lookup(op)), loc);
         if (failed(v))
           return failure();
         operands.push_back(*v);

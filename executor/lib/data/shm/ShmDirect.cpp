@@ -347,8 +347,9 @@ Status ShmCommunicator::waitAll(Counter counter, uint64_t value,
                         " did not arrive within " +
                         std::to_string(group_->timeout().count()) + " ms");
     if (now - start < kSpin) {
-      // Spin on the peer's counter; yield the core where the members
-      // outnumber them (the peer may need it to arrive).
+      // Spin on the peer's counter; yield the core where the job's
+      // processes on this host outnumber them (the peer may need it to
+      // arrive).
       if (group_->oversubscribed())
         std::this_thread::yield();
       else

@@ -26,7 +26,6 @@
 #endif
 
 namespace monarch::executor::shm_backend {
-
 namespace {
 
 /// How long a waiter polls before it sleeps on the futex, and how often a
