@@ -1,7 +1,8 @@
 """A small GPT trained with `mc.value_and_grad` and AdamW on a 2x2 mesh:
 data parallel over "hosts" (each pair of ranks gets half the batch),
-Megatron tensor parallel over "gpus" (attention heads and the MLP's hidden
-units split; the weights and their gradients and moments stay split).
+Megatron tensor parallel over "gpus" (attention heads, the MLP's hidden
+units and the vocabulary of the embedding and output layer split; the
+weights and their gradients and moments stay split).
 
 The model: token embedding and learned positions, 2 pre-LayerNorm blocks of
 causal multi-head attention and a GELU MLP, a final LayerNorm, an output
@@ -88,7 +89,10 @@ def shard_params(p):
         for name in ("wo", "w2"):
             b[name] = mc.shard(b[name], gpus=0)
         blocks.append(b)
-    return dict(p, blocks=blocks)
+    # The vocabulary split too (Megatron's vocabulary-parallel embedding and
+    # output layer): each rank looks up and scores its half of the tokens.
+    return dict(p, blocks=blocks, wte=mc.shard(p["wte"], gpus=0),
+                wout=mc.shard(p["wout"], gpus=1))
 
 
 def heads(x):

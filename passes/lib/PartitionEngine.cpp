@@ -355,6 +355,18 @@ private:
       if (isa<shard::ShardingOp, func::ReturnOp>(op) ||
           (!tensors && !tensorOperands))
         continue;
+      // A structured op may make several tensors (one loop nest, each
+      // result through its own indexing map).
+      bool allTensors = llvm::all_of(
+          op.getResultTypes(), [](Type t) { return isa<RankedTensorType>(t); });
+      if (auto l = dyn_cast<linalg::LinalgOp>(op);
+          l && allTensors && op.getNumResults() >= 1) {
+        std::string reason;
+        if (hasStructuredRule(l, reason))
+          continue;
+        why = "'" + op.getName().getStringRef().str() + "' " + reason;
+        return failure();
+      }
       if (!tensors || op.getNumResults() != 1) {
         why = "'" + op.getName().getStringRef().str() +
               "' has no rule (it does not make one tensor)";
@@ -369,12 +381,6 @@ private:
       } else if (isa<tensor::ExpandShapeOp, tensor::CollapseShapeOp,
                      tensor::ConcatOp>(op)) {
         continue;
-      } else if (auto l = dyn_cast<linalg::LinalgOp>(op)) {
-        std::string reason;
-        if (hasStructuredRule(l, reason))
-          continue;
-        why = "'" + op.getName().getStringRef().str() + "' " + reason;
-        return failure();
       }
       why = "'" + op.getName().getStringRef().str() + "' has no rule";
       return failure();
@@ -396,6 +402,7 @@ private:
     // trade a local slice for a collective (softmax over the last axis of
     // a value a later annotation splits on that axis).
     Layout w = l.withoutPartial();
+    llvm::SmallBitVector whole(w.dims.size());
     for (OpOperand &use : v.getUses()) {
       auto user = dyn_cast<linalg::LinalgOp>(use.getOwner());
       if (!user)
@@ -404,12 +411,26 @@ private:
       SmallVector<utils::IteratorType> iters = user.getIteratorTypesArray();
       for (unsigned r = 0; r < map.getNumResults() && r < w.dims.size(); ++r)
         if (auto d = dyn_cast<AffineDimExpr>(map.getResult(r));
-            d && iters[d.getPosition()] == utils::IteratorType::reduction)
+            d && iters[d.getPosition()] == utils::IteratorType::reduction) {
           w.dims[r].clear();
+          whole.set(r);
+        }
     }
-    if (w.split())
-      wanted.try_emplace(v, w);
+    if (w.split() && wanted.try_emplace(v, w).second)
+      wantedWhole[v] = whole;
   }
+
+  /// Per wanted value: the dimensions it wants whole because a user
+  /// reduces over them. Its other unsplit dimensions are open: the users
+  /// take whatever split their other operands bring.
+  DenseMap<Value, llvm::SmallBitVector> wantedWhole;
+
+  /// Where a structured op's result should go: an annotation's layout, or
+  /// the wanted one with the dimensions it has no preference for (`open`).
+  struct Target {
+    Layout layout;
+    llvm::SmallBitVector open;
+  };
 
   void collectWanted() {
     Block &body = fn.getBody().front();
@@ -422,17 +443,22 @@ private:
         continue;
       }
       if (auto l = dyn_cast<linalg::LinalgOp>(op)) {
-        if (l.getNumDpsInits() != 1)
-          continue;
-        Value res = op.getResult(0);
-        auto it = wanted.find(res);
-        if (it == wanted.end())
-          continue;
-        // Parallel loops of the result take its wanted axes.
+        // Parallel loops of the results take their wanted axes (the first
+        // result's where two want one loop).
         SmallVector<Axes> loopAxes(l.getNumLoops());
-        AffineMap out = l.getIndexingMapMatchingResult(cast<OpResult>(res));
-        for (unsigned r = 0; r < out.getNumResults(); ++r)
-          loopAxes[out.getDimPosition(r)] = it->second.dims[r];
+        bool any = false;
+        for (OpResult res : op.getResults()) {
+          auto it = wanted.find(res);
+          if (it == wanted.end())
+            continue;
+          any = true;
+          AffineMap out = l.getIndexingMapMatchingResult(res);
+          for (unsigned r = 0; r < out.getNumResults(); ++r)
+            if (loopAxes[out.getDimPosition(r)].empty())
+              loopAxes[out.getDimPosition(r)] = it->second.dims[r];
+        }
+        if (!any)
+          continue;
         for (OpOperand *in : l.getDpsInputOperands()) {
           auto type = dyn_cast<RankedTensorType>(in->get().getType());
           if (!type)
@@ -458,6 +484,41 @@ private:
           ++r;
         }
         want(s.getSource(), w);
+        continue;
+      }
+      if (auto e = dyn_cast<tensor::ExpandShapeOp>(op)) {
+        auto it = wanted.find(e.getResult());
+        if (it == wanted.end())
+          continue;
+        Layout w = Layout::replicated(e.getSrcType().getRank());
+        for (auto [g, run] : llvm::enumerate(e.getReassociationIndices())) {
+          SmallVector<int64_t> sizes;
+          SmallVector<Axes> parts;
+          for (int64_t d : run) {
+            sizes.push_back(e.getResultType().getDimSize(d));
+            parts.push_back(it->second.dims[d]);
+          }
+          w.dims[g] = mergeGroup(sizes, parts);
+        }
+        want(e.getSrc(), w);
+        continue;
+      }
+      if (auto c = dyn_cast<tensor::CollapseShapeOp>(op)) {
+        auto it = wanted.find(c.getResult());
+        if (it == wanted.end())
+          continue;
+        RankedTensorType src = c.getSrcType();
+        Layout w = Layout::replicated(src.getRank());
+        for (auto [g, run] : llvm::enumerate(c.getReassociationIndices())) {
+          SmallVector<int64_t> sizes;
+          for (int64_t d : run)
+            sizes.push_back(src.getDimSize(d));
+          Axes axes = it->second.dims[g];
+          SmallVector<Axes> parts = splitGroup(sizes, axes);
+          for (auto [k, d] : llvm::enumerate(run))
+            w.dims[d] = parts[k];
+        }
+        want(c.getSrc(), w);
         continue;
       }
       if (auto c = dyn_cast<tensor::ConcatOp>(op)) {
@@ -506,6 +567,11 @@ private:
     for (Operation &op : body) {
       if (isa<shard::ShardingOp, func::ReturnOp>(op))
         continue;
+      if (op.getNumResults() > 1) {
+        if (auto l = dyn_cast<linalg::LinalgOp>(op))
+          decideStructured(l); // (walk 0 let only structured ones by)
+        continue;
+      }
       if (op.getNumResults() != 1 ||
           !isa<RankedTensorType>(op.getResult(0).getType()))
         continue; // Scalars: kept as they are.
@@ -573,22 +639,28 @@ private:
     });
     for (OpOperand *o : operands)
       proposals.push_back({op.getMatchingIndexingMap(o), have(o->get())});
-    SmallVector<std::optional<Layout>> targets;
+    SmallVector<std::optional<Target>> targets;
     for (OpResult r : op->getResults()) {
       AffineMap out = op.getIndexingMapMatchingResult(r);
-      std::optional<Layout> target;
+      std::optional<Target> target;
       if (shard::ShardOp s = plainAnnotation(r)) {
         FailureOr<Layout> a = fromSharding(
             s.getSharding(), cast<RankedTensorType>(r.getType()).getRank());
         if (succeeded(a)) {
           proposals.push_back({out, *a});
-          target = *a;
+          target = Target{*a, llvm::SmallBitVector(a->dims.size())};
         }
       }
       if (auto it = wanted.find(r); it != wanted.end()) {
         proposals.push_back({out, it->second});
-        if (!target)
-          target = it->second;
+        if (!target) {
+          const Layout &w = it->second;
+          llvm::SmallBitVector open(w.dims.size());
+          for (auto [d, axes] : llvm::enumerate(w.dims))
+            open[d] = axes.empty();
+          open.reset(wantedWhole[r]);
+          target = Target{w, open};
+        }
       }
       targets.push_back(target);
     }
@@ -658,6 +730,9 @@ private:
       layout[r] = resultLayout(op, r, loopAxes, carried, kinds);
     if (!carried.empty())
       partialOperands[op] = carried;
+    for (OpOperand &o : op->getOpOperands())
+      if (isa<RankedTensorType>(o.get().getType()) && !isFree(o.get()))
+        request(o.get(), operandNeed(op, o, loopAxes, carried));
     loops[op] = std::move(loopAxes);
   }
 
@@ -828,6 +903,49 @@ private:
     return axes;
   }
 
+  /// Shardy's reshape rule for a run of dimensions of `sizes` merged into
+  /// one, each split over `parts` (major first): the merged dimension is
+  /// split over their axes in order as long as its shards stay contiguous,
+  /// that is while every dimension before the next split one is cut into
+  /// single rows ((2, 16) split over (hosts, gpus) with hosts = 2: rows of
+  /// 8 over hosts x gpus). The splits it cannot keep are dropped from
+  /// `parts` (gathered before the reshape).
+  Axes mergeGroup(ArrayRef<int64_t> sizes, SmallVectorImpl<Axes> &parts) const {
+    Axes merged;
+    bool contiguous = true;
+    for (auto [size, axes] : llvm::zip(sizes, parts)) {
+      if (!contiguous) {
+        axes.clear();
+        continue;
+      }
+      merged.append(axes);
+      if (size / count(axes) != 1)
+        contiguous = false;
+    }
+    return merged;
+  }
+
+  /// The reverse: one dimension split over `axes` (major first) expanded
+  /// into dimensions of `sizes`. Each takes the next axes that divide it;
+  /// the axes go on to the next dimension only when this one is cut into
+  /// single rows. Axes left over are dropped from `axes` (gathered before
+  /// the reshape, innermost first).
+  SmallVector<Axes> splitGroup(ArrayRef<int64_t> sizes, Axes &axes) const {
+    SmallVector<Axes> parts(sizes.size());
+    size_t next = 0;
+    for (auto [k, size] : llvm::enumerate(sizes)) {
+      int64_t n = 1;
+      while (next < axes.size() && size % (n * extents[axes[next]]) == 0) {
+        n *= extents[axes[next]];
+        parts[k].push_back(axes[next++]);
+      }
+      if (next == axes.size() || n != size)
+        break;
+    }
+    axes.resize(next);
+    return parts;
+  }
+
   /// The layout a shape op needs its (first) operand in, and its result's.
   DenseMap<Operation *, Layout> needs;
 
@@ -838,18 +956,25 @@ private:
     Layout out = Layout::replicated(resType.getRank());
     if (auto e = dyn_cast<tensor::ExpandShapeOp>(op)) {
       for (auto [g, run] : llvm::enumerate(e.getReassociationIndices())) {
-        if (in.dims[g].empty())
-          continue;
-        if (resType.getDimSize(run[0]) % count(in.dims[g]))
-          in.dims[g].clear(); // Gathered first.
-        else
-          out.dims[run[0]] = in.dims[g];
+        SmallVector<int64_t> sizes;
+        for (int64_t d : run)
+          sizes.push_back(resType.getDimSize(d));
+        SmallVector<Axes> parts = splitGroup(sizes, in.dims[g]);
+        for (auto [k, d] : llvm::enumerate(run))
+          out.dims[d] = parts[k];
       }
     } else if (auto c = dyn_cast<tensor::CollapseShapeOp>(op)) {
+      RankedTensorType srcType = c.getSrcType();
       for (auto [g, run] : llvm::enumerate(c.getReassociationIndices())) {
-        for (size_t k = 1; k < run.size(); ++k)
-          in.dims[run[k]].clear();
-        out.dims[g] = in.dims[run[0]];
+        SmallVector<int64_t> sizes;
+        SmallVector<Axes> parts;
+        for (int64_t d : run) {
+          sizes.push_back(srcType.getDimSize(d));
+          parts.push_back(in.dims[d]);
+        }
+        out.dims[g] = mergeGroup(sizes, parts);
+        for (auto [k, d] : llvm::enumerate(run))
+          in.dims[d] = parts[k];
       }
     } else if (auto s = dyn_cast<tensor::ExtractSliceOp>(op)) {
       RankedTensorType srcType = s.getSourceType();
@@ -878,6 +1003,9 @@ private:
     }
     needs[op] = in;
     layout[res] = out;
+    for (Value v : op->getOperands())
+      if (isa<RankedTensorType>(v.getType()) && !isFree(v))
+        request(v, in);
     return success();
   }
 
@@ -1110,6 +1238,15 @@ private:
   static constexpr double kIntraAlphaUs = 20, kIntraBytesPerUs = 4e3;
   static constexpr double kInterAlphaUs = 60, kInterBytesPerUs = 1.2e3;
 
+  /// Whether a collective over `axes` crosses hosts (a mesh dimension
+  /// named "hosts"), and its latency.
+  bool overHosts(ArrayRef<int16_t> axes) const {
+    return llvm::any_of(axes, [&](int16_t a) { return names[a] == "hosts"; });
+  }
+  double latency(ArrayRef<int16_t> axes) const {
+    return overHosts(axes) ? kInterAlphaUs : kIntraAlphaUs;
+  }
+
   /// How many shards a layout cuts a tensor into (partial axes excluded).
   double shards(const Layout &l) const {
     double n = 1;
@@ -1134,10 +1271,8 @@ private:
       if (s.kind == Step::Slice)
         continue;
       double k = static_cast<double>(count(s.axes));
-      bool inter =
-          llvm::any_of(s.axes, [&](int16_t a) { return names[a] == "hosts"; });
-      double alpha = inter ? kInterAlphaUs : kIntraAlphaUs;
-      double beta = inter ? kInterBytesPerUs : kIntraBytesPerUs;
+      double alpha = latency(s.axes);
+      double beta = overHosts(s.axes) ? kInterBytesPerUs : kIntraBytesPerUs;
       double in = bytes / shards(s.before), out = bytes / shards(s.after);
       switch (s.kind) {
       case Step::AllReduce:
@@ -1163,11 +1298,24 @@ private:
     Layout cur = have(v);
     if (cur == want)
       return 0;
+    // An earlier user asked for the same: the expansion makes it once.
+    if (auto it = requested.find(v);
+        it != requested.end() && llvm::is_contained(it->second, want))
+      return 0;
     cur = have(root(v));
     if (cur == want)
       return 0;
     FailureOr<SmallVector<Step>> steps = reshardSteps(cur, want);
     return succeeded(steps) ? stepsCost(*steps, globalType(v)) : 1e30;
+  }
+
+  /// Per value: the layouts the ops decided so far need it in (each is
+  /// made once, however many users read it).
+  DenseMap<Value, SmallVector<Layout, 1>> requested;
+  void request(Value v, const Layout &l) {
+    SmallVector<Layout, 1> &ls = requested[v];
+    if (l != have(v) && !llvm::is_contained(ls, l))
+      ls.push_back(l);
   }
 
   /// The time of running structured `op` with its loops split over
@@ -1177,7 +1325,7 @@ private:
   double candidateCost(linalg::LinalgOp op, ArrayRef<Axes> loopAxes,
                        const llvm::SmallBitVector &used,
                        ArrayRef<ReductionKind> kinds,
-                       ArrayRef<std::optional<Layout>> targets) {
+                       ArrayRef<std::optional<Target>> targets) {
     double iterations = 1, split = 1;
     for (auto [range, axes] : llvm::zip(op.getStaticLoopRanges(), loopAxes)) {
       iterations *= static_cast<double>(range);
@@ -1190,14 +1338,37 @@ private:
     for (OpOperand &o : op->getOpOperands())
       if (isa<RankedTensorType>(o.get().getType()) && !isFree(o.get()))
         us += reshardCost(o.get(), operandNeed(op, o, loopAxes, carried));
+    // Results reduced over the same mesh axes go in one bucket (the plan
+    // groups adjacent collectives): one latency for all of them.
+    SmallVector<Axes> reducedOver;
     for (OpResult r : op->getResults()) {
       Layout l = resultLayout(op, r, loopAxes, carried, kinds);
-      const std::optional<Layout> &target = targets[r.getResultNumber()];
-      FailureOr<SmallVector<Step>> steps =
-          reshardSteps(l, target ? *target : l.withoutPartial());
-      us += succeeded(steps)
-                ? stepsCost(*steps, cast<RankedTensorType>(r.getType()))
-                : 1e30;
+      // Where the target has no preference the result stays as it is;
+      // without a target it is reduced.
+      Layout to = l.withoutPartial();
+      if (const std::optional<Target> &t = targets[r.getResultNumber()]) {
+        Layout want = t->layout;
+        for (auto [d, axes] : llvm::enumerate(want.dims))
+          if (t->open.test(d) && !l.dims[d].empty() &&
+              llvm::none_of(l.dims[d], [&](int16_t a) {
+                return llvm::any_of(want.dims, [&](const Axes &other) {
+                  return llvm::is_contained(other, a);
+                });
+              }))
+            axes = l.dims[d];
+        to = want;
+      }
+      FailureOr<SmallVector<Step>> steps = reshardSteps(l, to);
+      if (failed(steps))
+        return 1e30;
+      us += stepsCost(*steps, cast<RankedTensorType>(r.getType()));
+      if (steps->size() == 1 && steps->front().kind == Step::AllReduce) {
+        const Axes &axes = steps->front().axes;
+        if (llvm::is_contained(reducedOver, axes))
+          us -= latency(axes);
+        else
+          reducedOver.push_back(axes);
+      }
     }
     return us;
   }
@@ -1249,6 +1420,19 @@ private:
           values.push_back(*local);
         }
         ret->setOperands(values);
+        continue;
+      }
+      if (auto l = dyn_cast<linalg::LinalgOp>(op);
+          l && op.getNumResults() > 1) {
+        old.push_back(&op);
+        FailureOr<Operation *> made = expandStructured(l, loc);
+        if (failed(made)) {
+          why = "could not rebuild '" + op.getName().getStringRef().str() +
+                "' on per-rank types";
+          return failure();
+        }
+        for (OpResult r : op.getResults())
+          addVersion(r, layout[r], (*made)->getResult(r.getResultNumber()));
         continue;
       }
       if (isa<shard::ShardingOp>(op) || op.getNumResults() != 1 ||
@@ -1361,6 +1545,53 @@ private:
     }
   }
 
+  /// Structured `op`'s operands on this rank, each in the layout the op's
+  /// loops need it in.
+  FailureOr<SmallVector<Value>> structuredOperands(linalg::LinalgOp op,
+                                                   Location loc) {
+    const SmallVector<Axes> &loopAxes = loops[op];
+    SmallVector<Value> operands;
+    for (OpOperand &o : op->getOpOperands()) {
+      if (!isa<RankedTensorType>(o.get().getType())) {
+        operands.push_back(o.get());
+        continue;
+      }
+      FailureOr<Value> v =
+          get(o.get(), operandNeed(op, o, loopAxes, partialOperands.lookup(op)),
+              loc);
+      if (failed(v))
+        return failure();
+      operands.push_back(*v);
+    }
+    return operands;
+  }
+
+  /// Structured `op` rebuilt on this rank's share of its loops: its
+  /// operands resharded, a gather's table whole, `linalg.index` global,
+  /// every result (one loop nest may make several) in its layout.
+  FailureOr<Operation *> expandStructured(linalg::LinalgOp op, Location loc) {
+    FailureOr<SmallVector<Value>> operands = structuredOperands(op, loc);
+    if (failed(operands))
+      return failure();
+    IRMapping captured;
+    for (Value table : capturedTensors(op)) {
+      FailureOr<Value> whole = get(
+          table,
+          Layout::replicated(cast<RankedTensorType>(table.getType()).getRank()),
+          loc);
+      if (failed(whole))
+        return failure();
+      captured.map(table, *whole);
+    }
+    Operation *made = b.clone(*op, captured);
+    made->setOperands(*operands);
+    globalIndices(cast<linalg::LinalgOp>(made), loops[op], loc);
+    for (OpResult r : op->getResults())
+      made->getResult(r.getResultNumber())
+          .setType(localType(cast<RankedTensorType>(r.getType()), layout[r]));
+    return made;
+  }
+
   FailureOr<Value> expandOne(Operation *op, Location loc) {
     Value res = op->getResult(0);
     auto type = cast<RankedTensorType>(res.getType());
@@ -1369,42 +1600,16 @@ private:
     if (auto c = dyn_cast<arith::ConstantOp>(op))
       return b.clone(*c)->getResult(0);
     if (auto l = dyn_cast<linalg::LinalgOp>(op)) {
-      const SmallVector<Axes> &loopAxes = loops[op];
-      SmallVector<Value> operands;
-      for (OpOperand &o : op->getOpOperands()) {
-        auto t = dyn_cast<RankedTensorType>(o.get().getType());
-        if (!t) {
-          operands.push_back(o.get());
-          continue;
-        }
-        FailureOr<Value> v =
-            get(o.get(),
-                operandNeed(l, o, loopAxes, partialOperands.lookup(op)), loc);
-        if (failed(v))
+      if (auto it = splitTables.find(op); it != splitTables.end()) {
+        FailureOr<SmallVector<Value>> operands = structuredOperands(l, loc);
+        if (failed(operands))
           return failure();
-        operands.push_back(*v);
+        return lookUpSplitTable(l, it->second, *operands, loc);
       }
-      if (auto it = splitTables.find(op); it != splitTables.end())
-        return lookUpSplitTable(l, it->second, operands, loc);
-      // A gather's table, whole on every rank.
-      IRMapping captured;
-      for (Value table : capturedTensors(op)) {
-        FailureOr<Value> whole =
-            get(table,
-                Layout::replicated(
-                    cast<RankedTensorType>(table.getType()).getRank()),
-                loc);
-        if (failed(whole))
-          return failure();
-        captured.map(table, *whole);
-      }
-      Operation *made = b.clone(*op, captured);
-      made->setOperands(operands);
-      globalIndices(cast<linalg::LinalgOp>(made), loopAxes, loc);
-      for (OpResult r : op->getResults())
-        made->getResult(r.getResultNumber())
-            .setType(localType(cast<RankedTensorType>(r.getType()), layout[r]));
-      return made->getResult(0);
+      FailureOr<Operation *> made = expandStructured(l, loc);
+      if (failed(made))
+        return failure();
+      return (*made)->getResult(0);
     }
     // Shape ops: the operand in the layout the op needs.
     const Layout &in = needs[op];

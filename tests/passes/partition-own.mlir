@@ -353,3 +353,211 @@ func.func @cost(%x: tensor<8x2xf32>, %w: tensor<2x64xf32>) -> tensor<8x64xf32> {
   %out = monarch.fetch %y from @mesh : tensor<8x64xf32>
   return %out : tensor<8x64xf32>
 }
+
+// -----
+
+// An op with several results (one loop nest): each result takes the
+// layout its own indexing map gives the loops' split. Sum and sum of
+// squares of a row-split x in one pass: both are partial sums, each
+// all-reduced (the plan buckets the two into one collective, and the
+// cost model charges one latency for them).
+
+// CHECK-LABEL: monarch.actor_class @moments.mesh.0.class
+// CHECK:         monarch.endpoint @run(%[[X:.*]]: tensor<1024x64xf32> {monarch.dist = #monarch.dist<{{\[\["gpus"\], \[\]\]}}>}) -> (tensor<64xf32>, tensor<64xf32>)
+// CHECK-NOT:     all_gather
+// CHECK:         %[[R:.*]]:2 = linalg.generic {{.*}} ins(%[[X]] : tensor<1024x64xf32>)
+// CHECK-NEXT:    ^bb0
+// CHECK:         } -> (tensor<64xf32>, tensor<64xf32>)
+// CHECK-NEXT:    %[[S:.*]] = all_reduce %[[R]]#0 over ["gpus"] sum : tensor<64xf32>
+// CHECK-NEXT:    %[[Q:.*]] = all_reduce %[[R]]#1 over ["gpus"] sum : tensor<64xf32>
+// CHECK-NEXT:    return %[[S]], %[[Q]]
+#id2 = affine_map<(d0, d1) -> (d0, d1)>
+#col = affine_map<(d0, d1) -> (d1)>
+shard.grid @grid(shape = 2)
+monarch.proc_mesh @mesh(gpus = 2) grid @grid
+func.func @moments(%x: tensor<2048x64xf32>) -> (tensor<64xf32>, tensor<64xf32>) {
+  %xf = monarch.feed %x to @mesh : tensor<2048x64xf32>
+  %s = shard.sharding @grid split_axes = [[0]] : !shard.sharding
+  %xs = shard.shard %xf to %s : tensor<2048x64xf32>
+  %z = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<64xf32>
+  %f = linalg.fill ins(%z : f32) outs(%e : tensor<64xf32>) -> tensor<64xf32>
+  %r:2 = linalg.generic {indexing_maps = [#id2, #col, #col], iterator_types = ["reduction", "parallel"]} ins(%xs : tensor<2048x64xf32>) outs(%f, %f : tensor<64xf32>, tensor<64xf32>) {
+  ^bb0(%a: f32, %o1: f32, %o2: f32):
+    %s1 = arith.addf %a, %o1 : f32
+    %sq = arith.mulf %a, %a : f32
+    %s2 = arith.addf %sq, %o2 : f32
+    linalg.yield %s1, %s2 : f32, f32
+  } -> (tensor<64xf32>, tensor<64xf32>)
+  %o1 = monarch.fetch %r#0 from @mesh : tensor<64xf32>
+  %o2 = monarch.fetch %r#1 from @mesh : tensor<64xf32>
+  return %o1, %o2 : tensor<64xf32>, tensor<64xf32>
+}
+
+// -----
+
+// Two elementwise results of a row-split x, the second written transposed:
+// each rank makes its rows of the first and its columns of the second, and
+// both leave split (the plan fetches shards), with no collective.
+
+// CHECK-LABEL: monarch.actor_class @pair.mesh.0.class
+// CHECK:         monarch.endpoint @run(%[[X:.*]]: tensor<2x8xf32> {monarch.dist = #monarch.dist<{{\[\["gpus"\], \[\]\]}}>}) -> (tensor<2x8xf32> {monarch.dist = #monarch.dist<{{\[\["gpus"\], \[\]\]}}>}, tensor<8x2xf32> {monarch.dist = #monarch.dist<{{\[\[\], \["gpus"\]\]}}>})
+// CHECK-NOT:     all_
+// CHECK:         %[[R:.*]]:2 = linalg.generic {{.*}} ins(%[[X]] : tensor<2x8xf32>) outs(%{{.*}}, %{{.*}} : tensor<2x8xf32>, tensor<8x2xf32>)
+// CHECK-NOT:     all_
+// CHECK:         return %[[R]]#0, %[[R]]#1
+#id3 = affine_map<(d0, d1) -> (d0, d1)>
+#tr = affine_map<(d0, d1) -> (d1, d0)>
+shard.grid @grid(shape = 2)
+monarch.proc_mesh @mesh(gpus = 2) grid @grid
+func.func @pair(%x: tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<8x4xf32>) {
+  %xf = monarch.feed %x to @mesh : tensor<4x8xf32>
+  %s = shard.sharding @grid split_axes = [[0]] : !shard.sharding
+  %xs = shard.shard %xf to %s : tensor<4x8xf32>
+  %e = tensor.empty() : tensor<4x8xf32>
+  %et = tensor.empty() : tensor<8x4xf32>
+  %r:2 = linalg.generic {indexing_maps = [#id3, #id3, #tr], iterator_types = ["parallel", "parallel"]} ins(%xs : tensor<4x8xf32>) outs(%e, %et : tensor<4x8xf32>, tensor<8x4xf32>) {
+  ^bb0(%a: f32, %o1: f32, %o2: f32):
+    %y = math.exp %a : f32
+    %d = arith.addf %a, %a : f32
+    linalg.yield %y, %d : f32, f32
+  } -> (tensor<4x8xf32>, tensor<8x4xf32>)
+  %o1 = monarch.fetch %r#0 from @mesh : tensor<4x8xf32>
+  %o2 = monarch.fetch %r#1 from @mesh : tensor<8x4xf32>
+  return %o1, %o2 : tensor<4x8xf32>, tensor<8x4xf32>
+}
+
+// -----
+
+// Shardy's reshape rule, merging: (2, 16) split over (hosts, gpus) on a 2x2
+// mesh is collapsed to 32 rows; each rank holds one row of the first
+// dimension, so its 8 rows of the second are contiguous in the merged one,
+// which is split over hosts then gpus with nothing gathered.
+
+// CHECK-LABEL: monarch.actor_class @merge.mesh.0.class
+// CHECK:         monarch.endpoint @run(%[[X:.*]]: tensor<1x8x4xf32> {monarch.dist = #monarch.dist<{{\[\["hosts"\], \["gpus"\], \[\]\]}}>})
+// CHECK-NOT:     all_gather
+// CHECK:         tensor.collapse_shape %[[X]] {{\[\[0, 1\], \[2\]\]}} : tensor<1x8x4xf32> into tensor<8x4xf32>
+// CHECK-NOT:     all_gather
+// CHECK:         return {{.*}} : tensor<8x4xf32>
+shard.grid @grid(shape = 2x2)
+monarch.proc_mesh @mesh(hosts = 2, gpus = 2) grid @grid
+func.func @merge(%x: tensor<2x16x4xf32>) -> tensor<32x4xf32> {
+  %xf = monarch.feed %x to @mesh : tensor<2x16x4xf32>
+  %s = shard.sharding @grid split_axes = [[0], [1]] : !shard.sharding
+  %xs = shard.shard %xf to %s : tensor<2x16x4xf32>
+  %c = tensor.collapse_shape %xs [[0, 1], [2]] : tensor<2x16x4xf32> into tensor<32x4xf32>
+  %e = tensor.empty() : tensor<32x4xf32>
+  %y = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%c : tensor<32x4xf32>) outs(%e : tensor<32x4xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %m = math.exp %a : f32
+    linalg.yield %m : f32
+  } -> tensor<32x4xf32>
+  %out = monarch.fetch %y from @mesh : tensor<32x4xf32>
+  return %out : tensor<32x4xf32>
+}
+
+// -----
+
+// Splitting: 32 rows split over (hosts, gpus) expanded to (2, 16): hosts
+// takes the first dimension whole (one row per rank), gpus goes on to the
+// second. Before, the 2-row first dimension could not take all 4 ranks and
+// the rows were gathered.
+
+// CHECK-LABEL: monarch.actor_class @unmerge.mesh.0.class
+// CHECK:         monarch.endpoint @run(%[[X:.*]]: tensor<8x4xf32> {monarch.dist = #monarch.dist<{{\[\["hosts", "gpus"\], \[\]\]}}>})
+// CHECK-NOT:     all_gather
+// CHECK:         tensor.expand_shape %[[X]] {{\[\[0, 1\], \[2\]\]}} output_shape [1, 8, 4] : tensor<8x4xf32> into tensor<1x8x4xf32>
+// CHECK-NOT:     all_gather
+// CHECK:         return {{.*}} : tensor<1x8x4xf32>
+shard.grid @grid(shape = 2x2)
+monarch.proc_mesh @mesh(hosts = 2, gpus = 2) grid @grid
+func.func @unmerge(%x: tensor<32x4xf32>) -> tensor<2x16x4xf32> {
+  %xf = monarch.feed %x to @mesh : tensor<32x4xf32>
+  %s = shard.sharding @grid split_axes = [[0, 1]] : !shard.sharding
+  %xs = shard.shard %xf to %s : tensor<32x4xf32>
+  %c = tensor.expand_shape %xs [[0, 1], [2]] output_shape [2, 16, 4] : tensor<32x4xf32> into tensor<2x16x4xf32>
+  %e = tensor.empty() : tensor<2x16x4xf32>
+  %y = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel"]} ins(%c : tensor<2x16x4xf32>) outs(%e : tensor<2x16x4xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %m = math.exp %a : f32
+    linalg.yield %m : f32
+  } -> tensor<2x16x4xf32>
+  %out = monarch.fetch %y from @mesh : tensor<2x16x4xf32>
+  return %out : tensor<2x16x4xf32>
+}
+
+// -----
+
+// Where the shards would not be contiguous, the split is gathered first:
+// (4, 16) with only the second dimension split merges rows 0-7 of each of
+// the 4 first-dimension rows, not a block of the merged one.
+
+// CHECK-LABEL: monarch.actor_class @interleaved.mesh.0.class
+// CHECK:         %[[G:.*]] = all_gather %{{.*}} over ["gpus"] axis 1 : tensor<4x8xf32> -> tensor<4x16xf32>
+// CHECK:         tensor.collapse_shape %[[G]] {{\[\[0, 1\]\]}} : tensor<4x16xf32> into tensor<64xf32>
+shard.grid @grid(shape = 2)
+monarch.proc_mesh @mesh(gpus = 2) grid @grid
+func.func @interleaved(%x: tensor<4x16xf32>) -> tensor<64xf32> {
+  %xf = monarch.feed %x to @mesh : tensor<4x16xf32>
+  %s = shard.sharding @grid split_axes = [[], [0]] : !shard.sharding
+  %xs = shard.shard %xf to %s : tensor<4x16xf32>
+  %c = tensor.collapse_shape %xs [[0, 1]] : tensor<4x16xf32> into tensor<64xf32>
+  %e = tensor.empty() : tensor<64xf32>
+  %y = linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]} ins(%c : tensor<64xf32>) outs(%e : tensor<64xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %m = math.exp %a : f32
+    linalg.yield %m : f32
+  } -> tensor<64xf32>
+  %out = monarch.fetch %y from @mesh : tensor<64xf32>
+  return %out : tensor<64xf32>
+}
+
+// -----
+
+// A wanted layout says nothing of the dimensions it leaves unsplit: the
+// one-hot of batch-split labels (the vocabulary-parallel embedding's
+// backward: one_hot(tok).T @ dx, the vocabulary split over gpus, the batch
+// over hosts) keeps its rows split over hosts, the contraction leaves a
+// partial sum over hosts, and the labels are not gathered.
+
+// CHECK-LABEL: monarch.actor_class @onehot.mesh.0.class
+// CHECK:         monarch.endpoint @run(%{{.*}}: tensor<4xi32> {monarch.dist = #monarch.dist<{{\[\["hosts"\]\]}}>}
+// CHECK-NOT:     all_gather
+// CHECK:         linalg.matmul ins(%{{.*}}, %{{.*}} : tensor<32x4xf32>, tensor<4x4xf32>)
+// CHECK-NEXT:    all_reduce %{{.*}} over ["hosts"] sum : tensor<32x4xf32>
+#orow = affine_map<(d0, d1) -> (d0)>
+#ocol = affine_map<(d0, d1) -> (d1)>
+#oid = affine_map<(d0, d1) -> (d0, d1)>
+shard.grid @grid(shape = 2x2)
+monarch.proc_mesh @mesh(hosts = 2, gpus = 2) grid @grid
+func.func @onehot(%lab: tensor<8xi32>, %dx: tensor<8x4xf32>) -> tensor<64x4xf32> {
+  %lf = monarch.feed %lab to @mesh : tensor<8xi32>
+  %s = shard.sharding @grid split_axes = [[0]] : !shard.sharding
+  %ls = shard.shard %lf to %s : tensor<8xi32>
+  %dxf = monarch.feed %dx to @mesh : tensor<8x4xf32>
+  %dxs = shard.shard %dxf to %s : tensor<8x4xf32>
+  %classes = arith.constant dense<[0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 44, 45, 46, 47, 48, 49, 50, 51, 52, 53, 54, 55, 56, 57, 58, 59, 60, 61, 62, 63]> : tensor<64xi32>
+  %e = tensor.empty() : tensor<8x64xi1>
+  %oh = linalg.generic {indexing_maps = [#orow, #ocol, #oid], iterator_types = ["parallel", "parallel"]} ins(%ls, %classes : tensor<8xi32>, tensor<64xi32>) outs(%e : tensor<8x64xi1>) {
+  ^bb0(%a: i32, %c: i32, %o: i1):
+    %eq = arith.cmpi eq, %a, %c : i32
+    linalg.yield %eq : i1
+  } -> tensor<8x64xi1>
+  %ef = tensor.empty() : tensor<8x64xf32>
+  %ohf = linalg.generic {indexing_maps = [#oid, #oid], iterator_types = ["parallel", "parallel"]} ins(%oh : tensor<8x64xi1>) outs(%ef : tensor<8x64xf32>) {
+  ^bb0(%a: i1, %o: f32):
+    %f = arith.uitofp %a : i1 to f32
+    linalg.yield %f : f32
+  } -> tensor<8x64xf32>
+  %et = tensor.empty() : tensor<64x8xf32>
+  %t = linalg.transpose ins(%ohf : tensor<8x64xf32>) outs(%et : tensor<64x8xf32>) permutation = [1, 0]
+  %z = arith.constant 0.0 : f32
+  %eg = tensor.empty() : tensor<64x4xf32>
+  %fg = linalg.fill ins(%z : f32) outs(%eg : tensor<64x4xf32>) -> tensor<64x4xf32>
+  %g = linalg.matmul ins(%t, %dxs : tensor<64x8xf32>, tensor<8x4xf32>) outs(%fg : tensor<64x4xf32>) -> tensor<64x4xf32>
+  %v = shard.sharding @grid split_axes = [[1]] : !shard.sharding
+  %gs = shard.shard %g to %v annotate_for_users : tensor<64x4xf32>
+  %out = monarch.fetch %gs from @mesh : tensor<64x4xf32>
+  return %out : tensor<64x4xf32>
+}

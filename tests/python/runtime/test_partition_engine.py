@@ -166,3 +166,34 @@ def test_vocabulary_parallel_embedding_and_head(meshes):
     want = mc.compile(mesh=meshes(gpus=1))(step)(wte, tok, lab)
     for g, w in zip(got, want):
         np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6)
+
+
+def test_reshapes_keep_splits_whose_shards_stay_contiguous(meshes, own):
+    # Shardy's reshape rule: (2, 16) split over (hosts, gpus) merges into 32
+    # rows split over both (each rank holds one row of the first dimension),
+    # and 32 rows split over both expand back into (2, 16), with nothing
+    # gathered; a split whose shards would interleave is gathered first.
+    mesh = meshes(hosts=2, gpus=2)
+
+    @mc.compile(mesh=mesh)
+    def f(x, v):
+        x = mc.shard(x, hosts=0, gpus=1)
+        v = mc.shard(v, hosts=0, gpus=0)
+        return mc.exp(x.reshape(32, 4)), (v * 2.0).reshape(2, 16, 4) + 1.0
+
+    @mc.compile(mesh=mesh)
+    def g(v):
+        w = mc.shard(v.reshape(4, 8, 4), gpus=1) * 2.0
+        return w.reshape(32, 4) - 1.0
+
+    rng = np.random.default_rng(3)
+    x, v = rand(rng, 2, 16, 4), rand(rng, 32, 4)
+    assert "all_gather" not in f.ir("partitioned", x, v)
+    shares = f.plan_summary(x, v).compute_share
+    assert all(s <= 0.3 for s in shares.values()), shares
+    want = (np.exp(x.astype(np.float64)).reshape(32, 4),
+            (2.0 * v).reshape(2, 16, 4) + 1.0)
+    for got, w in zip(f(x, v), want):
+        np.testing.assert_allclose(got, w, rtol=1e-5, atol=1e-6)
+    assert "all_gather" in g.ir("partitioned", v)
+    np.testing.assert_allclose(g(v), 2.0 * v - 1.0, rtol=1e-6)
