@@ -21,9 +21,12 @@ the gradient equally among ties, as JAX does; `relu` and `abs` have slope 0
 at 0; integer and boolean values carry no gradient; a gather (`take`,
 `x[idx]`) scatters its gradient back with additions.
 """
+import contextlib
+
 import numpy as np
 
 from . import _pytree, errors
+from ._primitives import def_vjp
 from ._location import user_loc
 from ._tensor import (Tensor, active_trace, binary, cast, compare,
                       constant_array, getitem, matmul, reduce, reshape,
@@ -33,56 +36,36 @@ FLOATS = ("float32", "float16", "bfloat16")
 
 
 class Tape:
-    """The tensor ops a trace built while it was active: (method, args,
-    result id, loc) in program order."""
+    """The tensor ops a trace built while it was active: (primitive, args,
+    result id, loc) in program order. An observer of the trace
+    (`Trace.observers`)."""
 
     def __init__(self):
         self.entries = []
 
+    def __call__(self, prim, args, out, loc):
+        # An op the builder folded away returns its operand: nothing to
+        # record.
+        if prim.makes_tensors and not (isinstance(out, int) and
+                                       out in prim.operands(args)):
+            self.entries.append((prim, args, out, loc))
 
-# Builder calls and the positions of their tensor operands (value ids).
-def _inputs(method, args):
-    if method in ("binary", "compare"):
-        return [args[1], args[2]]
-    if method == "select":
-        return [args[1], args[2]]  # the condition carries no gradient
-    if method in ("unary",):
-        return [args[1]]
-    if method == "matmul":
-        return [args[0], args[1]]
-    if method == "reduce":
-        return [args[1]]
-    if method == "concatenate":
-        return list(args[0])
-    if method in ("softmax", "reshape", "slice", "transpose", "cast", "shard",
-                  "replicate", "place", "transfer", "all_reduce", "all_gather",
-                  "reduce_scatter", "broadcast_from", "take"):
-        return [args[0]]
-    if method == "call":
-        return list(args[2])
-    return []
+
+@contextlib.contextmanager
+def stop_gradient(trace):
+    """Ops built inside are not recorded by the active tapes: for the
+    differentiation they are constants (JAX's stop_gradient)."""
+    saved = [o for o in trace.observers if isinstance(o, Tape)]
+    trace.observers[:] = [o for o in trace.observers
+                          if not isinstance(o, Tape)]
+    try:
+        yield
+    finally:
+        trace.observers.extend(saved)
 
 
 def _outputs(out):
     return list(out) if isinstance(out, (list, tuple)) else [out]
-
-
-RECORDED = {
-    "binary", "compare", "select", "unary", "matmul", "reduce", "softmax",
-    "reshape", "slice", "take", "transpose", "cast", "concatenate", "shard",
-    "replicate", "place", "transfer", "all_reduce", "all_gather",
-    "reduce_scatter", "broadcast_from", "call",
-}
-
-
-def record(trace, method, args, out, loc):
-    """Called by Trace.call for every builder call: appends tensor ops to
-    the active tapes."""
-    # An op the builder folded away returns its operand: nothing to record.
-    if method in RECORDED and not (isinstance(out, int) and
-                                   out in _inputs(method, args)):
-        for tape in trace.tapes:
-            tape.entries.append((method, args, out, loc))
 
 
 # ---------------------------------------------------------------------------
@@ -198,6 +181,7 @@ def _pad_axis(trace, g, axis, n, positions, loc):
 # ---------------------------------------------------------------------------
 
 
+@def_vjp("binary")
 def _binary_rule(trace, args, y, g, loc):
     op, ia, ib = args[0], args[1], args[2]
     a, b = wrap(trace, ia), wrap(trace, ib)
@@ -246,6 +230,7 @@ def _accumulate(grads, i, g, loc):
     grads[i] = binary("add", grads[i], g, loc) if i in grads else g
 
 
+@def_vjp("unary")
 def _unary_rule(trace, args, y, g, loc):
     op, ix = args[0], args[1]
     x = wrap(trace, ix)
@@ -291,6 +276,13 @@ def _unary_rule(trace, args, y, g, loc):
     return {ix: _as(gx, x, loc)}
 
 
+@def_vjp("compare")
+def _compare_rule(trace, args, y, g, loc):
+    """A comparison's result is boolean: no gradient crosses it."""
+    return {}
+
+
+@def_vjp("select")
 def _select_rule(trace, args, y, g, loc):
     ic, ia, ib = args[0], args[1], args[2]
     c, a, b = wrap(trace, ic), wrap(trace, ia), wrap(trace, ib)
@@ -304,6 +296,7 @@ def _select_rule(trace, args, y, g, loc):
     return out
 
 
+@def_vjp("matmul")
 def _matmul_rule(trace, args, y, g, loc):
     ia, ib = args[0], args[1]
     a, b = wrap(trace, ia), wrap(trace, ib)
@@ -346,6 +339,7 @@ def _matmul_rule(trace, args, y, g, loc):
     return out
 
 
+@def_vjp("reduce")
 def _reduce_rule(trace, args, y, g, loc):
     op, ix, axes = args[0], args[1], args[2]
     x = wrap(trace, ix)
@@ -371,6 +365,7 @@ def _reduce_rule(trace, args, y, g, loc):
     return {ix: _as(gx, x, loc)}
 
 
+@def_vjp("softmax")
 def _softmax_rule(trace, args, y, g, loc):
     ix, axis = args[0], args[1]
     x = wrap(trace, ix)
@@ -379,11 +374,13 @@ def _softmax_rule(trace, args, y, g, loc):
     return {ix: _as(binary("sub", gy, binary("mul", y, s, loc), loc), x, loc)}
 
 
+@def_vjp("reshape")
 def _reshape_rule(trace, args, y, g, loc):
     x = wrap(trace, args[0])
     return {args[0]: reshape(g, x.shape, loc)}
 
 
+@def_vjp("transpose")
 def _transpose_rule(trace, args, y, g, loc):
     x = wrap(trace, args[0])
     perm = [p % max(x.ndim, 1) for p in args[1]] or \
@@ -394,6 +391,7 @@ def _transpose_rule(trace, args, y, g, loc):
     return {args[0]: transpose(g, inverse, loc)}
 
 
+@def_vjp("cast")
 def _cast_rule(trace, args, y, g, loc):
     x = wrap(trace, args[0])
     if not _is_float(x) or not _is_float(y):
@@ -401,6 +399,7 @@ def _cast_rule(trace, args, y, g, loc):
     return {args[0]: _as(g, x, loc)}
 
 
+@def_vjp("slice")
 def _slice_rule(trace, args, y, g, loc):
     ix, offsets, sizes, strides = args[0], args[1], args[2], args[3]
     x = wrap(trace, ix)
@@ -416,6 +415,7 @@ def _slice_rule(trace, args, y, g, loc):
     return {ix: g}
 
 
+@def_vjp("take")
 def _take_rule(trace, args, y, g, loc):
     ix, iidx, axis = args[0], args[1], args[2]
     x = wrap(trace, ix)
@@ -426,6 +426,7 @@ def _take_rule(trace, args, y, g, loc):
     return {ix: _scatter_rows(trace, g, index, x.shape[axis], axis, loc)}
 
 
+@def_vjp("concatenate")
 def _concatenate_rule(trace, args, y, g, loc):
     parts, axis = list(args[0]), args[1]
     out = {}
@@ -443,10 +444,14 @@ def _concatenate_rule(trace, args, y, g, loc):
     return out
 
 
+@def_vjp("shard")
+@def_vjp("replicate")
 def _identity_rule(trace, args, y, g, loc):
     return {args[0]: g}
 
 
+@def_vjp("place")
+@def_vjp("transfer")
 def _move_rule(trace, args, y, g, loc):
     """place / transfer: the gradient goes back to the operand's mesh."""
     ix = args[0]
@@ -457,6 +462,7 @@ def _move_rule(trace, args, y, g, loc):
     return {ix: g}
 
 
+@def_vjp("all_reduce")
 def _all_reduce_rule(trace, args, y, g, loc):
     ix, dims, op = args[0], args[1], args[2]
     if op not in ("sum", "avg"):
@@ -470,12 +476,14 @@ def _all_reduce_rule(trace, args, y, g, loc):
                                        loc, loc=loc))}
 
 
+@def_vjp("all_gather")
 def _all_gather_rule(trace, args, y, g, loc):
     ix, dims, axis = args[0], args[1], args[2]
     return {ix: wrap(trace, trace.call("reduce_scatter", g._id, list(dims),
                                        axis, "sum", loc, loc=loc))}
 
 
+@def_vjp("reduce_scatter")
 def _reduce_scatter_rule(trace, args, y, g, loc):
     ix, dims, axis, op = args[0], args[1], args[2], args[3]
     if op != "sum":
@@ -486,60 +494,26 @@ def _reduce_scatter_rule(trace, args, y, g, loc):
                                        loc, loc=loc))}
 
 
-RULES = {
-    "binary": _binary_rule,
-    "unary": _unary_rule,
-    "select": _select_rule,
-    "matmul": _matmul_rule,
-    "reduce": _reduce_rule,
-    "softmax": _softmax_rule,
-    "reshape": _reshape_rule,
-    "transpose": _transpose_rule,
-    "cast": _cast_rule,
-    "slice": _slice_rule,
-    "take": _take_rule,
-    "concatenate": _concatenate_rule,
-    "shard": _identity_rule,
-    "replicate": _identity_rule,
-    "place": _move_rule,
-    "transfer": _move_rule,
-    "all_reduce": _all_reduce_rule,
-    "all_gather": _all_gather_rule,
-    "reduce_scatter": _reduce_scatter_rule,
-}
-
-NAMES = {"broadcast_from": "mc.broadcast",
-         "call": "an actor endpoint call (differentiate inside the endpoint)"}
-
-
 def backward(trace, tape, seeds, wrt):
     """Cotangents of the value ids `wrt` given `seeds` ({id: Tensor}) for
     results of the ops on `tape`; None where no gradient reaches."""
     live = set(wrt)
-    for method, args, out, loc in tape.entries:
-        if any(i in live for i in _inputs(method, args)):
+    for prim, args, out, loc in tape.entries:
+        if any(i in live for i in prim.operands(args)):
             live.update(_outputs(out))
     ct = dict(seeds)
-    for method, args, out, loc in reversed(tape.entries):
-        if method == "compare" or \
-                not any(i in live for i in _inputs(method, args)):
+    for prim, args, out, loc in reversed(tape.entries):
+        if not any(i in live for i in prim.operands(args)):
             continue
-        if isinstance(out, (list, tuple)):
-            if any(o in ct for o in out):
-                raise errors.UnsupportedError(
-                    f"mc.grad: no gradient for {NAMES.get(method, method)}",
-                    *loc)
+        outs = _outputs(out)
+        if not any(o in ct for o in outs):
             continue
-        g = ct.get(out)
-        if g is None:
-            continue
-        rule = RULES.get(method)
-        if rule is None:
-            what = NAMES.get(method, method)
-            raise errors.UnsupportedError(f"mc.grad: no gradient for {what}",
-                                          *loc)
+        if prim.vjp is None or len(outs) != 1:
+            raise errors.UnsupportedError(
+                f"mc.grad: no gradient for {prim.label}", *loc)
+        g = ct[out]
         y = wrap(trace, out)
-        for i, gi in rule(trace, args, y, g, loc).items():
+        for i, gi in prim.vjp(trace, args, y, g, loc).items():
             if gi is None or i not in live:
                 continue
             ct[i] = binary("add", ct[i], gi, loc) if i in ct else gi
@@ -593,11 +567,11 @@ def _vjp(trace, fn, primals, loc):
     leaves = _fresh(trace, leaves, loc)
     primals = _pytree.unflatten(treedef, leaves)
     tape = Tape()
-    trace.tapes.append(tape)
+    trace.observers.append(tape)
     try:
         out = fn(*primals)
     finally:
-        trace.tapes.remove(tape)
+        trace.observers.remove(tape)
     try:
         out_leaves, out_def = _pytree.flatten(out, Tensor)
     except _pytree.NotATree as e:

@@ -18,6 +18,7 @@ import numbers
 import numpy as np
 
 from . import errors
+from ._autodiff import stop_gradient
 from ._tensor import (Tensor, active_trace, as_value, binary, cast, compare,
                       constant_array, getitem, reduce, reshape, unary, wrap)
 
@@ -70,13 +71,8 @@ def concat(parts, axis, loc):
 def untaped(loc):
     """Ops built inside are not recorded by the active `mc.vjp` tapes: for
     the differentiation they are constants (JAX's stop_gradient)."""
-    trace = active_trace(loc, "a numpy function")
-    saved = list(trace.tapes)
-    trace.tapes.clear()
-    try:
+    with stop_gradient(active_trace(loc, "a numpy function")):
         yield
-    finally:
-        trace.tapes.extend(saved)
 
 
 def _value_of(exact_fn, surrogate, loc):

@@ -8,8 +8,9 @@ first time the traced code touches them.
 import re
 import threading
 
-from . import _location, knobs
+from . import _location, errors, knobs
 from ._native import TraceBuilder
+from ._primitives import PRIMITIVES
 
 _local = threading.local()
 
@@ -42,7 +43,9 @@ class Trace:
         # are checked after each call (_actors._replication_probes).
         self.check_replicated = knobs.check_replicated
         self.replication_probes = []  # (endpoint, index, dtype, loc, d, m)
-        self.tapes = []  # active _autodiff.Tape objects (mc.vjp, mc.grad)
+        # Called as observer(primitive, args, result, loc) after every
+        # builder call: mc.vjp's tapes (_autodiff.Tape).
+        self.observers = []
 
     # Activation -------------------------------------------------------------
     def __enter__(self):
@@ -57,10 +60,17 @@ class Trace:
         return False
 
     def call(self, method, *args, loc=None):
+        """Builder method `method` (a primitive of `_primitives.PRIMITIVES`)
+        on `args`, its errors raised at the user's line `loc`; the
+        observers see the call."""
+        prim = PRIMITIVES.get(method)
+        if prim is None:
+            raise errors.MonarchError(
+                f"internal error: the builder method {method!r} has no "
+                "primitive (python/monarch_compile/_primitives.py)")
         out = _location.call(getattr(self.builder, method), *args, loc=loc)
-        if self.tapes:
-            from . import _autodiff
-            _autodiff.record(self, method, args, out, loc)
+        for observer in self.observers:
+            observer(prim, args, out, loc)
         return out
 
     # Meshes -----------------------------------------------------------------

@@ -354,3 +354,40 @@ def test_general_reshape_in_a_compiled_function():
     with pytest.raises(mc.ShapeError) as e:
         g.ir("traced", f32(8, 8))
     assert "cannot reshape" in check(e, "reshape")
+
+
+def test_a_gradient_through_a_primitive_without_a_rule_is_refused_at_its_line(
+        monkeypatch):
+    # Every builder operation is a primitive of one table
+    # (_primitives.PRIMITIVES); one without a VJP rule that a gradient has
+    # to cross raises at the user's line, naming it (never a silent zero).
+    from monarch_compile._primitives import PRIMITIVES
+
+    monkeypatch.setattr(PRIMITIVES["unary"], "vjp", None)
+
+    @mc.compile(mesh=mesh)
+    def f(w):
+        def loss(w):
+            return mc.exp(w).sum()  # ERR:norule
+        return mc.grad(loss)(w)
+
+    with pytest.raises(mc.UnsupportedError) as e:
+        f.ir("traced", f32(4))
+    assert "mc.grad: no gradient for unary" in check(e, "norule",
+                                                     mc.UnsupportedError)
+
+
+def test_every_builder_call_is_a_primitive():
+    from monarch_compile import _trace
+    from monarch_compile._primitives import PRIMITIVES
+
+    # Each primitive names a method of the native builder, and the table
+    # knows which make tensors and which carry gradients.
+    for name, prim in PRIMITIVES.items():
+        assert hasattr(_trace.TraceBuilder, name), name
+        if prim.makes_tensors and prim._operands is not None:
+            assert prim.vjp is not None or name in ("broadcast_from",
+                                                    "call"), name
+    with _trace.Trace("t") as t:
+        with pytest.raises(mc.MonarchError, match="'made_up' has no primitive"):
+            t.call("made_up")
