@@ -266,8 +266,96 @@ def test_value_matches_numpy(mesh, name):
         _close(got, want, name)
 
 
+# How each function shards (issue 33, item 4): every case again on two
+# ranks, its first input split over "gpus" along its first even dimension,
+# against numpy; the plan says how the work spread. docs/frontend.md's
+# table between the numpy-shards markers is this, generated:
+#     python3 tests/python/frontend/test_numpy_coverage.py --write-docs
+SHARDS = {}
+
+
+def _even_dim(a):
+    return next((d for d, n in enumerate(a.shape) if n % 2 == 0), None)
+
+
+def _shards(mesh2, name):
+    """The case `name` on 2 ranks, checked against numpy; its docs row."""
+    fn, arrays, _grad, _note = CASES[name]
+    d = _even_dim(arrays[0])
+
+    @mc.compile(mesh=mesh2)
+    def f(*a):
+        a = list(a)
+        if d is not None:
+            a[0] = mc.shard(a[0], gpus=d)
+        return fn(*a)
+
+    got, want = f(*arrays), _expected(fn, arrays)
+    for g, w in (zip(got, want) if isinstance(want, list) else
+                 [(got, want)]):
+        _close(g, w, name)
+    summary = f.plan_summary(*arrays)
+    shares = "/".join(f"{v:.2f}" for v in summary.compute_share.values())
+    kinds = sorted({c["kind"] for c in summary.collectives})
+    split = f"dim {d}" if d is not None else "none (no even dimension)"
+    share = summary.compute_share.values()
+    how = ("split" if max(share) <= 0.75 else
+           "one rank" if min(share) < 0.05 else "both ranks, whole")
+    cell = name.replace("|", "\\|")
+    SHARDS[name] = (f"| `{cell}` | {split} | {how} | {shares} | "
+                    f"{', '.join(kinds) or 'none'} |")
+    return SHARDS[name]
+
+
+def shards_table(rows):
+    return "\n".join(
+        ["| case | input 0 split along | work | compute share per rank | "
+         "collectives |", "|---|---|---|---|---|"] + rows)
+
+
+@pytest.fixture(scope="module")
+def mesh2():
+    m = mc.mesh(gpus=2)
+    yield m
+    m.stop()
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_sharded_value_matches_numpy(mesh2, name):
+    _shards(mesh2, name)
+
+
+def test_docs_say_how_each_function_shards(mesh2):
+    rows = [SHARDS.get(n) or _shards(mesh2, n) for n in CASES]
+    docs = (pathlib.Path(__file__).resolve().parents[3] / "docs" /
+            "frontend.md").read_text()
+    begin, end = "<!-- numpy-shards:begin -->", "<!-- numpy-shards:end -->"
+    assert begin in docs and end in docs
+    documented = docs.split(begin)[1].split(end)[0]
+
+    def cells(table):
+        # Every column but the shares (two decimals of the plan's counts:
+        # shown, not compared).
+        return [row.split(" | ")[:3] + row.split(" | ")[4:]
+                for row in table.strip().splitlines()]
+
+    assert cells(documented) == cells(shards_table(rows)), (
+        "docs/frontend.md's table of how numpy functions shard is stale: "
+        "python3 tests/python/frontend/test_numpy_coverage.py --write-docs")
+
+
 @pytest.mark.parametrize("name", [n for n, c in CASES.items() if c[2]])
 def test_gradient_matches_finite_differences(mesh, name):
+    _check_gradient(mesh, name)
+
+
+@pytest.mark.parametrize("name", [n for n, c in CASES.items() if c[2]])
+def test_sharded_gradient_matches_finite_differences(mesh2, name):
+    # On two ranks, the first input split as in the table above.
+    _check_gradient(mesh2, name, _even_dim(CASES[name][1][0]))
+
+
+def _check_gradient(mesh, name, split=None):
     fn, arrays, _grad, _note = CASES[name]
     floats = tuple(i for i, a in enumerate(arrays) if a.dtype == np.float32)
     out = np.asarray(fn(*arrays))
@@ -279,6 +367,8 @@ def test_gradient_matches_finite_differences(mesh, name):
 
     @mc.compile(mesh=mesh)
     def step(*a):
+        if split is not None:
+            a = (mc.shard(a[0], gpus=split),) + a[1:]
         return mc.value_and_grad(loss, argnums=floats)(*a)
 
     value, grads = step(*arrays)
@@ -418,3 +508,18 @@ def test_refused_at_the_users_line(mesh, which, words):
         str(err)
     for w in words:
         assert w in str(err), str(err)
+
+
+if __name__ == "__main__":
+    # --write-docs: regenerates docs/frontend.md's table of how each case
+    # shards (between the numpy-shards markers).
+    assert sys.argv[1:] == ["--write-docs"], "usage: --write-docs"
+    path = pathlib.Path(__file__).resolve().parents[3] / "docs" / "frontend.md"
+    docs = path.read_text()
+    begin, end = "<!-- numpy-shards:begin -->", "<!-- numpy-shards:end -->"
+    with mc.mesh(gpus=2) as m:
+        table = shards_table([_shards(m, n) for n in CASES])
+    head, rest = docs.split(begin)
+    path.write_text(head + begin + "\n" + table + "\n" + end +
+                    rest.split(end)[1])
+    print(f"wrote {len(CASES)} rows to {path}")
