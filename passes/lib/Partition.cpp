@@ -1010,10 +1010,9 @@ struct MonarchPartitionPass
       // monarch's own propagation and expansion; upstream's where it has
       // no rule for an op of the segment.
       std::string ownWhy;
-      own =
-          succeeded(partition::partitionWithOwnEngine(
-              tmp, mesh, inDists, lifted.size(), argDists, resDists, ownWhy)) &&
-          succeeded(quietly([&] { return consistent(); }));
+      own = succeeded(partition::partitionWithOwnEngine(
+                tmp, mesh, inDists, lifted, argDists, resDists, ownWhy)) &&
+            succeeded(quietly([&] { return consistent(); }));
       if (own) {
         first = success();
         counts.split += size;

@@ -199,10 +199,10 @@ std::optional<ReductionKind> splittableReduction(linalg::LinalgOp op,
 class Engine {
 public:
   Engine(func::FuncOp fn, MeshOpInterface mesh, ArrayRef<DistAttr> inDists,
-         unsigned replicatedTail)
-      : fn(fn), mesh(mesh), inDists(inDists), tail(replicatedTail),
-        extents(mesh.getMeshShape()), names(mesh.getDimNames()),
-        b(fn.getContext()) {}
+         ArrayRef<arith::ConstantOp> lifted)
+      : fn(fn), mesh(mesh), inDists(inDists), lifted(lifted),
+        tail(lifted.size()), extents(mesh.getMeshShape()),
+        names(mesh.getDimNames()), b(fn.getContext()) {}
 
   LogicalResult run(SmallVectorImpl<DistAttr> &argDists,
                     SmallVectorImpl<DistAttr> &resDists, std::string &why) {
@@ -235,6 +235,9 @@ private:
   func::FuncOp fn;
   MeshOpInterface mesh;
   ArrayRef<DistAttr> inDists;
+  /// The constants the trailing arguments stand for (non-splat constants
+  /// enter the segment as replicated arguments).
+  ArrayRef<arith::ConstantOp> lifted;
   unsigned tail;
   SmallVector<int64_t> extents;
   SmallVector<StringRef> names;
@@ -610,6 +613,87 @@ private:
     return Layout::replicated(cast<RankedTensorType>(v.getType()).getRank());
   }
 
+  /// The integers `v` holds when it is a constant (or a lifted one).
+  DenseIntElementsAttr constantInts(Value v) const {
+    if (auto c = v.getDefiningOp<arith::ConstantOp>())
+      return dyn_cast<DenseIntElementsAttr>(c.getValue());
+    auto arg = dyn_cast<BlockArgument>(v);
+    if (!arg || !isa<func::FuncOp>(arg.getOwner()->getParentOp()))
+      return {};
+    unsigned n = arg.getOwner()->getNumArguments(), i = arg.getArgNumber();
+    if (i < n - tail)
+      return {};
+    arith::ConstantOp c = lifted[i - (n - tail)];
+    return dyn_cast<DenseIntElementsAttr>(c.getValue());
+  }
+
+  /// The loop a gather's coordinate runs along, or -1: `linalg.index` of a
+  /// loop, or an input that is the constant 0, 1, ..., n-1 along one loop
+  /// of n iterations (the tracer's arange), cast to an index.
+  int64_t iotaLoop(linalg::LinalgOp op, Value c) const {
+    if (auto cast = c.getDefiningOp<arith::IndexCastOp>())
+      c = cast.getIn();
+    if (auto i = c.getDefiningOp<linalg::IndexOp>())
+      return i.getDim();
+    auto arg = dyn_cast<BlockArgument>(c);
+    if (!arg || arg.getOwner() != op.getBlock() ||
+        arg.getArgNumber() >= op.getNumDpsInputs())
+      return -1;
+    OpOperand *in = op.getDpsInputOperand(arg.getArgNumber());
+    AffineMap map = op.getMatchingIndexingMap(in);
+    if (map.getNumResults() != 1 || !isa<AffineDimExpr>(map.getResult(0)))
+      return -1;
+    unsigned d = map.getDimPosition(0);
+    DenseIntElementsAttr ints = constantInts(in->get());
+    if (!ints || ints.getType().getRank() != 1 ||
+        ints.getNumElements() != op.getStaticLoopRanges()[d])
+      return -1;
+    int64_t k = 0;
+    for (const APInt &v : ints.getValues<APInt>())
+      if (v.getSExtValue() != k++)
+        return -1;
+    return d;
+  }
+
+  /// Per dimension of `table`, a table `op`'s body reads: the loop its
+  /// coordinate runs along in every read (an iota of a loop with as many
+  /// iterations as the dimension has rows), else -1. Along such a
+  /// dimension the gather passes through: a rank whose loop runs over its
+  /// rows reads only rows of its own shard.
+  SmallVector<int64_t> passthroughLoops(linalg::LinalgOp op,
+                                        Value table) const {
+    RankedTensorType type = globalType(table);
+    SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+    SmallVector<int64_t> along(type.getRank(), -2);
+    op->walk([&](tensor::ExtractOp e) {
+      if (e.getTensor() != table)
+        return;
+      for (auto [k, c] : llvm::enumerate(e.getIndices())) {
+        int64_t l = iotaLoop(op, c);
+        if (l >= 0 && ranges[l] != type.getDimSize(k))
+          l = -1;
+        along[k] = along[k] == -2 || along[k] == l ? l : -1;
+      }
+    });
+    for (int64_t &l : along)
+      if (l == -2)
+        l = -1;
+    return along;
+  }
+
+  /// The layout `op` reads captured `table` in with its loops split over
+  /// `loopAxes`: split like the loops its passthrough dimensions run along,
+  /// whole elsewhere.
+  Layout tableNeed(linalg::LinalgOp op, Value table,
+                   ArrayRef<Axes> loopAxes) const {
+    RankedTensorType type = globalType(table);
+    Layout need = Layout::replicated(type.getRank());
+    for (auto [k, l] : llvm::enumerate(passthroughLoops(op, table)))
+      if (l >= 0)
+        need.dims[k] = loopAxes[l];
+    return divides(need, type) ? need : Layout::replicated(type.getRank());
+  }
+
   void decideStructured(linalg::LinalgOp op) {
     unsigned numLoops = op.getNumLoops();
     SmallVector<int64_t> ranges = op.getStaticLoopRanges();
@@ -639,6 +723,24 @@ private:
     });
     for (OpOperand *o : operands)
       proposals.push_back({op.getMatchingIndexingMap(o), have(o->get())});
+    // A gather's table split along dimensions its reads pass through
+    // proposes those loops, first: the table is the data the op reads.
+    for (Value table : capturedTensors(op)) {
+      Layout t = have(table);
+      if (isFree(table) || !t.split())
+        continue;
+      SmallVector<AffineExpr> exprs;
+      Layout l;
+      for (auto [k, loop] : llvm::enumerate(passthroughLoops(op, table)))
+        if (loop >= 0) {
+          exprs.push_back(getAffineDimExpr(loop, op.getContext()));
+          l.dims.push_back(t.dims[k]);
+        }
+      if (!exprs.empty())
+        proposals.insert(
+            proposals.begin(),
+            {AffineMap::get(numLoops, 0, exprs, op.getContext()), l});
+    }
     SmallVector<std::optional<Target>> targets;
     for (OpResult r : op->getResults()) {
       AffineMap out = op.getIndexingMapMatchingResult(r);
@@ -1338,6 +1440,13 @@ private:
     for (OpOperand &o : op->getOpOperands())
       if (isa<RankedTensorType>(o.get().getType()) && !isFree(o.get()))
         us += reshardCost(o.get(), operandNeed(op, o, loopAxes, carried));
+    // A table read where it lies along passthrough dimensions costs what
+    // moving it to that layout costs (other tables: read whole or by
+    // masked lookups, as before).
+    for (Value table : capturedTensors(op))
+      if (!isFree(table))
+        if (Layout need = tableNeed(op, table, loopAxes); need.split())
+          us += reshardCost(table, need);
     // Results reduced over the same mesh axes go in one bucket (the plan
     // groups adjacent collectives): one latency for all of them.
     SmallVector<Axes> reducedOver;
@@ -1573,19 +1682,45 @@ private:
     FailureOr<SmallVector<Value>> operands = structuredOperands(op, loc);
     if (failed(operands))
       return failure();
+    // Tables: split along passthrough dimensions like their loops (each
+    // rank's reads fall in its shard), whole elsewhere.
+    // Their reads' coordinates are global (an arange sliced at the rank's
+    // offset, or a global loop index): each split dimension's first row on
+    // this rank is subtracted.
     IRMapping captured;
+    SmallVector<std::pair<Value, SmallVector<Value>>> splitReads;
     for (Value table : capturedTensors(op)) {
-      FailureOr<Value> whole = get(
-          table,
-          Layout::replicated(cast<RankedTensorType>(table.getType()).getRank()),
-          loc);
-      if (failed(whole))
+      Layout need = tableNeed(op, table, loops[op]);
+      FailureOr<Value> local = get(table, need, loc);
+      if (failed(local))
         return failure();
-      captured.map(table, *whole);
+      captured.map(table, *local);
+      if (!need.split())
+        continue;
+      auto shard = cast<RankedTensorType>(local->getType());
+      SmallVector<Value> first(need.dims.size());
+      for (auto [k, axes] : llvm::enumerate(need.dims))
+        if (!axes.empty())
+          first[k] = arith::MulIOp::create(
+              b, loc, ProcessIndexOp::create(b, loc, dimNames(axes)),
+              arith::ConstantIndexOp::create(b, loc, shard.getDimSize(k)));
+      splitReads.push_back({*local, first});
     }
     Operation *made = b.clone(*op, captured);
     made->setOperands(*operands);
     globalIndices(cast<linalg::LinalgOp>(made), loops[op], loc);
+    for (auto &[local, first] : splitReads) {
+      made->walk([&](tensor::ExtractOp e) {
+        if (e.getTensor() != local)
+          return;
+        OpBuilder nb(e);
+        SmallVector<Value> coords(e.getIndices());
+        for (auto [k, f] : llvm::enumerate(first))
+          if (f)
+            coords[k] = arith::SubIOp::create(nb, e.getLoc(), coords[k], f);
+        e.getIndicesMutable().assign(coords);
+      });
+    }
     for (OpResult r : op->getResults())
       made->getResult(r.getResultNumber())
           .setType(localType(cast<RankedTensorType>(r.getType()), layout[r]));
@@ -1657,11 +1792,11 @@ private:
 
 LogicalResult partitionWithOwnEngine(func::FuncOp fn, MeshOpInterface mesh,
                                      ArrayRef<DistAttr> inDists,
-                                     unsigned replicatedTail,
+                                     ArrayRef<arith::ConstantOp> lifted,
                                      SmallVectorImpl<DistAttr> &argDists,
                                      SmallVectorImpl<DistAttr> &resDists,
                                      std::string &why) {
-  return Engine(fn, mesh, inDists, replicatedTail).run(argDists, resDists, why);
+  return Engine(fn, mesh, inDists, lifted).run(argDists, resDists, why);
 }
 
 } // namespace monarch::partition

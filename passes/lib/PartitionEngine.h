@@ -23,6 +23,7 @@
 
 #include "monarch/IR/MonarchDialect.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 
 #include <string>
@@ -33,15 +34,18 @@ namespace monarch::partition {
 /// annotations on the grid of `mesh`) into per-rank code with monarch
 /// collectives. `inDists` are the layouts earlier segments left the
 /// arguments in (null: replicated, free to be sliced); the last
-/// `replicatedTail` arguments stay replicated. On success `fn` has per-rank
+/// `lifted.size()` arguments are those constants (non-splat, lifted out of
+/// the segment) and stay replicated. On success `fn` has per-rank
 /// types and `argDists`/`resDists` the layouts of its arguments and results
 /// (results are never partial). On failure `why` names the op without a rule
 /// and `fn` may be half rewritten: the caller rebuilds it.
-mlir::LogicalResult partitionWithOwnEngine(
-    mlir::func::FuncOp fn, MeshOpInterface mesh,
-    llvm::ArrayRef<DistAttr> inDists, unsigned replicatedTail,
-    llvm::SmallVectorImpl<DistAttr> &argDists,
-    llvm::SmallVectorImpl<DistAttr> &resDists, std::string &why);
+mlir::LogicalResult
+partitionWithOwnEngine(mlir::func::FuncOp fn, MeshOpInterface mesh,
+                       llvm::ArrayRef<DistAttr> inDists,
+                       llvm::ArrayRef<mlir::arith::ConstantOp> lifted,
+                       llvm::SmallVectorImpl<DistAttr> &argDists,
+                       llvm::SmallVectorImpl<DistAttr> &resDists,
+                       std::string &why);
 
 } // namespace monarch::partition
 

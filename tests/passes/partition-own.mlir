@@ -561,3 +561,59 @@ func.func @onehot(%lab: tensor<8xi32>, %dx: tensor<8x4xf32>) -> tensor<64x4xf32>
   %out = monarch.fetch %gs from @mesh : tensor<64x4xf32>
   return %out : tensor<64x4xf32>
 }
+
+// -----
+
+// A gather along an unsplit axis of a table split along another (the
+// tracer's x[:, idx]: row coordinates from an arange, columns from the
+// indices) passes the split through: each rank gathers from its own rows,
+// at its rows' local coordinates, with no collective.
+
+// CHECK-LABEL: monarch.actor_class @passthrough.mesh.0.class
+// CHECK:         monarch.endpoint @run(%[[T:.*]]: tensor<4x6xf32> {monarch.dist = #monarch.dist<{{\[\["gpus"\], \[\]\]}}>}) -> (tensor<4x3xf32>
+// CHECK-NOT:     all_
+// CHECK:         tensor.extract_slice
+// CHECK:         %[[P:.*]] = process_index over ["gpus"] : index
+// CHECK-NEXT:    %[[FIRST:.*]] = arith.muli %[[P]], %{{.*}} : index
+// CHECK-NEXT:    linalg.generic
+// CHECK:           %[[ROW:.*]] = arith.subi %{{.*}}, %[[FIRST]] : index
+// CHECK:           tensor.extract %[[T]][%[[ROW]], %{{.*}}] : tensor<4x6xf32>
+// CHECK-NOT:     all_
+// CHECK:         return
+#pt0 = affine_map<(d0, d1) -> (d1)>
+#pt1 = affine_map<(d0, d1) -> (d0)>
+#pt2 = affine_map<(d0, d1) -> (d0, d1)>
+shard.grid @mesh_grid(shape = 2)
+monarch.proc_mesh @mesh(gpus = 2) grid @mesh_grid
+func.func @passthrough(%arg0: tensor<8x6xf32>, %arg1: tensor<8x6xi32>) -> tensor<8x3xf32> {
+  %0 = monarch.feed %arg0 to @mesh : tensor<8x6xf32>
+  %sharding = shard.sharding @mesh_grid split_axes = [[0]] : !shard.sharding
+  %sharding_annotated = shard.shard %0 to %sharding : tensor<8x6xf32>
+  %cst = arith.constant dense<[2, 0, 5]> : tensor<3xi32>
+  %cst_0 = arith.constant dense<[0, 1, 2, 3, 4, 5, 6, 7]> : tensor<8xi32>
+  %1 = tensor.empty() : tensor<8x3xf32>
+  %2 = linalg.generic {indexing_maps = [#pt0, #pt1, #pt2], iterator_types = ["parallel", "parallel"]} ins(%cst, %cst_0 : tensor<3xi32>, tensor<8xi32>) outs(%1 : tensor<8x3xf32>) {
+  ^bb0(%in: i32, %in_2: i32, %out: f32):
+    %6 = arith.index_cast %in : i32 to index
+    %c0 = arith.constant 0 : index
+    %c6 = arith.constant 6 : index
+    %c5 = arith.constant 5 : index
+    %7 = arith.cmpi slt, %6, %c0 : index
+    %8 = arith.addi %6, %c6 : index
+    %9 = arith.select %7, %8, %6 : index
+    %10 = arith.maxsi %9, %c0 : index
+    %11 = arith.minsi %10, %c5 : index
+    %12 = arith.index_cast %in_2 : i32 to index
+    %extracted = tensor.extract %sharding_annotated[%12, %11] : tensor<8x6xf32>
+    linalg.yield %extracted : f32
+  } -> tensor<8x3xf32>
+  %cst_1 = arith.constant 2.000000e+00 : f32
+  %3 = tensor.empty() : tensor<8x3xf32>
+  %4 = linalg.generic {indexing_maps = [#pt2, #pt2], iterator_types = ["parallel", "parallel"]} ins(%2 : tensor<8x3xf32>) outs(%3 : tensor<8x3xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %6 = arith.mulf %in, %cst_1 : f32
+    linalg.yield %6 : f32
+  } -> tensor<8x3xf32>
+  %5 = monarch.fetch %4 from @mesh : tensor<8x3xf32>
+  return %5 : tensor<8x3xf32>
+}
