@@ -671,6 +671,16 @@ Result<Value> TraceBuilder::slice(Value x, std::vector<int64_t> offsets,
 
 Result<Value> TraceBuilder::take(Value x, Value indices, int64_t axis,
                                  SourceLoc loc) {
+  return gather(x, indices, axis, /*along=*/false, loc);
+}
+
+Result<Value> TraceBuilder::takeAlong(Value x, Value indices, int64_t axis,
+                                      SourceLoc loc) {
+  return gather(x, indices, axis, /*along=*/true, loc);
+}
+
+Result<Value> TraceBuilder::gather(Value x, Value indices, int64_t axis,
+                                   bool along, SourceLoc loc) {
   Impl &I = *pimpl;
   Result<ValueRecord *> r = I.get(x, loc);
   if (!r)
@@ -699,19 +709,32 @@ Result<Value> TraceBuilder::take(Value x, Value indices, int64_t axis,
   int64_t n = from[a];
   if (n == 0)
     return I.error(loc, "cannot take from an empty dimension");
+  if (along) {
+    bool same = idx.size() == from.size();
+    for (int64_t d = 0; same && d < rank; ++d)
+      same = d == a || idx[d] == from[d];
+    if (!same)
+      return I.error(loc, "take_along_axis needs indices of the tensor's "
+                          "shape except along the axis, got " +
+                              I.typeStr(**ri) + " for " + I.typeStr(**r));
+  }
   if (elemOf(**r).isInteger(1)) {
     // Boolean tensors are bytes in kernels; the gather reads int32 ones.
     Result<Value> wide = cast(x, DType::I32, loc);
     if (!wide)
       return wide.status();
-    Result<Value> taken = take(*wide, indices, axis, loc);
+    Result<Value> taken = gather(*wide, indices, axis, along, loc);
     if (!taken)
       return taken.status();
     return cast(*taken, DType::I1, loc);
   }
-  std::vector<int64_t> out(from.begin(), from.begin() + a);
-  out.insert(out.end(), idx.begin(), idx.end());
-  out.insert(out.end(), from.begin() + a + 1, from.end());
+  // take: x.shape[:a] + indices.shape + x.shape[a+1:]; along: indices'.
+  std::vector<int64_t> out = idx;
+  if (!along) {
+    out.assign(from.begin(), from.begin() + a);
+    out.insert(out.end(), idx.begin(), idx.end());
+    out.insert(out.end(), from.begin() + a + 1, from.end());
+  }
   for (int64_t s : out)
     if (s == 0)
       return I.error(loc, "unsupported: an empty gather (a dimension of "
@@ -721,10 +744,11 @@ Result<Value> TraceBuilder::take(Value x, Value indices, int64_t axis,
     return placed.status();
   mlir::Value table = placed->values[0];
   Location l = I.loc(loc);
-  int64_t k = static_cast<int64_t>(idx.size());
+  // take: the indices run along loops a..a+k-1; along: along all loops.
+  int64_t k = along ? 1 : static_cast<int64_t>(idx.size());
   SmallVector<AffineExpr> exprs;
-  for (int64_t d = 0; d < k; ++d)
-    exprs.push_back(I.b.getAffineDimExpr(a + d));
+  for (int64_t d = 0; d < static_cast<int64_t>(idx.size()); ++d)
+    exprs.push_back(I.b.getAffineDimExpr(along ? d : a + d));
   // A 0-d gather runs as a 1-element one (the vectorizer of kernels builds
   // an invalid vector.gather for a 0-d linalg.generic reading a capture).
   bool zeroD = out.empty();

@@ -426,6 +426,32 @@ def _take_rule(trace, args, y, g, loc):
     return {ix: _scatter_rows(trace, g, index, x.shape[axis], axis, loc)}
 
 
+@def_vjp("take_along")
+def _take_along_rule(trace, args, y, g, loc):
+    """`out[..., j, ...] = x[..., idx[..., j, ...], ...]` along `axis`: each
+    cotangent added back where its index points, as a sum over `j` of `g`
+    times the one-hot of the index along the axis (the one-hot's size is the
+    result's times the axis', not the flattened table's)."""
+    ix, iidx, axis = args[0], args[1], args[2]
+    x = wrap(trace, ix)
+    if not _is_float(x):
+        return {}
+    axis %= x.ndim
+    n = x.shape[axis]
+    index = wrap(trace, iidx)
+    wrapped = _where(trace, compare("lt", index, 0, loc),
+                     binary("add", index, n, loc), index, loc)
+    clamped = binary("min", binary("max", wrapped, 0, loc), n - 1, loc)
+    classes = constant_array(trace, np.arange(n, dtype=np.int32), loc)
+    onehot = cast(compare("eq", reshape(clamped, clamped.shape + (1,), loc),
+                          classes, loc), g.dtype, loc)  # out + (n,)
+    spread = binary("mul", onehot, reshape(g, g.shape + (1,), loc), loc)
+    summed = reduce("sum", spread, (axis,), False, loc)  # n last
+    perm = list(range(x.ndim - 1))
+    perm.insert(axis, x.ndim - 1)
+    return {ix: _as(transpose(summed, perm, loc), x, loc)}
+
+
 @def_vjp("concatenate")
 def _concatenate_rule(trace, args, y, g, loc):
     parts, axis = list(args[0]), args[1]

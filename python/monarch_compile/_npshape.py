@@ -15,7 +15,7 @@ from . import errors
 from ._npmath import (FLOATS, concat, const, normalize_axes, select, tensor)
 from ._tensor import (Tensor, active_trace, binary, cast, compare,
                       constant_array, getitem, matmul, reduce, reshape, take,
-                      transpose)
+                      transpose, wrap)
 
 
 def _axis(a, ndim, loc, what):
@@ -349,6 +349,26 @@ def take_along_axis(x, indices, axis, loc):
             f"of dimensions ({len(idx_shape)} and {x.ndim})", *loc)
     axis = _axis(axis, x.ndim, loc, "np.take_along_axis")
     n = x.shape[axis]
+    if all(idx_shape[d] == x.shape[d] for d in range(x.ndim) if d != axis):
+        # One gather whose other coordinates are the result's own: a split
+        # of x along them passes through it.
+        if isinstance(indices, Tensor):
+            if indices.dtype != "int32":
+                raise errors.UnsupportedError(
+                    "unsupported: np.take_along_axis with non-integer "
+                    "indices", *loc)
+            ids = indices
+        else:
+            a = np.asarray(indices)
+            if a.size and (a.min() < -n or a.max() >= n):
+                raise errors.ShapeError(
+                    "np.take_along_axis: index out of bounds for size "
+                    f"{n}", *loc)
+            ids = constant_array(active_trace(loc, "take"),
+                                 a.astype(np.int32), loc)
+        trace = active_trace(loc, "np.take_along_axis")
+        return wrap(trace, trace.call("take_along", x._id, ids._id, axis, loc,
+                                      loc=loc))
     out = []
     for d in range(x.ndim):
         if d == axis:

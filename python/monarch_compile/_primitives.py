@@ -92,6 +92,7 @@ for _name, _ops in (
         ("reshape", _first),
         ("slice", _first),
         ("take", _first),                  # (x, index, axis, loc)
+        ("take_along", _first),            # (x, index, axis, loc)
         ("transpose", _first),
         ("cast", _first),
         ("concatenate", lambda args: list(args[0])),

@@ -332,6 +332,13 @@ NB_MODULE(_monarch_native, m) {
              return check(t.take(Value{x}, Value{indices}, axis, toLoc(loc)))
                  .id;
            })
+      .def("take_along",
+           [](TraceBuilder &t, int64_t x, int64_t indices, int64_t axis,
+              const Loc &loc) {
+             return check(
+                        t.takeAlong(Value{x}, Value{indices}, axis, toLoc(loc)))
+                 .id;
+           })
       .def("transpose",
            [](TraceBuilder &t, int64_t x, const std::vector<int64_t> &perm,
               const Loc &loc) {

@@ -197,3 +197,46 @@ def test_reshapes_keep_splits_whose_shards_stay_contiguous(meshes, own):
         np.testing.assert_allclose(got, w, rtol=1e-5, atol=1e-6)
     assert "all_gather" in g.ir("partitioned", v)
     np.testing.assert_allclose(g(v), 2.0 * v - 1.0, rtol=1e-6)
+
+
+def test_a_gather_along_an_unsplit_axis_stays_on_each_ranks_rows(meshes, own):
+    # Cross-entropy written by hand: each row's target log-probability,
+    # np.take_along_axis(logp, labels[:, None], axis=1), with the batch split
+    # over gpus: each rank gathers from its own rows (no collective in the
+    # forward), and the gradient is numpy's.
+    @mc.compile(mesh=meshes(gpus=2))
+    def nll(logits, labels):
+        logits = mc.shard(logits, gpus=0)
+
+        def loss(z):
+            logp = z - np.log(np.exp(z).sum(axis=1, keepdims=True))
+            picked = np.take_along_axis(logp, labels[:, None], axis=1)
+            return -picked.mean(), picked
+
+        (value, picked), g = mc.value_and_grad(loss, has_aux=True)(logits)
+        return value, picked, g
+
+    @mc.compile(mesh=meshes(gpus=2))
+    def gather_only(logits, labels):
+        logits = mc.shard(logits, gpus=0)
+        return np.take_along_axis(logits, labels[:, None], axis=1) * 2.0
+
+    rng = np.random.default_rng(4)
+    logits = rand(rng, 8, 6)
+    labels = rng.integers(0, 6, 8).astype(np.int32)
+    summary = gather_only.plan_summary(logits, labels)
+    assert not summary.collectives, summary
+    assert max(summary.compute_share.values()) < 0.7, summary
+    np.testing.assert_allclose(gather_only(logits, labels),
+                               2.0 * logits[np.arange(8), labels][:, None],
+                               rtol=1e-6)
+    z = logits.astype(np.float64)
+    logp = z - np.log(np.exp(z).sum(axis=1, keepdims=True))
+    p = np.exp(logp)
+    onehot = np.eye(6)[labels]
+    value, picked, g = nll(logits, labels)
+    np.testing.assert_allclose(value, -logp[np.arange(8), labels].mean(),
+                               rtol=1e-5)
+    np.testing.assert_allclose(picked[:, 0], logp[np.arange(8), labels],
+                               rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(g, (p - onehot) / 8, rtol=1e-4, atol=1e-6)

@@ -323,4 +323,30 @@ TEST_F(TraceBuilderTest, GathersReadACapturedTable) {
   EXPECT_TRUE(tb.lower(planned).isOk());
 }
 
+TEST_F(TraceBuilderTest, TakeAlongGathersAtTheResultsOwnCoordinates) {
+  auto args = begin({f32({4, 6}), ArgType{{4, 2}, DType::I32},
+                     ArgType{{3, 2}, DType::I32}, ArgType{{4, 6}, DType::I1}});
+  auto picked = tb.takeAlong(args[0], args[1], 1);
+  ASSERT_TRUE(picked.isOk()) << picked.status().str();
+  EXPECT_EQ(tb.info(*picked).shape, (std::vector<int64_t>{4, 2}));
+  auto masks = tb.takeAlong(args[3], args[1], -1);
+  ASSERT_TRUE(masks.isOk()) << masks.status().str();
+  EXPECT_EQ(tb.info(*masks).dtype, DType::I1);
+  // Off the axis the indices must have the tensor's shape.
+  EXPECT_TRUE(contains(err(tb.takeAlong(args[0], args[2], 1)),
+                       "shape except along the axis"));
+  EXPECT_TRUE(contains(err(tb.takeAlong(args[0], args[1], 0)),
+                       "shape except along the axis"));
+  ASSERT_TRUE(tb.endFunction({*picked, *masks}).isOk());
+  EXPECT_TRUE(tb.verify().isOk());
+  // One gather over the result's loops: the row coordinate is an arange
+  // read along the first loop, the column the clamped index.
+  std::string text = tb.str();
+  EXPECT_TRUE(contains(text, "dense<[0, 1, 2, 3]> : tensor<4xi32>"));
+  EXPECT_TRUE(contains(text, "tensor.extract %"));
+  LowerOptions planned;
+  planned.stage = "planned";
+  EXPECT_TRUE(tb.lower(planned).isOk());
+}
+
 } // namespace

@@ -291,10 +291,18 @@ public:
   /// `x.shape[:axis] + indices.shape + x.shape[axis+1:]` (a gather, as
   /// `emb[tok]`). `indices` is an integer tensor; negative entries count
   /// from the end, and entries outside `[-n, n)` are clamped into range (as
-  /// JAX's gather; numpy raises). In compiled functions the gather runs on
-  /// the whole table.
+  /// JAX's gather; numpy raises). In compiled functions a table split
+  /// along the other dimensions stays split (each rank gathers from its
+  /// rows); one split along `axis` is gathered or read by masked lookups.
   Result<Value> take(Value x, Value indices, int64_t axis,
                      SourceLoc loc = SourceLoc::current());
+  /// numpy's `take_along_axis(x, indices, axis)` where `indices` has `x`'s
+  /// shape except along `axis`: `out[..., j, ...] = x[..., indices[..., j,
+  /// ...], ...]`, the other coordinates the result's own (so a split of
+  /// `x` along them passes through the gather). Indices wrap and clamp as
+  /// in `take`.
+  Result<Value> takeAlong(Value x, Value indices, int64_t axis,
+                          SourceLoc loc = SourceLoc::current());
   /// Empty `perm` reverses the dimensions.
   Result<Value> transpose(Value x, std::vector<int64_t> perm = {},
                           SourceLoc loc = SourceLoc::current());
@@ -376,6 +384,9 @@ public:
 private:
   /// `matmul` beyond the named ops: one linalg.generic contraction.
   Result<Value> contract(Value a, Value b, SourceLoc loc);
+  /// `take` and `takeAlong`: one gather (`along` picks the second).
+  Result<Value> gather(Value x, Value indices, int64_t axis, bool along,
+                       SourceLoc loc);
 
 public:
   //===--- Inspection -----------------------------------------------------===//
