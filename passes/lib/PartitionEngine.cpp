@@ -489,39 +489,19 @@ private:
         want(s.getSource(), w);
         continue;
       }
-      if (auto e = dyn_cast<tensor::ExpandShapeOp>(op)) {
-        auto it = wanted.find(e.getResult());
+      if (isa<tensor::ExpandShapeOp, tensor::CollapseShapeOp>(op)) {
+        auto it = wanted.find(op.getResult(0));
         if (it == wanted.end())
           continue;
-        Layout w = Layout::replicated(e.getSrcType().getRank());
-        for (auto [g, run] : llvm::enumerate(e.getReassociationIndices())) {
-          SmallVector<int64_t> sizes;
-          SmallVector<Axes> parts;
-          for (int64_t d : run) {
-            sizes.push_back(e.getResultType().getDimSize(d));
-            parts.push_back(it->second.dims[d]);
-          }
-          w.dims[g] = mergeGroup(sizes, parts);
-        }
-        want(e.getSrc(), w);
-        continue;
-      }
-      if (auto c = dyn_cast<tensor::CollapseShapeOp>(op)) {
-        auto it = wanted.find(c.getResult());
-        if (it == wanted.end())
-          continue;
-        RankedTensorType src = c.getSrcType();
-        Layout w = Layout::replicated(src.getRank());
-        for (auto [g, run] : llvm::enumerate(c.getReassociationIndices())) {
-          SmallVector<int64_t> sizes;
-          for (int64_t d : run)
-            sizes.push_back(src.getDimSize(d));
-          Axes axes = it->second.dims[g];
-          SmallVector<Axes> parts = splitGroup(sizes, axes);
-          for (auto [k, d] : llvm::enumerate(run))
-            w.dims[d] = parts[k];
-        }
-        want(c.getSrc(), w);
+        // The reshape rule backwards: an expand's wanted result merges into
+        // its source, a collapse's splits into it.
+        Layout result = it->second;
+        if (auto e = dyn_cast<tensor::ExpandShapeOp>(op))
+          want(e.getSrc(), mergeRuns(e.getReassociationIndices(),
+                                     e.getResultType(), result));
+        else if (auto c = dyn_cast<tensor::CollapseShapeOp>(op))
+          want(c.getSrc(),
+               splitRuns(c.getReassociationIndices(), c.getSrcType(), result));
         continue;
       }
       if (auto c = dyn_cast<tensor::ConcatOp>(op)) {
@@ -1048,6 +1028,44 @@ private:
     return parts;
   }
 
+  /// mergeGroup over every run of `runs`: the layout of the narrow side of
+  /// a reshape whose wide side (`wide`, laid out `wideLayout`) has the
+  /// runs' dimensions; splits the narrow side cannot keep are dropped from
+  /// `wideLayout`.
+  Layout mergeRuns(ArrayRef<ReassociationIndices> runs, RankedTensorType wide,
+                   Layout &wideLayout) const {
+    Layout narrow = Layout::replicated(runs.size());
+    for (auto [g, run] : llvm::enumerate(runs)) {
+      SmallVector<int64_t> sizes;
+      SmallVector<Axes> parts;
+      for (int64_t d : run) {
+        sizes.push_back(wide.getDimSize(d));
+        parts.push_back(wideLayout.dims[d]);
+      }
+      narrow.dims[g] = mergeGroup(sizes, parts);
+      for (auto [k, d] : llvm::enumerate(run))
+        wideLayout.dims[d] = parts[k];
+    }
+    return narrow;
+  }
+
+  /// splitGroup over every run: the layout of the wide side `wide` of a
+  /// reshape whose narrow side is laid out `narrow`; axes the wide side
+  /// cannot take are dropped from `narrow`.
+  Layout splitRuns(ArrayRef<ReassociationIndices> runs, RankedTensorType wide,
+                   Layout &narrow) const {
+    Layout out = Layout::replicated(wide.getRank());
+    for (auto [g, run] : llvm::enumerate(runs)) {
+      SmallVector<int64_t> sizes;
+      for (int64_t d : run)
+        sizes.push_back(wide.getDimSize(d));
+      SmallVector<Axes> parts = splitGroup(sizes, narrow.dims[g]);
+      for (auto [k, d] : llvm::enumerate(run))
+        out.dims[d] = parts[k];
+    }
+    return out;
+  }
+
   /// The layout a shape op needs its (first) operand in, and its result's.
   DenseMap<Operation *, Layout> needs;
 
@@ -1057,27 +1075,9 @@ private:
     Layout in = have(src).withoutPartial();
     Layout out = Layout::replicated(resType.getRank());
     if (auto e = dyn_cast<tensor::ExpandShapeOp>(op)) {
-      for (auto [g, run] : llvm::enumerate(e.getReassociationIndices())) {
-        SmallVector<int64_t> sizes;
-        for (int64_t d : run)
-          sizes.push_back(resType.getDimSize(d));
-        SmallVector<Axes> parts = splitGroup(sizes, in.dims[g]);
-        for (auto [k, d] : llvm::enumerate(run))
-          out.dims[d] = parts[k];
-      }
+      out = splitRuns(e.getReassociationIndices(), resType, in);
     } else if (auto c = dyn_cast<tensor::CollapseShapeOp>(op)) {
-      RankedTensorType srcType = c.getSrcType();
-      for (auto [g, run] : llvm::enumerate(c.getReassociationIndices())) {
-        SmallVector<int64_t> sizes;
-        SmallVector<Axes> parts;
-        for (int64_t d : run) {
-          sizes.push_back(srcType.getDimSize(d));
-          parts.push_back(in.dims[d]);
-        }
-        out.dims[g] = mergeGroup(sizes, parts);
-        for (auto [k, d] : llvm::enumerate(run))
-          in.dims[d] = parts[k];
-      }
+      out = mergeRuns(c.getReassociationIndices(), c.getSrcType(), in);
     } else if (auto s = dyn_cast<tensor::ExtractSliceOp>(op)) {
       RankedTensorType srcType = s.getSourceType();
       llvm::SmallBitVector dropped = s.getDroppedDims();
