@@ -375,12 +375,16 @@ _FUNCTIONS = {
     np.ravel: lambda a, order="C": S.ravel(a, user_loc()),
     np.expand_dims: lambda a, axis: S.expand_dims(a, axis, user_loc()),
     np.squeeze: lambda a, axis=None: S.squeeze(a, axis, user_loc()),
-    np.swapaxes: _loc(S.swapaxes), np.moveaxis: _loc(S.moveaxis),
+    # numpy's parameter names (np.swapaxes(x, axis1=0, axis2=1) is numpy).
+    np.swapaxes: lambda a, axis1, axis2: S.swapaxes(a, axis1, axis2,
+                                                    user_loc()),
+    np.moveaxis: lambda a, source, destination: S.moveaxis(
+        a, source, destination, user_loc()),
     np.broadcast_to: lambda array, shape, subok=False: S.broadcast_to(
         array, shape, user_loc()),
     np.broadcast_arrays: lambda *args, subok=False: S.broadcast_arrays(
         args, user_loc()),
-    np.tile: _loc(S.tile),
+    np.tile: lambda A, reps: S.tile(A, reps, user_loc()),
     np.repeat: lambda a, repeats, axis=None: S.repeat(a, repeats, axis,
                                                       user_loc()),
     np.pad: _pad,

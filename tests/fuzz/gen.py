@@ -19,8 +19,12 @@ among float32/float16/bfloat16/int32, mc.shard/mc.replicate on 1x1, 1x2,
 1x4 and 2x2 meshes, several results; actors with mc.param state (replicated
 or split), endpoints with out= (None, {dim: axis}, reductions), collectives
 (all_reduce, all_gather, reduce_scatter where exported, broadcast) and state
-updates, called once or twice. Shapes use sizes 1, 3, 5, 7, 8, 12, 16, 33
-and 0-d values; dtypes float32, float16 and int32 inputs.
+updates, called once or twice; numpy's functions as numpy users call them
+on traced tensors (reference.NP_FUNCTIONS: flip, roll, swapaxes,
+expand_dims, ravel, tile, repeat, pad, log1p, expm1, arctan, sinh, square,
+floor, ceil, sign, sin, cos, sort, cumsum, with numpy's keyword names).
+Shapes use sizes 1, 3, 5, 7, 8, 12, 16, 33 and 0-d values; dtypes float32,
+float16 and int32 inputs.
 """
 
 import importlib.util
@@ -58,6 +62,8 @@ def default_features():
         "reduce_scatter": hasattr(mc, "reduce_scatter"),
         "bf16_results": bf16_results,
         "bool_results": True,
+        # numpy's functions on traced tensors (issue 33's table).
+        "numpy_functions": hasattr(mc.Tensor, "__array_function__"),
     }
 
 
@@ -255,6 +261,9 @@ class Generator:
         kinds = ["binary", "unary", "matmul", "reduce", "compare", "where", "softmax"]
         kinds += ["reshape", "transpose", "astype", "index", "take"]
         weights = [26, 12, 12, 10, 4, 4, 3, 5, 4, 5, 8, 4]
+        if self.features.get("numpy_functions"):
+            kinds.append("npfn")
+            weights.append(8)
         kind = self.choice(kinds, weights)
         return getattr(self, "propose_" + kind)(env, local)
 
@@ -497,6 +506,31 @@ class Generator:
             "style": "fn" if self.chance(0.3) else "method",
         }
         return Op("reduce", (None,), (a,), attrs)
+
+    def propose_npfn(self, env, local):
+        """One of numpy's functions (reference.NP_FUNCTIONS), called as numpy
+        users write it on a traced tensor."""
+        fn = self.choice(R.NP_FUNCTIONS)
+        a = self.pick(env, lambda v: self.numeric(v) and v.ref.ndim >= 1)
+        nd = env[a].ref.ndim
+        at = {"fn": fn}
+        if fn in ("flip", "roll", "repeat", "sort", "cumsum"):
+            at["axis"] = self.rng.randrange(-nd, nd)
+        if fn == "roll":
+            at["shift"] = self.choice([1, -1, 2, 3])
+        elif fn == "repeat":
+            at["repeats"] = self.choice([2, 3])
+        elif fn == "swapaxes":
+            at["axis1"], at["axis2"] = (self.rng.randrange(nd),
+                                       self.rng.randrange(-nd, nd))
+        elif fn == "expand_dims":
+            at["axis"] = self.rng.randrange(-nd - 1, nd + 1)
+        elif fn == "tile":
+            at["reps"] = tuple(self.choice([1, 2]) for _ in range(nd))
+        elif fn == "pad":
+            at["width"] = tuple((self.choice([0, 1]), self.choice([0, 2]))
+                                for _ in range(nd))
+        return Op("npfn", (None,), (a,), at)
 
     def propose_compare(self, env, local):
         a = self.pick(env, self.numeric)

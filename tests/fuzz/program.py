@@ -198,6 +198,12 @@ def render_op(op):
             expr = f"{a[0]}.{at['op']}({_kwargs(kw)})"
     elif k == "softmax":
         expr = f"mc.softmax({a[0]}, axis={at['axis']})"
+    elif k == "npfn":
+        kw = {key: repr(v) for key, v in at.items() if key != "fn"}
+        if at["fn"] == "pad":  # numpy's pad takes its widths positionally
+            expr = f"np.pad({a[0]}, {at['width']!r})"
+        else:
+            expr = f"np.{at['fn']}({a[0]}{', ' if kw else ''}{_kwargs(kw)})"
     elif k == "index":
         expr = f"{a[0]}[{render_key(at['key'])}]"
     elif k == "take":

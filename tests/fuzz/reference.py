@@ -387,6 +387,75 @@ def take(x, i, axis, n):
     return Value(np.take(x.ref, idx, axis=axis), np.take(x.err, idx, axis=axis), x.dtype)
 
 
+# numpy functions on traced tensors (issue 33's table), by how their error
+# bound follows: moves of elements (exact: the error moves with them),
+# elementwise functions monotone in x (the error box's corners bound them),
+# 1-Lipschitz ones (sin, cos: the input's error plus their own), sorts (a
+# sort is 1-Lipschitz in the max norm of each slice) and running sums.
+NP_MOVES = {
+    "flip": lambda a, at: np.flip(a, axis=at["axis"]),
+    "roll": lambda a, at: np.roll(a, at["shift"], axis=at["axis"]),
+    "swapaxes": lambda a, at: np.swapaxes(a, at["axis1"], at["axis2"]),
+    "expand_dims": lambda a, at: np.expand_dims(a, at["axis"]),
+    "ravel": lambda a, at: np.ravel(a),
+    "tile": lambda a, at: np.tile(a, at["reps"]),
+    "repeat": lambda a, at: np.repeat(a, at["repeats"], axis=at["axis"]),
+    "pad": lambda a, at: np.pad(a, at["width"]),
+}
+NP_MONOTONE = {
+    "log1p": (np.log1p, TRANSCENDENTAL_ULPS),
+    "expm1": (np.expm1, TRANSCENDENTAL_ULPS),
+    "arctan": (np.arctan, TRANSCENDENTAL_ULPS),
+    "sinh": (np.sinh, TRANSCENDENTAL_ULPS),
+    "square": (np.square, 1),
+    "floor": (np.floor, 0),
+    "ceil": (np.ceil, 0),
+    "sign": (np.sign, 0),
+}
+NP_LIPSCHITZ = {"sin": np.sin, "cos": np.cos}
+NP_FUNCTIONS = (sorted(NP_MOVES) + sorted(NP_MONOTONE) +
+                sorted(NP_LIPSCHITZ) + ["sort", "cumsum"])
+
+
+def npfn(name, x, at):
+    """numpy's function `name` (NP_FUNCTIONS) of `x` with attributes `at`."""
+    if x.dtype == "bool":
+        raise RefError(f"np.{name} of bools")
+    if name in NP_MOVES:
+        f = NP_MOVES[name]
+        try:
+            return Value(f(x.ref, at), f(x.err, at), x.dtype)
+        except (ValueError, IndexError) as err:
+            raise RefError(f"np.{name}: {err}") from None
+    if x.dtype == "int32":
+        raise RefError(f"np.{name} of integers (not drawn)")
+    dt = x.dtype
+    if name in NP_MONOTONE:
+        f, ulps = NP_MONOTONE[name]
+        ref, err = _box_bound(f, [x])
+        return finish(ref, err, dt, ulps)
+    if name in NP_LIPSCHITZ:
+        with np.errstate(all="ignore"):
+            ref = NP_LIPSCHITZ[name](_f64(x))
+        # Own error: a few units of the result and of the argument's
+        # reduction by pi/2 (docs/frontend.md's measured bound).
+        return finish(ref, x.err + 8 * UNIT[dt] * (1 + _abs(x)), dt,
+                      TRANSCENDENTAL_ULPS)
+    axis = at["axis"]
+    norm_axes(axis, x.ref.ndim)
+    if name == "sort":
+        err = np.max(x.err, axis=axis, keepdims=True)
+        return finish(np.sort(_f64(x), axis=axis),
+                      np.broadcast_to(err, x.shape), dt, 0)
+    if name == "cumsum":
+        n = x.shape[axis]
+        total = np.cumsum(_f64(x), axis=axis)
+        err = np.cumsum(x.err, axis=axis) + (n + 1) * UNIT[dt] * np.cumsum(
+            _abs(x), axis=axis)
+        return finish(total, err, dt)
+    raise ValueError(f"np.{name} is not drawn")
+
+
 def transpose(x, axes):
     if axes is not None:
         if sorted(a % max(x.ref.ndim, 1) for a in axes) != list(range(x.ref.ndim)):
@@ -507,6 +576,8 @@ def eval_local(op, get):
         return [transpose(args[0], at["axes"])]
     if k == "astype":
         return [astype(args[0], at["dtype"])]
+    if k == "npfn":
+        return [npfn(at["fn"], args[0], at)]
     if k in ("shard", "replicate"):
         return [args[0]]
     raise ValueError(f"op {k} is not local")

@@ -166,6 +166,11 @@ CASES = {
     "np.broadcast_to": (lambda x: np.broadcast_to(x[0], (2, 3, 4)), [A], True,
                         ""),
     "np.tile": (lambda x: np.tile(x, (2, 1, 2)), [A], True, ""),
+    # numpy's keyword names (the fuzzer found them refused).
+    "keywords: axis1=, reps=, source=": (
+        lambda x: np.swapaxes(np.tile(x, reps=(1, 2)), axis1=0, axis2=1) +
+        np.moveaxis(np.tile(x, (1, 2)), source=0, destination=1), [A], True,
+        ""),
     "np.repeat": (lambda x: np.repeat(x, 2, axis=1) + x.repeat(
         2, axis=1), [A], True, ""),
     "np.repeat(counts)": (lambda x: np.repeat(x, [1, 0, 2], axis=0), [A],
