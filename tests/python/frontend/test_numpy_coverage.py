@@ -389,7 +389,27 @@ def test_sharded_gradient_matches_finite_differences(mesh2, name):
     _check_gradient(mesh2, name, _even_dim(CASES[name][1][0]))
 
 
-def _check_gradient(mesh, name, split=None):
+def _quad_dim(a):
+    return next((d for d, n in enumerate(a.shape) if n % 4 == 0), None)
+
+
+@pytest.fixture(scope="module")
+def mesh22():
+    m = mc.mesh(hosts=2, gpus=2)
+    yield m
+    m.stop()
+
+
+@pytest.mark.parametrize("name", [n for n, c in CASES.items()
+                                  if c[2] and _quad_dim(c[1][0]) is not None])
+def test_gradient_on_a_2x2_mesh_matches_finite_differences(mesh22, name):
+    # A 2-D mesh: the first input's first dimension of a multiple of 4 split
+    # over hosts and gpus together.
+    _check_gradient(mesh22, name, _quad_dim(CASES[name][1][0]),
+                    over=("hosts", "gpus"))
+
+
+def _check_gradient(mesh, name, split=None, over=("gpus",)):
     fn, arrays, _grad, _note = CASES[name]
     floats = tuple(i for i, a in enumerate(arrays) if a.dtype == np.float32)
     out = np.asarray(fn(*arrays))
@@ -402,7 +422,7 @@ def _check_gradient(mesh, name, split=None):
     @mc.compile(mesh=mesh)
     def step(*a):
         if split is not None:
-            a = (mc.shard(a[0], gpus=split),) + a[1:]
+            a = (mc.shard(a[0], **{dim: split for dim in over}),) + a[1:]
         return mc.value_and_grad(loss, argnums=floats)(*a)
 
     value, grads = step(*arrays)
