@@ -155,11 +155,13 @@ class PlanSummary:
 
 def _array_tree(a):
     """(leaves, treedef) when `a` is a tuple, list or dict (nested) whose
-    leaves are all numpy arrays or scalars, else None."""
+    leaves are all numpy arrays, scalars or RemoteArrays (what a donating
+    call returned: `params, loss = step(params, x)`), else None."""
     if not isinstance(a, (tuple, list, dict)):
         return None
     try:
-        leaves, treedef = _pytree.flatten(a, (np.ndarray, np.generic))
+        leaves, treedef = _pytree.flatten(
+            a, (np.ndarray, np.generic, _runtime.RemoteArray))
     except _pytree.NotATree:
         return None
     return (leaves, treedef) if leaves else None
