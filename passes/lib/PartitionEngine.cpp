@@ -540,8 +540,16 @@ private:
         FailureOr<Layout> a = fromSharding(s.getSharding(), type.getRank());
         if (succeeded(a))
           l = *a;
+        // A replicated annotation (the tracer's placement of a value the
+        // user did not shard) fixes nothing: where a value arrives is the
+        // partitioner's choice, its global value the same.
+        if (succeeded(a) && !a->split() && a->partial.empty() &&
+            arg.hasOneUse())
+          freeArgs.push_back(arg);
       } else if (auto it = wanted.find(arg); it != wanted.end()) {
         l = it->second;
+      } else {
+        freeArgs.push_back(arg);
       }
       if (!divides(l, type))
         l = Layout::replicated(type.getRank());
@@ -582,7 +590,89 @@ private:
       if (failed(decideShapeOp(&op, why)))
         return failure();
     }
+    // An argument nothing laid out arrives in the one split layout every
+    // use of it reads (AdamW's moments, sliced like their gradients): each
+    // rank is fed its piece, not the whole value, and a donated moment
+    // kept split is fed where it lies.
+    splitForUsers();
+    for (BlockArgument arg : freeArgs) {
+      // Its uses, or those of its one replicated annotation.
+      Value read = arg;
+      if (shard::ShardOp s = plainAnnotation(arg))
+        read = s.getResult();
+      std::optional<Layout> l = unanimousNeed(read);
+      if (l && l->split() && l->partial.empty() &&
+          divides(*l, cast<RankedTensorType>(arg.getType())))
+        layout[arg] = layout[read] = *l;
+    }
     return success();
+  }
+
+  /// Arguments no earlier segment, annotation or wanted layout laid out.
+  SmallVector<BlockArgument> freeArgs;
+  /// Per use by a decided op: the layout the op reads the value in.
+  DenseMap<OpOperand *, Layout> useNeeds;
+
+  /// The one layout every use of `v` reads it in, if all its uses are
+  /// decided ops that agree.
+  std::optional<Layout> unanimousNeed(Value v) const {
+    std::optional<Layout> l;
+    for (OpOperand &use : v.getUses()) {
+      auto it = useNeeds.find(&use);
+      if (it == useNeeds.end() || (l && *l != it->second))
+        return std::nullopt;
+      l = it->second;
+    }
+    return l;
+  }
+
+  /// Backwards, once: a structured op that split nothing but whose users
+  /// all read its result in one split layout computes just that split
+  /// (its parallel loops take the result's mesh axes), when each operand
+  /// gets there by a local slice. Elementwise work before a split
+  /// consumer (AdamW's b1 * m before + (1 - b1) * g) stops running whole
+  /// on every rank, and its operands become split reads in turn.
+  void splitForUsers() {
+    Block &body = fn.getBody().front();
+    for (Operation &op : llvm::reverse(body)) {
+      auto l = dyn_cast<linalg::LinalgOp>(op);
+      if (!l || op.getNumResults() != 1 || !loops.count(&op) ||
+          partialOperands.count(&op) || splitTables.count(&op) ||
+          llvm::any_of(loops[&op], [](const Axes &a) { return !a.empty(); }))
+        continue;
+      OpResult res = op.getResult(0);
+      std::optional<Layout> want = unanimousNeed(res);
+      if (!want || !want->split() || !want->partial.empty())
+        continue;
+      SmallVector<Axes> loopAxes(l.getNumLoops());
+      AffineMap out = l.getIndexingMapMatchingResult(res);
+      for (unsigned r = 0; r < out.getNumResults(); ++r)
+        loopAxes[out.getDimPosition(r)] = want->dims[r];
+      SmallVector<int64_t> ranges = l.getStaticLoopRanges();
+      bool ok = true;
+      for (auto [range, axes] : llvm::zip(ranges, loopAxes))
+        ok &= axes.empty() || range % count(axes) == 0;
+      SmallVector<std::pair<OpOperand *, Layout>> needs;
+      for (OpOperand &o : op.getOpOperands()) {
+        if (!ok || !isa<RankedTensorType>(o.get().getType()) || isFree(o.get()))
+          continue;
+        Layout need = operandNeed(l, o, loopAxes, {});
+        FailureOr<SmallVector<Step>> steps = reshardSteps(have(o.get()), need);
+        ok = succeeded(steps) && llvm::all_of(*steps, [](const Step &st) {
+               return st.kind == Step::Slice;
+             });
+        needs.push_back({&o, need});
+      }
+      for (Value table : capturedTensors(l))
+        ok &= !tableNeed(l, table, loopAxes).split();
+      if (!ok)
+        continue;
+      for (auto &[o, need] : needs)
+        useNeeds[o] = need;
+      SmallVector<ReductionKind> kinds(l.getNumDpsInits(), ReductionKind::Sum);
+      layout[res] = resultLayout(l, res, loopAxes, {}, kinds);
+      loops[&op] = std::move(loopAxes);
+    }
   }
 
   /// The layout `v` has (replicated for a free value, which takes any).
@@ -813,8 +903,11 @@ private:
     if (!carried.empty())
       partialOperands[op] = carried;
     for (OpOperand &o : op->getOpOperands())
-      if (isa<RankedTensorType>(o.get().getType()) && !isFree(o.get()))
-        request(o.get(), operandNeed(op, o, loopAxes, carried));
+      if (isa<RankedTensorType>(o.get().getType()) && !isFree(o.get())) {
+        Layout need = operandNeed(op, o, loopAxes, carried);
+        request(o.get(), need);
+        useNeeds[&o] = need;
+      }
     loops[op] = std::move(loopAxes);
   }
 
@@ -1105,9 +1198,11 @@ private:
     }
     needs[op] = in;
     layout[res] = out;
-    for (Value v : op->getOperands())
-      if (isa<RankedTensorType>(v.getType()) && !isFree(v))
-        request(v, in);
+    for (OpOperand &o : op->getOpOperands())
+      if (isa<RankedTensorType>(o.get().getType()) && !isFree(o.get())) {
+        request(o.get(), in);
+        useNeeds[&o] = in;
+      }
     return success();
   }
 
