@@ -832,6 +832,21 @@ LogicalResult MonarchPlanTransfersPass::planWorker(func::FuncOp worker) {
     llvm::sort(ranks);
     fetchRank[j] = ranks[j % ranks.size()];
   }
+  // Of the ranks holding the same shard of a split output (replicas kept
+  // resident), one returns it: the (j mod copies)-th, as for whole outputs.
+  SmallVector<DenseSet<int64_t>> shardFetchers(worker.getNumResults());
+  for (auto [j, ranks] : llvm::enumerate(holders)) {
+    if (!sharded[j])
+      continue;
+    std::map<SmallVector<int64_t>, SmallVector<int64_t>> byOffsets;
+    for (RankCode &c : codes)
+      if (c.outputs[j])
+        byOffsets[c.outputOffsets[j]].push_back(c.rank);
+    for (auto &[at, copies] : byOffsets) {
+      llvm::sort(copies);
+      shardFetchers[j].insert(copies[j % copies.size()]);
+    }
+  }
   for (RankCode &c : codes) {
     c.fetches.assign(c.outputs.size(), false);
     c.keeps.assign(c.outputs.size(), false);
@@ -843,7 +858,8 @@ LogicalResult MonarchPlanTransfersPass::planWorker(func::FuncOp worker) {
         return worker.emitOpError("output #")
                << j << " is returned whole by one rank and as a shard by "
                << "another";
-      c.fetches[j] = v && (sharded[j] || fetchRank[j] == c.rank);
+      c.fetches[j] = v && (sharded[j] ? shardFetchers[j].contains(c.rank)
+                                      : fetchRank[j] == c.rank);
     }
   }
 

@@ -297,8 +297,12 @@ func::FuncOp RankSpecializer::run(OpBuilder &b) {
         });
         if (shardOutputs && onlyReturned && it != pending.end())
           if (auto shard = shardOf(it->second, j)) {
-            // The controller assembles it from the shards.
-            if (shard->second) {
+            // The controller assembles it from the shards. A replica keeps
+            // its copy of an output that may stay resident (a donated
+            // parameter), so that every rank reading it next is fed in
+            // place; plan-transfers fetches one copy of each shard.
+            if (shard->second ||
+                worker.getResultAttr(j, MonarchDialect::getKeepAttrName())) {
               results.push_back(it->second.local);
               outputs.push_back(j);
               offsets.push_back(b.getDenseI64ArrayAttr(shard->first));

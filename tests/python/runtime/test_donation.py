@@ -211,12 +211,15 @@ def test_a_donated_pytree_comes_back_and_goes_in_again(meshes):
     assert after["fetched_to_feed"] == before["fetched_to_feed"]
 
 
-def test_donated_optimizer_state_is_fed_where_it_lies(meshes):
+@pytest.mark.parametrize("hosts", [1, 2])
+def test_donated_optimizer_state_is_fed_where_it_lies(meshes, hosts):
     # AdamW on Megatron-split weights, parameters and moments donated: the
     # moments are read split (the partitioner feeds an argument nothing laid
     # out in the one split layout all its reads take), so the kept ones go
-    # back in place, with the numbers of the step without donation.
-    mesh = meshes(hosts=1, gpus=2)
+    # back in place, with the numbers of the step without donation. On 2x2
+    # (data parallel over hosts) both hosts' replicas keep their copies of
+    # each shard, and one of them returns it.
+    mesh = meshes(hosts=hosts, gpus=2)
     rng = np.random.default_rng(1)
     params = {"w1": rng.standard_normal((8, 16)).astype(np.float32),
               "w2": rng.standard_normal((16, 8)).astype(np.float32)}
@@ -227,6 +230,8 @@ def test_donated_optimizer_state_is_fed_where_it_lies(meshes):
         def step(p, state, x):
             p = {"w1": mc.shard(p["w1"], gpus=1),
                  "w2": mc.shard(p["w2"], gpus=0)}
+            if hosts > 1:
+                x = mc.shard(x, hosts=0)
 
             def loss(p):
                 return ((mc.relu(x @ p["w1"]) @ p["w2"]) ** 2).mean()
