@@ -669,8 +669,7 @@ private:
         continue;
       for (auto &[o, need] : needs)
         useNeeds[o] = need;
-      SmallVector<ReductionKind> kinds(l.getNumDpsInits(), ReductionKind::Sum);
-      layout[res] = resultLayout(l, res, loopAxes, {}, kinds);
+      layout[res] = *want; // Its parallel loops split as its users read it.
       loops[&op] = std::move(loopAxes);
     }
   }
@@ -903,11 +902,8 @@ private:
     if (!carried.empty())
       partialOperands[op] = carried;
     for (OpOperand &o : op->getOpOperands())
-      if (isa<RankedTensorType>(o.get().getType()) && !isFree(o.get())) {
-        Layout need = operandNeed(op, o, loopAxes, carried);
-        request(o.get(), need);
-        useNeeds[&o] = need;
-      }
+      if (isa<RankedTensorType>(o.get().getType()) && !isFree(o.get()))
+        useNeeds[&o] = operandNeed(op, o, loopAxes, carried);
     loops[op] = std::move(loopAxes);
   }
 
@@ -1199,10 +1195,8 @@ private:
     needs[op] = in;
     layout[res] = out;
     for (OpOperand &o : op->getOpOperands())
-      if (isa<RankedTensorType>(o.get().getType()) && !isFree(o.get())) {
-        request(o.get(), in);
+      if (isa<RankedTensorType>(o.get().getType()) && !isFree(o.get()))
         useNeeds[&o] = in;
-      }
     return success();
   }
 
@@ -1265,6 +1259,26 @@ private:
       return failure();
     return linalg::FillOp::create(b, loc, fill.getInputs()[0], *init)
         .getResult(0);
+  }
+
+  /// This rank's first index along a dimension split over `axes` into
+  /// pieces of `extent`: process_index(axes) * extent.
+  Value firstIndex(OpBuilder &ob, Location loc, ArrayRef<int16_t> axes,
+                   int64_t extent) {
+    Value index = ProcessIndexOp::create(ob, loc, dimNames(axes));
+    Value size = arith::ConstantIndexOp::create(ob, loc, extent);
+    return arith::MulIOp::create(ob, loc, index, size);
+  }
+
+  /// Per dimension of a value laid out `l` whose piece on this rank has
+  /// type `shard`: the piece's first global index (null where whole).
+  SmallVector<Value> firstIndices(const Layout &l, RankedTensorType shard,
+                                  Location loc) {
+    SmallVector<Value> first(l.dims.size());
+    for (auto [d, axes] : llvm::enumerate(l.dims))
+      if (!axes.empty())
+        first[d] = firstIndex(b, loc, axes, shard.getDimSize(d));
+    return first;
   }
 
   /// One collective or local slice of a reshard, from `before` to `after`.
@@ -1405,10 +1419,7 @@ private:
         local = AllGatherOp::create(b, loc, to, local, dimNames(s.axes), s.dim);
         break;
       case Step::Slice: {
-        Value index = ProcessIndexOp::create(b, loc, dimNames(s.axes));
-        Value size =
-            arith::ConstantIndexOp::create(b, loc, to.getDimSize(s.dim));
-        Value offset = arith::MulIOp::create(b, loc, index, size);
+        Value offset = firstIndex(b, loc, s.axes, to.getDimSize(s.dim));
         SmallVector<OpFoldResult> offsets(to.getRank(), b.getIndexAttr(0));
         SmallVector<OpFoldResult> sizes,
             strides(to.getRank(), b.getIndexAttr(1));
@@ -1496,23 +1507,15 @@ private:
     if (cur == want)
       return 0;
     // An earlier user asked for the same: the expansion makes it once.
-    if (auto it = requested.find(v);
-        it != requested.end() && llvm::is_contained(it->second, want))
-      return 0;
+    for (OpOperand &use : v.getUses())
+      if (auto it = useNeeds.find(&use);
+          it != useNeeds.end() && it->second == want)
+        return 0;
     cur = have(root(v));
     if (cur == want)
       return 0;
     FailureOr<SmallVector<Step>> steps = reshardSteps(cur, want);
     return succeeded(steps) ? stepsCost(*steps, globalType(v)) : 1e30;
-  }
-
-  /// Per value: the layouts the ops decided so far need it in (each is
-  /// made once, however many users read it).
-  DenseMap<Value, SmallVector<Layout, 1>> requested;
-  void request(Value v, const Layout &l) {
-    SmallVector<Layout, 1> &ls = requested[v];
-    if (l != have(v) && !llvm::is_contained(ls, l))
-      ls.push_back(l);
   }
 
   /// The time of running structured `op` with its loops split over
@@ -1681,12 +1684,7 @@ private:
       return failure();
     auto localTable = cast<RankedTensorType>(shard->getType());
     // Each split dimension's first global row on this rank.
-    SmallVector<Value> offsets(t.dims.size());
-    for (auto [d, axes] : llvm::enumerate(t.dims))
-      if (!axes.empty())
-        offsets[d] = arith::MulIOp::create(
-            b, loc, ProcessIndexOp::create(b, loc, dimNames(axes)),
-            arith::ConstantIndexOp::create(b, loc, localTable.getDimSize(d)));
+    SmallVector<Value> offsets = firstIndices(t, localTable, loc);
     IRMapping map;
     map.map(table, *shard);
     Operation *made = b.clone(*op.getOperation(), map);
@@ -1739,9 +1737,7 @@ private:
         continue;
       // Computed before the op: the body may read values from outside.
       OpBuilder before(op);
-      Value first = arith::MulIOp::create(
-          before, loc, ProcessIndexOp::create(before, loc, dimNames(axes)),
-          arith::ConstantIndexOp::create(before, loc, ranges[i.getDim()]));
+      Value first = firstIndex(before, loc, axes, ranges[i.getDim()]);
       OpBuilder nb(i->getContext());
       nb.setInsertionPointAfter(i);
       Value global = arith::AddIOp::create(nb, i.getLoc(), i, first);
@@ -1792,14 +1788,9 @@ private:
       captured.map(table, *local);
       if (!need.split())
         continue;
-      auto shard = cast<RankedTensorType>(local->getType());
-      SmallVector<Value> first(need.dims.size());
-      for (auto [k, axes] : llvm::enumerate(need.dims))
-        if (!axes.empty())
-          first[k] = arith::MulIOp::create(
-              b, loc, ProcessIndexOp::create(b, loc, dimNames(axes)),
-              arith::ConstantIndexOp::create(b, loc, shard.getDimSize(k)));
-      splitReads.push_back({*local, first});
+      splitReads.push_back(
+          {*local,
+           firstIndices(need, cast<RankedTensorType>(local->getType()), loc)});
     }
     Operation *made = b.clone(*op, captured);
     made->setOperands(*operands);

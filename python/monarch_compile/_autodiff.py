@@ -126,6 +126,19 @@ def _as(g, like, loc):
     return cast(g, like.dtype, loc) if g.dtype != like.dtype else g
 
 
+def _onehot(trace, index, n, dtype, loc, shape=None):
+    """The one-hot of the gather indices `index` (wrapped and clamped into
+    `[0, n)` as the gather reads them) over a new last axis of `n` classes,
+    in `dtype`; `index` reshaped to `shape` first."""
+    wrapped = _where(trace, compare("lt", index, 0, loc),
+                     binary("add", index, n, loc), index, loc)
+    clamped = binary("min", binary("max", wrapped, 0, loc), n - 1, loc)
+    classes = constant_array(trace, np.arange(n, dtype=np.int32), loc)
+    shape = tuple(clamped.shape if shape is None else shape)
+    return cast(compare("eq", reshape(clamped, shape + (1,), loc), classes,
+                        loc), dtype, loc)
+
+
 def _scatter_rows(trace, g, index, n, axis, loc):
     """The adjoint of `take(x, index, axis)` for `x.shape[axis] == n`: `g`
     (shape pre + index.shape + post) added into zeros of shape pre + (n,) +
@@ -135,12 +148,7 @@ def _scatter_rows(trace, g, index, n, axis, loc):
     k = index.ndim
     post = g.shape[axis + k:]
     kk = int(np.prod(index.shape)) if index.shape else 1
-    wrapped = _where(trace, compare("lt", index, 0, loc),
-                     binary("add", index, n, loc), index, loc)
-    clamped = binary("min", binary("max", wrapped, 0, loc), n - 1, loc)
-    classes = constant_array(trace, np.arange(n, dtype=np.int32), loc)
-    onehot = cast(compare("eq", reshape(clamped, (kk, 1), loc), classes, loc),
-                  g.dtype, loc)  # (K, n)
+    onehot = _onehot(trace, index, n, g.dtype, loc, (kk,))  # (K, n)
     p = int(np.prod(pre)) if pre else 1
     q = int(np.prod(post)) if post else 1
     if p == 1:
@@ -438,13 +446,7 @@ def _take_along_rule(trace, args, y, g, loc):
         return {}
     axis %= x.ndim
     n = x.shape[axis]
-    index = wrap(trace, iidx)
-    wrapped = _where(trace, compare("lt", index, 0, loc),
-                     binary("add", index, n, loc), index, loc)
-    clamped = binary("min", binary("max", wrapped, 0, loc), n - 1, loc)
-    classes = constant_array(trace, np.arange(n, dtype=np.int32), loc)
-    onehot = cast(compare("eq", reshape(clamped, clamped.shape + (1,), loc),
-                          classes, loc), g.dtype, loc)  # out + (n,)
+    onehot = _onehot(trace, wrap(trace, iidx), n, g.dtype, loc)  # out + (n,)
     spread = binary("mul", onehot, reshape(g, g.shape + (1,), loc), loc)
     summed = reduce("sum", spread, (axis,), False, loc)  # n last
     perm = list(range(x.ndim - 1))

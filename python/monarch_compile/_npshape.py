@@ -335,9 +335,10 @@ def take_np(x, indices, axis, mode, loc):
 
 
 def take_along_axis(x, indices, axis, loc):
-    """A gather from the flattened `x` at `indices` along `axis` plus the
-    constant offsets of the other coordinates (numpy's broadcasting of the
-    other dimensions included)."""
+    """numpy's `take_along_axis`: one gather at the result's own
+    coordinates, or (indices that broadcast) a gather from the flattened
+    `x` at `indices` along `axis` plus the constant offsets of the other
+    coordinates."""
     x = tensor(x, loc)
     if axis is None:
         return take_along_axis(ravel(x, loc), indices, 0, loc)
@@ -349,26 +350,12 @@ def take_along_axis(x, indices, axis, loc):
             f"of dimensions ({len(idx_shape)} and {x.ndim})", *loc)
     axis = _axis(axis, x.ndim, loc, "np.take_along_axis")
     n = x.shape[axis]
-    if all(idx_shape[d] == x.shape[d] for d in range(x.ndim) if d != axis):
-        # One gather whose other coordinates are the result's own: a split
-        # of x along them passes through it.
-        if isinstance(indices, Tensor):
-            if indices.dtype != "int32":
-                raise errors.UnsupportedError(
-                    "unsupported: np.take_along_axis with non-integer "
-                    "indices", *loc)
-            ids = indices
-        else:
-            a = np.asarray(indices)
-            if a.size and (a.min() < -n or a.max() >= n):
-                raise errors.ShapeError(
-                    "np.take_along_axis: index out of bounds for size "
-                    f"{n}", *loc)
-            ids = constant_array(active_trace(loc, "take"),
-                                 a.astype(np.int32), loc)
-        trace = active_trace(loc, "np.take_along_axis")
-        return wrap(trace, trace.call("take_along", x._id, ids._id, axis, loc,
-                                      loc=loc))
+    # Indices of x's shape off the axis: one gather whose other coordinates
+    # are the result's own (a split of x along them passes through it).
+    # Otherwise a gather from the flattened x, whose offsets follow numpy's
+    # broadcasting of the other dimensions.
+    along = all(idx_shape[d] == x.shape[d] for d in range(x.ndim)
+                if d != axis)
     out = []
     for d in range(x.ndim):
         if d == axis:
@@ -380,6 +367,22 @@ def take_along_axis(x, indices, axis, loc):
                 f"np.take_along_axis: shapes {x.shape} and {idx_shape} do "
                 "not broadcast", *loc)
         out.append(max(a, b) if min(a, b) else 0)
+    if isinstance(indices, Tensor):
+        if indices.dtype != "int32":
+            raise errors.UnsupportedError(
+                "unsupported: np.take_along_axis with non-integer indices",
+                *loc)
+    else:
+        indices = np.asarray(indices)
+        if indices.size and (indices.min() < -n or indices.max() >= n):
+            raise errors.ShapeError(
+                f"np.take_along_axis: index out of bounds for size {n}", *loc)
+    if along:
+        trace = active_trace(loc, "np.take_along_axis")
+        ids = indices if isinstance(indices, Tensor) else constant_array(
+            trace, indices.astype(np.int32), loc)
+        return wrap(trace, trace.call("take_along", x._id, ids._id, axis, loc,
+                                      loc=loc))
     strides = np.ones(x.ndim, np.int64)
     for d in range(x.ndim - 2, -1, -1):
         strides[d] = strides[d + 1] * x.shape[d + 1]
@@ -391,10 +394,6 @@ def take_along_axis(x, indices, axis, loc):
         shape[d] = out[d]
         base = base + np.arange(out[d]).reshape(shape) * strides[d]
     if isinstance(indices, Tensor):
-        if indices.dtype != "int32":
-            raise errors.UnsupportedError(
-                "unsupported: np.take_along_axis with non-integer indices",
-                *loc)
         wrapped = select(compare("lt", indices, 0, loc),
                          binary("add", indices, n, loc), indices, loc)
         wrapped = binary("min", binary("max", wrapped, 0, loc), n - 1, loc)
@@ -402,11 +401,7 @@ def take_along_axis(x, indices, axis, loc):
                       constant_array(active_trace(loc, "take"),
                                      base.astype(np.int32), loc), loc)
     else:
-        a = np.asarray(indices)
-        if a.size and (a.min() < -n or a.max() >= n):
-            raise errors.ShapeError(
-                f"np.take_along_axis: index out of bounds for size {n}", *loc)
-        flat = (base + np.mod(a, n) * strides[axis]).astype(np.int32)
+        flat = (base + np.mod(indices, n) * strides[axis]).astype(np.int32)
     return take(x, flat, None, loc)
 
 

@@ -574,7 +574,8 @@ func.func @onehot(%lab: tensor<8xi32>, %dx: tensor<8x4xf32>) -> tensor<64x4xf32>
 // CHECK-NOT:     all_
 // CHECK:         tensor.extract_slice
 // CHECK:         %[[P:.*]] = process_index over ["gpus"] : index
-// CHECK-NEXT:    %[[FIRST:.*]] = arith.muli %[[P]], %{{.*}} : index
+// CHECK-NEXT:    %[[N:.*]] = arith.constant 4 : index
+// CHECK-NEXT:    %[[FIRST:.*]] = arith.muli %[[P]], %[[N]] : index
 // CHECK-NEXT:    linalg.generic
 // CHECK:           %[[ROW:.*]] = arith.subi %{{.*}}, %[[FIRST]] : index
 // CHECK:           tensor.extract %[[T]][%[[ROW]], %{{.*}}] : tensor<4x6xf32>
