@@ -206,6 +206,8 @@ TEST(ExecutorRecovery, HungWorkerIsKilledAndTheJobRestarted) {
   ASSERT_TRUE(c->runStep("accumulate", {floats({1, 2, 3, 4})}).isOk());
   std::vector<pid_t> firstPids = pidsOf(*c);
   ASSERT_EQ(::kill(firstPids[0], SIGSTOP), 0);
+  // Until every thread has stopped, a step sent now can still complete.
+  ASSERT_TRUE(waitStopped(firstPids[0], std::chrono::milliseconds(5000)));
   auto sum = c->runStep("step", {floats({1, 2, 3, 4})});
   ASSERT_TRUE(sum.isOk()) << sum.status().toString();
   EXPECT_EQ(toFloats((*sum)[0]), (std::vector<float>{2, 4, 6, 8}));

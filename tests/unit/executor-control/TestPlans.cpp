@@ -274,6 +274,41 @@ bool processGone(pid_t pid) {
          line[close + 2] == 'Z';
 }
 
+namespace {
+/// The state letter of /proc/.../stat (after the command's ')').
+char stateOf(const std::string &statPath) {
+  std::ifstream stat(statPath);
+  std::string line;
+  std::getline(stat, line);
+  size_t close = line.rfind(')');
+  return close != std::string::npos && close + 2 < line.size() ? line[close + 2]
+                                                               : '?';
+}
+} // namespace
+
+bool waitStopped(pid_t pid, std::chrono::milliseconds timeout) {
+  std::string task = "/proc/" + std::to_string(pid) + "/task";
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (true) {
+    bool stopped = false;
+    if (DIR *dir = ::opendir(task.c_str())) {
+      stopped = true;
+      while (dirent *e = ::readdir(dir)) {
+        if (e->d_name[0] == '.')
+          continue;
+        char state = stateOf(task + "/" + e->d_name + "/stat");
+        stopped = stopped && (state == 'T' || state == 't');
+      }
+      ::closedir(dir);
+    }
+    if (stopped)
+      return true;
+    if (std::chrono::steady_clock::now() > deadline)
+      return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+}
+
 bool allGone(const std::vector<pid_t> &pids,
              std::chrono::milliseconds timeout) {
   auto deadline = std::chrono::steady_clock::now() + timeout;

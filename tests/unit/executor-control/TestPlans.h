@@ -48,6 +48,11 @@ std::vector<float> toFloats(const executor::HostTensor &tensor);
 
 /// True when `pid` no longer exists (or is a zombie nobody reaped yet).
 bool processGone(pid_t pid);
+/// Waits up to `timeout` until every thread of `pid` is stopped (state T).
+/// kill(SIGSTOP) returns before the stop: the kernel wakes one thread to
+/// take the signal, and until it runs, the others go on (a step sent right
+/// after the kill can complete on a loaded machine).
+bool waitStopped(pid_t pid, std::chrono::milliseconds timeout);
 /// Waits up to `timeout` for every pid to be gone.
 bool allGone(const std::vector<pid_t> &pids, std::chrono::milliseconds timeout);
 /// Children of `parent`, from /proc.
