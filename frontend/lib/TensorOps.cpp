@@ -18,7 +18,9 @@
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 
 #include <algorithm>
+#include <cctype>
 #include <limits>
+#include <map>
 #include <numeric>
 #include <set>
 
@@ -183,6 +185,23 @@ Result<Value> TraceBuilder::contract(Value a, Value b, SourceLoc loc) {
   return I.add(op.getResult(0), *mesh, Dist{}, false);
 }
 
+/// The dtype a contraction of `a` and `b` of different element types
+/// computes in, as numpy promotes: the wider float; float32 stands in for
+/// float64 where numpy widens further (int32 with a float, float16 with
+/// bfloat16).
+static DType promotedForContraction(TraceBuilder::Impl &I, const ValueRecord &a,
+                                    const ValueRecord &b) {
+  Type ea = elemOf(a), eb = elemOf(b);
+  if (isFloat(ea) && isFloat(eb) &&
+      ea.getIntOrFloatBitWidth() != eb.getIntOrFloatBitWidth())
+    return I
+        .argTypeOf(ea.getIntOrFloatBitWidth() > eb.getIntOrFloatBitWidth()
+                       ? a.value
+                       : b.value)
+        .dtype;
+  return DType::F32;
+}
+
 Result<Value> TraceBuilder::matmul(Value a, Value b, SourceLoc loc) {
   Impl &I = *pimpl;
   Result<ValueRecord *> ra = I.get(a, loc);
@@ -200,15 +219,7 @@ Result<Value> TraceBuilder::matmul(Value a, Value b, SourceLoc loc) {
   if (ea.isInteger(1) || eb.isInteger(1))
     return I.error(loc, "unsupported op: matmul of bool tensors");
   if (ea != eb) {
-    // numpy promotes: to the wider float; float32 stands in for float64
-    // where numpy widens further (int32 with a float, float16 with bf16).
-    DType to = DType::F32;
-    if (isFloat(ea) && isFloat(eb) &&
-        ea.getIntOrFloatBitWidth() != eb.getIntOrFloatBitWidth())
-      to = I.argTypeOf(ea.getIntOrFloatBitWidth() > eb.getIntOrFloatBitWidth()
-                           ? (*ra)->value
-                           : (*rb)->value)
-               .dtype;
+    DType to = promotedForContraction(I, **ra, **rb);
     Result<Value> ca = cast(a, to, loc);
     if (!ca)
       return ca.status();
@@ -253,6 +264,109 @@ Result<Value> TraceBuilder::matmul(Value a, Value b, SourceLoc loc) {
         linalg::MatmulOp::create(I.b, l, ValueRange{*va, *vb}, ValueRange{init})
             .getResult(0);
   return I.add(result, *mesh, Dist{}, false);
+}
+
+Result<Value> TraceBuilder::einsum(Value a, Value b, const std::string &labelsA,
+                                   const std::string &labelsB,
+                                   const std::string &labelsOut,
+                                   SourceLoc loc) {
+  Impl &I = *pimpl;
+  Result<ValueRecord *> ra = I.get(a, loc);
+  if (!ra)
+    return ra.status();
+  Result<ValueRecord *> rb = I.get(b, loc);
+  if (!rb)
+    return rb.status();
+  if ((*ra)->scalar || (*rb)->scalar)
+    return I.error(loc, "einsum needs tensors, got " + I.typeStr(**ra) +
+                            " and " + I.typeStr(**rb));
+  Type ea = elemOf(**ra), eb = elemOf(**rb);
+  if (ea.isInteger(1) || eb.isInteger(1))
+    return I.error(loc, "unsupported op: einsum of bool tensors");
+  std::vector<int64_t> sa = shapeOf((*ra)->value), sb = shapeOf((*rb)->value);
+  std::string spec = labelsA + "," + labelsB + "->" + labelsOut;
+  // Loops: the result's labels, then the summed ones in order of first use.
+  std::string loops;
+  std::map<char, int64_t> size;
+  auto take = [&](const std::string &labels,
+                  const std::vector<int64_t> &shape) -> Status {
+    if (labels.size() != shape.size())
+      return I.error(loc,
+                     "einsum '" + spec + "': " + std::to_string(labels.size()) +
+                         " labels for an operand of shape " + shapeStr(shape));
+    for (size_t i = 0; i < labels.size(); ++i) {
+      char c = labels[i];
+      if (!std::isalpha(static_cast<unsigned char>(c)) || labels.find(c) != i)
+        return I.error(loc, "einsum '" + spec + "': label '" +
+                                std::string(1, c) +
+                                "' is not a letter or is repeated");
+      auto [it, fresh] = size.emplace(c, shape[i]);
+      if (!fresh && it->second != shape[i])
+        return I.error(loc, "einsum '" + spec + "': label '" +
+                                std::string(1, c) + "' has sizes " +
+                                std::to_string(it->second) + " and " +
+                                std::to_string(shape[i]));
+    }
+    return Status::ok();
+  };
+  if (Status st = take(labelsA, sa); !st)
+    return st;
+  if (Status st = take(labelsB, sb); !st)
+    return st;
+  std::vector<int64_t> outShape;
+  for (size_t i = 0; i < labelsOut.size(); ++i) {
+    char c = labelsOut[i];
+    if (!size.count(c) || labelsOut.find(c) != i)
+      return I.error(loc, "einsum '" + spec + "': output label '" +
+                              std::string(1, c) +
+                              "' is repeated or in neither operand");
+    outShape.push_back(size[c]);
+    loops.push_back(c);
+  }
+  for (char c : labelsA + labelsB)
+    if (loops.find(c) == std::string::npos)
+      loops.push_back(c);
+  if (ea != eb) {
+    DType to = promotedForContraction(I, **ra, **rb);
+    Result<Value> ca = cast(a, to, loc);
+    if (!ca)
+      return ca.status();
+    Result<Value> cb = cast(b, to, loc);
+    if (!cb)
+      return cb.status();
+    return einsum(*ca, *cb, labelsA, labelsB, labelsOut, loc);
+  }
+  Result<Placed> placed = placeOperands(I, {a, b}, loc);
+  if (!placed)
+    return placed.status();
+  Location l = I.loc(loc);
+  auto mapOf = [&](const std::string &labels) {
+    SmallVector<AffineExpr> exprs;
+    for (char c : labels)
+      exprs.push_back(I.b.getAffineDimExpr(loops.find(c)));
+    return AffineMap::get(loops.size(), 0, exprs, &I.ctx);
+  };
+  SmallVector<AffineMap> maps = {mapOf(labelsA), mapOf(labelsB),
+                                 mapOf(labelsOut)};
+  SmallVector<utils::IteratorType> iterators;
+  for (size_t d = 0; d < loops.size(); ++d)
+    iterators.push_back(d < labelsOut.size() ? utils::IteratorType::parallel
+                                             : utils::IteratorType::reduction);
+  mlir::Value init = filled(I.b, l, outShape, ea, 0.0);
+  bool fp = isFloat(ea);
+  auto op = linalg::GenericOp::create(
+      I.b, l, TypeRange{init.getType()},
+      ValueRange{placed->values[0], placed->values[1]}, ValueRange{init}, maps,
+      iterators, [&](OpBuilder &nb, Location bl, ValueRange args) {
+        mlir::Value prod =
+            fp ? arith::MulFOp::create(nb, bl, args[0], args[1]).getResult()
+               : arith::MulIOp::create(nb, bl, args[0], args[1]).getResult();
+        mlir::Value sum =
+            fp ? arith::AddFOp::create(nb, bl, args[2], prod).getResult()
+               : arith::AddIOp::create(nb, bl, args[2], prod).getResult();
+        linalg::YieldOp::create(nb, bl, sum);
+      });
+  return I.add(op.getResult(0), placed->mesh, Dist{}, false);
 }
 
 /// Reduces `in` over the sorted `axes` with `kind`; mean scales each element

@@ -28,7 +28,7 @@ import numpy as np
 from . import _pytree, errors
 from ._primitives import def_vjp
 from ._location import user_loc
-from ._tensor import (Tensor, active_trace, binary, cast, compare,
+from ._tensor import (Tensor, active_trace, binary, cast, compare, einsum2,
                       constant_array, getitem, matmul, reduce, reshape,
                       transpose, unary, wrap)
 
@@ -344,6 +344,27 @@ def _matmul_rule(trace, args, y, g, loc):
         if gx is None or not _is_float(x):
             continue
         _accumulate(out, i, _as(gx, x, loc), loc)
+    return out
+
+
+@def_vjp("einsum")
+def _einsum_rule(trace, args, y, g, loc):
+    """Each operand's cotangent is the einsum of the result's with the other
+    operand, onto the operand's labels; a label only that operand had (summed
+    in the forward) is broadcast back."""
+    ia, ib, la, lb, lo = args[0], args[1], args[2], args[3], args[4]
+    a, b = wrap(trace, ia), wrap(trace, ib)
+    out = {}
+    for ix, x, lx, other, lother in ((ia, a, la, b, lb), (ib, b, lb, a, la)):
+        if not _is_float(x):
+            continue
+        have = lo + lother
+        kept = "".join(c for c in lx if c in have)
+        gx = einsum2(g, other, lo, lother, kept, loc)
+        if kept != lx:
+            shape = tuple(s if c in have else 1 for s, c in zip(x.shape, lx))
+            gx = _broadcast_to(trace, reshape(gx, shape, loc), x.shape, loc)
+        _accumulate(out, ix, _as(gx, x, loc), loc)
     return out
 
 

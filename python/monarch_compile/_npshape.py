@@ -13,7 +13,7 @@ import numpy as np
 
 from . import errors
 from ._npmath import (FLOATS, concat, const, normalize_axes, select, tensor)
-from ._tensor import (Tensor, active_trace, binary, cast, compare,
+from ._tensor import (Tensor, active_trace, binary, cast, compare, einsum2,
                       constant_array, getitem, matmul, reduce, reshape, take,
                       transpose, wrap)
 
@@ -452,16 +452,17 @@ def tensordot(a, b, axes, loc):
         raise errors.ShapeError(
             f"np.tensordot: shape-mismatch for sum ({a.shape} axes {ax_a}, "
             f"{b.shape} axes {ax_b})", *loc)
-    free_a = [d for d in range(a.ndim) if d not in ax_a]
-    free_b = [d for d in range(b.ndim) if d not in ax_b]
-    m = int(np.prod([a.shape[d] for d in free_a])) if free_a else 1
-    k = int(np.prod([a.shape[d] for d in ax_a])) if ax_a else 1
-    n = int(np.prod([b.shape[d] for d in free_b])) if free_b else 1
-    at = _permute(a, free_a + ax_a, loc)
-    bt = _permute(b, ax_b + free_b, loc)
-    y = matmul(reshape(at, (m, k), loc), reshape(bt, (k, n), loc), loc)
-    return reshape(y, tuple(a.shape[d] for d in free_a) +
-                   tuple(b.shape[d] for d in free_b), loc)
+    if len(set(ax_a)) != len(ax_a) or len(set(ax_b)) != len(ax_b):
+        raise errors.ShapeError("np.tensordot: an axis summed twice", *loc)
+    # One generic: a's dimensions labelled in order, b's summed ones by the
+    # label of the a dimension they pair with.
+    letters = string.ascii_letters
+    la = letters[:a.ndim]
+    lb = "".join(la[ax_a[ax_b.index(j)]] if j in ax_b else letters[a.ndim + j]
+                 for j in range(b.ndim))
+    out = "".join(la[d] for d in range(a.ndim) if d not in ax_a) + "".join(
+        lb[d] for d in range(b.ndim) if d not in ax_b)
+    return einsum2(a, b, la, lb, out, loc)
 
 
 def _permute(x, perm, loc):
@@ -614,7 +615,8 @@ def einsum(subscripts, operands, loc):
     x, lx = items[0]
     for i in range(1, len(items)):
         later = set(out).union(*[set(t) for _, t in items[i + 1:]])
-        x, lx = _contract(x, lx, items[i][0], items[i][1], later, sizes, loc)
+        last = out if i == len(items) - 1 else None
+        x, lx = _contract(x, lx, items[i][0], items[i][1], later, last, loc)
     x, lx = _sum_out(x, lx, set(out), loc)
     return _permute(x, [lx.index(c) for c in out], loc)
 
@@ -645,37 +647,27 @@ def _sum_out(x, labels, keep, loc):
             "".join(c for c in labels if c in keep))
 
 
-def _contract(a, la, b, lb, later, sizes, loc):
-    a, la = _sum_out(a, la, later | set(lb), loc)
-    b, lb = _sum_out(b, lb, later | set(la), loc)
-    batch = [c for c in la if c in lb and c in later]
-    contr = [c for c in la if c in lb and c not in later]
-    free_a = [c for c in la if c not in lb]
-    free_b = [c for c in lb if c not in la]
-    # A contracted label of size 1 on one side broadcasts: sum the other
-    # side over it first (sum_i a_i * b == b * sum_i a_i).
-    for c in list(contr):
+def _drop(x, labels, c, loc):
+    """`x` without its size-1 dimension labelled `c`."""
+    i = labels.index(c)
+    return (reshape(x, x.shape[:i] + x.shape[i + 1:], loc),
+            labels[:i] + labels[i + 1:])
+
+
+def _contract(a, la, b, lb, later, out, loc):
+    """One pairwise step as one generic (the builder's `einsum`): the labels
+    still needed `later` kept (in `out`'s order for the last step), the rest
+    summed inside it."""
+    # A shared label of size 1 on one side broadcasts: that side drops it
+    # (sum_i a * b_i == a * sum_i b_i; a kept label is b's alone).
+    for c in [c for c in la if c in lb]:
         sa, sb = a.shape[la.index(c)], b.shape[lb.index(c)]
         if sa != sb:
             if sa == 1:
-                b = reduce("sum", b, [lb.index(c)], True, loc)
+                a, la = _drop(a, la, c, loc)
             else:
-                a = reduce("sum", a, [la.index(c)], True, loc)
-    a = _permute(a, [la.index(c) for c in batch + free_a + contr], loc)
-    b = _permute(b, [lb.index(c) for c in batch + contr + free_b], loc)
-    nb = len(batch)
-    bs_a, bs_b = tuple(a.shape[:nb]), tuple(b.shape[:nb])
-    fa = tuple(a.shape[nb:nb + len(free_a)])
-    fb = tuple(b.shape[nb + len(contr):])
-    if not contr:
-        # No contraction: a broadcasting product.
-        a = reshape(a, bs_a + fa + (1,) * len(free_b), loc)
-        b = reshape(b, bs_b + (1,) * len(free_a) + fb, loc)
-        return binary("mul", a, b, loc), "".join(batch + free_a + free_b)
-    m = int(np.prod(fa)) if fa else 1
-    n = int(np.prod(fb)) if fb else 1
-    k = int(np.prod(a.shape[nb + len(free_a):]))
-    y = matmul(reshape(a, bs_a + (m, k), loc), reshape(b, bs_b + (k, n), loc),
-               loc)
-    bs = tuple(max(p, q) for p, q in zip(bs_a, bs_b))
-    return reshape(y, bs + fa + fb, loc), "".join(batch + free_a + free_b)
+                b, lb = _drop(b, lb, c, loc)
+    if out is None:
+        out = "".join([c for c in la if c in later] +
+                      [c for c in lb if c in later and c not in la])
+    return einsum2(a, b, la, lb, out, loc), out

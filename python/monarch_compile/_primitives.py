@@ -87,6 +87,7 @@ for _name, _ops in (
         ("select", lambda args: [args[1], args[2]]),
         ("unary", _second),                # (op, x, loc)
         ("matmul", lambda args: [args[0], args[1]]),
+        ("einsum", lambda args: [args[0], args[1]]),  # (a, b, la, lb, out, loc)
         ("reduce", _second),               # (op, x, axes, keepdims, loc)
         ("softmax", _first),
         ("reshape", _first),

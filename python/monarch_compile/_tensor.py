@@ -451,6 +451,14 @@ def matmul(a, b, loc):
     return wrap(trace, trace.call("matmul", ia, ib, loc, loc=loc))
 
 
+def einsum2(a, b, la, lb, out, loc):
+    """One pairwise einsum step, one `linalg.generic` (the builder's
+    `einsum`): labels unique within each operand, shared ones of one size."""
+    trace, ia, ib = _pair(a, b, loc, "np.einsum")
+    return wrap(trace, trace.call("einsum", ia, ib, la, lb, out, loc,
+                                  loc=loc))
+
+
 def _axes(axis):
     if axis is None:
         return []

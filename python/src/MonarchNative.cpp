@@ -301,6 +301,12 @@ NB_MODULE(_monarch_native, m) {
            [](TraceBuilder &t, int64_t a, int64_t b, const Loc &loc) {
              return check(t.matmul(Value{a}, Value{b}, toLoc(loc))).id;
            })
+      .def("einsum",
+           [](TraceBuilder &t, int64_t a, int64_t b, const std::string &la,
+              const std::string &lb, const std::string &out, const Loc &loc) {
+             return check(t.einsum(Value{a}, Value{b}, la, lb, out, toLoc(loc)))
+                 .id;
+           })
       .def("reduce",
            [](TraceBuilder &t, const std::string &op, int64_t x,
               const std::vector<int64_t> &axes, bool keepDims, const Loc &loc) {

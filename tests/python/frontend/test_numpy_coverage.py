@@ -213,13 +213,21 @@ CASES = {
     "np.einsum(matmul)": (lambda a, b: np.einsum("ij,kj->ik", a, b), [A, B],
                           True, ""),
     "np.einsum(batch)": (lambda a, b: np.einsum(
-        "bij,bjk->bki", a.reshape(2, 3, 2), b.reshape(2, 2, 3)), [A, B], True,
-        ""),
+        "bij,bjk->bki", a.reshape(-1, 3, 2), b.reshape(-1, 2, 3)), [A, B],
+        True, ""),
     "np.einsum(implicit,...)": (lambda a, b: np.einsum("...i,...i", a, b) +
                                 np.einsum("ij->", a), [A, B], True, ""),
     "np.einsum(trace,outer)": (lambda a, b: np.einsum("ii", a[:, :3]) +
                                np.einsum("i,j->ij", a[0], b[1]).sum(), [A, B],
                                True, ""),
+    "np.einsum(attention)": (lambda a, b: np.einsum(
+        "bhqd,bhkd->bhqk", a.reshape(-1, 2, 3, 2), b.reshape(-1, 2, 3, 2)),
+        [A, B], True, ""),
+    "np.einsum(three)": (lambda a, b: np.einsum("ij,jk,kl->li", a, b.T, a),
+                         [A, B], True, ""),
+    "np.einsum(broadcast)": (lambda a, b: np.einsum("ij,j->i", a[:, :1], b[0])
+                             + np.einsum("ij,kj", a, b[:1]).sum(), [A, B],
+                             True, ""),
     "np.trace/np.diagonal": (lambda x: np.trace(x) + np.diagonal(
         x, 1).sum(), [A], True, ""),
     "np.zeros_like/ones_like": (lambda x: np.zeros_like(x) + np.ones_like(

@@ -323,6 +323,46 @@ TEST_F(TraceBuilderTest, GathersReadACapturedTable) {
   EXPECT_TRUE(tb.lower(planned).isOk());
 }
 
+TEST_F(TraceBuilderTest, EinsumIsOneGenericWithTheLabelsAsLoops) {
+  auto args = begin({f32({2, 3, 4, 5}), f32({2, 3, 6, 5}), f32({4}),
+                     ArgType{{6}, DType::I32}, ArgType{{4}, DType::I1}});
+  // Attention scores: b and h batch, d contracted.
+  auto scores = tb.einsum(args[0], args[1], "bhqd", "bhkd", "bhqk");
+  ASSERT_TRUE(scores.isOk()) << scores.status().str();
+  EXPECT_EQ(tb.info(*scores).shape, (std::vector<int64_t>{2, 3, 4, 6}));
+  // A label of one operand summed, a 0-d result, int32 promoted to float32.
+  auto dot = tb.einsum(args[2], args[2], "q", "q", "");
+  ASSERT_TRUE(dot.isOk()) << dot.status().str();
+  EXPECT_TRUE(tb.info(*dot).shape.empty());
+  auto outer = tb.einsum(args[2], args[3], "q", "k", "kq");
+  ASSERT_TRUE(outer.isOk()) << outer.status().str();
+  EXPECT_EQ(tb.info(*outer).shape, (std::vector<int64_t>{6, 4}));
+  EXPECT_EQ(tb.info(*outer).dtype, DType::F32);
+  EXPECT_TRUE(contains(err(tb.einsum(args[0], args[1], "bhqd", "bhqd", "b")),
+                       "label 'q' has sizes 4 and 6"));
+  EXPECT_TRUE(contains(err(tb.einsum(args[0], args[1], "bhq", "bhkd", "b")),
+                       "3 labels for an operand of shape"));
+  EXPECT_TRUE(contains(err(tb.einsum(args[0], args[1], "bhqq", "bhkd", "b")),
+                       "is not a letter or is repeated"));
+  EXPECT_TRUE(contains(err(tb.einsum(args[0], args[1], "bhqd", "bhkd", "z")),
+                       "in neither operand"));
+  EXPECT_TRUE(contains(err(tb.einsum(args[4], args[2], "q", "q", "q")),
+                       "einsum of bool tensors"));
+  ASSERT_TRUE(tb.endFunction({*scores, *dot, *outer}).isOk());
+  EXPECT_TRUE(tb.verify().isOk());
+  std::string text = tb.str();
+  // Loops: the result's labels first (b h q k), then d.
+  EXPECT_TRUE(contains(text, "affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, "
+                             "d2, d4)>"));
+  EXPECT_TRUE(contains(text, "affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, "
+                             "d3, d4)>"));
+  EXPECT_TRUE(contains(text, "\"parallel\", \"parallel\", \"parallel\", "
+                             "\"parallel\", \"reduction\""));
+  LowerOptions planned;
+  planned.stage = "planned";
+  EXPECT_TRUE(tb.lower(planned).isOk());
+}
+
 TEST_F(TraceBuilderTest, TakeAlongGathersAtTheResultsOwnCoordinates) {
   auto args = begin({f32({4, 6}), ArgType{{4, 2}, DType::I32},
                      ArgType{{3, 2}, DType::I32}, ArgType{{4, 6}, DType::I1}});

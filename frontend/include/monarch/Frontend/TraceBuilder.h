@@ -270,6 +270,17 @@ public:
   /// batch dimensions, dtypes promoted); 2-D and equal-batch 3-D are
   /// `linalg.matmul` / `linalg.batch_matmul`, the rest one contraction.
   Result<Value> matmul(Value a, Value b, SourceLoc loc = SourceLoc::current());
+  /// One pairwise step of `np.einsum` as one `linalg.generic`: `a` and `b`
+  /// indexed by the letters of `labelsA` and `labelsB` (one per dimension,
+  /// none repeated within an operand, a label shared by both of one size),
+  /// the result by `labelsOut` (each from `labelsA` or `labelsB`); every
+  /// label not in `labelsOut` is summed. A shared label kept is a batch
+  /// dimension, a shared label summed is contracted (BLAS calls it like a
+  /// matmul, and the partitioner splits it like one); dtypes promote as
+  /// `matmul`'s.
+  Result<Value> einsum(Value a, Value b, const std::string &labelsA,
+                       const std::string &labelsB, const std::string &labelsOut,
+                       SourceLoc loc = SourceLoc::current());
   /// Reduces over `axes` (negative counts from the end; empty: all).
   Result<Value> reduce(ReduceOp op, Value x, std::vector<int64_t> axes,
                        bool keepDims = false,
