@@ -321,10 +321,11 @@ def arange(start, stop=None, step=1, dtype=None):
 
 
 def _triangle(x, k, lower, what, loc):
-    if not isinstance(x, Tensor) or x.ndim < 2:
-        raise errors.ShapeError(f"{what} needs a tensor of rank 2 or more",
+    if not isinstance(x, Tensor) or x.ndim < 1:
+        raise errors.ShapeError(f"{what} needs a tensor of rank 1 or more",
                                 *loc)
-    n, m = x.shape[-2:]
+    # A vector is numpy's too: its rows broadcast to a square.
+    n, m = x.shape[-2:] if x.ndim >= 2 else (x.shape[0], x.shape[0])
     mask = _np.tri(n, m, k, dtype=bool)
     if not lower:
         mask = ~_np.tri(n, m, k - 1, dtype=bool)

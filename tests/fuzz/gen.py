@@ -20,9 +20,10 @@ among float32/float16/bfloat16/int32, mc.shard/mc.replicate on 1x1, 1x2,
 or split), endpoints with out= (None, {dim: axis}, reductions), collectives
 (all_reduce, all_gather, reduce_scatter where exported, broadcast) and state
 updates, called once or twice; numpy's functions as numpy users call them
-on traced tensors (reference.NP_FUNCTIONS: flip, roll, swapaxes,
-expand_dims, ravel, tile, repeat, pad, log1p, expm1, arctan, sinh, square,
-floor, ceil, sign, sin, cos, sort, cumsum, with numpy's keyword names).
+on traced tensors (reference.NP_FUNCTIONS: moves, pads, triangles, takes,
+concatenations, rounding and monotone ufuncs, sin, cos, sort, cumsum,
+median, ptp, average, trace, with numpy's keyword names) and np.einsum of
+two tensors (reference.NP_FUNCTIONS2).
 Shapes use sizes 1, 3, 5, 7, 8, 12, 16, 33 and 0-d values; dtypes float32,
 float16 and int32 inputs.
 """
@@ -262,8 +263,8 @@ class Generator:
         kinds += ["reshape", "transpose", "astype", "index", "take"]
         weights = [26, 12, 12, 10, 4, 4, 3, 5, 4, 5, 8, 4]
         if self.features.get("numpy_functions"):
-            kinds.append("npfn")
-            weights.append(8)
+            kinds += ["npfn", "npfn2"]
+            weights += [8, 3]
         kind = self.choice(kinds, weights)
         return getattr(self, "propose_" + kind)(env, local)
 
@@ -514,8 +515,28 @@ class Generator:
         a = self.pick(env, lambda v: self.numeric(v) and v.ref.ndim >= 1)
         nd = env[a].ref.ndim
         at = {"fn": fn}
-        if fn in ("flip", "roll", "repeat", "sort", "cumsum"):
+        shape = env[a].shape
+        if fn in ("flip", "roll", "repeat", "sort", "cumsum", "median", "ptp",
+                  "average", "concatenate"):
             at["axis"] = self.rng.randrange(-nd, nd)
+        if fn == "moveaxis":
+            at["source"] = self.rng.randrange(-nd, nd)
+            at["destination"] = self.rng.randrange(-nd, nd)
+        elif fn in ("tril", "triu"):
+            at["k"] = self.choice([0, 0, 1, -1])
+        elif fn == "diagonal":
+            # A diagonal numpy finds non-empty (ours refuses an empty one).
+            at["offset"] = self.choice([0, 0, 1, -1]) if nd >= 2 and min(
+                shape[0], shape[1]) > 1 else 0
+        elif fn == "stack":
+            at["axis"] = self.rng.randrange(-nd - 1, nd + 1)
+        elif fn == "broadcast_to":
+            at["shape"] = (self.choice([1, 2, 3]),) + tuple(shape)
+        elif fn == "take":
+            at["axis"] = self.rng.randrange(-nd, nd)
+            n = max(shape[at["axis"]], 1)
+            at["indices"] = [self.rng.randrange(-n, n) for _ in range(
+                self.choice([1, 2, 3]))]
         if fn == "roll":
             at["shift"] = self.choice([1, -1, 2, 3])
         elif fn == "repeat":
@@ -531,6 +552,31 @@ class Generator:
             at["width"] = tuple((self.choice([0, 1]), self.choice([0, 2]))
                                 for _ in range(nd))
         return Op("npfn", (None,), (a,), at)
+
+    def propose_npfn2(self, env, local):
+        """`np.einsum` of two tensors: `a`'s dimensions labelled, `b` made of
+        some of them (shared: batch or contracted) and new ones, the result
+        a random order of a random subset of the labels."""
+        a = self.pick(env, lambda v: self.numeric(v) and 1 <= v.ref.ndim <= 3)
+        va = env[a]
+        la = "ijk"[:va.ref.ndim]
+        shared = [c for c in la if self.chance(0.6)] or [la[-1]]
+        lb = shared + ["pq"[i] for i in range(self.choice([0, 1, 1, 2]))]
+        self.rng.shuffle(lb)
+        lb = "".join(lb)
+        sizes = dict(zip(la, va.shape)) | {"p": self.choice([1, 2, 3]),
+                                          "q": self.choice([2, 4])}
+        want = tuple(sizes[c] for c in lb)
+        labels = sorted(set(la + lb))
+        out = [c for c in labels if self.chance(0.5)]
+        self.rng.shuffle(out)
+
+        def compatible(v):
+            return v.dtype == va.dtype and tuple(v.shape) == want
+
+        b = self.operand(env, compatible, lambda: want, va.dtype, False, local)
+        return Op("npfn2", (None,), (a, b),
+                  {"fn": "einsum", "spec": f"{la},{lb}->{''.join(out)}"})
 
     def propose_compare(self, env, local):
         a = self.pick(env, self.numeric)

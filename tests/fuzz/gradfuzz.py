@@ -8,8 +8,9 @@ so the same text runs on traced tensors (`F` = monarch_compile) and on numpy
 arrays (`F` = a numpy stand-in below): values keep the shape (M, N), built
 from elementwise ops, smooth unary math, `@` with (N, N) inputs, softmax,
 reductions broadcast back, transposes through reshapes, slices with any
-step, gathers with constant indices, concatenation and `where` on a mask
-of another input. The loss is `sum(result * weights)`.
+step, gathers with constant indices, concatenation, `where` on a mask
+of another input, and numpy's own functions (`NUMPY`: ufuncs, scans,
+sorts, statistics, einsum, pads) called on the traced tensors as on arrays. The loss is `sum(result * weights)`.
 
     python3 tests/fuzz/gradfuzz.py --programs 200 --seed 1     # long mode
     pytest tests/fuzz/test_gradfuzz.py                         # in make test
@@ -28,6 +29,30 @@ UNARY = ["F.tanh({a})", "F.sigmoid({a})", "F.gelu({a})", "F.exp({a} * 0.5)",
          "F.sqrt({a} * {a} + 1.0)", "-{a}", "F.log({a} * {a} + 0.5)"]
 BINARY = ["{a} + {b}", "{a} - {b}", "{a} * {b}", "{a} / ({b} * {b} + 1.0)",
           "F.maximum({a}, {b} + 3.0)", "{a} * 0.7 + {b} ** 2"]
+
+
+# numpy's own functions, called on traced tensors as on arrays (issue 33's
+# table): each keeps the shape (M, N); `{b}` is another value of that shape.
+NUMPY = ["np.sin({a})", "np.cos({a}) * {b}", "np.arctan({a})",
+         "np.log1p({a} * {a})", "np.expm1({a} * 0.5)", "np.square({a})",
+         "np.sinh({a} * 0.5)", "np.logaddexp({a}, {b})",
+         "np.hypot({a}, {b} + 2.0)", "np.clip({a}, -0.4, 0.6)",
+         "np.cumsum({a}, axis=1)", "np.cumprod({a} * 0.5 + 1.0, axis=0)",
+         "np.sort({a}, axis=1)", "np.flip({a}, axis=0)",
+         "np.roll({a}, 1, axis=1)", "np.tril({a})", "np.triu({a}, 1) + {b}",
+         "np.var({a}, axis=0, keepdims=True) * {a}",
+         "np.std({a}, axis=1, keepdims=True) + {a}",
+         "np.median({a}, axis=1, keepdims=True) * {a}",
+         "np.linalg.norm({a}, axis=0, keepdims=True) * {a}",
+         "np.prod({a} * 0.5 + 1.0, axis=1, keepdims=True) * {a}",
+         "np.average({a}, axis=0) * {a}",
+         "np.einsum('ij,ij->ij', {a}, {b})",
+         "np.einsum('ij,kj->ik', {a}, {b}) @ {a} * 0.1",
+         "np.einsum('ij,kj,kl->il', {a}, {b}, {a}) * 0.1",
+         "np.tensordot({a}, {b}, axes=([1], [1])) @ {b} * 0.1",
+         "np.pad({a}, ((0, 0), (1, 1)))[:, 1:-1] + "
+         "np.pad({a}, ((1, 0), (0, 0)), mode='edge')[:-1]",
+         "np.take_along_axis({a}, np.argsort({b}, axis=1), axis=1)"]
 
 
 def numpy_namespace():
@@ -87,7 +112,10 @@ def generate(seed, max_ops=7):
     for _ in range(rng.randint(2, max_ops)):
         r = rng.random()
         a = pick()
-        if r < 0.25:
+        if rng.random() < 0.2:
+            b = pick() if rng.random() < 0.6 else new_input((m, n))
+            new(rng.choice(NUMPY).format(a=a, b=b))
+        elif r < 0.25:
             new(rng.choice(UNARY).format(a=a))
         elif r < 0.45:
             b = pick() if rng.random() < 0.6 else new_input((m, n))

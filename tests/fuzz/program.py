@@ -202,8 +202,12 @@ def render_op(op):
         kw = {key: repr(v) for key, v in at.items() if key != "fn"}
         if at["fn"] == "pad":  # numpy's pad takes its widths positionally
             expr = f"np.pad({a[0]}, {at['width']!r})"
+        elif at["fn"] in ("concatenate", "stack"):
+            expr = f"np.{at['fn']}([{a[0]}, {a[0]}], axis={at['axis']})"
         else:
             expr = f"np.{at['fn']}({a[0]}{', ' if kw else ''}{_kwargs(kw)})"
+    elif k == "npfn2":
+        expr = f"np.einsum({at['spec']!r}, {a[0]}, {a[1]})"
     elif k == "index":
         expr = f"{a[0]}[{render_key(at['key'])}]"
     elif k == "take":

@@ -401,6 +401,18 @@ NP_MOVES = {
     "tile": lambda a, at: np.tile(a, at["reps"]),
     "repeat": lambda a, at: np.repeat(a, at["repeats"], axis=at["axis"]),
     "pad": lambda a, at: np.pad(a, at["width"]),
+    "moveaxis": lambda a, at: np.moveaxis(a, at["source"], at["destination"]),
+    "squeeze": lambda a, at: np.squeeze(a),
+    "fliplr": lambda a, at: np.fliplr(a),
+    "flipud": lambda a, at: np.flipud(a),
+    "tril": lambda a, at: np.tril(a, at["k"]),
+    "triu": lambda a, at: np.triu(a, at["k"]),
+    "diagonal": lambda a, at: np.diagonal(a, at["offset"]),
+    "concatenate": lambda a, at: np.concatenate([a, a], axis=at["axis"]),
+    "stack": lambda a, at: np.stack([a, a], axis=at["axis"]),
+    "broadcast_to": lambda a, at: np.broadcast_to(a, at["shape"]),
+    "atleast_2d": lambda a, at: np.atleast_2d(a),
+    "take": lambda a, at: np.take(a, at["indices"], axis=at["axis"]),
 }
 NP_MONOTONE = {
     "log1p": (np.log1p, TRANSCENDENTAL_ULPS),
@@ -411,10 +423,21 @@ NP_MONOTONE = {
     "floor": (np.floor, 0),
     "ceil": (np.ceil, 0),
     "sign": (np.sign, 0),
+    "exp2": (np.exp2, TRANSCENDENTAL_ULPS),
+    "trunc": (np.trunc, 0),
+    "fix": (np.fix, 0),
+    "rint": (np.rint, 0),
+    "deg2rad": (np.deg2rad, 2),
+    "rad2deg": (np.rad2deg, 2),
 }
 NP_LIPSCHITZ = {"sin": np.sin, "cos": np.cos}
+# Reductions along an axis whose error follows the sort's (median, ptp) or
+# the sum's (average, trace).
+NP_REDUCTIONS = ["sort", "cumsum", "median", "ptp", "average", "trace"]
 NP_FUNCTIONS = (sorted(NP_MOVES) + sorted(NP_MONOTONE) +
-                sorted(NP_LIPSCHITZ) + ["sort", "cumsum"])
+                sorted(NP_LIPSCHITZ) + NP_REDUCTIONS)
+# Functions of two tensors (the "npfn2" op kind).
+NP_FUNCTIONS2 = ["einsum"]
 
 
 def npfn(name, x, at):
@@ -441,8 +464,22 @@ def npfn(name, x, at):
         # reduction by pi/2 (docs/frontend.md's measured bound).
         return finish(ref, x.err + 8 * UNIT[dt] * (1 + _abs(x)), dt,
                       TRANSCENDENTAL_ULPS)
+    if name == "trace":
+        if x.ref.ndim < 2:
+            raise RefError("np.trace needs 2 dimensions")
+        diag = Value(np.moveaxis(np.diagonal(x.ref), -1, 0),
+                     np.moveaxis(np.diagonal(x.err), -1, 0), dt)
+        return reduce("sum", diag, 0, False)
     axis = at["axis"]
     norm_axes(axis, x.ref.ndim)
+    if name == "average":
+        return reduce("mean", x, axis, False)
+    if name == "median":
+        err = np.max(x.err, axis=axis)
+        return finish(np.median(_f64(x), axis=axis), err, dt, 1)
+    if name == "ptp":
+        err = 2 * np.max(x.err, axis=axis)
+        return finish(np.ptp(_f64(x), axis=axis), err, dt, 1)
     if name == "sort":
         err = np.max(x.err, axis=axis, keepdims=True)
         return finish(np.sort(_f64(x), axis=axis),
@@ -454,6 +491,32 @@ def npfn(name, x, at):
             _abs(x), axis=axis)
         return finish(total, err, dt)
     raise ValueError(f"np.{name} is not drawn")
+
+
+def npfn2(name, a, b, at):
+    """numpy's function `name` (NP_FUNCTIONS2) of `a` and `b`."""
+    if a.dtype == "bool" or b.dtype == "bool":
+        raise RefError(f"np.{name} of bools")
+    dt = promote(a.dtype, b.dtype)
+    spec = at["spec"]
+    try:
+        ref = np.einsum(spec, a.ref.astype(np.float64 if dt in FLOATS else
+                                           np.int64), b.ref)
+    except ValueError as err:
+        raise RefError(f"np.einsum: {err}") from None
+    # matmul's bound, with k the number of terms summed into each result.
+    la, lb = spec.split("->")[0].split(",")
+    out = spec.split("->")[1]
+    sizes = dict(zip(la, a.shape)) | dict(zip(lb, b.shape))
+    k = int(np.prod([n for c, n in sizes.items() if c not in out]))
+    ax, bx = _abs(a), _abs(b)
+    with np.errstate(all="ignore"):
+        err = (np.einsum(spec, ax, b.err) + np.einsum(spec, a.err, bx) +
+               np.einsum(spec, a.err, b.err))
+        if dt == "int32":
+            return finish(ref, err, dt)
+        err = err + (k + 1) * UNIT[dt] * np.einsum(spec, ax, bx)
+    return finish(ref.astype(np.float64), err, dt)
 
 
 def transpose(x, axes):
@@ -578,6 +641,8 @@ def eval_local(op, get):
         return [astype(args[0], at["dtype"])]
     if k == "npfn":
         return [npfn(at["fn"], args[0], at)]
+    if k == "npfn2":
+        return [npfn2(at["fn"], args[0], args[1], at)]
     if k in ("shard", "replicate"):
         return [args[0]]
     raise ValueError(f"op {k} is not local")

@@ -202,6 +202,8 @@ CASES = {
     "np.take_along_axis": (lambda x, i: np.take_along_axis(x, i, axis=1),
                            [A, IDX], True, ""),
     "np.tril/np.triu": (lambda x: np.tril(x) + np.triu(x, 1), [A], True, ""),
+    "np.tril(vector)": (lambda x: np.tril(x[:, 0], 1) + np.triu(x[:, 1]), [A],
+                        True, ""),
     "np.dot": (lambda a, b: np.dot(a, b.T) + np.dot(a[0], b[1]), [A, B], True,
                ""),
     "np.dot(3d)": (lambda a, b: np.dot(a.reshape(2, 3, 2), b.reshape(
