@@ -156,6 +156,12 @@ def _operand(a):
     return repr(a)
 
 
+# How a program calls the numpy functions of reference.NP_MONOTONE that take
+# constant operands after x (the reference's lambdas use the same values).
+NP_CONSTANT_OPERAND = {"clip": "-0.5, 0.75", "fmax": "0.25", "fmin": "-0.25",
+                       "logaddexp": "0.5"}
+
+
 def _kwargs(d):
     return ", ".join(f"{k}={v}" for k, v in d.items())
 
@@ -202,6 +208,8 @@ def render_op(op):
         kw = {key: repr(v) for key, v in at.items() if key != "fn"}
         if at["fn"] == "pad":  # numpy's pad takes its widths positionally
             expr = f"np.pad({a[0]}, {at['width']!r})"
+        elif at["fn"] in NP_CONSTANT_OPERAND:
+            expr = f"np.{at['fn']}({a[0]}, {NP_CONSTANT_OPERAND[at['fn']]})"
         elif at["fn"] in ("concatenate", "stack"):
             expr = f"np.{at['fn']}([{a[0]}, {a[0]}], axis={at['axis']})"
         else:

@@ -429,6 +429,11 @@ NP_MONOTONE = {
     "rint": (np.rint, 0),
     "deg2rad": (np.deg2rad, 2),
     "rad2deg": (np.rad2deg, 2),
+    # With constant operands (program.NP_CONSTANT_OPERAND): still monotone.
+    "clip": (lambda v: np.clip(v, -0.5, 0.75), 0),
+    "fmax": (lambda v: np.fmax(v, 0.25), 0),
+    "fmin": (lambda v: np.fmin(v, -0.25), 0),
+    "logaddexp": (lambda v: np.logaddexp(v, 0.5), TRANSCENDENTAL_ULPS),
 }
 NP_LIPSCHITZ = {"sin": np.sin, "cos": np.cos}
 # Reductions along an axis whose error follows the sort's (median, ptp) or
