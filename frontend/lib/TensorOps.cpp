@@ -392,6 +392,8 @@ static mlir::Value buildReduce(OpBuilder &b, Location l, mlir::Value in,
   if (kind == ReduceOp::Min)
     init = fp ? std::numeric_limits<double>::infinity()
               : static_cast<double>(std::numeric_limits<int32_t>::max());
+  if (kind == ReduceOp::Prod)
+    init = 1.0;
   mlir::Value acc = filled(b, l, out, elem, init);
   auto op = linalg::ReduceOp::create(
       b, l, ValueRange{in}, ValueRange{acc}, axes,
@@ -414,6 +416,10 @@ static mlir::Value buildReduce(OpBuilder &b, Location l, mlir::Value in,
         case ReduceOp::Min:
           r = fp ? arith::MinimumFOp::create(nb, bl, x, y).getResult()
                  : arith::MinSIOp::create(nb, bl, x, y).getResult();
+          break;
+        case ReduceOp::Prod:
+          r = fp ? arith::MulFOp::create(nb, bl, x, y).getResult()
+                 : arith::MulIOp::create(nb, bl, x, y).getResult();
           break;
         }
         linalg::YieldOp::create(nb, bl, r);
@@ -459,7 +465,7 @@ Result<Value> TraceBuilder::reduce(ReduceOp kind, Value x,
   }
   Type elem = elemOf(**r);
   // numpy's dtypes: a mean of integers or booleans is float (float64 there,
-  // float32 here), a sum of booleans counts them (int32), max/min of
+  // float32 here), a sum or product of booleans is int32, max/min of
   // booleans are booleans.
   if (kind == ReduceOp::Mean && !isFloat(elem)) {
     Result<Value> f = cast(x, DType::F32, loc);
@@ -472,7 +478,8 @@ Result<Value> TraceBuilder::reduce(ReduceOp kind, Value x,
     if (!i)
       return i.status();
     Result<Value> red = reduce(kind, *i, std::move(axes), keepDims, loc);
-    if (!red || kind == ReduceOp::Sum)
+    // Sums and products of booleans are integers, as in numpy.
+    if (!red || kind == ReduceOp::Sum || kind == ReduceOp::Prod)
       return red;
     return cast(*red, DType::I1, loc);
   }

@@ -347,6 +347,32 @@ def _matmul_rule(trace, args, y, g, loc):
     return out
 
 
+def _product_of_others(trace, x, axes, loc):
+    """For each element of `x`, the product of the others over `axes`
+    (sorted): the exclusive running products from both ends multiplied, so
+    a zero in the reduction does not divide (JAX's rule for `prod`)."""
+    from ._npmath import concat, const
+    from ._npshape import _permute, flip
+    from ._npsort import scan
+    rest = [d for d in range(x.ndim) if d not in axes]
+    perm = rest + list(axes)
+    lead = tuple(x.shape[d] for d in rest)
+    n = int(np.prod([x.shape[a] for a in axes]))
+    if n == 1:
+        return const(1, x.dtype, loc, x.shape)
+    y = reshape(_permute(x, perm, loc), lead + (n,), loc)
+    one = const(1, x.dtype, loc, lead + (1,))
+    head = (Ellipsis, slice(0, n - 1))
+    before = concat([one, getitem(scan(y, -1, "mul", loc, "np.prod"), head,
+                                  loc)], len(lead), loc)
+    after = flip(concat([one, getitem(scan(flip(y, -1, loc), -1, "mul", loc,
+                                           "np.prod"), head, loc)],
+                        len(lead), loc), -1, loc)
+    others = reshape(binary("mul", before, after, loc),
+                     tuple(x.shape[d] for d in perm), loc)
+    return _permute(others, list(np.argsort(perm)), loc)
+
+
 @def_vjp("einsum")
 def _einsum_rule(trace, args, y, g, loc):
     """Each operand's cotangent is the einsum of the result's with the other
@@ -384,6 +410,9 @@ def _reduce_rule(trace, args, y, g, loc):
         n = int(np.prod([x.shape[a] for a in axes])) if axes else 1
         gx = _broadcast_to(trace, binary("div", gk, float(n), loc), x.shape,
                            loc)
+    elif op == "prod":
+        gx = binary("mul", _broadcast_to(trace, gk, x.shape, loc),
+                    _product_of_others(trace, x, axes, loc), loc)
     elif op in ("max", "min"):
         yk = reshape(y, keep, loc) if tuple(y.shape) != keep else y
         mask = cast(compare("eq", x, yk, loc), g.dtype, loc)

@@ -512,25 +512,6 @@ def _count(x, axes):
     return int(np.prod([x.shape[a] for a in axes])) if axes else 1
 
 
-def _fold_axis(x, axis, op, loc):
-    """`x` folded along `axis` with `op` by halves (a tree: log2(n) sliced
-    products), keeping the axis as size 1."""
-    n = x.shape[axis]
-    while n > 1:
-        h = n // 2
-        key = [slice(None)] * x.ndim
-        key[axis] = slice(0, h)
-        lo = getitem(x, tuple(key), loc)
-        key[axis] = slice(h, 2 * h)
-        hi = getitem(x, tuple(key), loc)
-        y = binary(op, lo, hi, loc)
-        if n % 2:
-            key[axis] = slice(2 * h, n)
-            y = concat([y, getitem(x, tuple(key), loc)], axis, loc)
-        x, n = y, (n + 1) // 2
-    return x
-
-
 def prod(x, axis, keepdims, loc):
     x = tensor(x, loc)
     if x.dtype == "bool":
@@ -539,9 +520,9 @@ def prod(x, axis, keepdims, loc):
     out_shape = _reduced_shape(x.shape, axes, keepdims)
     if any(x.shape[a] == 0 for a in axes):
         return const(1, x.dtype, loc, out_shape)
-    for a in axes:
-        x = _fold_axis(x, a, "mul", loc)
-    return reshape(x, out_shape, loc) if tuple(x.shape) != out_shape else x
+    # One product reduction: a split axis leaves partial products that an
+    # all_reduce(prod) completes.
+    return reduce("prod", x, axes, keepdims, loc)
 
 
 def var(x, axis, ddof, keepdims, loc, what="np.var"):

@@ -168,6 +168,8 @@ ReduceOp toReduceOp(const std::string &n) {
     return ReduceOp::Max;
   if (n == "min")
     return ReduceOp::Min;
+  if (n == "prod")
+    return ReduceOp::Prod;
   throw NativeError("error: unsupported reduction '" + n + "'");
 }
 

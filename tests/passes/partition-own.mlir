@@ -618,3 +618,33 @@ func.func @passthrough(%arg0: tensor<8x6xf32>, %arg1: tensor<8x6xi32>) -> tensor
   %5 = monarch.fetch %4 from @mesh : tensor<8x3xf32>
   return %5 : tensor<8x3xf32>
 }
+
+// -----
+
+// A product over the split rows (np.prod): each rank multiplies its own
+// rows from the identity, and one all_reduce(prod) completes it.
+
+// CHECK-LABEL: monarch.actor_class @product.mesh.0.class
+// CHECK:         %[[R:.*]] = linalg.reduce ins(%{{.*}} : tensor<4x3xf32>) outs(%{{.*}} : tensor<3xf32>) dimensions = [0]
+// CHECK:           arith.mulf
+// CHECK:         %[[P:.*]] = all_reduce %[[R]] over ["gpus"] prod : tensor<3xf32>
+// CHECK:         return %[[P]]
+shard.grid @grid(shape = 2)
+monarch.proc_mesh @mesh(gpus = 2) grid @grid
+func.func @product(%x: tensor<8x3xf32>) -> tensor<3xf32> {
+  %xf = monarch.feed %x to @mesh : tensor<8x3xf32>
+  %s = shard.sharding @grid split_axes = [[0]] : !shard.sharding
+  %xs = shard.shard %xf to %s : tensor<8x3xf32>
+  %one = arith.constant 1.0 : f32
+  %e = tensor.empty() : tensor<3xf32>
+  %f = linalg.fill ins(%one : f32) outs(%e : tensor<3xf32>) -> tensor<3xf32>
+  %p = linalg.reduce ins(%xs : tensor<8x3xf32>) outs(%f : tensor<3xf32>) dimensions = [0]
+    (%in: f32, %init: f32) {
+      %m = arith.mulf %in, %init : f32
+      linalg.yield %m : f32
+    }
+  %r = shard.sharding @grid split_axes = [[]] : !shard.sharding
+  %ps = shard.shard %p to %r annotate_for_users : tensor<3xf32>
+  %out = monarch.fetch %ps from @mesh : tensor<3xf32>
+  return %out : tensor<3xf32>
+}

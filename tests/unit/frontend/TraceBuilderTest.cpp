@@ -323,6 +323,23 @@ TEST_F(TraceBuilderTest, GathersReadACapturedTable) {
   EXPECT_TRUE(tb.lower(planned).isOk());
 }
 
+TEST_F(TraceBuilderTest, ProductIsOneReductionAndBooleansMultiplyAsInts) {
+  auto args = begin({f32({6, 4}), ArgType{{6}, DType::I1}});
+  auto rows = tb.reduce(ReduceOp::Prod, args[0], {1});
+  ASSERT_TRUE(rows.isOk()) << rows.status().str();
+  EXPECT_EQ(tb.info(*rows).shape, (std::vector<int64_t>{6}));
+  auto all = tb.reduce(ReduceOp::Prod, args[1], {});
+  ASSERT_TRUE(all.isOk()) << all.status().str();
+  EXPECT_EQ(tb.info(*all).dtype, DType::I32);
+  ASSERT_TRUE(tb.endFunction({*rows, *all}).isOk());
+  EXPECT_TRUE(tb.verify().isOk());
+  std::string text = tb.str();
+  EXPECT_TRUE(contains(text, "linalg.reduce"));
+  EXPECT_TRUE(contains(text, "arith.mulf"));
+  EXPECT_TRUE(contains(text, "arith.muli"));
+  EXPECT_TRUE(contains(text, "1.000000e+00"));
+}
+
 TEST_F(TraceBuilderTest, EinsumIsOneGenericWithTheLabelsAsLoops) {
   auto args = begin({f32({2, 3, 4, 5}), f32({2, 3, 6, 5}), f32({4}),
                      ArgType{{6}, DType::I32}, ArgType{{4}, DType::I1}});

@@ -108,7 +108,10 @@ enum class UnaryOp { Neg, Relu, Exp, Log, Tanh, Sigmoid, Gelu, Sqrt, Abs };
 /// has the divisor's sign; an integer divisor of 0 gives 0, as numpy does).
 enum class BinaryOp { Add, Sub, Mul, Div, Max, Min, Pow, FloorDiv, Mod };
 enum class CompareOp { Lt, Le, Gt, Ge, Eq, Ne };
-enum class ReduceOp { Sum, Mean, Max, Min };
+/// A reduction's combiner. `Prod` multiplies (numpy's `prod`): a split
+/// reduction axis leaves partial products that an all_reduce(prod)
+/// completes, as partial sums do.
+enum class ReduceOp { Sum, Mean, Max, Min, Prod };
 
 /// Counts read off a planned module (see `TraceBuilder::planSummary`).
 struct PlanSummary {
