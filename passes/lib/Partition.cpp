@@ -676,8 +676,54 @@ struct MonarchPartitionPass
     return failure(bad.wasInterrupted());
   }
 
+  /// A transfer of a value no mesh holds (computed by the controller from
+  /// constants alone: the index arithmetic of a sort network, traced on the
+  /// function's mesh and moved to an actor's) moves nothing: its users take
+  /// the value itself, and the segment that reads it recomputes it from the
+  /// constants as every other constant work is (the transfer used to reach
+  /// monarch-split-control-data with an operand that lives nowhere;
+  /// found by the fuzzer: np.sort of an actor's result on a mesh slice).
+  static void foldTransfersOfMeshlessValues(func::FuncOp fn) {
+    DenseSet<Value> onMesh;
+    SmallVector<TransferOp> fold;
+    for (Operation &op : fn.getBody().front()) {
+      if (auto transfer = dyn_cast<TransferOp>(op)) {
+        if (!onMesh.contains(transfer.getInput()) &&
+            transfer.getInput().getType() == transfer.getResult().getType())
+          fold.push_back(transfer);
+        else
+          onMesh.insert(transfer.getResult());
+        continue;
+      }
+      bool placed = isa<FeedOp, CallOp>(op);
+      if (auto print = dyn_cast<DebugPrintOp>(op); print && print.getMeshAttr())
+        placed = true;
+      if (!placed && !isMonarchProgramOp(&op))
+        placed = llvm::any_of(usedValues(&op),
+                              [&](Value v) { return onMesh.contains(v); });
+      if (placed)
+        for (Value r : op.getResults())
+          onMesh.insert(r);
+    }
+    for (TransferOp transfer : fold) {
+      // The tracer's layout of the moved value on the destination mesh
+      // (shard.shard of the result) goes too: annotations are not cloned
+      // into segments, and constant work needs none (the segment that
+      // reads it lays it out as its users want).
+      for (Operation *user :
+           llvm::make_early_inc_range(transfer.getResult().getUsers()))
+        if (auto shard = dyn_cast<shard::ShardOp>(user)) {
+          shard.getResult().replaceAllUsesWith(transfer.getInput());
+          shard->erase();
+        }
+      transfer.getResult().replaceAllUsesWith(transfer.getInput());
+      transfer->erase();
+    }
+  }
+
   LogicalResult partitionProgram(func::FuncOp fn,
                                  SymbolTableCollection &tables) {
+    foldTransfersOfMeshlessValues(fn);
     eraseDeadWork(fn);
     // Upstream shard-partition crashes on a tensor dimension split over
     // several grid axes (partitionTriviallyShardableOperation); say so.

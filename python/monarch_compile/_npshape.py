@@ -658,6 +658,11 @@ def _contract(a, la, b, lb, later, out, loc):
     """One pairwise step as one generic (the builder's `einsum`): the labels
     still needed `later` kept (in `out`'s order for the last step), the rest
     summed inside it."""
+    # A label of one operand alone that nothing later needs is summed
+    # first: a contraction whose every loop is batch, M, N or K is a BLAS
+    # call (a reduction loop of one operand is not a GEMM dimension).
+    a, la = _sum_out(a, la, later | set(lb), loc)
+    b, lb = _sum_out(b, lb, later | set(la), loc)
     # A shared label of size 1 on one side broadcasts: that side drops it
     # (sum_i a * b_i == a * sum_i b_i; a kept label is b's alone).
     for c in [c for c in la if c in lb]:

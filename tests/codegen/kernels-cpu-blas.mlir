@@ -4,8 +4,10 @@
 // operand (a 4-D `@` against a 2-D weight), two batch dimensions, and a
 // strided slice BLAS cannot read (copied to a contiguous buffer first). The
 // optimized kernels are checked against the reference lowering's scalar
-// loops on random inputs; the flags show how BLAS reads each operand.
-// RUN: monarch-kernels %s --emit=check --kernel=mm --kernel=ta --kernel=tb --kernel=bmm --kernel=ct --kernel=bcast --kernel=batch2 --kernel=strided --kernel=kloop --kernel=fold --kernel=nofuse | FileCheck %s --check-prefix=CHECK-NUM
+// loops on random inputs; the flags show how BLAS reads each operand. A
+// reduction loop of one operand alone (einsum 'ij,ipq->jp': q summed over
+// B only) is no GEMM dimension: those contractions are generated code.
+// RUN: monarch-kernels %s --emit=check --kernel=mm --kernel=ta --kernel=tb --kernel=bmm --kernel=ct --kernel=bcast --kernel=batch2 --kernel=strided --kernel=kloop --kernel=fold --kernel=nofuse --kernel=onesided --kernel=onesided2 | FileCheck %s --check-prefix=CHECK-NUM
 // RUN: monarch-kernels %s --emit=llvm-dialect --kernel=mm | FileCheck %s --check-prefix=MM
 // RUN: monarch-kernels %s --emit=llvm-dialect --kernel=ta | FileCheck %s --check-prefix=TA
 // RUN: monarch-kernels %s --emit=llvm-dialect --kernel=ct | FileCheck %s --check-prefix=CT
@@ -31,7 +33,9 @@
 // CHECK-NUM: kloop: ok
 // CHECK-NUM: fold: ok
 // CHECK-NUM: nofuse: ok
-// CHECK-NUM: 11 kernels checked against the reference lowering, 0 mismatched
+// CHECK-NUM: onesided: ok
+// CHECK-NUM: onesided2: ok
+// CHECK-NUM: 13 kernels checked against the reference lowering, 0 mismatched
 
 // Row-major C, no transposes (CblasRowMajor 101, CblasNoTrans 111).
 // MM-DAG: llvm.mlir.constant(101 : i32)
@@ -238,5 +242,37 @@ func.func @nofuse(%x: tensor<4x8x24xf32>, %w: tensor<24x16xf32>, %out: memref<4x
     linalg.yield %s : f32
   } -> tensor<4x8x16xf32>
   bufferization.materialize_in_destination %r in restrict writable %out : (tensor<4x8x16xf32>, memref<4x8x16xf32>) -> ()
+  return
+}
+
+// einsum 'ij,ipq->jp': every loop of one trip but q (the fuzzer's case,
+// where the call read one q of B), then the same at larger sizes.
+#os_a = affine_map<(j, p, i, q) -> (i, j)>
+#os_b = affine_map<(j, p, i, q) -> (i, p, q)>
+#os_c = affine_map<(j, p, i, q) -> (j, p)>
+func.func @onesided(%a: tensor<1x1xf32>, %b: tensor<1x1x2xf32>, %out: memref<1x1xf32>) {
+  %z = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<1x1xf32>
+  %f = linalg.fill ins(%z : f32) outs(%e : tensor<1x1xf32>) -> tensor<1x1xf32>
+  %r = linalg.generic {indexing_maps = [#os_a, #os_b, #os_c], iterator_types = ["parallel", "parallel", "reduction", "reduction"]} ins(%a, %b : tensor<1x1xf32>, tensor<1x1x2xf32>) outs(%f : tensor<1x1xf32>) {
+  ^bb0(%x: f32, %y: f32, %acc: f32):
+    %p = arith.mulf %x, %y : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  } -> tensor<1x1xf32>
+  bufferization.materialize_in_destination %r in restrict writable %out : (tensor<1x1xf32>, memref<1x1xf32>) -> ()
+  return
+}
+func.func @onesided2(%a: tensor<3x4xf32>, %b: tensor<3x5x6xf32>, %out: memref<4x5xf32>) {
+  %z = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<4x5xf32>
+  %f = linalg.fill ins(%z : f32) outs(%e : tensor<4x5xf32>) -> tensor<4x5xf32>
+  %r = linalg.generic {indexing_maps = [#os_a, #os_b, #os_c], iterator_types = ["parallel", "parallel", "reduction", "reduction"]} ins(%a, %b : tensor<3x4xf32>, tensor<3x5x6xf32>) outs(%f : tensor<4x5xf32>) {
+  ^bb0(%x: f32, %y: f32, %acc: f32):
+    %p = arith.mulf %x, %y : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  } -> tensor<4x5xf32>
+  bufferization.materialize_in_destination %r in restrict writable %out : (tensor<4x5xf32>, memref<4x5xf32>) -> ()
   return
 }

@@ -517,7 +517,8 @@ class Generator:
         at = {"fn": fn}
         shape = env[a].shape
         if fn in ("flip", "roll", "repeat", "sort", "cumsum", "median", "ptp",
-                  "average", "concatenate"):
+                  "average", "concatenate", "prod", "var", "std", "argmax",
+                  "argmin", "any", "all", "count_nonzero"):
             at["axis"] = self.rng.randrange(-nd, nd)
         if fn == "moveaxis":
             at["source"] = self.rng.randrange(-nd, nd)

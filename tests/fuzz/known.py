@@ -6,6 +6,8 @@ fixed its test passes, which fails as XPASS, and its entry should move to
 Program).
 """
 
+import dataclasses
+
 from program import Actor, Endpoint, Input, Op, Program
 
 M1x1 = (("hosts", 1), ("gpus", 1))
@@ -419,6 +421,40 @@ FIXED = {
             ],
             results=["w"],
             tag="bf16_column_sum",
+        ),
+    ),
+    "sort-of-a-slice-actors-result": (
+        "np.sort of an actor's result on a mesh slice: the sort network's "
+        "index arithmetic (constants only) was traced on the function's mesh "
+        "and transferred to the slice; partitioning left it to the "
+        "controller and monarch-split-control-data refused the transfer "
+        "('moves a value that does not live on @mesh', seed 50083)",
+        Program(
+            mesh=M1x2,
+            inputs=[_x("x", (8, 12, 8), seed=954344731)],
+            ops=[_call(("y",), "x"),
+                 Op("npfn", ("s",), ("y",), {"fn": "median", "axis": 1})],
+            results=["s"],
+            actors=[dataclasses.replace(_actor(
+                "Sorted",
+                [Op("npfn", ("t",), ("a0",),
+                    {"fn": "take", "axis": -2, "indices": [11, 2]})],
+                ["a0"], ["t"], out={"hosts": 0}), slice={"gpus": (0, 2)})],
+            tag="sort_of_slice",
+        ),
+    ),
+    "einsum-one-sided-sum": (
+        "np.einsum('ij,ipq->jp'): q, summed over the second operand alone, "
+        "was no GEMM dimension, and the BLAS call read one q of it (seed "
+        "60384; kernels-cpu-blas.mlir @onesided)",
+        Program(
+            mesh=M1x1,
+            inputs=[_x("x1", (1, 1, 2), seed=239400290),
+                    _x("x2", (1, 1), seed=70919368)],
+            ops=[Op("npfn2", ("v",), ("x2", "x1"),
+                    {"fn": "einsum", "spec": "ij,ipq->jp"})],
+            results=["v"],
+            tag="einsum_one_sided",
         ),
     ),
     "boolean-results": (

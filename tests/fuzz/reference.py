@@ -438,7 +438,9 @@ NP_MONOTONE = {
 NP_LIPSCHITZ = {"sin": np.sin, "cos": np.cos}
 # Reductions along an axis whose error follows the sort's (median, ptp) or
 # the sum's (average, trace).
-NP_REDUCTIONS = ["sort", "cumsum", "median", "ptp", "average", "trace"]
+NP_REDUCTIONS = ["sort", "cumsum", "median", "ptp", "average", "trace", "prod",
+                 "var", "std", "argmax", "argmin", "any", "all",
+                 "count_nonzero"]
 NP_FUNCTIONS = (sorted(NP_MOVES) + sorted(NP_MONOTONE) +
                 sorted(NP_LIPSCHITZ) + NP_REDUCTIONS)
 # Functions of two tensors (the "npfn2" op kind).
@@ -479,6 +481,57 @@ def npfn(name, x, at):
     norm_axes(axis, x.ref.ndim)
     if name == "average":
         return reduce("mean", x, axis, False)
+    n = x.shape[axis]
+    u = UNIT[dt]
+    if name in ("argmax", "argmin"):
+        v = _f64(x) if name == "argmax" else -_f64(x)
+        if n == 0:
+            raise RefError(f"np.{name} of an empty axis")
+        ref = np.argmax(v, axis=axis)
+        best = np.take_along_axis(v, np.expand_dims(ref, axis), axis)
+        best_err = np.take_along_axis(x.err, np.expand_dims(ref, axis), axis)
+        others = np.ones(v.shape, bool)
+        np.put_along_axis(others, np.expand_dims(ref, axis), False, axis)
+        with np.errstate(all="ignore"):
+            # Another element that may be the extreme (or a NaN anywhere,
+            # whose first one numpy picks: not drawn) makes it ambiguous.
+            close = others & ~(best - v > best_err + x.err)
+            amb = np.any(close | np.isnan(v), axis=axis)
+        return Value(ref.astype(np.int64), np.where(amb, np.inf, 0.0), "int32")
+    if name in ("any", "all", "count_nonzero"):
+        nz = _f64(x) != 0
+        with np.errstate(all="ignore"):
+            unsure = np.any((x.err > 0) & ~(np.abs(_f64(x)) > x.err), axis=axis)
+        f = {"any": np.any, "all": np.all,
+             "count_nonzero": lambda a, axis: np.count_nonzero(a, axis=axis)}
+        ref = f[name](nz, axis=axis)
+        return Value(ref if name != "count_nonzero" else ref.astype(np.int64),
+                     np.where(unsure, np.inf, 0.0),
+                     "bool" if name != "count_nonzero" else "int32")
+    if name == "prod":
+        ax = _abs(x)
+        with np.errstate(all="ignore"):
+            # |prod(x + d) - prod(x)| <= prod(|x| + e) - prod(|x|), and the
+            # roundoff of n products.
+            bound = np.prod(ax + x.err, axis=axis) - np.prod(ax, axis=axis)
+            err = bound + (n + 1) * u * np.prod(ax, axis=axis)
+        return finish(np.prod(_f64(x), axis=axis), err, dt)
+    if name in ("var", "std"):
+        v = _f64(x)
+        with np.errstate(all="ignore"):
+            d = v - np.mean(v, axis=axis, keepdims=True)
+            # Each deviation moves by the element's error, the mean's, and
+            # the mean's roundoff.
+            e = (x.err + np.max(x.err, axis=axis, keepdims=True) +
+                 (n + 2) * u * np.max(np.abs(v), axis=axis, keepdims=True))
+            var = np.mean(d * d, axis=axis)
+            evar = (np.mean(2 * np.abs(d) * e + e * e, axis=axis) +
+                    (n + 3) * u * var)
+            if name == "var":
+                return finish(var, evar, dt, 2)
+            sd = np.sqrt(var)
+            esd = np.minimum(np.sqrt(evar), evar / np.where(sd > 0, sd, np.inf))
+        return finish(sd, esd, dt, 2)
     if name == "median":
         err = np.max(x.err, axis=axis)
         return finish(np.median(_f64(x), axis=axis), err, dt, 1)

@@ -92,6 +92,12 @@ std::optional<GemmDims> gemmDims(linalg::LinalgOp op) {
       linalg::inferContractionDims(op);
   if (failed(dims) || dims->m.empty() || dims->n.empty() || dims->k.empty())
     return std::nullopt;
+  // Every loop must play a role: a reduction loop of one operand alone
+  // (einsum 'ij,ipq->jp' sums q over B only) is no GEMM dimension, and the
+  // call would read one q of B (found by the fuzzer with q of size 2).
+  if (dims->batch.size() + dims->m.size() + dims->n.size() + dims->k.size() !=
+      op.getNumLoops())
+    return std::nullopt;
   for (AffineMap map : op.getIndexingMapsArray())
     if (!map.isProjectedPermutation(/*allowZeroInResults=*/false))
       return std::nullopt;

@@ -109,6 +109,12 @@ CASES = {
     "np.prod": (lambda x: np.prod(x, axis=1), [r(8, 3, 5)], True, ""),
     "np.prod(all)": (lambda x: np.prod(x), [r(9, 2, 3, low=0.97, high=1.03)],
                      True, ""),
+    # Zeros in the product: the gradient is the product of the others.
+    "np.prod(zeros)": (lambda x: np.prod(x * np.array([[1, 0, 1, 1], [1, 1, 1, 1],
+                                                       [0, 1, 0, 1]],
+                                                      np.float32), axis=1)
+                       + np.prod(x[:2] * 0.5 + 1, axis=0).sum(), [A], True,
+                       ""),
     "x.prod(int)": (lambda x: x.prod(axis=0, keepdims=True), [I], False, ""),
     "np.var": (lambda x: np.var(x, axis=0), [A], True, ""),
     "np.var(ddof)": (lambda x: np.var(x, axis=(0, 1), ddof=1,
