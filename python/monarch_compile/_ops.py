@@ -4,7 +4,7 @@ from ._location import user_loc
 import numpy as _np
 
 from ._tensor import (Tensor, _np_function, active_trace, as_value, binary,
-                      cast, constant_array, dtype_name, reduce,
+                      cast, compare, constant_array, dtype_name, reduce,
                       reshape as _reshape, transpose as _transpose, unary,
                       wrap)
 
@@ -326,10 +326,16 @@ def _triangle(x, k, lower, what, loc):
                                 *loc)
     # A vector is numpy's too: its rows broadcast to a square.
     n, m = x.shape[-2:] if x.ndim >= 2 else (x.shape[0], x.shape[0])
-    mask = _np.tri(n, m, k, dtype=bool)
-    if not lower:
-        mask = ~_np.tri(n, m, k - 1, dtype=bool)
-    return where(constant_array(active_trace(loc, what), mask, loc), x, 0)
+    # The mask compares two aranges (`j <= i + k` below the diagonal,
+    # `j >= i + k` above it), so it fuses into the kernel that applies it
+    # instead of reading an n x m constant (issue 36 item 4).
+    trace = active_trace(loc, what)
+    rows = constant_array(trace, _np.arange(n, dtype=_np.int32).reshape(n, 1)
+                          + int(k), loc)
+    cols = constant_array(trace, _np.arange(m, dtype=_np.int32).reshape(1, m),
+                          loc)
+    mask = compare("ge" if lower else "le", rows, cols, loc)
+    return where(mask, x, 0)
 
 
 def tril(x, k=0):

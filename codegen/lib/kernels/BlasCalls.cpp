@@ -2,7 +2,9 @@
 //
 // A contraction of the CPU pipeline (linalg.matmul, batch_matmul, and every
 // contraction linalg.generic: `@` on 3-D/4-D tensors, transposed operands of
-// the backward) with float32 or float64 operands is computed by OpenBLAS's
+// the backward, einsum pairs) whose loops are all batch, M, N or K (a loop
+// summed over one operand alone is none of them: generated code computes
+// that op) with float32 or float64 operands is computed by OpenBLAS's
 // cblas_sgemm/cblas_dgemm instead of the generated schedule. That is what
 // XLA:CPU and IREE do for shapes their own code does not reach: on the AVX2
 // machines of this project the packed MLIR schedule runs at 0.5-0.8 of
