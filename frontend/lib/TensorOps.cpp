@@ -352,7 +352,11 @@ Result<Value> TraceBuilder::einsum(Value a, Value b, const std::string &labelsA,
   for (size_t d = 0; d < loops.size(); ++d)
     iterators.push_back(d < labelsOut.size() ? utils::IteratorType::parallel
                                              : utils::IteratorType::reduction);
-  mlir::Value init = filled(I.b, l, outShape, ea, 0.0);
+  // Nothing summed: an elementwise product, which reads no accumulator.
+  bool sums = loops.size() > labelsOut.size();
+  mlir::Value init =
+      sums ? filled(I.b, l, outShape, ea, 0.0)
+           : tensor::EmptyOp::create(I.b, l, outShape, ea).getResult();
   bool fp = isFloat(ea);
   auto op = linalg::GenericOp::create(
       I.b, l, TypeRange{init.getType()},
@@ -361,10 +365,10 @@ Result<Value> TraceBuilder::einsum(Value a, Value b, const std::string &labelsA,
         mlir::Value prod =
             fp ? arith::MulFOp::create(nb, bl, args[0], args[1]).getResult()
                : arith::MulIOp::create(nb, bl, args[0], args[1]).getResult();
-        mlir::Value sum =
-            fp ? arith::AddFOp::create(nb, bl, args[2], prod).getResult()
-               : arith::AddIOp::create(nb, bl, args[2], prod).getResult();
-        linalg::YieldOp::create(nb, bl, sum);
+        if (sums)
+          prod = fp ? arith::AddFOp::create(nb, bl, args[2], prod).getResult()
+                    : arith::AddIOp::create(nb, bl, args[2], prod).getResult();
+        linalg::YieldOp::create(nb, bl, prod);
       });
   return I.add(op.getResult(0), placed->mesh, Dist{}, false);
 }

@@ -12,6 +12,7 @@ Every function takes the user's location `loc` last; the callers in
 `_numpy.py` and `_tensor.py` pass `user_loc()`.
 """
 import contextlib
+import functools
 import math
 import numbers
 
@@ -102,6 +103,30 @@ def _in_f32(x, fn, loc):
     if x.dtype == "float32":
         return fn(x)
     return cast(fn(cast(x, "float32", loc)), x.dtype, loc)
+
+
+def _f32_math(nargs):
+    """Decorator of a math composition whose first `nargs` arguments are its
+    operands (numbers or tensors) and whose last is `loc`: float16 and
+    bfloat16 operands are computed in float32 and the result rounded once,
+    as numpy computes its float16 math (a float16 sinh of 0.0044 lost 5% to
+    the cancellation of two float16 exponentials: the fuzzer)."""
+    def deco(fn):
+        @functools.wraps(fn)
+        def wrapped(*args):
+            loc = args[-1]
+            ops = [a if isinstance(a, numbers.Number) else floating(a, loc)
+                   for a in args[:nargs]]
+            dts = {o.dtype for o in ops if not isinstance(o, numbers.Number)}
+            if dts <= {"float32"}:
+                return fn(*ops, *args[nargs:])
+            out = dts.pop() if len(dts) == 1 else "float32"
+            up = [o if isinstance(o, numbers.Number) or o.dtype == "float32"
+                  else cast(o, "float32", loc) for o in ops]
+            r = fn(*up, *args[nargs:])
+            return cast(r, out, loc) if out != "float32" else r
+        return wrapped
+    return deco
 
 
 def normalize_axes(axis, ndim, loc, what):
@@ -248,6 +273,7 @@ def _pair(a, b, loc):
     return a, b
 
 
+@_f32_math(2)
 def logaddexp(a, b, loc):
     """numpy's: `max + log1p(exp(-|a - b|))`, `a + log(2)` at equality
     (the mean there, so that ties split the gradient as JAX does)."""
@@ -261,6 +287,7 @@ def logaddexp(a, b, loc):
     return select(compare("eq", a, b, loc), mid, r, loc)
 
 
+@_f32_math(2)
 def logaddexp2(a, b, loc):
     ln2 = math.log(2.0)
     a, b = _pair(a, b, loc)
@@ -444,6 +471,7 @@ def arctan(x, loc):
     return _in_f32(x, lambda x: _arctan(x, loc), loc)
 
 
+@_f32_math(2)
 def arctan2(y, x, loc):
     """numpy's quadrant rules from atan(y / x); atan2(+-0, +-0) and the
     infinities as numpy gives them for finite nonzero operands."""
@@ -461,39 +489,53 @@ def arctan2(y, x, loc):
                   binary("add", half, binary("mul", y, 0.0, loc), loc), r, loc)
 
 
+@_f32_math(1)
 def arcsin(x, loc):
     x = floating(x, loc)
     c = unary("sqrt", binary("sub", 1.0, binary("mul", x, x, loc), loc), loc)
     return arctan2(x, c, loc)
 
 
+@_f32_math(1)
 def arccos(x, loc):
     x = floating(x, loc)
     s = unary("sqrt", binary("sub", 1.0, binary("mul", x, x, loc), loc), loc)
     return arctan2(s, x, loc)
 
 
+@_f32_math(1)
 def sinh(x, loc):
-    x = floating(x, loc)
-    return binary("mul", binary("sub", unary("exp", x, loc), unary(
-        "exp", unary("neg", x, loc), loc), loc), 0.5, loc)
+    """On a = |x|, with E = expm1(a): e^a - e^-a = E + E / (E + 1), which
+    keeps full precision for tiny x (exp(x) - exp(-x) cancels there); the
+    sign of x put back (sinh(-0.0) is -0.0, sinh(inf) inf)."""
+    a = unary("abs", x, loc)
+    e = expm1(a, loc)
+    s = binary("mul", binary("add", e, binary("div", e, binary(
+        "add", e, 1.0, loc), loc), loc), 0.5, loc)
+    s = select(compare("eq", e, math.inf, loc), math.inf, s, loc)
+    s = select(compare("eq", x, 0.0, loc), x, s, loc)
+    return select(compare("lt", x, 0.0, loc), unary("neg", s, loc), s, loc)
 
 
+@_f32_math(1)
 def cosh(x, loc):
     x = floating(x, loc)
     return binary("mul", binary("add", unary("exp", x, loc), unary(
         "exp", unary("neg", x, loc), loc), loc), 0.5, loc)
 
 
+@_f32_math(1)
 def log_base(x, base, loc):
     return binary("mul", unary("log", floating(x, loc), loc),
                   1.0 / math.log(base), loc)
 
 
+@_f32_math(1)
 def exp2(x, loc):
     return binary("pow", 2.0, floating(x, loc), loc)
 
 
+@_f32_math(2)
 def hypot(a, b, loc):
     a, b = _pair(a, b, loc)
     return unary("sqrt", binary("add", binary("mul", a, a, loc),

@@ -457,6 +457,34 @@ FIXED = {
             tag="einsum_one_sided",
         ),
     ),
+    "einsum-product-broadcast": (
+        "np.triu of an einsum with nothing to sum ('i,iqp->i', q and p of "
+        "size 1): the step's generic read its zero init (out = init + a * b) "
+        "and, fused into the broadcasting triu, computed one element twice "
+        "into one buffer (seed 90113; kernels-cpu-fusion-init.mlir)",
+        Program(
+            mesh=M1x1,
+            inputs=[_x("x2", (3,), seed=916676703, positive=True),
+                    _x("x3", (3, 1, 1), seed=1060481073)],
+            ops=[Op("npfn2", ("v",), ("x2", "x3"),
+                    {"fn": "einsum", "spec": "i,iqp->i"}),
+                 Op("npfn", ("t",), ("v",), {"fn": "triu", "k": 1})],
+            results=["t"],
+            tag="einsum_product_broadcast",
+        ),
+    ),
+    "sinh-float16-tiny": (
+        "np.sinh of float16 near 0 lost 5% (-0.00464 for -0.00443): "
+        "exp(x) - exp(-x) cancelled in float16; now from expm1 of |x|, in "
+        "float32 for float16 operands (seed 90668)",
+        Program(
+            mesh=M1x1,
+            inputs=[_x("x1", (6, 1, 6, 1), dtype="float16", seed=396275555)],
+            ops=[Op("npfn", ("v",), ("x1",), {"fn": "sinh"})],
+            results=["v"],
+            tag="sinh_f16",
+        ),
+    ),
     "boolean-results": (
         "boolean results come back bit-packed (docs/frontend.md, test_boolean_results)",
         Program(

@@ -479,6 +479,9 @@ def npfn(name, x, at):
         return reduce("sum", diag, 0, False)
     axis = at["axis"]
     norm_axes(axis, x.ref.ndim)
+    if x.shape[axis] == 0 and name not in ("sort", "cumsum", "prod"):
+        # numpy raises (ptp, argmax) or warns and gives NaN (var, median).
+        raise RefError(f"np.{name} over an empty axis")
     if name == "average":
         return reduce("mean", x, axis, False)
     n = x.shape[axis]
