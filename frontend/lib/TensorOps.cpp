@@ -59,6 +59,17 @@ static Result<Placed> placeOperands(TraceBuilder::Impl &I,
 /// dimension (removed from the result), batch dimensions broadcast. One
 /// linalg.generic contraction over (batch..., m, n, k), which upstream
 /// partitioning shards like a matmul (k split: partial sums).
+/// `acc + x * y` (`x * y` without `acc`): the body of a contraction.
+static mlir::Value multiplyAdd(OpBuilder &b, Location l, mlir::Value x,
+                               mlir::Value y, mlir::Value acc, bool fp) {
+  mlir::Value prod = fp ? arith::MulFOp::create(b, l, x, y).getResult()
+                        : arith::MulIOp::create(b, l, x, y).getResult();
+  if (!acc)
+    return prod;
+  return fp ? arith::AddFOp::create(b, l, acc, prod).getResult()
+            : arith::AddIOp::create(b, l, acc, prod).getResult();
+}
+
 Result<Value> TraceBuilder::contract(Value a, Value b, SourceLoc loc) {
   Impl &I = *pimpl;
   std::vector<int64_t> sa = shapeOf(I.values[a.id].value),
@@ -174,13 +185,8 @@ Result<Value> TraceBuilder::contract(Value a, Value b, SourceLoc loc) {
   auto op = linalg::GenericOp::create(
       I.b, l, TypeRange{init.getType()}, ValueRange{inA, inB}, ValueRange{init},
       maps, iterators, [&](OpBuilder &nb2, Location bl, ValueRange args) {
-        mlir::Value prod =
-            fp ? arith::MulFOp::create(nb2, bl, args[0], args[1]).getResult()
-               : arith::MulIOp::create(nb2, bl, args[0], args[1]).getResult();
-        mlir::Value sum =
-            fp ? arith::AddFOp::create(nb2, bl, args[2], prod).getResult()
-               : arith::AddIOp::create(nb2, bl, args[2], prod).getResult();
-        linalg::YieldOp::create(nb2, bl, sum);
+        linalg::YieldOp::create(
+            nb2, bl, multiplyAdd(nb2, bl, args[0], args[1], args[2], fp));
       });
   return I.add(op.getResult(0), *mesh, Dist{}, false);
 }
@@ -202,8 +208,24 @@ static DType promotedForContraction(TraceBuilder::Impl &I, const ValueRecord &a,
   return DType::F32;
 }
 
-Result<Value> TraceBuilder::matmul(Value a, Value b, SourceLoc loc) {
-  Impl &I = *pimpl;
+/// `a` and `b` cast to `to`.
+static Result<std::pair<Value, Value>>
+castBoth(TraceBuilder &t, Value a, Value b, DType to, const SourceLoc &loc) {
+  Result<Value> ca = t.cast(a, to, loc);
+  if (!ca)
+    return ca.status();
+  Result<Value> cb = t.cast(b, to, loc);
+  if (!cb)
+    return cb.status();
+  return std::make_pair(*ca, *cb);
+}
+
+/// The two operands of a contraction (`what`: "matmul (@)" or "einsum"),
+/// refused at the user's line when one is a scalar or boolean.
+static Result<std::pair<ValueRecord *, ValueRecord *>>
+contractionOperands(TraceBuilder::Impl &I, Value a, Value b,
+                    const std::string &what, const std::string &between,
+                    const std::string &boolName, const SourceLoc &loc) {
   Result<ValueRecord *> ra = I.get(a, loc);
   if (!ra)
     return ra.status();
@@ -211,22 +233,28 @@ Result<Value> TraceBuilder::matmul(Value a, Value b, SourceLoc loc) {
   if (!rb)
     return rb.status();
   if ((*ra)->scalar || (*rb)->scalar)
-    return I.error(loc, "matmul (@) needs tensors, got " + I.typeStr(**ra) +
-                            " @ " + I.typeStr(**rb));
-  std::vector<int64_t> sa = shapeOf((*ra)->value), sb = shapeOf((*rb)->value);
+    return I.error(loc, what + " needs tensors, got " + I.typeStr(**ra) +
+                            between + I.typeStr(**rb));
+  if (elemOf(**ra).isInteger(1) || elemOf(**rb).isInteger(1))
+    return I.error(loc, "unsupported op: " + boolName + " of bool tensors");
+  return std::make_pair(*ra, *rb);
+}
+
+Result<Value> TraceBuilder::matmul(Value a, Value b, SourceLoc loc) {
+  Impl &I = *pimpl;
+  auto records =
+      contractionOperands(I, a, b, "matmul (@)", " @ ", "matmul", loc);
+  if (!records)
+    return records.status();
+  auto [ra, rb] = *records;
+  std::vector<int64_t> sa = shapeOf(ra->value), sb = shapeOf(rb->value);
   std::string shapes = shapeStr(sa) + " @ " + shapeStr(sb);
-  Type ea = elemOf(**ra), eb = elemOf(**rb);
-  if (ea.isInteger(1) || eb.isInteger(1))
-    return I.error(loc, "unsupported op: matmul of bool tensors");
+  Type ea = elemOf(*ra), eb = elemOf(*rb);
   if (ea != eb) {
-    DType to = promotedForContraction(I, **ra, **rb);
-    Result<Value> ca = cast(a, to, loc);
-    if (!ca)
-      return ca.status();
-    Result<Value> cb = cast(b, to, loc);
-    if (!cb)
-      return cb.status();
-    return matmul(*ca, *cb, loc);
+    auto both = castBoth(*this, a, b, promotedForContraction(I, *ra, *rb), loc);
+    if (!both)
+      return both.status();
+    return matmul(both->first, both->second, loc);
   }
   if (sa.empty() || sb.empty())
     return I.error(loc,
@@ -271,19 +299,12 @@ Result<Value> TraceBuilder::einsum(Value a, Value b, const std::string &labelsA,
                                    const std::string &labelsOut,
                                    SourceLoc loc) {
   Impl &I = *pimpl;
-  Result<ValueRecord *> ra = I.get(a, loc);
-  if (!ra)
-    return ra.status();
-  Result<ValueRecord *> rb = I.get(b, loc);
-  if (!rb)
-    return rb.status();
-  if ((*ra)->scalar || (*rb)->scalar)
-    return I.error(loc, "einsum needs tensors, got " + I.typeStr(**ra) +
-                            " and " + I.typeStr(**rb));
-  Type ea = elemOf(**ra), eb = elemOf(**rb);
-  if (ea.isInteger(1) || eb.isInteger(1))
-    return I.error(loc, "unsupported op: einsum of bool tensors");
-  std::vector<int64_t> sa = shapeOf((*ra)->value), sb = shapeOf((*rb)->value);
+  auto records = contractionOperands(I, a, b, "einsum", " and ", "einsum", loc);
+  if (!records)
+    return records.status();
+  auto [ra, rb] = *records;
+  Type ea = elemOf(*ra), eb = elemOf(*rb);
+  std::vector<int64_t> sa = shapeOf(ra->value), sb = shapeOf(rb->value);
   std::string spec = labelsA + "," + labelsB + "->" + labelsOut;
   // Loops: the result's labels, then the summed ones in order of first use.
   std::string loops;
@@ -327,14 +348,10 @@ Result<Value> TraceBuilder::einsum(Value a, Value b, const std::string &labelsA,
     if (loops.find(c) == std::string::npos)
       loops.push_back(c);
   if (ea != eb) {
-    DType to = promotedForContraction(I, **ra, **rb);
-    Result<Value> ca = cast(a, to, loc);
-    if (!ca)
-      return ca.status();
-    Result<Value> cb = cast(b, to, loc);
-    if (!cb)
-      return cb.status();
-    return einsum(*ca, *cb, labelsA, labelsB, labelsOut, loc);
+    auto both = castBoth(*this, a, b, promotedForContraction(I, *ra, *rb), loc);
+    if (!both)
+      return both.status();
+    return einsum(both->first, both->second, labelsA, labelsB, labelsOut, loc);
   }
   Result<Placed> placed = placeOperands(I, {a, b}, loc);
   if (!placed)
@@ -362,13 +379,10 @@ Result<Value> TraceBuilder::einsum(Value a, Value b, const std::string &labelsA,
       I.b, l, TypeRange{init.getType()},
       ValueRange{placed->values[0], placed->values[1]}, ValueRange{init}, maps,
       iterators, [&](OpBuilder &nb, Location bl, ValueRange args) {
-        mlir::Value prod =
-            fp ? arith::MulFOp::create(nb, bl, args[0], args[1]).getResult()
-               : arith::MulIOp::create(nb, bl, args[0], args[1]).getResult();
-        if (sums)
-          prod = fp ? arith::AddFOp::create(nb, bl, args[2], prod).getResult()
-                    : arith::AddIOp::create(nb, bl, args[2], prod).getResult();
-        linalg::YieldOp::create(nb, bl, prod);
+        linalg::YieldOp::create(nb, bl,
+                                multiplyAdd(nb, bl, args[0], args[1],
+                                            sums ? args[2] : mlir::Value(),
+                                            fp));
       });
   return I.add(op.getResult(0), placed->mesh, Dist{}, false);
 }
