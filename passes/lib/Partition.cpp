@@ -685,11 +685,13 @@ struct MonarchPartitionPass
   /// found by the fuzzer: np.sort of an actor's result on a mesh slice).
   static void foldTransfersOfMeshlessValues(func::FuncOp fn) {
     DenseSet<Value> onMesh;
+    DenseMap<Operation *, bool> memo;
     SmallVector<TransferOp> fold;
     for (Operation &op : fn.getBody().front()) {
       if (auto transfer = dyn_cast<TransferOp>(op)) {
-        if (!onMesh.contains(transfer.getInput()) &&
-            transfer.getInput().getType() == transfer.getResult().getType())
+        Value in = transfer.getInput();
+        if (!onMesh.contains(in) && isCloneable(in.getDefiningOp(), memo) &&
+            in.getType() == transfer.getResult().getType())
           fold.push_back(transfer);
         else
           onMesh.insert(transfer.getResult());
