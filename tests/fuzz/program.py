@@ -157,9 +157,9 @@ def _operand(a):
 
 
 # How a program calls the numpy functions of reference.NP_MONOTONE that take
-# constant operands after x (the reference's lambdas use the same values).
-NP_CONSTANT_OPERAND = {"clip": "-0.5, 0.75", "fmax": "0.25", "fmin": "-0.25",
-                       "logaddexp": "0.5"}
+# constant operands after x (the reference computes with the same ones).
+NP_CONSTANT_OPERAND = {"clip": (-0.5, 0.75), "fmax": (0.25,), "fmin": (-0.25,),
+                       "logaddexp": (0.5,)}
 
 
 def _kwargs(d):
@@ -209,7 +209,8 @@ def render_op(op):
         if at["fn"] == "pad":  # numpy's pad takes its widths positionally
             expr = f"np.pad({a[0]}, {at['width']!r})"
         elif at["fn"] in NP_CONSTANT_OPERAND:
-            expr = f"np.{at['fn']}({a[0]}, {NP_CONSTANT_OPERAND[at['fn']]})"
+            consts = ", ".join(repr(c) for c in NP_CONSTANT_OPERAND[at["fn"]])
+            expr = f"np.{at['fn']}({a[0]}, {consts})"
         elif at["fn"] in ("concatenate", "stack"):
             expr = f"np.{at['fn']}([{a[0]}, {a[0]}], axis={at['axis']})"
         else:

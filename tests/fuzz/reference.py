@@ -29,7 +29,7 @@ import math
 
 import numpy as np
 
-from program import make_array
+from program import NP_CONSTANT_OPERAND, make_array
 
 FLOATS = ("float32", "float16", "bfloat16")
 UNIT = {"float32": 2.0**-24, "float16": 2.0**-11, "bfloat16": 2.0**-8}
@@ -429,15 +429,18 @@ NP_MONOTONE = {
     "rint": (np.rint, 0),
     "deg2rad": (np.deg2rad, 2),
     "rad2deg": (np.rad2deg, 2),
-    # With constant operands (program.NP_CONSTANT_OPERAND): still monotone.
-    "clip": (lambda v: np.clip(v, -0.5, 0.75), 0),
-    "fmax": (lambda v: np.fmax(v, 0.25), 0),
-    "fmin": (lambda v: np.fmin(v, -0.25), 0),
-    "logaddexp": (lambda v: np.logaddexp(v, 0.5), TRANSCENDENTAL_ULPS),
+    # With the constant operands the program passes: still monotone.
+    "clip": (lambda v: np.clip(v, *NP_CONSTANT_OPERAND["clip"]), 0),
+    "fmax": (lambda v: np.fmax(v, *NP_CONSTANT_OPERAND["fmax"]), 0),
+    "fmin": (lambda v: np.fmin(v, *NP_CONSTANT_OPERAND["fmin"]), 0),
+    "logaddexp": (lambda v: np.logaddexp(v, *NP_CONSTANT_OPERAND["logaddexp"]),
+                  TRANSCENDENTAL_ULPS),
 }
 NP_LIPSCHITZ = {"sin": np.sin, "cos": np.cos}
-# Reductions along an axis whose error follows the sort's (median, ptp) or
-# the sum's (average, trace).
+# Functions that reduce or scan along an axis (`at["axis"]`, but trace,
+# which takes the diagonal of the first two), each with its own bound in
+# npfn: the sort's (median, ptp), the sum's (average, trace), products,
+# variances, and uncompared ties (argmax, any).
 NP_REDUCTIONS = ["sort", "cumsum", "median", "ptp", "average", "trace", "prod",
                  "var", "std", "argmax", "argmin", "any", "all",
                  "count_nonzero"]
