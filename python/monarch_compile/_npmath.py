@@ -96,15 +96,6 @@ def floating(x, loc):
     return x if x.dtype in FLOATS else cast(x, "float32", loc)
 
 
-def _in_f32(x, fn, loc):
-    """`fn(x)` computed in float32 and rounded once to `x`'s dtype (numpy
-    computes float16 math in float32 too)."""
-    x = floating(x, loc)
-    if x.dtype == "float32":
-        return fn(x)
-    return cast(fn(cast(x, "float32", loc)), x.dtype, loc)
-
-
 def _f32_math(nargs):
     """Decorator of a math composition whose first `nargs` arguments are its
     operands (numbers or tensors) and whose last is `loc`: float16 and
@@ -127,6 +118,12 @@ def _f32_math(nargs):
             return cast(r, out, loc) if out != "float32" else r
         return wrapped
     return deco
+
+
+def _in_f32(x, fn, loc):
+    """`fn(x)` computed in float32 and rounded once to `x`'s dtype: what
+    `_f32_math(1)` does for a function, for a composition built inline."""
+    return _f32_math(1)(lambda x, loc: fn(x))(x, loc)
 
 
 def normalize_axes(axis, ndim, loc, what):
