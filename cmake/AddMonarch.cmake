@@ -9,10 +9,22 @@
 #
 #===------------------------------------------------------------------------===#
 
+# monarch_record_installed_library(name): a shared library the Python
+# package carries (cmake/MonarchInstall.cmake installs every one recorded).
+# Libraries of tests, benchmarks, examples and the executor's fakes stay
+# out of the package.
+function(monarch_record_installed_library name)
+  file(RELATIVE_PATH _rel ${PROJECT_SOURCE_DIR} ${CMAKE_CURRENT_SOURCE_DIR})
+  if(NOT _rel MATCHES "^(tests|bench|examples)(/|$)|/testing$")
+    set_property(GLOBAL APPEND PROPERTY MONARCH_INSTALLED_LIBRARIES ${name})
+  endif()
+endfunction()
+
 # monarch_add_mlir_library(name SRCS... [DEPENDS tgt...] [LINK libs...])
 function(monarch_add_mlir_library name)
   cmake_parse_arguments(ARG "" "" "DEPENDS;LINK" ${ARGN})
   add_library(${name} SHARED ${ARG_UNPARSED_ARGUMENTS})
+  monarch_record_installed_library(${name})
   target_compile_options(${name} PRIVATE ${MONARCH_WARNING_FLAGS} -fno-exceptions)
   if(ARG_DEPENDS)
     add_dependencies(${name} ${ARG_DEPENDS})
@@ -24,6 +36,7 @@ endfunction()
 function(monarch_add_runtime_library name)
   cmake_parse_arguments(ARG "" "" "LINK" ${ARGN})
   add_library(${name} SHARED ${ARG_UNPARSED_ARGUMENTS})
+  monarch_record_installed_library(${name})
   target_compile_options(${name} PRIVATE ${MONARCH_WARNING_FLAGS} -fexceptions)
   target_link_libraries(${name} PUBLIC ${ARG_LINK})
 endfunction()

@@ -18,7 +18,10 @@ DEB_PACKAGES=(
   libspdlog-dev libfmt-dev libcli11-dev libgtest-dev libgmock-dev
   libopenblas-dev clang-22 libclang-rt-22-dev lld-22
 )
-PY_MODULES=(numpy pytest lit nanobind ml_dtypes)
+# module[:PyPI name]. scikit-build-core builds the wheel (pyproject.toml);
+# nbclient, nbformat and ipykernel run the quickstart notebook's test.
+PY_MODULES=(numpy pytest lit nanobind ml_dtypes
+  scikit_build_core:scikit-build-core nbclient nbformat ipykernel)
 
 missing=()
 for pkg in "${DEB_PACKAGES[@]}"; do
@@ -34,25 +37,30 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 
 py_missing=()
-for mod in "${PY_MODULES[@]}"; do
-  "$PYTHON" -c "import $mod" 2>/dev/null || py_missing+=("$mod")
+for entry in "${PY_MODULES[@]}"; do
+  mod="${entry%%:*}"
+  "$PYTHON" -c "import $mod" 2>/dev/null || py_missing+=("${entry#*:}")
 done
 if [ ${#py_missing[@]} -gt 0 ]; then
   echo "setup: installing Python packages: ${py_missing[*]}"
   "$PYTHON" -m pip install -q --disable-pip-version-check "${py_missing[@]}"
 fi
 
-# `import monarch_compile` from any directory: an editable install of the
-# package in python/ (pyproject.toml), or a .pth file when pip cannot build
-# one offline. The native extension is found in $BUILD_DIR/python.
+# `import monarch_compile` from any directory: a .pth file that puts
+# python/ on the path; the native extension and the tools are found in
+# $BUILD_DIR. (`pip install .` builds the self-contained wheel instead, and
+# `pip install -e . --no-build-isolation` an editable install that also puts
+# the tools on PATH; both run CMake, which this script does below.)
 if ! (cd / && "$PYTHON" -c "import importlib.util, sys; sys.exit(importlib.util.find_spec('monarch_compile') is None)") 2>/dev/null; then
-  echo "setup: installing the monarch_compile Python package (editable)"
-  "$PYTHON" -m pip install -q --disable-pip-version-check --no-deps -e "$ROOT" 2>/dev/null ||
-    "$PYTHON" -m pip install -q --disable-pip-version-check --no-deps --no-build-isolation -e "$ROOT" 2>/dev/null ||
-    echo "$ROOT/python" >"$("$PYTHON" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/monarch_compile.pth"
+  echo "setup: making the monarch_compile Python package importable (.pth)"
+  echo "$ROOT/python" >"$("$PYTHON" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/monarch_compile.pth"
 fi
 
+# Python3_EXECUTABLE is the interpreter itself (sys.executable, not a shim
+# on PATH): `pip install .` configures this folder with that value too, so
+# the wheel shares the build instead of recompiling what depends on it.
 if [ ! -f "$BUILD_DIR/build.ninja" ]; then
-  cmake -G Ninja -S "$ROOT" -B "$BUILD_DIR" -DPython3_EXECUTABLE="$(command -v "$PYTHON")"
+  cmake -G Ninja -S "$ROOT" -B "$BUILD_DIR" \
+    -DPython3_EXECUTABLE="$("$PYTHON" -c 'import sys; print(sys.executable)')"
 fi
 ninja -C "$BUILD_DIR"

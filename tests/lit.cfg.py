@@ -8,7 +8,7 @@ config.test_format = lit.formats.ShTest(execute_external=False)
 config.suffixes = [".mlir", ".test", ".py"]
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.monarch_obj_root, "tests")
-config.excludes = ["lit.cfg.py", "lit.site.cfg.py", "unit", "python", "fuzz", "layering", "Inputs", "__pycache__"]
+config.excludes = ["lit.cfg.py", "lit.site.cfg.py", "unit", "python", "package", "fuzz", "layering", "Inputs", "__pycache__"]
 
 # Our tools first, then LLVM 22's FileCheck/not/count (never llvm-14's).
 path = [config.monarch_tools_dir, config.llvm_tools_dir, config.environment.get("PATH", os.environ["PATH"])]

@@ -1,8 +1,10 @@
 """Finds and loads the native extension (`_monarch_native`, built by CMake).
 
-Search order: `$MONARCH_BUILD_DIR/python`, then `<repo>/build/python`, then
-any other `<repo>/build*/python`. The extension links the C++ TraceBuilder
-(frontend/) and the compiler passes (passes/) from the same build.
+Search order: `$MONARCH_BUILD_DIR/python`, then the package's own folder
+(where an installed wheel puts it, with `bin/` and `lib/` beside it), then
+`<repo>/build/python`, then any other `<repo>/build*/python`. The extension
+links the C++ TraceBuilder (frontend/) and the compiler passes (passes/) from
+the same build.
 """
 import importlib.machinery
 import importlib.util
@@ -10,7 +12,8 @@ import os
 import pathlib
 import sys
 
-_ROOT = pathlib.Path(__file__).resolve().parents[2]
+_PACKAGE = pathlib.Path(__file__).resolve().parent
+_ROOT = _PACKAGE.parents[1]
 _NAME = "_monarch_native"
 
 
@@ -18,6 +21,7 @@ def _candidates():
     env = os.environ.get("MONARCH_BUILD_DIR")
     if env:
         yield pathlib.Path(env) / "python"
+    yield _PACKAGE
     yield _ROOT / "build" / "python"
     for d in sorted(_ROOT.glob("build*")):
         if d.name != "build":
@@ -40,7 +44,8 @@ def _load():
                 return module
     raise ImportError(
         "monarch_compile: the native extension _monarch_native is not built; "
-        "run `make build` (or set MONARCH_BUILD_DIR to your build directory). "
+        "run `make build` (or set MONARCH_BUILD_DIR to your build directory), "
+        "or install the package with `pip install .`. "
         "Searched: " + ", ".join(searched))
 
 

@@ -20,7 +20,6 @@ the actor state of its last checkpoint, replays the steps since it and runs
 the failed step again (docs/executor.md, "Recovery"); each recovery is
 reported with a RuntimeWarning and counted in `mc.recovery_stats(mesh)`.
 """
-import pathlib
 import numbers
 import sys
 import threading
@@ -29,7 +28,7 @@ import weakref
 
 import numpy as np
 
-from . import _pytree, errors, knobs
+from . import _pytree, _tools, errors, knobs
 from ._native import native
 from ._tensor import numpy_dtype_name
 
@@ -81,25 +80,15 @@ class Restart:
 
 
 def _worker_binary():
-    """monarch-worker: $MONARCH_WORKER_BIN, else beside the extension's build."""
-    env = knobs.worker_bin
-    if env:
-        return env
-    candidates = []
-    build = knobs.build_dir
-    if build:
-        candidates.append(pathlib.Path(build) / "bin" / "monarch-worker")
-    ext = getattr(native, "__file__", None)
-    if ext:
-        candidates.append(
-            pathlib.Path(ext).resolve().parent.parent / "bin" / "monarch-worker")
-    for c in candidates:
-        if c.exists():
-            return str(c)
-    raise errors.ExecutionError(
-        "cannot find the monarch-worker binary (looked in: "
-        f"{', '.join(str(c) for c in candidates) or 'nowhere'}); build it "
-        "(`ninja monarch-worker`) or set MONARCH_WORKER_BIN")
+    """monarch-worker: $MONARCH_WORKER_BIN, else found as the tools are
+    (`_tools.binary_folders`: the build, or the installed package's bin/)."""
+    if knobs.worker_bin:
+        return knobs.worker_bin
+    try:
+        return str(_tools.find_binary("monarch-worker"))
+    except FileNotFoundError as e:
+        raise errors.ExecutionError(
+            f"{e}, or set MONARCH_WORKER_BIN") from None
 
 
 def _root(mesh):

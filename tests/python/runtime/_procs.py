@@ -40,9 +40,10 @@ def require_workers(*attributes, why="runtime tests need real worker processes")
     return worker
 
 
-def worker_children():
-    """Live (non-zombie) monarch-worker children of this process, from /proc."""
-    me = os.getpid()
+def worker_children(parent=None):
+    """Live (non-zombie) monarch-worker children of process `parent` (this
+    process by default), from /proc."""
+    me = os.getpid() if parent is None else parent
     out = []
     for entry in os.listdir("/proc"):
         if not entry.isdigit():

@@ -241,7 +241,7 @@ def _run_script(tmp_path, env_extra):
     script.write_text(SCRIPT)
     env = dict(os.environ, **env_extra)
     env["PYTHONPATH"] = os.pathsep.join(
-        [str(_runtime.pathlib.Path(mc.__file__).parents[1]),
+        [str(pathlib.Path(mc.__file__).parents[1]),
          env.get("PYTHONPATH", "")])
     out = subprocess.run([sys.executable, str(script)], capture_output=True,
                          text=True, timeout=60, env=env)
