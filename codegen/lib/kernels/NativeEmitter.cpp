@@ -159,7 +159,10 @@ static void routeHeapThroughHooks(llvm::Module &module) {
 /// call (KernelProfile.cpp), hidden in the library:
 ///   i64 monarch_prof_now()  CLOCK_MONOTONIC in nanoseconds;
 ///   void monarch_prof_add(ptr counts, i64 slot, i64 start)
-///     counts[2 slot] += now - start; counts[2 slot + 1] += 1 (atomically).
+///     counts[2 slot] += now - start; counts[2 slot + 1] += 1 (atomically),
+///     then, when the exported pointer `monarch_prof_event_fn` is set (the
+///     runtime sets it when it loads the library), calls it with
+///     (counts, slot, start, now): one loop nest's run, for the trace.
 static void addProfileHooks(llvm::Module &module) {
   llvm::LLVMContext &ctx = module.getContext();
   llvm::Type *i64 = llvm::Type::getInt64Ty(ctx);
@@ -182,22 +185,39 @@ static void addProfileHooks(llvm::Module &module) {
         b.CreateLoad(i64, b.CreateConstGEP2_32(timespec, ts, 0, 1));
     b.CreateRet(b.CreateAdd(b.CreateMul(sec, b.getInt64(1000000000)), nsec));
   }
+  auto *eventFn = new llvm::GlobalVariable(
+      module, ptrTy, /*isConstant=*/false, llvm::GlobalValue::ExternalLinkage,
+      llvm::ConstantPointerNull::get(llvm::PointerType::getUnqual(ctx)),
+      "monarch_prof_event_fn");
+  eventFn->setVisibility(llvm::GlobalValue::DefaultVisibility);
   auto *add = llvm::Function::Create(
       llvm::FunctionType::get(llvm::Type::getVoidTy(ctx), {ptrTy, i64, i64},
                               false),
       llvm::GlobalValue::ExternalLinkage, "monarch_prof_add", module);
   add->setVisibility(llvm::GlobalValue::HiddenVisibility);
   {
-    llvm::IRBuilder<> b(llvm::BasicBlock::Create(ctx, "entry", add));
+    llvm::BasicBlock *entry = llvm::BasicBlock::Create(ctx, "entry", add);
+    llvm::BasicBlock *report = llvm::BasicBlock::Create(ctx, "report", add);
+    llvm::BasicBlock *done = llvm::BasicBlock::Create(ctx, "done", add);
+    llvm::IRBuilder<> b(entry);
     llvm::Value *counts = add->getArg(0), *slot = add->getArg(1);
-    llvm::Value *elapsed = b.CreateSub(b.CreateCall(now), add->getArg(2));
+    llvm::Value *start = add->getArg(2);
+    llvm::Value *end = b.CreateCall(now);
     llvm::Value *time =
         b.CreateGEP(i64, counts, b.CreateMul(slot, b.getInt64(2)));
     llvm::Value *calls = b.CreateGEP(i64, time, b.getInt64(1));
-    b.CreateAtomicRMW(llvm::AtomicRMWInst::Add, time, elapsed, llvm::Align(8),
-                      llvm::AtomicOrdering::Monotonic);
+    b.CreateAtomicRMW(llvm::AtomicRMWInst::Add, time, b.CreateSub(end, start),
+                      llvm::Align(8), llvm::AtomicOrdering::Monotonic);
     b.CreateAtomicRMW(llvm::AtomicRMWInst::Add, calls, b.getInt64(1),
                       llvm::Align(8), llvm::AtomicOrdering::Monotonic);
+    llvm::Value *target = b.CreateLoad(ptrTy, eventFn);
+    b.CreateCondBr(b.CreateIsNotNull(target), report, done);
+    b.SetInsertPoint(report);
+    b.CreateCall(llvm::FunctionType::get(llvm::Type::getVoidTy(ctx),
+                                         {ptrTy, i64, i64, i64}, false),
+                 target, {counts, slot, start, end});
+    b.CreateBr(done);
+    b.SetInsertPoint(done);
     b.CreateRetVoid();
   }
 }

@@ -177,6 +177,23 @@ void installAllocatorHooks(void *handle) {
     *freeFn = reinterpret_cast<void *>(&kernelFree);
 }
 
+/// Where this thread's KernelSliceRecording collects (null: nowhere).
+thread_local std::vector<KernelSlice> *tSlices = nullptr;
+
+/// `monarch_prof_event_fn` of every loaded library (NativeEmitter.cpp's
+/// profile hooks call it after each loop nest of a profiled kernel).
+void recordKernelSlice(const void *counts, int64_t slot, int64_t startNs,
+                       int64_t endNs) {
+  if (tSlices)
+    tSlices->push_back({counts, slot, startNs, endNs});
+}
+
+void installSliceHook(void *handle) {
+  if (auto **eventFn =
+          reinterpret_cast<void **>(::dlsym(handle, "monarch_prof_event_fn")))
+    *eventFn = reinterpret_cast<void *>(&recordKernelSlice);
+}
+
 /// Kernels that call OpenBLAS (codegen's BlasCalls.cpp) get it as a
 /// dependency of the library. A worker is one rank on its share of the
 /// cores, so BLAS runs on the calling thread: OPENBLAS_NUM_THREADS defaults
@@ -220,6 +237,7 @@ LoadedKernelLibrary::load(std::string_view binary, std::string name) {
     return Status(StatusCode::InvalidArgument,
                   "loading " + name + ": " + error);
   installAllocatorHooks(handle);
+  installSliceHook(handle);
   applyBlasThreads(handle);
   return std::unique_ptr<LoadedKernelLibrary>(
       new LoadedKernelLibrary(handle, memfd, std::move(name)));
@@ -278,7 +296,44 @@ std::optional<ProfileTables> profileTables(void *handle,
   return ProfileTables{counts, ops};
 }
 
+/// The kernel's loop nests by slot, from its ops table (one line per slot:
+/// op, location, shapes, flops, bytes, separated by tabs); no times.
+std::vector<KernelOpProfile> opRows(const std::string &symbol,
+                                    const ProfileTables &tables) {
+  std::vector<KernelOpProfile> rows;
+  std::string_view text(tables.ops);
+  while (!text.empty()) {
+    size_t end = text.find('\n');
+    std::string_view line = text.substr(0, end);
+    text = end == std::string_view::npos ? std::string_view()
+                                         : text.substr(end + 1);
+    std::vector<std::string> fields;
+    size_t start = 0;
+    for (size_t tab; (tab = line.find('\t', start)) != line.npos;
+         start = tab + 1)
+      fields.emplace_back(line.substr(start, tab - start));
+    fields.emplace_back(line.substr(start));
+    if (fields.size() != 5)
+      break;
+    KernelOpProfile row;
+    row.symbol = symbol;
+    row.op = fields[0];
+    row.location = fields[1];
+    row.shapes = fields[2];
+    row.flops = std::strtoll(fields[3].c_str(), nullptr, 10);
+    row.bytes = std::strtoll(fields[4].c_str(), nullptr, 10);
+    rows.push_back(std::move(row));
+  }
+  return rows;
+}
+
 } // namespace
+
+KernelSliceRecording::KernelSliceRecording() : previous_(tSlices) {
+  tSlices = &slices_;
+}
+
+KernelSliceRecording::~KernelSliceRecording() { tSlices = previous_; }
 
 std::vector<KernelOpProfile>
 LoadedKernelLibrary::profile(const std::vector<std::string> &symbols) const {
@@ -287,37 +342,24 @@ LoadedKernelLibrary::profile(const std::vector<std::string> &symbols) const {
     std::optional<ProfileTables> tables = profileTables(handle_, symbol);
     if (!tables)
       continue;
-    // One line per slot: op, location, shapes, flops, bytes (tabs).
-    std::string_view text(tables->ops);
-    size_t slot = 0;
-    while (!text.empty()) {
-      size_t end = text.find('\n');
-      std::string_view line = text.substr(0, end);
-      text = end == std::string_view::npos ? std::string_view()
-                                           : text.substr(end + 1);
-      std::vector<std::string> fields;
-      size_t start = 0;
-      for (size_t tab; (tab = line.find('\t', start)) != line.npos;
-           start = tab + 1)
-        fields.emplace_back(line.substr(start, tab - start));
-      fields.emplace_back(line.substr(start));
-      if (fields.size() != 5)
-        break;
-      KernelOpProfile row;
-      row.symbol = symbol;
-      row.op = fields[0];
-      row.location = fields[1];
-      row.shapes = fields[2];
-      row.flops = std::strtoll(fields[3].c_str(), nullptr, 10);
-      row.bytes = std::strtoll(fields[4].c_str(), nullptr, 10);
+    std::vector<KernelOpProfile> kernelRows = opRows(symbol, *tables);
+    for (size_t slot = 0; slot < kernelRows.size(); ++slot) {
       const uint64_t *counts = tables->counts + 2 * slot;
-      row.nanoseconds = __atomic_load_n(&counts[0], __ATOMIC_RELAXED);
-      row.calls = __atomic_load_n(&counts[1], __ATOMIC_RELAXED);
-      rows.push_back(std::move(row));
-      ++slot;
+      kernelRows[slot].nanoseconds =
+          __atomic_load_n(&counts[0], __ATOMIC_RELAXED);
+      kernelRows[slot].calls = __atomic_load_n(&counts[1], __ATOMIC_RELAXED);
+      rows.push_back(std::move(kernelRows[slot]));
     }
   }
   return rows;
+}
+
+std::pair<const void *, std::vector<KernelOpProfile>>
+LoadedKernelLibrary::sliceTable(const std::string &symbol) const {
+  std::optional<ProfileTables> tables = profileTables(handle_, symbol);
+  if (!tables)
+    return {nullptr, {}};
+  return {tables->counts, opRows(symbol, *tables)};
 }
 
 void LoadedKernelLibrary::resetProfile(

@@ -23,8 +23,10 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <deque>
 #include <functional>
+#include <map>
 #include <optional>
 #include <set>
 #include <thread>
@@ -84,6 +86,10 @@ struct Interpreter::Impl {
   std::string profileLabel;
   std::vector<executor::KernelFunction> kernelFns;
   std::vector<std::vector<void *>> kernelArgs;
+  /// Tracing with profiled kernels (MONARCH_TRACE with
+  /// MONARCH_KERNEL_PROFILE): each kernel's loop nests by slot, keyed by
+  /// the `counts` its KernelSlices carry. Empty otherwise.
+  std::map<const void *, std::vector<executor::KernelOpProfile>> nestTables;
   char *arena = nullptr;
   /// The arena as memory the peers on this host may map, where the plan
   /// has collectives (Communicator::registerMemory): then the shared-memory
@@ -223,6 +229,37 @@ struct Interpreter::Impl {
     if (trace)
       trace->push_back({instr.name, category(instr.kind), stream, start,
                         nowUs() - start, instr.location});
+  }
+
+  /// The loop nests a profiled kernel ran, as trace slices inside its
+  /// launch's slice on the same stream: the op and its shapes, at the
+  /// user's line. Their monotonic-clock times move to the trace's wall
+  /// clock by the two clocks' offset now, clamped to the launch's slice
+  /// (whole microseconds, so that they nest).
+  void recordNests(const std::vector<executor::KernelSlice> &slices, int stream,
+                   int64_t launchStartUs) {
+    if (slices.empty())
+      return;
+    timespec mono;
+    ::clock_gettime(CLOCK_MONOTONIC, &mono);
+    int64_t endUs = nowUs();
+    int64_t offsetUs = endUs - (static_cast<int64_t>(mono.tv_sec) * 1000000 +
+                                mono.tv_nsec / 1000);
+    std::lock_guard<std::mutex> lock(traceMutex);
+    if (!trace)
+      return;
+    for (const executor::KernelSlice &slice : slices) {
+      auto table = nestTables.find(slice.counts);
+      if (table == nestTables.end() || slice.slot < 0 ||
+          slice.slot >= static_cast<int64_t>(table->second.size()))
+        continue;
+      const executor::KernelOpProfile &nest = table->second[slice.slot];
+      int64_t from = std::max(launchStartUs, offsetUs + slice.startNs / 1000);
+      int64_t to = std::min(endUs, offsetUs + slice.endNs / 1000);
+      trace->push_back({nest.op + " " + nest.shapes, "loop nest", stream, from,
+                        std::max<int64_t>(0, to - from),
+                        nest.location == "-" ? "" : nest.location});
+    }
   }
 
   /// The first failure of a step wins: reported, then the communicators
@@ -425,7 +462,11 @@ struct Interpreter::Impl {
     } else {
       int64_t start = nowUs();
       const Instruction &head = program->instructions[entry.instrs.front()];
-      if (head.kind == OpKind::Launch) {
+      if (head.kind == OpKind::Launch && !nestTables.empty()) {
+        executor::KernelSliceRecording nests;
+        status = runLaunch(entry.instrs.front());
+        recordNests(nests.slices(), id, start);
+      } else if (head.kind == OpKind::Launch) {
         status = runLaunch(entry.instrs.front());
       } else if (inlineWait) {
         // Run here, in place of the wait after it: that wait's deadline
@@ -882,6 +923,12 @@ StatusOr<std::unique_ptr<Interpreter>> Interpreter::create(RankProgram program,
       for (const BufferRef &b : instr.outs)
         s.kernelArgs[i].push_back(s.ptr(b));
     }
+    if (s.options.trace)
+      for (const std::string &symbol : s.kernelSymbols) {
+        auto [counts, nests] = s.kernels->sliceTable(symbol);
+        if (counts)
+          s.nestTables[counts] = std::move(nests);
+      }
   }
 
   // Tags: the k-th send a->b on C matches the k-th recv on b from a on C,

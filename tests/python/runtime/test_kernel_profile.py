@@ -47,3 +47,44 @@ def test_each_rank_writes_its_loop_nests_at_the_users_lines(tmp_path,
         assert float(blas[0][0]) > 0, text  # total ms
         assert "4x16:f32, 16x4:f32 -> 4x4:f32" in text, text
         assert "loop nests (time inside kernels" in text, text
+
+
+def test_the_trace_shows_each_loop_nest_inside_its_kernel(tmp_path,
+                                                          monkeypatch):
+    """MONARCH_TRACE with MONARCH_KERNEL_PROFILE: every launch's slice holds
+    one slice per loop nest the kernel ran (op and shapes, at the user's
+    line), on the same rank and stream, within the launch's time."""
+    import json
+
+    monkeypatch.setenv("MONARCH_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("MONARCH_KERNEL_PROFILE", str(tmp_path / "profile"))
+    trace_path = tmp_path / "trace.json"
+    monkeypatch.setenv("MONARCH_TRACE", str(trace_path))
+    x, w, expected = _case(4)
+    model = tmp_path / "model.py"
+    steps = 3
+    with mc.mesh(hosts=1, gpus=2) as mesh:
+        step = _load(model, SOURCE)(mesh)
+        for _ in range(steps):
+            np.testing.assert_allclose(step(x, w), expected, rtol=1e-5,
+                                       atol=1e-4)
+    events = json.loads(trace_path.read_text())["traceEvents"]
+    launches = [e for e in events if e.get("cat") == "kernel"]
+    nests = [e for e in events if e.get("cat") == "loop nest"]
+    assert launches and nests, events
+    matmul_line = f"{model}:{_line_of('x @ w')}:"
+    for rank_pid in {e["pid"] for e in launches}:
+        mine = [e for e in nests if e["pid"] == rank_pid]
+        blas = [e for e in mine if "(blas) 4x16:f32, 16x4:f32 -> 4x4:f32"
+                in e["name"]]
+        assert len(blas) == steps, mine
+        assert all(e["args"]["loc"].startswith(matmul_line) for e in blas)
+        for nest in mine:
+            inside = [l for l in launches
+                      if l["pid"] == nest["pid"] and l["tid"] == nest["tid"]
+                      and l["ts"] <= nest["ts"]
+                      and nest["ts"] + nest["dur"] <= l["ts"] + l["dur"]]
+            assert len(inside) == 1, (nest, launches)
+    # The nests of one launch: as many as the kernel's loop nests, each step.
+    per_launch = len(nests) / len(launches)
+    assert per_launch == int(per_launch) and per_launch >= 2, (nests, launches)

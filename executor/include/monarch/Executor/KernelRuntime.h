@@ -40,6 +40,33 @@ struct KernelOpProfile {
   uint64_t nanoseconds = 0;
 };
 
+/// One run of one loop nest of a profiled kernel, recorded while the thread
+/// that called the kernel had a KernelSliceRecording open. `counts` names
+/// the kernel (LoadedKernelLibrary::sliceTable), `slot` the loop nest;
+/// times are CLOCK_MONOTONIC nanoseconds.
+struct KernelSlice {
+  const void *counts = nullptr;
+  int64_t slot = 0;
+  int64_t startNs = 0;
+  int64_t endNs = 0;
+};
+
+/// While alive, the loop nests that profiled kernels run on this thread are
+/// appended to `slices()` (the library's hook reports each one when it
+/// ends). Kernels compiled without profiling report nothing. Nests.
+class KernelSliceRecording {
+public:
+  KernelSliceRecording();
+  ~KernelSliceRecording();
+  KernelSliceRecording(const KernelSliceRecording &) = delete;
+  KernelSliceRecording &operator=(const KernelSliceRecording &) = delete;
+  const std::vector<KernelSlice> &slices() const { return slices_; }
+
+private:
+  std::vector<KernelSlice> slices_;
+  std::vector<KernelSlice> *previous_;
+};
+
 /// The rows of `profile` as a table, slowest first: total time and share,
 /// calls, time per call, GFLOP/s and GB/s (per call), op, shapes, line,
 /// kernel; `top` rows at most (0: all), then a line with the total.
@@ -73,6 +100,11 @@ public:
   profile(const std::vector<std::string> &symbols) const;
   /// Zeroes the accumulated times of the kernels `symbols`.
   void resetProfile(const std::vector<std::string> &symbols) const;
+  /// The kernel `symbol`'s loop nests, by slot (op, location, shapes,
+  /// flops, bytes; no times), and the `counts` its KernelSlices carry;
+  /// {nullptr, {}} for a kernel compiled without profiling.
+  std::pair<const void *, std::vector<KernelOpProfile>>
+  sliceTable(const std::string &symbol) const;
 
 private:
   LoadedKernelLibrary(void *handle, int memfd, std::string name)
