@@ -222,12 +222,21 @@ struct Interpreter::Impl {
     return Status::ok();
   }
 
+  /// A trace slice of `instr`; communication is named with the transport
+  /// its communicator runs over ("... via shm", "via gloo", "via nccl"), so
+  /// a trace shows which pairs crossed hosts.
   void record(const Instruction &instr, int stream, int64_t start) {
     if (!options.trace)
       return;
+    std::string name = instr.name;
+    if (isComm(instr.kind)) {
+      auto comm = commForStream.find({instr.communicator, stream});
+      if (comm != commForStream.end() && comm->second)
+        name += std::string(" via ") + comm->second->transport();
+    }
     std::lock_guard<std::mutex> lock(traceMutex);
     if (trace)
-      trace->push_back({instr.name, category(instr.kind), stream, start,
+      trace->push_back({std::move(name), category(instr.kind), stream, start,
                         nowUs() - start, instr.location});
   }
 

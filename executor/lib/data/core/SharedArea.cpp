@@ -101,16 +101,18 @@ StatusOr<SharedArea> SharedArea::open(int64_t pid, int fd, size_t minBytes) {
 std::string hostIdentity() {
   std::string boot;
   std::ifstream("/proc/sys/kernel/random/boot_id") >> boot;
-  char ns[128] = {0};
-  ssize_t n = ::readlink("/proc/self/ns/pid", ns, sizeof(ns) - 1);
+  auto ns = [](const char *path) {
+    char link[128] = {0};
+    ssize_t n = ::readlink(path, link, sizeof(link) - 1);
+    return n > 0 ? std::string(link, n) : std::string("?");
+  };
   char host[256] = {0};
   ::gethostname(host, sizeof(host) - 1);
   // Tests and debugging: pretend to be on another host.
   if (std::optional<std::string> fake = knobs::raw(knobs::Id::ShmHost))
     std::snprintf(host, sizeof(host), "%s", fake->c_str());
-  return std::string(host) + "/" + boot + "/" +
-         (n > 0 ? std::string(ns, n) : std::string("?")) + "/uid" +
-         std::to_string(::getuid());
+  return std::string(host) + "/" + boot + "/" + ns("/proc/self/ns/pid") + "/" +
+         ns("/proc/self/ns/net") + "/uid" + std::to_string(::getuid());
 }
 
 } // namespace monarch::executor

@@ -49,10 +49,14 @@ private:
   int fd_ = -1;
 };
 
-/// Identifies the host, kernel, pid namespace and user this process runs
-/// as: processes with equal ids can open each other's areas.
-/// MONARCH_SHM_HOST, when set, replaces the host name (tests use it to put
-/// processes on "different hosts").
+/// Identifies the host, kernel, pid and network namespaces and user this
+/// process runs as: processes with equal ids can open each other's areas,
+/// and are on one host for the data plane and the controller's same-host
+/// paths. The network namespace counts because a machine's namespaces are
+/// its hosts in tests (scripts/netns-hosts.sh), as containers are on a
+/// real one: each has its own addresses, and its own abstract sockets that
+/// the others cannot reach. MONARCH_SHM_HOST, when set, replaces the host
+/// name (tests use it to put processes on "different hosts").
 std::string hostIdentity();
 
 } // namespace monarch::executor
