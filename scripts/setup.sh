@@ -17,7 +17,7 @@ DEB_PACKAGES=(
   libthrift-dev thrift-compiler libgloo-dev libboost-graph-dev
   libspdlog-dev libfmt-dev libcli11-dev libgtest-dev libgmock-dev
   libopenblas-dev clang-22 libclang-rt-22-dev lld-22
-  iproute2 util-linux
+  iproute2 util-linux slurmd slurmctld slurm-client munge
 )
 # module[:PyPI name]. scikit-build-core builds the wheel (pyproject.toml);
 # nbclient, nbformat and ipykernel run the quickstart notebook's test.

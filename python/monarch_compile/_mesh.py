@@ -2,7 +2,7 @@
 import atexit
 import weakref
 
-from . import _runtime, errors
+from . import _runtime, errors, knobs
 from ._location import user_loc
 
 _live = weakref.WeakSet()
@@ -111,20 +111,24 @@ def mesh(launcher="local", **dims):
     started by someone else (a batch system, `srun`, a script) to join: they
     and this process share MONARCH_CONTROLLER (host:port the controller
     listens on) and MONARCH_JOB_TOKEN, and each worker gets MONARCH_RANK and
-    MONARCH_WORLD_SIZE (docs/executor.md). "slurm" (allocating and starting
-    them through SLURM) is not supported yet: under an allocation, start the
-    workers with srun and use "env"."""
+    MONARCH_WORLD_SIZE (docs/executor.md); "slurm" runs one `srun` job
+    step of every rank: the `hosts` dimension is the nodes, the others the
+    tasks on each (inside an allocation it runs there, outside one srun asks
+    for one; MONARCH_SLURM_ARGS adds srun options; set MONARCH_BIND_HOST to
+    an address of this machine the nodes reach)."""
     loc = user_loc()
     if launcher not in _LAUNCHERS:
         raise errors.MeshError(
             f"mc.mesh: launcher must be one of {', '.join(_LAUNCHERS)}, got "
             f"{launcher!r}", *loc)
     if launcher == "slurm":
-        raise errors.UnsupportedError(
-            "mc.mesh(launcher='slurm') is not supported yet: inside a SLURM "
-            "allocation, start the workers with `srun monarch-worker` (with "
-            "MONARCH_CONTROLLER and MONARCH_JOB_TOKEN set) and use "
-            "launcher='env'", *loc)
+        import shutil
+        srun = knobs.slurm_srun
+        if shutil.which(srun) is None:
+            raise errors.MeshError(
+                f"mc.mesh(launcher='slurm'): `{srun}` is not on PATH (run "
+                "where SLURM's client commands are, or set MONARCH_SLURM_SRUN)",
+                *loc)
     if launcher == "env":
         import os
         missing = [v for v in ("MONARCH_CONTROLLER", "MONARCH_JOB_TOKEN")

@@ -104,6 +104,7 @@ class _MeshRuntime:
         self.size = root.size
         self.name = repr(root)
         self.launcher = getattr(root, "launcher", "local")
+        self.hosts = root.dims.get("hosts", 1)
         self.controller = None
         self.programs = {}         # controller program name -> _Loaded
         self.initialized = set()   # state keys written to the workers
@@ -118,7 +119,7 @@ class _MeshRuntime:
                                     knobs.log_level if
                                     knobs.is_set("MONARCH_LOG_LEVEL") else "warn",
                                     p.max_retries, p.checkpoint_every,
-                                    self.launcher)
+                                    self.launcher, self.hosts)
         return self.controller
 
     def apply_policy(self, compiled):

@@ -340,11 +340,12 @@ void bindExecutor(nb::module_ &m) {
           "start",
           [](int worldSize, const std::string &workerBinary,
              const std::string &logLevel, int maxRetries, int checkpointEvery,
-             const std::string &launcher) {
+             const std::string &launcher, int hosts) {
             ControllerOptions o = ControllerOptions::fromEnv();
             o.worldSize = worldSize;
             if (!launcher.empty())
               o.launcherName = launcher;
+            o.hosts = hosts;
             o.recovery.maxRetries = maxRetries;
             o.recovery.checkpointEvery = checkpointEvery;
             if (!workerBinary.empty())
@@ -366,7 +367,7 @@ void bindExecutor(nb::module_ &m) {
           nb::arg("world_size"), nb::arg("worker_binary") = "",
           nb::arg("log_level") = "", nb::arg("max_retries") = 0,
           nb::arg("checkpoint_every") = 1, nb::arg("launcher") = "",
-          nb::rv_policy::take_ownership)
+          nb::arg("hosts") = 1, nb::rv_policy::take_ownership)
       .def("load_plan",
            [](PyController &self, const nb::bytes &plan) {
              std::string bytes(plan.c_str(), plan.size());

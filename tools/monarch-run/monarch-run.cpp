@@ -2,7 +2,7 @@
 //
 //   monarch-run PLAN.mcplan [--program NAME | --plan NAME]
 //               [--inputs a.npy ...] [--outputs DIR]
-//               [--launcher=local|env] [--ranks N] [--steps K]
+//               [--launcher=local|env|slurm] [--ranks N] [--steps K]
 //               [--state @actor::@state=FILE.npy ...]
 //
 // Starts a controller with N workers (the plan's root mesh size by
@@ -86,8 +86,8 @@ int main(int argc, char **argv) {
   app.add_option("--inputs", inputs, ".npy files, one per plan input");
   app.add_option("--outputs", outputs, "write output<i>.npy here");
   app.add_option("--launcher", launcher,
-                 "local or env (default: $MONARCH_LAUNCHER, else local)")
-      ->check(CLI::IsMember({"local", "env"}))
+                 "local, env or slurm (default: $MONARCH_LAUNCHER, else local)")
+      ->check(CLI::IsMember({"local", "env", "slurm"}))
       ->default_val(knobs::getString(knobs::Id::Launcher).value);
   app.add_option("--ranks", ranks, "workers (default: the plan's mesh size)")
       ->check(CLI::PositiveNumber);
@@ -144,8 +144,10 @@ int main(int argc, char **argv) {
       return fail(planPath + ": no step plan named '" + planName + "'");
     step = &plan->plans[index];
   }
+  int hosts = 1;
   if (ranks == 0) {
-    // The root mesh of the step plan.
+    // The root mesh of the step plan; its `hosts` dimension is the nodes
+    // of the slurm launcher.
     std::string mesh = step->mesh;
     for (int depth = 0; depth < 64; ++depth) {
       int32_t m = plan->findMesh(mesh);
@@ -153,6 +155,9 @@ int main(int argc, char **argv) {
         return fail("unknown mesh @" + mesh);
       if (!plan->meshes[m].parent) {
         ranks = static_cast<int>(plan->meshes[m].numRanks());
+        for (const pm::MeshDim &dim : plan->meshes[m].dims)
+          if (dim.name == "hosts")
+            hosts = static_cast<int>(dim.size);
         break;
       }
       mesh = *plan->meshes[m].parent;
@@ -168,6 +173,7 @@ int main(int argc, char **argv) {
 
   ControllerOptions options = ControllerOptions::fromEnv();
   options.worldSize = ranks;
+  options.hosts = ranks % hosts == 0 ? hosts : 1;
   options.launcherName = launcher;
   options.recovery.maxRetries = maxRetries;
   options.recovery.checkpointEvery = checkpointEvery;

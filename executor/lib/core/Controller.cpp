@@ -243,6 +243,7 @@ Controller::start(ControllerOptions options) {
   s.startMonitor();
 
   s.spec.worldSize = s.options.worldSize;
+  s.spec.hosts = s.options.hosts;
   s.spec.controllerAddress = s.advertisedAddress;
   s.spec.jobToken = s.token;
   s.spec.workerBinary = findWorkerBinary(s.options.workerBinary);

@@ -54,8 +54,10 @@ StatusOr<std::unique_ptr<Launcher>> createLauncher(const std::string &name) {
     return createLocalLauncher();
   if (name == "env")
     return createEnvLauncher();
+  if (name == "slurm")
+    return createSlurmLauncher();
   return Status(StatusCode::NotFound,
-                "unknown launcher '" + name + "' (known: local, env)");
+                "unknown launcher '" + name + "' (known: local, env, slurm)");
 }
 
 } // namespace monarch::executor

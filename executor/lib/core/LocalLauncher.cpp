@@ -1,25 +1,33 @@
-//===- LocalLauncher.cpp - fork/exec monarch-worker on this machine ------===//
+//===- LocalLauncher.cpp - Launchers that own their child processes ------===//
 //
-// One thread owns the children: it forks them (PR_SET_PDEATHSIG follows the
-// thread that forked, so a thread that outlives every child is the only safe
-// parent), polls them with waitpid(pid, WNOHANG) (never waitpid(-1): the
-// embedding process may have children of its own), reports exits, and kills
-// what is left on terminate. Children close every inherited descriptor so a
-// dead controller's sockets are not kept open by its workers. After
-// terminate() the launcher can launch again (the restart policy's next
-// generation of workers) with a new owner thread.
+// `local` forks and execs monarch-worker once per rank on this machine;
+// `slurm` forks one `srun` that starts every rank as a task of a job step
+// (SLURM places them: block distribution, `hosts` nodes). Both own their
+// children the same way, here: one thread forks them (PR_SET_PDEATHSIG
+// follows the thread that forked, so a thread that outlives every child is
+// the only safe parent), polls them with waitpid(pid, WNOHANG) (never
+// waitpid(-1): the embedding process may have children of its own),
+// reports exits, and kills what is left on terminate. Children close every
+// inherited descriptor so a dead controller's sockets are not kept open by
+// its workers. After terminate() the launcher can launch again (the restart
+// policy's next generation of workers) with a new owner thread.
 //
 //===----------------------------------------------------------------------===//
 #include "monarch/Executor/Launcher.h"
+#include "monarch/Support/Knobs.h"
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
+#include <cstdlib>
 #include <cstring>
 #include <fcntl.h>
+#include <map>
 #include <mutex>
 #include <signal.h>
+#include <sstream>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <thread>
@@ -30,6 +38,8 @@ extern char **environ;
 namespace monarch::executor {
 
 std::string WorkerExit::describe() const {
+  if (!detail.empty())
+    return detail;
   if (signal != 0) {
     const char *name = sigabbrev_np(signal);
     return "killed by signal " + std::to_string(signal) +
@@ -40,41 +50,90 @@ std::string WorkerExit::describe() const {
 
 namespace {
 
-class LocalLauncher final : public Launcher {
+/// A process the launcher starts: the worker of one rank, or a process
+/// that starts several (srun, rank -1).
+struct Child {
+  int rank = -1;
+  std::string what;
+  std::vector<std::string> argv;
+  std::vector<std::string> env;
+  /// Sent first when the grace period ends (srun forwards SIGTERM to its
+  /// tasks and waits for them); SIGKILL follows 2 s later. 0: SIGKILL at
+  /// once.
+  int gentleSignal = 0;
+  /// Its stderr goes through the launcher (ChildLauncher::onOutput, then
+  /// this process's stderr) instead of straight to this process's.
+  bool watchOutput = false;
+};
+
+/// The environment of this process with `spec.env`, `extra` and the job's
+/// variables on top, and `drop` removed.
+std::vector<std::string>
+environmentWith(const LaunchSpec &spec,
+                const std::map<std::string, std::string> &extra,
+                const std::vector<std::string> &drop) {
+  std::map<std::string, std::string> env;
+  for (char **e = environ; *e; ++e) {
+    const char *eq = std::strchr(*e, '=');
+    if (eq)
+      env[std::string(*e, eq - *e)] = eq + 1;
+  }
+  for (auto &[k, v] : spec.env)
+    env[k] = v;
+  for (auto &[k, v] : extra)
+    env[k] = v;
+  env["MONARCH_CONTROLLER"] = spec.controllerAddress;
+  env["MONARCH_WORLD_SIZE"] = std::to_string(spec.worldSize);
+  env["MONARCH_JOB_TOKEN"] = spec.jobToken;
+  for (const std::string &k : drop)
+    env.erase(k);
+  std::vector<std::string> out;
+  for (auto &[k, v] : env)
+    out.push_back(k + "=" + v);
+  return out;
+}
+
+class ChildLauncher : public Launcher {
 public:
-  ~LocalLauncher() override { terminate(std::chrono::milliseconds(500)); }
-  std::string name() const override { return "local"; }
   bool ownsProcesses() const override { return true; }
   bool canRelaunch() const override { return true; }
 
   pid_t pid(int rank) const override {
     std::lock_guard<std::mutex> lock(mutex_);
-    return rank >= 0 && rank < static_cast<int>(pids_.size()) ? pids_[rank] : 0;
+    for (size_t i = 0; i < children_.size(); ++i)
+      if (rank >= 0 && children_[i].rank == rank)
+        return pids_[i];
+    return 0;
   }
 
   Status launch(const LaunchSpec &spec,
                 std::function<void(const WorkerExit &)> onExit) override {
     if (spec.worldSize <= 0)
       return Status(StatusCode::InvalidArgument,
-                    "local launcher: world size must be positive");
+                    name() + " launcher: world size must be positive");
     if (::access(spec.workerBinary.c_str(), X_OK) != 0)
       return Status(StatusCode::NotFound,
-                    "local launcher: worker binary '" + spec.workerBinary +
+                    name() + " launcher: worker binary '" + spec.workerBinary +
                         "' is not an executable file (set MONARCH_WORKER_BIN)");
+    StatusOr<std::vector<Child>> children = plan(spec);
+    if (!children.isOk())
+      return children.status();
     // A terminate() in progress (joining the previous generation's thread)
     // finishes before a new generation starts.
     std::lock_guard<std::mutex> join(joinMutex_);
     std::unique_lock<std::mutex> lock(mutex_);
     if (thread_.joinable())
       return Status(StatusCode::InvalidArgument,
-                    "local launcher: already launched");
+                    name() + " launcher: already launched");
     launched_ = false;
     stopping_ = false;
     launchStatus_ = Status::ok();
-    spec_ = spec;
+    children_ = std::move(children).value();
     onExit_ = std::move(onExit);
-    pids_.assign(spec.worldSize, 0);
-    alive_.assign(spec.worldSize, false);
+    pids_.assign(children_.size(), 0);
+    alive_.assign(children_.size(), false);
+    outputFds_.assign(children_.size(), -1);
+    pending_.assign(children_.size(), std::string());
     thread_ = std::thread([this] { run(); });
     cv_.wait(lock, [&] { return launched_; });
     return launchStatus_;
@@ -98,43 +157,92 @@ public:
       thread_.join();
   }
 
+protected:
+  /// The processes that start the job's workers.
+  virtual StatusOr<std::vector<Child>> plan(const LaunchSpec &spec) const = 0;
+  /// A line child `index` wrote on stderr (watchOutput children), on the
+  /// launcher thread.
+  virtual void onOutput(size_t index, const std::string &line) {}
+  /// Called on the launcher thread before `exit` (of child `index`, its
+  /// output read to the end) is reported: may name the rank and say why.
+  virtual void explainExit(size_t index, WorkerExit &exit) {}
+
 private:
-  /// Environment of one rank, built before fork (no allocation after it).
-  std::vector<std::string> environmentFor(int rank) const {
-    std::map<std::string, std::string> env;
-    for (char **e = environ; *e; ++e) {
-      const char *eq = std::strchr(*e, '=');
-      if (eq)
-        env[std::string(*e, eq - *e)] = eq + 1;
-    }
-    for (auto &[k, v] : spec_.env)
-      env[k] = v;
-    if (auto it = spec_.rankEnv.find(rank); it != spec_.rankEnv.end())
-      for (auto &[k, v] : it->second)
-        env[k] = v;
-    env["MONARCH_CONTROLLER"] = spec_.controllerAddress;
-    env["MONARCH_RANK"] = std::to_string(rank);
-    env["MONARCH_WORLD_SIZE"] = std::to_string(spec_.worldSize);
-    env["MONARCH_JOB_TOKEN"] = spec_.jobToken;
-    env["MONARCH_LAUNCHER"] = "local";
-    std::vector<std::string> out;
-    for (auto &[k, v] : env)
-      out.push_back(k + "=" + v);
-    return out;
+  /// `name` when it holds a '/', else its first executable match on PATH
+  /// (found before fork: execve in the child, which must not allocate).
+  static std::string resolve(const std::string &name) {
+    if (name.find('/') != std::string::npos)
+      return name;
+    const char *path = std::getenv("PATH");
+    std::istringstream dirs(path ? path : "");
+    for (std::string dir; std::getline(dirs, dir, ':');)
+      if (!dir.empty() && ::access((dir + "/" + name).c_str(), X_OK) == 0)
+        return dir + "/" + name;
+    return name;
   }
 
-  pid_t spawn(int rank) {
-    std::vector<std::string> envStrings = environmentFor(rank);
+  /// Reads what child `r` wrote since the last call (all of it when
+  /// `toEnd`), passing whole lines to onOutput and echoing them.
+  void drainOutput(size_t r, bool toEnd) {
+    if (outputFds_[r] < 0)
+      return;
+    char chunk[4096];
+    while (true) {
+      ssize_t n = ::read(outputFds_[r], chunk, sizeof(chunk));
+      if (n > 0) {
+        pending_[r].append(chunk, n);
+        continue;
+      }
+      if (n == 0 || (n < 0 && errno != EINTR && errno != EAGAIN)) {
+        ::close(outputFds_[r]);
+        outputFds_[r] = -1;
+        toEnd = true;
+      }
+      if (n < 0 && errno == EINTR)
+        continue;
+      break;
+    }
+    size_t start = 0;
+    for (size_t nl; (nl = pending_[r].find('\n', start)) != std::string::npos;
+         start = nl + 1) {
+      std::string line = pending_[r].substr(start, nl - start);
+      std::fprintf(stderr, "%s\n", line.c_str());
+      onOutput(r, line);
+    }
+    pending_[r].erase(0, start);
+    if (toEnd && !pending_[r].empty()) {
+      std::fprintf(stderr, "%s\n", pending_[r].c_str());
+      onOutput(r, pending_[r]);
+      pending_[r].clear();
+    }
+  }
+
+  pid_t spawn(Child &process, int *outputFd) {
+    int pipeFds[2] = {-1, -1};
+    if (process.watchOutput && ::pipe2(pipeFds, O_CLOEXEC) != 0)
+      pipeFds[0] = pipeFds[1] = -1;
     std::vector<char *> envp;
-    for (auto &s : envStrings)
+    for (auto &s : process.env)
       envp.push_back(s.data());
     envp.push_back(nullptr);
-    std::string argv0 = spec_.workerBinary;
-    char *argv[] = {argv0.data(), nullptr};
+    std::string program = resolve(process.argv[0]);
+    std::vector<char *> argv;
+    for (auto &a : process.argv)
+      argv.push_back(a.data());
+    argv.push_back(nullptr);
     pid_t parent = ::getpid();
     pid_t child = ::fork();
-    if (child != 0)
+    if (child != 0) {
+      if (pipeFds[1] >= 0)
+        ::close(pipeFds[1]);
+      if (pipeFds[0] >= 0 && child > 0) {
+        ::fcntl(pipeFds[0], F_SETFL, O_NONBLOCK);
+        *outputFd = pipeFds[0];
+      } else if (pipeFds[0] >= 0) {
+        ::close(pipeFds[0]);
+      }
       return child;
+    }
     // Child: async-signal-safe calls only until exec.
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (::getppid() != parent)
@@ -144,20 +252,22 @@ private:
     if (devnull >= 0) {
       ::dup2(devnull, 0);
     }
+    if (pipeFds[1] >= 0)
+      ::dup2(pipeFds[1], 2);
     ::close_range(3, ~0U, 0);
-    ::execve(argv[0], argv, envp.data());
+    ::execve(program.c_str(), argv.data(), envp.data());
     ::_exit(127);
   }
 
   void run() {
     {
       std::lock_guard<std::mutex> lock(mutex_);
-      for (int r = 0; r < spec_.worldSize; ++r) {
-        pid_t child = spawn(r);
+      for (size_t r = 0; r < children_.size(); ++r) {
+        pid_t child = spawn(children_[r], &outputFds_[r]);
         if (child < 0) {
-          launchStatus_ = Status(StatusCode::Internal,
-                                 std::string("local launcher: fork failed: ") +
-                                     std::strerror(errno));
+          launchStatus_ = Status(
+              StatusCode::Internal,
+              name() + " launcher: fork failed: " + std::strerror(errno));
           stopping_ = true;
           graceDeadline_ = std::chrono::steady_clock::now();
           break;
@@ -168,7 +278,8 @@ private:
       launched_ = true;
     }
     cv_.notify_all();
-    bool killed = false;
+    // Per child: 0 running, 1 sent its gentle signal, 2 killed.
+    std::vector<int> ended(children_.size(), 0);
     while (true) {
       std::vector<WorkerExit> exits;
       bool anyAlive = false;
@@ -178,34 +289,45 @@ private:
           if (!alive_[r])
             continue;
           int status = 0;
+          drainOutput(r, false);
           pid_t got = ::waitpid(pids_[r], &status, WNOHANG);
           if (got == pids_[r] || (got < 0 && errno == ECHILD)) {
             alive_[r] = false;
+            drainOutput(r, true);
             WorkerExit exit;
-            exit.rank = static_cast<int>(r);
+            exit.rank = children_[r].rank;
+            exit.process = children_[r].what;
             exit.pid = pids_[r];
             if (got > 0 && WIFSIGNALED(status))
               exit.signal = WTERMSIG(status);
             else if (got > 0 && WIFEXITED(status))
               exit.exitCode = WEXITSTATUS(status);
+            explainExit(r, exit);
             exits.push_back(exit);
           } else {
             anyAlive = true;
           }
         }
-        if (stopping_ && !killed && anyAlive &&
-            std::chrono::steady_clock::now() >= graceDeadline_) {
-          for (size_t r = 0; r < pids_.size(); ++r)
-            if (alive_[r]) {
-              ::kill(pids_[r], SIGKILL);
-              // A stopped process dies of SIGKILL; CONT is harmless.
-              ::kill(pids_[r], SIGCONT);
-            }
-          killed = true;
+        // At the grace deadline: SIGKILL, or the child's gentle signal
+        // first and SIGKILL 2 s later.
+        auto now = std::chrono::steady_clock::now();
+        for (size_t r = 0; stopping_ && r < pids_.size(); ++r) {
+          if (!alive_[r] || now < graceDeadline_ || ended[r] == 2)
+            continue;
+          if (children_[r].gentleSignal && ended[r] == 0) {
+            ::kill(pids_[r], children_[r].gentleSignal);
+            ended[r] = 1;
+          } else if (!children_[r].gentleSignal ||
+                     now >= graceDeadline_ + std::chrono::seconds(2)) {
+            ::kill(pids_[r], SIGKILL);
+            // A stopped process dies of SIGKILL; CONT is harmless.
+            ::kill(pids_[r], SIGCONT);
+            ended[r] = 2;
+          }
         }
       }
       for (const WorkerExit &exit : exits) {
-        spdlog::debug("local launcher: rank {} (pid {}) {}", exit.rank,
+        spdlog::debug("{} launcher: {} (pid {}) {}", name(), exit.process,
                       exit.pid, exit.describe());
         if (onExit_)
           onExit_(exit);
@@ -219,7 +341,11 @@ private:
     }
   }
 
-  LaunchSpec spec_;
+  std::vector<Child> children_;
+  /// Per child: the read end of its stderr pipe (-1: not watched, or
+  /// closed) and what was read of an unfinished line.
+  std::vector<int> outputFds_;
+  std::vector<std::string> pending_;
   std::function<void(const WorkerExit &)> onExit_;
   mutable std::mutex mutex_;
   std::mutex joinMutex_;
@@ -233,10 +359,125 @@ private:
   std::chrono::steady_clock::time_point graceDeadline_;
 };
 
+/// One monarch-worker per rank on this machine.
+class LocalLauncher final : public ChildLauncher {
+public:
+  ~LocalLauncher() override { terminate(std::chrono::milliseconds(500)); }
+  std::string name() const override { return "local"; }
+
+protected:
+  StatusOr<std::vector<Child>> plan(const LaunchSpec &spec) const override {
+    std::vector<Child> children;
+    for (int rank = 0; rank < spec.worldSize; ++rank) {
+      std::map<std::string, std::string> extra;
+      if (auto it = spec.rankEnv.find(rank); it != spec.rankEnv.end())
+        extra = it->second;
+      extra["MONARCH_RANK"] = std::to_string(rank);
+      extra["MONARCH_LAUNCHER"] = "local";
+      Child child;
+      child.rank = rank;
+      child.what = "rank " + std::to_string(rank);
+      child.argv = {spec.workerBinary};
+      child.env = environmentWith(spec, extra, {});
+      children.push_back(std::move(child));
+    }
+    return children;
+  }
+};
+
+/// Every rank as a task of one `srun` job step: `hosts` nodes, worldSize /
+/// hosts tasks on each, placed in blocks so that rank = node x tasks per
+/// node + local index, the mesh's row-major order with `hosts` first.
+/// Inside an allocation (SLURM_JOB_ID set) the step runs in it; outside one,
+/// srun asks for one. MONARCH_SLURM_ARGS adds srun options (split on
+/// spaces). The tasks take their rank from SLURM_PROCID and their address
+/// from their route to the controller (MONARCH_WORKER_HOST is not passed
+/// on: it names one host's address).
+class SlurmLauncher final : public ChildLauncher {
+public:
+  ~SlurmLauncher() override { terminate(std::chrono::milliseconds(500)); }
+  std::string name() const override { return "slurm"; }
+
+protected:
+  StatusOr<std::vector<Child>> plan(const LaunchSpec &spec) const override {
+    int hosts = std::max(1, spec.hosts);
+    if (spec.worldSize % hosts != 0)
+      return Status(StatusCode::InvalidArgument,
+                    "slurm launcher: " + std::to_string(spec.worldSize) +
+                        " ranks do not split evenly over " +
+                        std::to_string(hosts) + " hosts");
+    Child srun;
+    srun.what = "srun (the job step of every rank)";
+    srun.argv = {knobs::getString(knobs::Id::SlurmSrun).value,
+                 "--nodes=" + std::to_string(hosts),
+                 "--ntasks=" + std::to_string(spec.worldSize),
+                 "--ntasks-per-node=" + std::to_string(spec.worldSize / hosts),
+                 "--distribution=block",
+                 "--kill-on-bad-exit=1",
+                 "--job-name=monarch-" + std::to_string(spec.generation)};
+    std::istringstream extra(knobs::getString(knobs::Id::SlurmArgs).value);
+    for (std::string arg; extra >> arg;)
+      srun.argv.push_back(arg);
+    srun.argv.push_back(spec.workerBinary);
+    srun.env = environmentWith(
+        spec, {{"MONARCH_LAUNCHER", "slurm"}},
+        {"MONARCH_RANK", "MONARCH_WORKER_HOST", "RANK", "LOCAL_WORLD_SIZE"});
+    srun.gentleSignal = SIGTERM;
+    srun.watchOutput = true;
+    return std::vector<Child>{std::move(srun)};
+  }
+
+  /// srun names the task that ended first: "srun: error: h1: task 3:
+  /// Killed" (or "tasks 2-3: Exited with exit code 4"); the tasks it then
+  /// ended itself say "Terminated". The first other such line names the
+  /// rank (SLURM_PROCID is the rank) and its node.
+  void onOutput(size_t, const std::string &line) override {
+    if (!culprit_.empty())
+      return;
+    static const std::string kPrefix = "srun: error: ";
+    if (line.rfind(kPrefix, 0) != 0)
+      return;
+    std::string rest = line.substr(kPrefix.size());
+    size_t node = rest.find(": task");
+    if (node == std::string::npos)
+      return;
+    std::string tasks = rest.substr(node + 2);
+    size_t colon = tasks.find(": ");
+    if (colon == std::string::npos ||
+        tasks.compare(colon + 2, std::string::npos, "Terminated") == 0)
+      return;
+    size_t digits = tasks.find_first_of("0123456789");
+    if (digits == std::string::npos || digits > colon)
+      return;
+    culpritRank_ = std::atoi(tasks.c_str() + digits);
+    culprit_ =
+        "ended on node " + rest.substr(0, node) + " (srun: " + tasks + ")";
+  }
+
+  void explainExit(size_t, WorkerExit &exit) override {
+    if (culprit_.empty())
+      return;
+    exit.rank = culpritRank_;
+    exit.process = "rank " + std::to_string(culpritRank_);
+    exit.pid = 0;
+    exit.detail = culprit_;
+    culprit_.clear();
+  }
+
+private:
+  /// What srun said of the first task that ended on its own.
+  std::string culprit_;
+  int culpritRank_ = -1;
+};
+
 } // namespace
 
 std::unique_ptr<Launcher> createLocalLauncher() {
   return std::make_unique<LocalLauncher>();
+}
+
+std::unique_ptr<Launcher> createSlurmLauncher() {
+  return std::make_unique<SlurmLauncher>();
 }
 
 } // namespace monarch::executor

@@ -223,11 +223,18 @@ void Controller::Impl::onWorkerExit(const WorkerExit &exit) {
   cv.notify_all();
   if (stopping || failed)
     return;
-  std::string text = describeRankLocked(exit.rank) + " " + exit.describe();
-  if (exit.rank >= 0 && exit.rank < static_cast<int>(ranks.size()) &&
-      !ranks[exit.rank].registered)
+  // A process that is no one rank (srun) names itself; its ranks report
+  // their own ends.
+  std::string text =
+      (exit.rank < 0 && !exit.process.empty() ? exit.process
+                                              : describeRankLocked(exit.rank)) +
+      " " + exit.describe();
+  bool unregistered = exit.rank >= 0 &&
+                      exit.rank < static_cast<int>(ranks.size()) &&
+                      !ranks[exit.rank].registered;
+  if (unregistered)
     text += " before registering with the controller";
-  else
+  else if (exit.rank >= 0)
     text += " " + whereLocked(exit.rank);
   reportFailureLocked(Status(StatusCode::Unavailable, text), true);
 }

@@ -83,7 +83,7 @@ public:
           t.isSet)
         options.comm.timeout = t.value;
       options.waitTimeout = knobs::getMs(knobs::Id::WaitTimeoutMs).value;
-      options.comm.hostname = knobs::getString(knobs::Id::WorkerHost).value;
+      options.comm.hostname = w_.address;
       options.comm.processesOnHost = processesOnHost();
       if (program.device)
         options.comm.cudaDevice = cudaOrdinal();

@@ -17,8 +17,12 @@
 #include "Control_constants.h"
 
 #include <algorithm>
+#include <arpa/inet.h>
 #include <csignal>
 #include <cstdlib>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <optional>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -121,6 +125,42 @@ void Worker::requestExit(int code, const std::string &why) {
   exitCv_.notify_all();
 }
 
+namespace {
+
+/// MONARCH_WORKER_HOST when set; otherwise the local address of the route
+/// to the controller (a UDP socket "connected" there sends nothing, and
+/// getsockname names the interface the kernel would use), so a worker
+/// started by SLURM or torchrun on another host advertises an address the
+/// controller and its peers reach, never its host name (which containers
+/// and network namespaces often resolve to 127.0.0.1). 127.0.0.1 when the
+/// controller is on loopback or the route cannot be found.
+std::string ownAddress(const std::string &controllerHost) {
+  if (std::optional<std::string> set = knobs::raw(knobs::Id::WorkerHost))
+    return *set;
+  addrinfo hints = {};
+  hints.ai_family = AF_INET;
+  hints.ai_socktype = SOCK_DGRAM;
+  addrinfo *found = nullptr;
+  if (::getaddrinfo(controllerHost.c_str(), "9", &hints, &found) != 0 || !found)
+    return "127.0.0.1";
+  std::string address = "127.0.0.1";
+  int fd = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  sockaddr_in local = {};
+  socklen_t length = sizeof(local);
+  if (fd >= 0 && ::connect(fd, found->ai_addr, found->ai_addrlen) == 0 &&
+      ::getsockname(fd, reinterpret_cast<sockaddr *>(&local), &length) == 0) {
+    char text[INET_ADDRSTRLEN] = {};
+    if (::inet_ntop(AF_INET, &local.sin_addr, text, sizeof(text)))
+      address = text;
+  }
+  if (fd >= 0)
+    ::close(fd);
+  ::freeaddrinfo(found);
+  return address;
+}
+
+} // namespace
+
 Status Worker::init() {
   if (std::string bad = knobs::validate(knobs::Worker); !bad.empty())
     return Status(StatusCode::InvalidArgument, bad);
@@ -144,6 +184,7 @@ Status Worker::init() {
     return hostPort.status().withContext("MONARCH_CONTROLLER");
   controllerHost = hostPort->first;
   controllerPort = hostPort->second;
+  address = ownAddress(controllerHost);
   rank = std::atoi(rankText.c_str());
   worldSize = std::atoi(sizeText.c_str());
   if (worldSize <= 0 || rank < 0 || rank >= worldSize)
@@ -178,7 +219,7 @@ Status Worker::init() {
   }
 
   // Serve first, so the address we register is live.
-  std::string bindHost = knobs::getString(knobs::Id::WorkerHost).value;
+  const std::string &bindHost = address;
   auto handler = makeWorkerHandler(*this);
   auto server = ControlServer::start(
       std::make_shared<control::WorkerServiceProcessor>(handler), bindHost, 0,

@@ -116,6 +116,9 @@ public:
   WireOptions limits;
   std::string controllerHost;
   int controllerPort = 0;
+  /// The address this worker's services listen on and advertise, and its
+  /// Gloo pairs use (ownAddress in WorkerProcess.cpp).
+  std::string address;
   control::WorkerConfig config;
   FaultInjection fault;
   std::shared_ptr<ForwardingSink> sink;

@@ -2,8 +2,8 @@
 machine are the hosts (scripts/netns-hosts.sh: own addresses on a bridge,
 own loopback and abstract sockets, as containers on a real cluster), and
 the workers are started on them torchrun-style, by this test, as a batch
-system would (MONARCH_CONTROLLER, MONARCH_RANK, MONARCH_WORLD_SIZE, each
-worker advertising its host's address with MONARCH_WORKER_HOST). The
+system would (MONARCH_CONTROLLER, MONARCH_RANK, MONARCH_WORLD_SIZE; each
+worker advertises its host's address on its route to the controller). The
 controller runs on host 0. A data x tensor parallel training step and an
 actor pipeline whose stages sit on different hosts compute numpy's numbers;
 ranks of one host talk over shared memory, ranks of different hosts over
@@ -19,11 +19,13 @@ import sys
 
 import pytest
 
+from _multihost import transports
 from _procs import require_workers
 
 WORKER = require_workers(why="hosts are real worker processes")
 
-ROOT = pathlib.Path(__file__).resolve().parents[3]
+HERE = pathlib.Path(__file__).resolve().parent
+ROOT = HERE.parents[2]
 SCRIPT = ROOT / "scripts" / "netns-hosts.sh"
 
 
@@ -53,9 +55,9 @@ def hosts():
 
 DRIVER = r'''
 import json, os, socket, subprocess, sys
-import numpy as np
 import monarch_compile as mc
 from monarch_compile import _runtime
+import _multihost
 
 hosts = json.loads(sys.argv[1])
 out_path = sys.argv[2]
@@ -68,64 +70,17 @@ os.environ.update(MONARCH_CONTROLLER=f"{addr0}:{port}",
 workers = []
 for rank in range(4):
     ns, addr = hosts[rank // 2]
+    # No MONARCH_WORKER_HOST: each worker finds its host's address on its
+    # route to the controller.
     env = dict(os.environ, MONARCH_RANK=str(rank), MONARCH_WORLD_SIZE="4",
-               MONARCH_WORKER_HOST=addr, LOCAL_WORLD_SIZE="2")
+               LOCAL_WORLD_SIZE="2")
     workers.append(subprocess.Popen(
         ["nsenter", f"--net=/run/netns/{ns}", _runtime._worker_binary()],
         env=env))
 
 mesh = mc.mesh(hosts=2, gpus=2, launcher="env")
-
-@mc.compile(mesh=mesh)
-def train_step(w1, w2, x, t):
-    def loss_fn(w1, w2, x, t):
-        x = mc.shard(x, hosts=0)          # data parallel over hosts
-        w1 = mc.shard(w1, gpus=1)         # Megatron: columns, then rows
-        w2 = mc.shard(w2, gpus=0)
-        y = mc.relu(x @ w1) @ w2
-        return ((y - t) ** 2).mean()
-    loss, (g1, g2) = mc.value_and_grad(loss_fn, argnums=(0, 1))(w1, w2, x, t)
-    return loss, w1 - 0.1 * g1, w2 - 0.1 * g2
-
-rng = np.random.default_rng(0)
-w1 = rng.standard_normal((16, 8)).astype(np.float32) / 4
-w2 = rng.standard_normal((8, 4)).astype(np.float32) / 4
-x = rng.standard_normal((8, 16)).astype(np.float32)
-t = rng.standard_normal((8, 4)).astype(np.float32)
-r1, r2 = w1.astype(np.float64), w2.astype(np.float64)
-for step in range(3):
-    loss, w1, w2 = train_step(w1, w2, x, t)
-    h = x @ r1
-    y = np.maximum(h, 0) @ r2
-    d = 2 * (y - t) / y.size
-    want = ((y - t) ** 2).mean()
-    g2 = np.maximum(h, 0).T @ d
-    g1 = x.T @ ((d @ r2.T) * (h > 0))
-    r1, r2 = r1 - 0.1 * g1, r2 - 0.1 * g2
-    np.testing.assert_allclose(loss, want, rtol=1e-4)
-    np.testing.assert_allclose(w1, r1, rtol=1e-4, atol=1e-5)
-    np.testing.assert_allclose(w2, r2, rtol=1e-4, atol=1e-5)
-
-class Stage(mc.Actor):
-    def __init__(self, w):
-        self.w = mc.param(w)
-
-    @mc.endpoint
-    def forward(self, x):
-        return mc.relu(x @ self.w)
-
-a = rng.standard_normal((4, 4)).astype(np.float32)
-b = rng.standard_normal((4, 4)).astype(np.float32)
-s0 = mesh.slice(hosts=0).spawn("s0", Stage, a)   # on host 0
-s1 = mesh.slice(hosts=1).spawn("s1", Stage, b)   # on host 1
-
-@mc.compile
-def pipeline(v):
-    return s1.forward.call(s0.forward.call(v))
-
-v = rng.standard_normal((6, 4)).astype(np.float32)
-np.testing.assert_allclose(pipeline(v), np.maximum(np.maximum(v @ a, 0) @ b, 0),
-                           rtol=1e-5, atol=1e-5)
+_multihost.train_data_x_tensor_parallel(mesh)
+_multihost.pipeline_across_hosts(mesh)
 ctl = _runtime.controller_of(mesh)
 pids = [ctl.worker_pid(r) for r in range(4)]
 mesh.stop()
@@ -144,8 +99,8 @@ def test_a_mesh_across_two_hosts_trains_and_pipelines_as_numpy(hosts,
     env = dict(os.environ, MONARCH_TRACE=str(trace),
                MONARCH_CACHE_DIR=str(tmp_path / "cache"))
     env["PYTHONPATH"] = os.pathsep.join(
-        [str(ROOT / "python")] + ([env["PYTHONPATH"]]
-                                  if env.get("PYTHONPATH") else []))
+        [str(ROOT / "python"), str(HERE)] + ([env["PYTHONPATH"]]
+                                             if env.get("PYTHONPATH") else []))
     proc = subprocess.run(
         ["nsenter", f"--net=/run/netns/{hosts[0][0]}", sys.executable,
          str(driver), json.dumps(hosts), str(result)],
@@ -161,14 +116,15 @@ def test_a_mesh_across_two_hosts_trains_and_pipelines_as_numpy(hosts,
     # normal start.)
     assert "<Path: @monarch-worker" not in proc.stderr, proc.stderr[-4000:]
 
-    events = json.loads(trace.read_text())["traceEvents"]
-    comm = [e for e in events if e.get("cat") in ("collective", "send", "recv")]
-    assert comm, events
-    assert all(" via " in e["name"] for e in comm), comm
-    # Within a host the gpus communicators are shared memory; the hosts
-    # communicators (data-parallel gradients) and the pipeline's transfer
-    # from host 0 to host 1 cross the network.
-    via = {e["name"].rsplit(" via ", 1)[1] for e in comm}
-    assert via == {"shm", "gloo"}, via
-    sends = [e for e in comm if e["cat"] in ("send", "recv")]
-    assert sends and all(e["name"].endswith("via gloo") for e in sends), sends
+    assert_transports(trace)
+
+
+def assert_transports(trace):
+    """Within a host the gpus communicators are shared memory; the hosts
+    communicators (data-parallel gradients) and the pipeline's transfer
+    from host 0 to host 1 cross the network."""
+    via = transports(trace)
+    assert set(via) == {"shm", "gloo"}, via
+    sends = [n for n in via["gloo"] if n.startswith(("send", "recv"))]
+    assert sends and not [n for n in via["shm"]
+                          if n.startswith(("send", "recv"))], via

@@ -1,7 +1,7 @@
 """mc.mesh(..., launcher=...) (DESIGN section 3): "local" forks the workers,
 "env" runs on workers someone else started (here: this test, as a batch
-system would), and "slurm" and unknown names are refused at the user's
-line."""
+system would), and "slurm" without srun and unknown names are refused at
+the user's line."""
 
 import os
 import socket
@@ -58,9 +58,11 @@ def test_env_launcher_runs_on_workers_started_elsewhere(monkeypatch):
 
 
 def test_launcher_refusals_name_the_line(monkeypatch):
-    with pytest.raises(mc.UnsupportedError) as e:
+    # The slurm launcher itself runs in test_slurm.py, on a local cluster.
+    monkeypatch.setenv("MONARCH_SLURM_SRUN", "no-such-srun")
+    with pytest.raises(mc.MeshError) as e:
         mc.mesh(gpus=2, launcher="slurm")  # LINE:slurm
-    assert "launcher='env'" in str(e.value) and "test_launchers.py" in str(
+    assert "no-such-srun" in str(e.value) and "test_launchers.py" in str(
         e.value)
     with pytest.raises(mc.MeshError, match="launcher must be one of"):
         mc.mesh(gpus=2, launcher="ssh")

@@ -100,8 +100,12 @@ struct RecoveryStats {
 
 struct ControllerOptions {
   int worldSize = 1;
-  /// "local" (fork/exec on this machine) or "env" (workers join by
-  /// themselves); ignored when `launcher` is set.
+  /// Hosts the ranks spread over (LaunchSpec::hosts; the slurm launcher's
+  /// nodes).
+  int hosts = 1;
+  /// "local" (fork/exec on this machine), "env" (workers join by
+  /// themselves) or "slurm" (one srun job step); ignored when `launcher` is
+  /// set.
   std::string launcherName = "local";
   std::shared_ptr<Launcher> launcher;
   /// monarch-worker for the local launcher; empty: MONARCH_WORKER_BIN, else

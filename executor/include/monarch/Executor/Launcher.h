@@ -4,12 +4,13 @@
 // back to it and register with the job token. `local` forks and execs
 // `monarch-worker` on this machine (the embedded default); `env` starts
 // nothing and waits for workers started by another system (torchrun-style
-// variables, SLURM tasks, Kubernetes pods) to join; a `slurm` launcher would
-// run `srun -n N monarch-worker` with the same variables and own the srun
-// process. Launchers that own processes report their exits (the fastest
-// crash signal the controller has) and kill what is left on terminate().
-// The restart policy relaunches a whole job: terminate(), then launch()
-// again with the next generation's spec, on launchers that canRelaunch().
+// variables, SLURM tasks, Kubernetes pods) to join; `slurm` runs
+// `srun --nodes=H --ntasks=N monarch-worker` with the same variables and
+// owns the srun process. Launchers that own processes report their exits (the
+// fastest crash signal the controller has) and kill what is left on
+// terminate(). The restart policy relaunches a whole job: terminate(), then
+// launch() again with the next generation's spec, on launchers that
+// canRelaunch().
 //
 //===----------------------------------------------------------------------===//
 #ifndef MONARCH_EXECUTOR_LAUNCHER_H
@@ -32,6 +33,9 @@ namespace monarch::executor {
 /// environment variables (docs/executor.md).
 struct LaunchSpec {
   int worldSize = 1;
+  /// Hosts the ranks are spread over, worldSize / hosts each, in blocks
+  /// (the mesh's `hosts` dimension; slurm launcher: the nodes of the step).
+  int hosts = 1;
   /// "host:port" of the controller service, as workers must dial it.
   std::string controllerAddress;
   std::string jobToken;
@@ -41,17 +45,23 @@ struct LaunchSpec {
   std::map<std::string, std::string> env;
   /// Extra environment per rank (tests inject faults into one rank).
   std::map<int, std::map<std::string, std::string>> rankEnv;
-  /// 0 for the first launch, n for the n-th restart of the job (a slurm
-  /// launcher would name its job step with it).
+  /// 0 for the first launch, n for the n-th restart of the job (the slurm
+  /// launcher names its job step with it).
   int generation = 0;
 };
 
 /// A worker process that ended. `signal` is nonzero when it was killed.
 struct WorkerExit {
+  /// -1 for a process that is no one rank (srun, which runs them all).
   int rank = -1;
+  /// "rank 3", "srun (the job step of every rank)".
+  std::string process;
   pid_t pid = 0;
   int exitCode = 0;
   int signal = 0;
+  /// What the launcher knows better than an exit status ("ended on node
+  /// h1 (srun: task 3: Killed)"); describe() returns it when set.
+  std::string detail;
   /// "exited with code 3", "killed by signal 9 (SIGKILL)".
   std::string describe() const;
 };
@@ -83,7 +93,7 @@ public:
 
   /// True when launch() may be called again after terminate() returned, to
   /// start a whole new set of workers (the restart policy). local: yes; env:
-  /// no (it starts nothing); a slurm launcher would run srun again. Ranks
+  /// no (it starts nothing); slurm: yes, a new job step. Ranks
   /// are never relaunched one by one: the survivors' communicators were
   /// aborted with the failed rank's.
   virtual bool canRelaunch() const { return false; }
@@ -99,7 +109,12 @@ std::unique_ptr<Launcher> createLocalLauncher();
 std::unique_ptr<Launcher>
 createEnvLauncher(std::function<void(const std::string &)> printTo = nullptr);
 
-/// "local" or "env"; NotFound naming the known launchers otherwise.
+/// One `srun` job step of every rank (LocalLauncher.cpp): `spec.hosts`
+/// nodes, block distribution, MONARCH_SLURM_ARGS added to srun's options;
+/// terminate() sends srun SIGTERM (forwarded to the tasks), then SIGKILL.
+std::unique_ptr<Launcher> createSlurmLauncher();
+
+/// "local", "env" or "slurm"; NotFound naming the known launchers otherwise.
 StatusOr<std::unique_ptr<Launcher>> createLauncher(const std::string &name);
 
 } // namespace monarch::executor

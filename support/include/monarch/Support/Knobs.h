@@ -118,11 +118,16 @@ enum Component : unsigned {
   X(Trace, "MONARCH_TRACE", Path, "", 0, 0, "", Controller, false,             \
     "write a Chrome/Perfetto trace of every step to this file when the job "   \
     "stops")                                                                   \
-  X(Launcher, "MONARCH_LAUNCHER", Choice, "local", 0, 0, "local|env",          \
+  X(Launcher, "MONARCH_LAUNCHER", Choice, "local", 0, 0, "local|env|slurm",    \
     Controller | Worker, false,                                                \
     "how the controller starts workers (`local`: forks them here; `env`: "     \
-    "they are started elsewhere and join); set to `local` in the children "    \
-    "of the local launcher")                                                   \
+    "they are started elsewhere and join; `slurm`: one `srun` job step of "    \
+    "every rank); set by the local and slurm launchers in their workers")      \
+  X(SlurmArgs, "MONARCH_SLURM_ARGS", String, "", 0, 0, "", Controller, false,  \
+    "extra `srun` options of the slurm launcher, split on spaces (e.g. "       \
+    "`--partition=debug --time=10`)")                                          \
+  X(SlurmSrun, "MONARCH_SLURM_SRUN", String, "srun", 0, 0, "", Controller,     \
+    false, "the `srun` the slurm launcher runs (a name on PATH or a path)")    \
   X(WorkerBin, "MONARCH_WORKER_BIN", Path, "", 0, 0, "", Controller | Python,  \
     false,                                                                     \
     "the worker executable for the local launcher (`monarch-worker` beside "   \
@@ -143,11 +148,11 @@ enum Component : unsigned {
     false, "shared secret every control request carries (random per job)")     \
   X(BindHost, "MONARCH_BIND_HOST", String, "127.0.0.1", 0, 0, "", Controller,  \
     false, "address the controller service listens on")                        \
-  X(WorkerHost, "MONARCH_WORKER_HOST", String, "127.0.0.1", 0, 0, "", Worker,  \
-    false,                                                                     \
-    "address the worker service and Gloo listen on and advertise "             \
-    "(`0.0.0.0`: listen everywhere, the controller dials the address it "      \
-    "saw)")                                                                    \
+  X(WorkerHost, "MONARCH_WORKER_HOST", String, "", 0, 0, "", Worker, false,    \
+    "address the worker service and Gloo listen on and advertise (default: "   \
+    "this host's address on the route to the controller, 127.0.0.1 for a "     \
+    "controller on loopback; `0.0.0.0`: listen everywhere, the controller "    \
+    "dials the address it saw)")                                               \
   X(HeartbeatMs, "MONARCH_HEARTBEAT_MS", Ms, "200", 1, 3600000, "",            \
     Controller, false, "heartbeat interval told to workers")                   \
   X(HeartbeatTimeoutMs, "MONARCH_HEARTBEAT_TIMEOUT_MS", Ms, "1000", 1,         \

@@ -1,0 +1,80 @@
+"""What the multi-host tests run on a mesh of 2 hosts x 2 processes
+(test_hosts.py: workers started torchrun-style in network namespaces;
+test_slurm.py: started by the slurm launcher): a data x tensor parallel
+value_and_grad training step against a float64 numpy model, and an actor
+pipeline with one stage per host. Imported by their driver scripts, which
+run inside host 0's namespace."""
+import numpy as np
+
+import monarch_compile as mc
+
+
+def train_data_x_tensor_parallel(mesh, steps=3):
+    @mc.compile(mesh=mesh)
+    def train_step(w1, w2, x, t):
+        def loss_fn(w1, w2, x, t):
+            x = mc.shard(x, hosts=0)          # data parallel over hosts
+            w1 = mc.shard(w1, gpus=1)         # Megatron: columns, then rows
+            w2 = mc.shard(w2, gpus=0)
+            y = mc.relu(x @ w1) @ w2
+            return ((y - t) ** 2).mean()
+        loss, (g1, g2) = mc.value_and_grad(loss_fn, argnums=(0, 1))(
+            w1, w2, x, t)
+        return loss, w1 - 0.1 * g1, w2 - 0.1 * g2
+
+    rng = np.random.default_rng(0)
+    w1 = rng.standard_normal((16, 8)).astype(np.float32) / 4
+    w2 = rng.standard_normal((8, 4)).astype(np.float32) / 4
+    x = rng.standard_normal((8, 16)).astype(np.float32)
+    t = rng.standard_normal((8, 4)).astype(np.float32)
+    r1, r2 = w1.astype(np.float64), w2.astype(np.float64)
+    for _ in range(steps):
+        loss, w1, w2 = train_step(w1, w2, x, t)
+        h = x @ r1
+        y = np.maximum(h, 0) @ r2
+        d = 2 * (y - t) / y.size
+        want = ((y - t) ** 2).mean()
+        g2 = np.maximum(h, 0).T @ d
+        g1 = x.T @ ((d @ r2.T) * (h > 0))
+        r1, r2 = r1 - 0.1 * g1, r2 - 0.1 * g2
+        np.testing.assert_allclose(loss, want, rtol=1e-4)
+        np.testing.assert_allclose(w1, r1, rtol=1e-4, atol=1e-5)
+        np.testing.assert_allclose(w2, r2, rtol=1e-4, atol=1e-5)
+
+
+class Stage(mc.Actor):
+    def __init__(self, w):
+        self.w = mc.param(w)
+
+    @mc.endpoint
+    def forward(self, x):
+        return mc.relu(x @ self.w)
+
+
+def pipeline_across_hosts(mesh):
+    rng = np.random.default_rng(1)
+    a = rng.standard_normal((4, 4)).astype(np.float32)
+    b = rng.standard_normal((4, 4)).astype(np.float32)
+    s0 = mesh.slice(hosts=0).spawn("s0", Stage, a)   # on host 0
+    s1 = mesh.slice(hosts=1).spawn("s1", Stage, b)   # on host 1
+
+    @mc.compile
+    def pipeline(v):
+        return s1.forward.call(s0.forward.call(v))
+
+    v = rng.standard_normal((6, 4)).astype(np.float32)
+    np.testing.assert_allclose(pipeline(v),
+                               np.maximum(np.maximum(v @ a, 0) @ b, 0),
+                               rtol=1e-5, atol=1e-5)
+
+
+def transports(trace_path):
+    """{transport: [slice names]} of the communication in a MONARCH_TRACE."""
+    import json
+    events = json.loads(open(trace_path).read())["traceEvents"]
+    out = {}
+    for e in events:
+        if e.get("cat") in ("collective", "send", "recv"):
+            name, _, via = e["name"].rpartition(" via ")
+            out.setdefault(via if name else "", []).append(e["name"])
+    return out
