@@ -4,9 +4,25 @@ test_slurm.py: started by the slurm launcher): a data x tensor parallel
 value_and_grad training step against a float64 numpy model, and an actor
 pipeline with one stage per host. Imported by their driver scripts, which
 run inside host 0's namespace."""
+import os
+import pathlib
+
 import numpy as np
 
 import monarch_compile as mc
+
+HERE = pathlib.Path(__file__).resolve().parent
+
+
+def driver_env(**extra):
+    """This process's environment for a driver script run on host 0, plus
+    `extra`: the package and this folder (for `import _multihost`) on its
+    path."""
+    env = dict(os.environ, **extra)
+    env["PYTHONPATH"] = os.pathsep.join(
+        [str(HERE.parents[2] / "python"), str(HERE)] +
+        ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
+    return env
 
 
 def train_data_x_tensor_parallel(mesh, steps=3):

@@ -19,13 +19,12 @@ import sys
 
 import pytest
 
-from _multihost import transports
+from _multihost import driver_env, transports
 from _procs import require_workers
 
 WORKER = require_workers(why="hosts are real worker processes")
 
-HERE = pathlib.Path(__file__).resolve().parent
-ROOT = HERE.parents[2]
+ROOT = pathlib.Path(__file__).resolve().parents[3]
 SCRIPT = ROOT / "scripts" / "netns-hosts.sh"
 
 
@@ -96,11 +95,8 @@ def test_a_mesh_across_two_hosts_trains_and_pipelines_as_numpy(hosts,
     driver.write_text(DRIVER)
     trace = tmp_path / "trace.json"
     result = tmp_path / "result.json"
-    env = dict(os.environ, MONARCH_TRACE=str(trace),
-               MONARCH_CACHE_DIR=str(tmp_path / "cache"))
-    env["PYTHONPATH"] = os.pathsep.join(
-        [str(ROOT / "python"), str(HERE)] + ([env["PYTHONPATH"]]
-                                             if env.get("PYTHONPATH") else []))
+    env = driver_env(MONARCH_TRACE=str(trace),
+                     MONARCH_CACHE_DIR=str(tmp_path / "cache"))
     proc = subprocess.run(
         ["nsenter", f"--net=/run/netns/{hosts[0][0]}", sys.executable,
          str(driver), json.dumps(hosts), str(result)],

@@ -20,19 +20,26 @@ def _line_of(text):
                 if text in line)
 
 
-def test_each_rank_writes_its_loop_nests_at_the_users_lines(tmp_path,
-                                                            monkeypatch):
+def _run_profiled(tmp_path, monkeypatch, seed, steps):
+    """SOURCE's step, written to tmp_path/model.py, run `steps` times on 2
+    ranks with MONARCH_KERNEL_PROFILE=tmp_path/profile (numpy's numbers
+    checked); returns the model's path."""
     monkeypatch.setenv("MONARCH_CACHE_DIR", str(tmp_path / "cache"))
-    prefix = tmp_path / "profile"
-    monkeypatch.setenv("MONARCH_KERNEL_PROFILE", str(prefix))
-    x, w, expected = _case(3)
+    monkeypatch.setenv("MONARCH_KERNEL_PROFILE", str(tmp_path / "profile"))
+    x, w, expected = _case(seed)
     model = tmp_path / "model.py"
-    steps = 3
     with mc.mesh(hosts=1, gpus=2) as mesh:
         step = _load(model, SOURCE)(mesh)
         for _ in range(steps):
             np.testing.assert_allclose(step(x, w), expected, rtol=1e-5,
                                        atol=1e-4)
+    return model
+
+
+def test_each_rank_writes_its_loop_nests_at_the_users_lines(tmp_path,
+                                                            monkeypatch):
+    steps = 3
+    model = _run_profiled(tmp_path, monkeypatch, seed=3, steps=steps)
     matmul_line = f"{model}:{_line_of('x @ w')}:"
     for rank in (0, 1):
         text = (tmp_path / f"profile.rank{rank}").read_text()
@@ -56,18 +63,10 @@ def test_the_trace_shows_each_loop_nest_inside_its_kernel(tmp_path,
     line), on the same rank and stream, within the launch's time."""
     import json
 
-    monkeypatch.setenv("MONARCH_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.setenv("MONARCH_KERNEL_PROFILE", str(tmp_path / "profile"))
     trace_path = tmp_path / "trace.json"
     monkeypatch.setenv("MONARCH_TRACE", str(trace_path))
-    x, w, expected = _case(4)
-    model = tmp_path / "model.py"
     steps = 3
-    with mc.mesh(hosts=1, gpus=2) as mesh:
-        step = _load(model, SOURCE)(mesh)
-        for _ in range(steps):
-            np.testing.assert_allclose(step(x, w), expected, rtol=1e-5,
-                                       atol=1e-4)
+    model = _run_profiled(tmp_path, monkeypatch, seed=4, steps=steps)
     events = json.loads(trace_path.read_text())["traceEvents"]
     launches = [e for e in events if e.get("cat") == "kernel"]
     nests = [e for e in events if e.get("cat") == "loop nest"]

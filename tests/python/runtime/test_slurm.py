@@ -18,7 +18,7 @@ import sys
 
 import pytest
 
-from _multihost import transports
+from _multihost import driver_env, transports
 from _procs import _unavailable, require_workers
 
 WORKER = require_workers(why="SLURM runs real worker processes")
@@ -80,13 +80,10 @@ def run_on_host0(cluster, tmp_path, body, timeout=180):
     returns the finished process."""
     driver = tmp_path / "driver.py"
     driver.write_text(body)
-    env = dict(os.environ, MONARCH_TRACE=str(tmp_path / "trace.json"),
-               MONARCH_CACHE_DIR=str(tmp_path / "cache"),
-               MONARCH_BIND_HOST="10.77.0.10",
-               SLURM_CONF=cluster["SLURM_CONF"])
-    env["PYTHONPATH"] = os.pathsep.join(
-        [str(ROOT / "python"), str(HERE)] + ([env["PYTHONPATH"]]
-                                             if env.get("PYTHONPATH") else []))
+    env = driver_env(MONARCH_TRACE=str(tmp_path / "trace.json"),
+                     MONARCH_CACHE_DIR=str(tmp_path / "cache"),
+                     MONARCH_BIND_HOST="10.77.0.10",
+                     SLURM_CONF=cluster["SLURM_CONF"])
     return subprocess.run(
         ["nsenter", f"--net={cluster['MONARCH_SLURM_NETNS']}", sys.executable,
          str(driver)], capture_output=True, text=True, timeout=timeout,
