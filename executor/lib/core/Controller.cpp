@@ -122,6 +122,8 @@ ControllerOptions ControllerOptions::fromEnv() {
   };
   o.heartbeatInterval = ms(knobs::Id::HeartbeatMs, o.heartbeatInterval);
   o.heartbeatTimeout = ms(knobs::Id::HeartbeatTimeoutMs, o.heartbeatTimeout);
+  o.remoteHeartbeatTimeout =
+      ms(knobs::Id::RemoteHeartbeatTimeoutMs, o.remoteHeartbeatTimeout);
   o.controllerTimeout = ms(knobs::Id::ControllerTimeoutMs, o.controllerTimeout);
   o.startTimeout = ms(knobs::Id::StartTimeoutMs, o.startTimeout);
   o.tracePath = knobText(knobs::Id::Trace);

@@ -96,6 +96,8 @@ struct RankState {
   /// The worker's local socket when it shares the controller's host.
   std::string local;
   bool sameHost = false;
+  /// On another host than the controller (its host identity differs).
+  bool remote = false;
   Clock::time_point lastSeen;
   control::Progress progress;
   /// The connection runStep/loadPlan use; owned by this rank's dispatcher.

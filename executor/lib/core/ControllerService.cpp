@@ -80,6 +80,7 @@ public:
     rank.sameHost =
         localControlEnabled() && request.hostIdentity == impl_.hostIdentity;
     rank.local = rank.sameHost ? request.localSocket : std::string();
+    rank.remote = request.hostIdentity != impl_.hostIdentity;
     // Where its threads are, readable after it died or while it hangs.
     if (request.hostIdentity == impl_.hostIdentity && request.progressFd >= 0) {
       auto area = SharedArea::open(request.pid, request.progressFd,

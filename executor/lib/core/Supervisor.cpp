@@ -21,8 +21,22 @@ namespace monarch::executor {
 
 std::string Controller::Impl::describeRankLocked(int rank) const {
   std::string text = "rank " + std::to_string(rank);
-  if (rank >= 0 && rank < static_cast<int>(ranks.size()) && ranks[rank].pid)
-    text += " (pid " + std::to_string(ranks[rank].pid) + ")";
+  if (rank < 0 || rank >= static_cast<int>(ranks.size()))
+    return text;
+  const RankState &r = ranks[rank];
+  // A rank on another host names it: its address, and its host name when
+  // that says more.
+  std::string host;
+  if (r.remote && !r.host.empty())
+    host = r.host + (r.hostname.empty() || r.hostname == r.host
+                         ? std::string()
+                         : " (" + r.hostname + ")");
+  if (r.pid && !host.empty())
+    text += " (pid " + std::to_string(r.pid) + " on host " + host + ")";
+  else if (r.pid)
+    text += " (pid " + std::to_string(r.pid) + ")";
+  else if (!host.empty())
+    text += " (on host " + host + ")";
   return text;
 }
 
@@ -307,7 +321,10 @@ void Controller::Impl::startMonitor() {
           continue;
         auto silent = std::chrono::duration_cast<std::chrono::milliseconds>(
             now - rank.lastSeen);
-        if (silent > options.heartbeatTimeout) {
+        auto limit = rank.remote ? std::max(options.heartbeatTimeout,
+                                            options.remoteHeartbeatTimeout)
+                                 : options.heartbeatTimeout;
+        if (silent > limit) {
           std::string text = describeRankLocked(static_cast<int>(r)) +
                              " sent no heartbeat for " +
                              std::to_string(silent.count()) +

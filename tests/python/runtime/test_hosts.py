@@ -9,7 +9,10 @@ actor pipeline whose stages sit on different hosts compute numpy's numbers;
 ranks of one host talk over shared memory, ranks of different hosts over
 Gloo TCP, and the trace names the transport of every transfer; the
 controller's same-host paths stay on its own host; nothing is left
-behind. Needs root for the namespaces (skipped, with the reason, without)."""
+behind. Faults of the network: host 1's link cut for good stops the job
+within 5 s naming the rank and its host; down for 1 s and back, the job
+goes on. Needs root for the namespaces (skipped, with the reason,
+without)."""
 import json
 import os
 import pathlib
@@ -53,13 +56,14 @@ def hosts():
 
 
 DRIVER = r'''
-import json, os, socket, subprocess, sys
+import json, os, socket, subprocess, sys, threading, time
+import numpy as np
 import monarch_compile as mc
 from monarch_compile import _runtime
 import _multihost
 
 hosts = json.loads(sys.argv[1])
-out_path = sys.argv[2]
+out_path, scenario, bridge = sys.argv[2], sys.argv[3], sys.argv[4]
 addr0 = hosts[0][1]
 with socket.socket() as s:
     s.bind((addr0, 0))
@@ -78,31 +82,63 @@ for rank in range(4):
         env=env))
 
 mesh = mc.mesh(hosts=2, gpus=2, launcher="env")
-_multihost.train_data_x_tensor_parallel(mesh)
-_multihost.pipeline_across_hosts(mesh)
-ctl = _runtime.controller_of(mesh)
-pids = [ctl.worker_pid(r) for r in range(4)]
+result = {}
+if scenario == "train":
+    _multihost.train_data_x_tensor_parallel(mesh)
+    _multihost.pipeline_across_hosts(mesh)
+    ctl = _runtime.controller_of(mesh)
+    result["pids"] = [ctl.worker_pid(r) for r in range(4)]
+else:
+    # Steps in a loop while host 1's link goes down ("cut": for good;
+    # "blip": for 1 s).
+    @mc.compile(mesh=mesh)
+    def f(x):
+        return mc.replicate((mc.shard(x, hosts=0, gpus=1) * 2.0).sum(axis=0))
+
+    x = np.ones((4, 4), np.float32)
+    f(x)
+    def link(state):
+        subprocess.run(["ip", "-n", bridge, "link", "set", "h1", state],
+                       check=True)
+    link("down")
+    cut_at = time.monotonic()
+    if scenario == "blip":
+        threading.Timer(1.0, link, ("up",)).start()
+    steps = 0
+    try:
+        while time.monotonic() - cut_at < 5:
+            np.testing.assert_allclose(f(x), np.full(4, 8.0))
+            steps += 1
+        result["survived"] = steps
+    except mc.ExecutionError as e:
+        result["stopped"] = [time.monotonic() - cut_at, str(e)]
+    link("up")
 mesh.stop()
-codes = [w.wait(timeout=20) for w in workers]
-json.dump({"codes": codes, "pids": pids,
-           "started": [w.pid for w in workers]}, open(out_path, "w"))
+result["codes"] = [w.wait(timeout=20) for w in workers]
+result["started"] = [w.pid for w in workers]
+json.dump(result, open(out_path, "w"))
 '''
 
 
-def test_a_mesh_across_two_hosts_trains_and_pipelines_as_numpy(hosts,
-                                                               tmp_path):
+def run_driver(hosts, tmp_path, scenario):
     driver = tmp_path / "driver.py"
     driver.write_text(DRIVER)
     trace = tmp_path / "trace.json"
     result = tmp_path / "result.json"
     env = driver_env(MONARCH_TRACE=str(trace),
                      MONARCH_CACHE_DIR=str(tmp_path / "cache"))
+    bridge = hosts[0][0].rsplit("-", 1)[0] + "-br"
     proc = subprocess.run(
         ["nsenter", f"--net=/run/netns/{hosts[0][0]}", sys.executable,
-         str(driver), json.dumps(hosts), str(result)],
+         str(driver), json.dumps(hosts), str(result), scenario, bridge],
         capture_output=True, text=True, timeout=240, env=env)
     assert proc.returncode == 0, proc.stderr[-6000:]
-    out = json.loads(result.read_text())
+    return proc, json.loads(result.read_text())
+
+
+def test_a_mesh_across_two_hosts_trains_and_pipelines_as_numpy(hosts,
+                                                               tmp_path):
+    proc, out = run_driver(hosts, tmp_path, "train")
     assert out["codes"] == [0, 0, 0, 0], proc.stderr[-4000:]
     assert sorted(out["pids"]) == sorted(out["started"])
     # The controller's same-host fast path (a worker's abstract socket,
@@ -112,7 +148,7 @@ def test_a_mesh_across_two_hosts_trains_and_pipelines_as_numpy(hosts,
     # normal start.)
     assert "<Path: @monarch-worker" not in proc.stderr, proc.stderr[-4000:]
 
-    assert_transports(trace)
+    assert_transports(tmp_path / "trace.json")
 
 
 def assert_transports(trace):
@@ -124,3 +160,27 @@ def assert_transports(trace):
     sends = [n for n in via["gloo"] if n.startswith(("send", "recv"))]
     assert sends and not [n for n in via["shm"]
                           if n.startswith(("send", "recv"))], via
+
+
+def test_a_cut_link_stops_the_job_within_5_s_naming_the_rank_and_host(
+        hosts, tmp_path):
+    """Host 1's link goes down for good mid-loop: nothing errors on a
+    socket (a cut link is silent), the controller's heartbeats notice
+    (MONARCH_REMOTE_HEARTBEAT_TIMEOUT_MS, 3 s) and the job stops with the
+    rank and its host; host 1's workers exit on their own when they lose
+    the controller."""
+    proc, out = run_driver(hosts, tmp_path, "cut")
+    assert "stopped" in out, (out, proc.stderr[-3000:])
+    seconds, message = out["stopped"]
+    assert seconds < 5.0, out
+    assert "rank 2" in message or "rank 3" in message, message
+    assert f"on host {hosts[1][1]}" in message, message
+    assert out["codes"][:2] == [0, 0], out
+    assert all(c is not None for c in out["codes"]), out
+
+
+def test_a_one_second_outage_is_survived(hosts, tmp_path):
+    proc, out = run_driver(hosts, tmp_path, "blip")
+    assert "survived" in out, (out, proc.stderr[-3000:])
+    assert out["survived"] > 10, out
+    assert out["codes"] == [0, 0, 0, 0], out

@@ -123,6 +123,10 @@ struct ControllerOptions {
   std::chrono::milliseconds heartbeatInterval{200};
   /// A rank silent for this long is declared hung.
   std::chrono::milliseconds heartbeatTimeout{1000};
+  /// The same for a rank on another host (the longer of the two applies):
+  /// its silence may be the network's, and an outage shorter than this is
+  /// survived (TCP retransmits what waited).
+  std::chrono::milliseconds remoteHeartbeatTimeout{3000};
   /// Workers exit when the controller has been unreachable this long.
   std::chrono::milliseconds controllerTimeout{3000};
   /// Registration of every rank, and each loadPlan.

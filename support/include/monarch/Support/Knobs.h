@@ -158,6 +158,11 @@ enum Component : unsigned {
   X(HeartbeatTimeoutMs, "MONARCH_HEARTBEAT_TIMEOUT_MS", Ms, "1000", 1,         \
     86400000, "", Controller, false,                                           \
     "silence after which a rank is declared hung")                             \
+  X(RemoteHeartbeatTimeoutMs, "MONARCH_REMOTE_HEARTBEAT_TIMEOUT_MS", Ms,       \
+    "3000", 1, 86400000, "", Controller, false,                                \
+    "silence after which a rank on another host than the controller is "       \
+    "declared hung or unreachable (a network outage shorter than this is "     \
+    "survived; at least MONARCH_HEARTBEAT_TIMEOUT_MS)")                        \
   X(ControllerTimeoutMs, "MONARCH_CONTROLLER_TIMEOUT_MS", Ms, "3000", 1,       \
     86400000, "", Controller | Worker, false,                                  \
     "silence from the controller after which workers exit")                    \
