@@ -432,8 +432,16 @@ protected:
   /// ended itself say "Terminated". The first other such line names the
   /// rank (SLURM_PROCID is the rank) and its node.
   void onOutput(size_t, const std::string &line) override {
-    if (!culprit_.empty())
+    if (!culprit_.empty() || !cancelled_.empty())
       return;
+    // "slurmstepd: error: *** STEP 7.0 ON h0 CANCELLED AT ... ***": scancel
+    // (or the scheduler) ended the step; no rank did.
+    if (line.find(" CANCELLED AT ") != std::string::npos) {
+      size_t star = line.find("***");
+      cancelled_ = "was cancelled (" +
+                   (star == std::string::npos ? line : line.substr(star)) + ")";
+      return;
+    }
     static const std::string kPrefix = "srun: error: ";
     if (line.rfind(kPrefix, 0) != 0)
       return;
@@ -455,6 +463,12 @@ protected:
   }
 
   void explainExit(size_t, WorkerExit &exit) override {
+    if (!cancelled_.empty()) {
+      exit.detail = cancelled_;
+      cancelled_.clear();
+      culprit_.clear();
+      return;
+    }
     if (culprit_.empty())
       return;
     exit.rank = culpritRank_;
@@ -465,8 +479,9 @@ protected:
   }
 
 private:
-  /// What srun said of the first task that ended on its own.
-  std::string culprit_;
+  /// What srun said of the first task that ended on its own, or of the
+  /// step's cancellation.
+  std::string culprit_, cancelled_;
   int culpritRank_ = -1;
 };
 

@@ -7,8 +7,11 @@ job step, two tasks per node, placed by SLURM. The data x tensor parallel
 training step and a pipeline with a stage per node compute numpy's
 numbers, across-node transfers go over Gloo and within-node ones over
 shared memory; a worker killed on node 1 stops the job with the rank
-within 5 s; nothing is left behind: no job, no worker, no namespace.
-Needs root (skipped with the reason without)."""
+within 5 s, and so does scancel of the step, naming it; under a restart
+policy a kill on node 1 brings the job back as a new step with a
+fault-free run's numbers; monarch-run launches with srun too; nothing is
+left behind: no job, no worker, no daemon, no namespace. Needs root
+(skipped with the reason without)."""
 import json
 import os
 import pathlib
@@ -90,11 +93,20 @@ def run_on_host0(cluster, tmp_path, body, timeout=180):
         env=env)
 
 
-def squeue(cluster):
-    return subprocess.run(
-        ["nsenter", f"--net={cluster['MONARCH_SLURM_NETNS']}", "squeue", "-h"],
-        capture_output=True, text=True, timeout=30,
-        env=dict(os.environ, SLURM_CONF=cluster["SLURM_CONF"])).stdout.strip()
+def squeue(cluster, seconds=10):
+    """The cluster's job queue once it is empty, or after `seconds` (a
+    cancelled job shows as completing, CG, for a moment)."""
+    import time
+    deadline = time.monotonic() + seconds
+    while True:
+        queue = subprocess.run(
+            ["nsenter", f"--net={cluster['MONARCH_SLURM_NETNS']}", "squeue",
+             "-h"], capture_output=True, text=True, timeout=30,
+            env=dict(os.environ, SLURM_CONF=cluster["SLURM_CONF"])
+        ).stdout.strip()
+        if not queue or time.monotonic() > deadline:
+            return queue
+        time.sleep(0.1)
 
 
 def live_workers():
@@ -208,5 +220,93 @@ def test_monarch_run_launches_a_plan_with_srun(cluster, tmp_path):
     np.testing.assert_allclose(load("out/output0.npy"),
                                load("x.npy") @ load("w0.npy") @ load("w1.npy"),
                                rtol=1e-5, atol=1e-5)
+    assert squeue(cluster) == ""
+    assert live_workers() == []
+
+
+def test_the_restart_policy_brings_a_two_node_job_back_after_a_kill(
+        cluster, tmp_path):
+    """A worker killed on node 1 under `on_failure=mc.Restart(...)`: the
+    launcher ends the step and srun starts a new one (a new generation),
+    actor state comes back from the last checkpoint, and the counts are a
+    fault-free run's."""
+    proc = run_on_host0(cluster, tmp_path, '''
+import os, signal, warnings
+import numpy as np
+import monarch_compile as mc
+from monarch_compile import _runtime
+
+class Counter(mc.Actor):
+    def __init__(self, start):
+        self.total = mc.param(start)
+
+    @mc.endpoint
+    def add(self, v):
+        self.total = self.total + v
+        return mc.all_reduce(self.total, "hosts")
+
+mesh = mc.mesh(hosts=2, gpus=2, launcher="slurm")
+counter = mesh.spawn("counter", Counter, np.zeros(4, np.float32))
+
+@mc.compile(on_failure=mc.Restart(max_retries=1, checkpoint_every=1))
+def add(v):
+    return counter.add.call(v)
+
+one = np.ones(4, np.float32)
+got = [add(one)[0], add(one)[0]]
+pids = [_runtime.controller_of(mesh).worker_pid(r) for r in range(4)]
+os.kill(pids[3], signal.SIGKILL)
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    got += [add(one)[0] for _ in range(2)]
+stats = mc.recovery_stats(mesh)
+new = [_runtime.controller_of(mesh).worker_pid(r) for r in range(4)]
+mesh.stop()
+print("RESULT", [float(g) for g in got], stats["restarts"],
+      len(set(new) & set(pids)), len(caught))
+''')
+    assert proc.returncode == 0, proc.stderr[-6000:]
+    line = next(l for l in proc.stdout.splitlines() if l.startswith("RESULT"))
+    values, restarts, shared, warned = line.split(" ", 1)[1].rsplit(" ", 3)
+    # all_reduce over hosts of a per-host running total: 2, 4, 6, 8.
+    assert values == "[2.0, 4.0, 6.0, 8.0]", line
+    assert int(restarts) == 1 and int(shared) == 0 and int(warned) >= 1, line
+    assert squeue(cluster) == ""
+    assert live_workers() == []
+
+
+def test_scancel_of_the_step_stops_the_job_within_5_s(cluster, tmp_path):
+    proc = run_on_host0(cluster, tmp_path, '''
+import subprocess, time
+import numpy as np
+import monarch_compile as mc
+
+mesh = mc.mesh(hosts=2, gpus=2, launcher="slurm")
+
+@mc.compile(mesh=mesh)
+def f(x):
+    return mc.replicate((mc.shard(x, hosts=0, gpus=1) * 2.0).sum(axis=0))
+
+x = np.ones((4, 4), np.float32)
+np.testing.assert_allclose(f(x), np.full(4, 8.0, np.float32))
+job = subprocess.run(["squeue", "-h", "-o", "%i"], capture_output=True,
+                     text=True, check=True).stdout.split()
+subprocess.run(["scancel"] + job, check=True)
+start = time.monotonic()
+try:
+    while time.monotonic() - start < 10:
+        f(x)
+        time.sleep(0.05)
+    print("NOT STOPPED")
+except mc.ExecutionError as e:
+    print(f"STOPPED {time.monotonic() - start:.2f} {e}")
+''')
+    assert proc.returncode == 0, proc.stderr[-6000:]
+    line = next((l for l in proc.stdout.splitlines()
+                 if l.startswith(("STOPPED ", "NOT STOPPED"))), "")
+    assert line.startswith("STOPPED "), proc.stdout + proc.stderr[-3000:]
+    seconds, message = line.split(" ", 2)[1:]
+    assert float(seconds) < 5.0, line
+    assert "srun" in message and "was cancelled" in message, line
     assert squeue(cluster) == ""
     assert live_workers() == []
