@@ -474,6 +474,15 @@ Status Controller::setActorStateOnce(const std::string &key,
   if (ranks.empty())
     return Status(StatusCode::NotFound, "rank " + std::to_string(rank) +
                                             " holds no actor state " + key);
+  // Refused before anything is sent: a message above the limit is one the
+  // worker closes the connection on, which reads as a lost rank.
+  if (static_cast<int64_t>(value.data.size()) + 4096 > s.limits.maxMessageBytes)
+    return Status(StatusCode::InvalidArgument,
+                  "actor state " + key + " is " +
+                      std::to_string(value.data.size()) +
+                      " bytes, above the control message limit of " +
+                      std::to_string(s.limits.maxMessageBytes) +
+                      " (MONARCH_MAX_MESSAGE_BYTES)");
   auto gather = std::make_shared<Gather<int>>(s.options.worldSize);
   control::Tensor tensor;
   tensor.dtype = value.dtype;

@@ -328,3 +328,37 @@ def test_a_missing_worker_binary_is_a_clear_error(monkeypatch, tmp_path):
             inc(np.zeros(4, np.float32))
         assert time.monotonic() - start < 10
     assert worker_children() == []
+
+
+class Holder(mc.Actor):
+    def __init__(self, w):
+        self.w = mc.param(w)
+
+    @mc.endpoint
+    def total(self):
+        return self.w.sum()
+
+
+def test_a_parameter_above_the_message_limit_is_refused_and_the_mesh_lives(
+        monkeypatch):
+    # The workers' frames of a separate (TCP) connection take the limit;
+    # the controller refuses the write before sending anything, instead of
+    # the worker dropping the connection (which read as a lost rank).
+    monkeypatch.setenv("MONARCH_MAX_MESSAGE_BYTES", "65536")
+    monkeypatch.setenv("MONARCH_LOCAL_CONTROL", "0")
+    with mc.mesh(gpus=2) as mesh:
+        big = mesh.spawn("big", Holder, np.ones(32768, np.float32))
+        small = mesh.spawn("small", Holder, np.ones(4, np.float32))
+
+        @mc.compile
+        def total_big():
+            return big.total.call()
+
+        @mc.compile
+        def total_small():
+            return small.total.call()
+
+        with pytest.raises(mc.ExecutionError,
+                           match="MONARCH_MAX_MESSAGE_BYTES"):
+            total_big()
+        assert float(total_small()) == 4.0
