@@ -20,7 +20,9 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <condition_variable>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fcntl.h>
@@ -159,7 +161,7 @@ public:
 
 protected:
   /// The processes that start the job's workers.
-  virtual StatusOr<std::vector<Child>> plan(const LaunchSpec &spec) const = 0;
+  virtual StatusOr<std::vector<Child>> plan(const LaunchSpec &spec) = 0;
   /// A line child `index` wrote on stderr (watchOutput children), on the
   /// launcher thread.
   virtual void onOutput(size_t index, const std::string &line) {}
@@ -366,7 +368,7 @@ public:
   std::string name() const override { return "local"; }
 
 protected:
-  StatusOr<std::vector<Child>> plan(const LaunchSpec &spec) const override {
+  StatusOr<std::vector<Child>> plan(const LaunchSpec &spec) override {
     std::vector<Child> children;
     for (int rank = 0; rank < spec.worldSize; ++rank) {
       std::map<std::string, std::string> extra;
@@ -395,17 +397,32 @@ protected:
 /// on: it names one host's address).
 class SlurmLauncher final : public ChildLauncher {
 public:
-  ~SlurmLauncher() override { terminate(std::chrono::milliseconds(500)); }
+  ~SlurmLauncher() override {
+    terminate(std::chrono::milliseconds(500));
+    // Give back the allocation the first launch asked for.
+    if (!allocation_.empty())
+      (void)!std::system(
+          (sibling("scancel") + " " + allocation_ + " >/dev/null 2>&1")
+              .c_str());
+  }
   std::string name() const override { return "slurm"; }
 
 protected:
-  StatusOr<std::vector<Child>> plan(const LaunchSpec &spec) const override {
+  StatusOr<std::vector<Child>> plan(const LaunchSpec &spec) override {
     int hosts = std::max(1, spec.hosts);
     if (spec.worldSize % hosts != 0)
       return Status(StatusCode::InvalidArgument,
                     "slurm launcher: " + std::to_string(spec.worldSize) +
                         " ranks do not split evenly over " +
                         std::to_string(hosts) + " hosts");
+    std::vector<std::string> extra;
+    std::istringstream words(knobs::getString(knobs::Id::SlurmArgs).value);
+    for (std::string arg; words >> arg;)
+      extra.push_back(arg);
+    StatusOr<std::string> job =
+        allocation(hosts, spec.worldSize / hosts, extra);
+    if (!job.isOk())
+      return job.status();
     Child srun;
     srun.what = "srun (the job step of every rank)";
     srun.argv = {knobs::getString(knobs::Id::SlurmSrun).value,
@@ -415,9 +432,9 @@ protected:
                  "--distribution=block",
                  "--kill-on-bad-exit=1",
                  "--job-name=monarch-" + std::to_string(spec.generation)};
-    std::istringstream extra(knobs::getString(knobs::Id::SlurmArgs).value);
-    for (std::string arg; extra >> arg;)
-      srun.argv.push_back(arg);
+    if (!job->empty())
+      srun.argv.push_back("--jobid=" + *job);
+    srun.argv.insert(srun.argv.end(), extra.begin(), extra.end());
     srun.argv.push_back(spec.workerBinary);
     srun.env = environmentWith(
         spec, {{"MONARCH_LAUNCHER", "slurm"}},
@@ -479,6 +496,58 @@ protected:
   }
 
 private:
+  /// `tool` (salloc, scancel) beside the configured srun, or on PATH.
+  static std::string sibling(const std::string &tool) {
+    std::string srun = knobs::getString(knobs::Id::SlurmSrun).value;
+    size_t slash = srun.rfind('/');
+    return slash == std::string::npos ? tool : srun.substr(0, slash + 1) + tool;
+  }
+
+  /// The job the steps run in: "" inside an allocation (SLURM_JOB_ID set:
+  /// srun uses it); otherwise the first launch asks for one, `salloc
+  /// --no-shell` with the mesh's shape and MONARCH_SLURM_ARGS (giving up
+  /// after 60 s in the queue), and every step, restarts included, runs in
+  /// it until the launcher is destroyed.
+  StatusOr<std::string> allocation(int hosts, int perHost,
+                                   const std::vector<std::string> &extra) {
+    if (const char *job = std::getenv("SLURM_JOB_ID"); job && *job)
+      return std::string();
+    if (!allocation_.empty())
+      return allocation_;
+    std::string command = sibling("salloc") +
+                          " --no-shell --immediate=60 --job-name=monarch"
+                          " --nodes=" +
+                          std::to_string(hosts) +
+                          " --ntasks-per-node=" + std::to_string(perHost);
+    for (const std::string &arg : extra) {
+      std::string quoted = "'";
+      for (char c : arg)
+        quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
+      command += " " + quoted + "'";
+    }
+    command += " 2>&1 </dev/null";
+    std::string output;
+    if (FILE *pipe = ::popen(command.c_str(), "r")) {
+      char chunk[512];
+      while (size_t n = std::fread(chunk, 1, sizeof(chunk), pipe))
+        output.append(chunk, n);
+      ::pclose(pipe);
+    }
+    static const std::string kGranted = "Granted job allocation ";
+    size_t at = output.find(kGranted);
+    if (at == std::string::npos)
+      return Status(StatusCode::Unavailable,
+                    "slurm launcher: salloc granted no allocation: " + output);
+    size_t start = at + kGranted.size(), end = start;
+    while (end < output.size() && std::isdigit(output[end]))
+      ++end;
+    allocation_ = output.substr(start, end - start);
+    return allocation_;
+  }
+
+  /// The allocation this launcher asked for ("" when it runs in the
+  /// caller's, or has not launched).
+  std::string allocation_;
   /// What srun said of the first task that ended on its own, or of the
   /// step's cancellation.
   std::string culprit_, cancelled_;

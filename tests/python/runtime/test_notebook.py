@@ -181,8 +181,17 @@ def _run(kc, code, timeout=120):
             shown.append(content["text"])
         elif msg["msg_type"] in ("execute_result", "display_data"):
             shown.append(content["data"].get("text/plain", ""))
-    reply = kc.execute_interactive(code, timeout=timeout, output_hook=hook)
-    content = reply["content"]
+    # Right after an error (the interrupted cell's KeyboardInterrupt)
+    # ipykernel aborts the requests that reach it within its
+    # stop_on_error window: such a request was never run, so send it again.
+    for _ in range(20):
+        shown.clear()
+        reply = kc.execute_interactive(code, timeout=timeout,
+                                       output_hook=hook)
+        content = reply["content"]
+        if content["status"] != "aborted":
+            break
+        time.sleep(0.1)
     return content["status"], "".join(shown), content.get("ename")
 
 

@@ -227,11 +227,12 @@ def test_monarch_run_launches_a_plan_with_srun(cluster, tmp_path):
 def test_the_restart_policy_brings_a_two_node_job_back_after_a_kill(
         cluster, tmp_path):
     """A worker killed on node 1 under `on_failure=mc.Restart(...)`: the
-    launcher ends the step and srun starts a new one (a new generation),
+    launcher ends the step and srun starts a new one (a new generation) in
+    the same allocation,
     actor state comes back from the last checkpoint, and the counts are a
     fault-free run's."""
     proc = run_on_host0(cluster, tmp_path, '''
-import os, signal, warnings
+import os, signal, subprocess, warnings
 import numpy as np
 import monarch_compile as mc
 from monarch_compile import _runtime
@@ -253,7 +254,12 @@ def add(v):
     return counter.add.call(v)
 
 one = np.ones(4, np.float32)
+def jobs():
+    return subprocess.run(["squeue", "-h", "-o", "%i"], capture_output=True,
+                          text=True, check=True).stdout.split()
+
 got = [add(one)[0], add(one)[0]]
+before = jobs()
 pids = [_runtime.controller_of(mesh).worker_pid(r) for r in range(4)]
 os.kill(pids[3], signal.SIGKILL)
 with warnings.catch_warnings(record=True) as caught:
@@ -261,7 +267,9 @@ with warnings.catch_warnings(record=True) as caught:
     got += [add(one)[0] for _ in range(2)]
 stats = mc.recovery_stats(mesh)
 new = [_runtime.controller_of(mesh).worker_pid(r) for r in range(4)]
+after = jobs()
 mesh.stop()
+print("JOBS", before == after and len(after) == 1)
 print("RESULT", [float(g) for g in got], stats["restarts"],
       len(set(new) & set(pids)), len(caught))
 ''')
@@ -271,6 +279,9 @@ print("RESULT", [float(g) for g in got], stats["restarts"],
     # all_reduce over hosts of a per-host running total: 2, 4, 6, 8.
     assert values == "[2.0, 4.0, 6.0, 8.0]", line
     assert int(restarts) == 1 and int(shared) == 0 and int(warned) >= 1, line
+    # The launcher asked for one allocation (salloc) and the restart is a
+    # new step of it, not a new job.
+    assert "JOBS True" in proc.stdout, proc.stdout
     assert squeue(cluster) == ""
     assert live_workers() == []
 

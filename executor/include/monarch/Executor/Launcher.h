@@ -111,6 +111,8 @@ createEnvLauncher(std::function<void(const std::string &)> printTo = nullptr);
 
 /// One `srun` job step of every rank (LocalLauncher.cpp): `spec.hosts`
 /// nodes, block distribution, MONARCH_SLURM_ARGS added to srun's options;
+/// outside an allocation it asks for one first (`salloc --no-shell`), runs
+/// every step (restarts included) in it and cancels it when destroyed;
 /// terminate() sends srun SIGTERM (forwarded to the tasks), then SIGKILL.
 std::unique_ptr<Launcher> createSlurmLauncher();
 
