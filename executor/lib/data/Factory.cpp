@@ -4,11 +4,14 @@
 // NCCL library. Lives above both so neither depends on the other. The CPU
 // backend ("gloo") runs over shared memory when every member shares this
 // host (decided during the shm rendezvous) unless MONARCH_SHM=0 or a
-// network interface was named, and over Gloo TCP otherwise.
+// network interface was named, and over Gloo TCP otherwise; when the
+// members span hosts, the members of one host still send to each other
+// over shared memory (HybridCommunicator.h).
 //
 //===----------------------------------------------------------------------===//
 
 #include "GlooCommunicator.h"
+#include "HybridCommunicator.h"
 #include "NcclCommunicator.h"
 #include "ShmCommunicator.h"
 
@@ -52,15 +55,34 @@ createCommunicator(Backend backend, Store &store, int worldRank, int worldSize,
   if (!seen.count(worldRank))
     return invalid("rank " + std::to_string(worldRank) + " is not a member");
   switch (backend) {
-  case Backend::Gloo:
-    if (options.interface.empty() && shm_backend::shmEnabled()) {
-      auto shm = shm_backend::createShmCommunicator(store, worldRank, members,
+  case Backend::Gloo: {
+    bool shm = options.interface.empty() && shm_backend::shmEnabled();
+    if (shm) {
+      auto one = shm_backend::createShmCommunicator(store, worldRank, members,
                                                     name, options);
-      if (!shm || *shm)
-        return shm; // an error, or the shared-memory communicator
+      if (!one || *one)
+        return one; // an error, or the shared-memory communicator
     }
-    return gloo_backend::createGlooCommunicator(store, worldRank, members, name,
-                                                options);
+    auto gloo = gloo_backend::createGlooCommunicator(store, worldRank, members,
+                                                     name, options);
+    if (!shm || !gloo)
+      return gloo;
+    // The members span hosts: this host's members (the same set for each of
+    // them, from the rendezvous above) also get shared memory between them.
+    std::vector<int> local = shm_backend::sameHostMembers(
+        store, worldRank, members, name, options.timeout);
+    if (local.size() < 2)
+      return gloo;
+    auto near = shm_backend::createShmCommunicator(
+        store, worldRank, local, name + "/host" + std::to_string(local.front()),
+        options);
+    if (!near)
+      return near.status();
+    if (!*near)
+      return gloo;
+    return makeHybridCommunicator(std::move(gloo).value(),
+                                  std::move(near).value());
+  }
   case Backend::Nccl:
     return nccl_backend::createNcclCommunicator(store, worldRank, members, name,
                                                 options);

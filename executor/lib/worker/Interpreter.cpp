@@ -232,7 +232,12 @@ struct Interpreter::Impl {
     if (isComm(instr.kind)) {
       auto comm = commForStream.find({instr.communicator, stream});
       if (comm != commForStream.end() && comm->second)
-        name += std::string(" via ") + comm->second->transport();
+        name += std::string(" via ") +
+                (instr.kind == OpKind::Collective
+                     ? comm->second->transport()
+                     : comm->second->transportTo(memberIndex(
+                           program->communicators[instr.communicator],
+                           instr.peer)));
     }
     std::lock_guard<std::mutex> lock(traceMutex);
     if (trace)

@@ -84,6 +84,28 @@ def pipeline_across_hosts(mesh):
                                rtol=1e-5, atol=1e-5)
 
 
+def pipeline_within_and_across_hosts(mesh):
+    """Three stages: host 0's rank 0, host 0's rank 1, then host 1. The
+    first hand-off stays on host 0, the second crosses to host 1, in one
+    communicator over both hosts."""
+    rng = np.random.default_rng(2)
+    ws = [rng.standard_normal((4, 4)).astype(np.float32) for _ in range(3)]
+    s0 = mesh.slice(hosts=0, gpus=0).spawn("p0", Stage, ws[0])
+    s1 = mesh.slice(hosts=0, gpus=1).spawn("p1", Stage, ws[1])
+    s2 = mesh.slice(hosts=1).spawn("p2", Stage, ws[2])
+
+    @mc.compile
+    def three(v):
+        return s2.forward.call(s1.forward.call(s0.forward.call(v)))
+
+    v = rng.standard_normal((6, 4)).astype(np.float32)
+    want = v
+    for w in ws:
+        want = np.maximum(want @ w, 0)
+    for _ in range(3):
+        np.testing.assert_allclose(three(v), want, rtol=1e-5, atol=1e-5)
+
+
 def transports(trace_path):
     """{transport: [slice names]} of the communication in a MONARCH_TRACE."""
     import json

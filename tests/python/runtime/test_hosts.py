@@ -86,6 +86,7 @@ result = {}
 if scenario == "train":
     _multihost.train_data_x_tensor_parallel(mesh)
     _multihost.pipeline_across_hosts(mesh)
+    _multihost.pipeline_within_and_across_hosts(mesh)
     ctl = _runtime.controller_of(mesh)
     result["pids"] = [ctl.worker_pid(r) for r in range(4)]
 else:
@@ -153,13 +154,15 @@ def test_a_mesh_across_two_hosts_trains_and_pipelines_as_numpy(hosts,
 
 def assert_transports(trace):
     """Within a host the gpus communicators are shared memory; the hosts
-    communicators (data-parallel gradients) and the pipeline's transfer
-    from host 0 to host 1 cross the network."""
+    communicators (data-parallel gradients) and the pipelines' transfers
+    from host 0 to host 1 cross the network; the three-stage pipeline's
+    hand-off between host 0's two ranks, in the same communicator as its
+    hand-off to host 1, stays in shared memory (transport per pair)."""
     via = transports(trace)
     assert set(via) == {"shm", "gloo"}, via
-    sends = [n for n in via["gloo"] if n.startswith(("send", "recv"))]
-    assert sends and not [n for n in via["shm"]
-                          if n.startswith(("send", "recv"))], via
+    three = [n for t in via for n in via[t] if "@three." in n]
+    assert "send to 1 on @three.worker.mesh.comm0 via shm" in three, three
+    assert "send to 2 on @three.worker.mesh.comm0 via gloo" in three, three
 
 
 def test_a_cut_link_stops_the_job_within_5_s_naming_the_rank_and_host(

@@ -163,6 +163,13 @@ public:
   /// How the bytes move: "gloo" (TCP), "shm" (the CPU backend between
   /// processes of one host), "nccl".
   virtual const char *transport() const { return backendName(backend()); }
+  /// The transport a send to or recv from member `peer` takes (a
+  /// communicator spanning hosts sends to the members of its own host over
+  /// shared memory, to the others over TCP).
+  virtual const char *transportTo(int peer) const {
+    (void)peer;
+    return transport();
+  }
   /// This process's rank in the communicator and the number of members.
   virtual int rank() const = 0;
   virtual int size() const = 0;

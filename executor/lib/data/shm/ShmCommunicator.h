@@ -163,6 +163,15 @@ createShmCommunicator(Store &store, int worldRank,
                       const std::vector<int> &ranks, const std::string &name,
                       const CommOptions &options);
 
+/// After createShmCommunicator() answered "not one host" for `name`: the
+/// members (world ranks, in `ranks` order) on this process's host, read
+/// from the host identities that rendezvous published; {worldRank} alone
+/// when they cannot be read.
+std::vector<int> sameHostMembers(Store &store, int worldRank,
+                                 const std::vector<int> &ranks,
+                                 const std::string &name,
+                                 std::chrono::milliseconds timeout);
+
 } // namespace monarch::executor::shm_backend
 
 #endif // MONARCH_EXECUTOR_DATA_SHM_SHMCOMMUNICATOR_H

@@ -12,6 +12,7 @@
 
 #include "ShmGroup.h"
 
+#include <algorithm>
 #include <sstream>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -149,6 +150,33 @@ ShmGroup::connect(Store &store, int worldRank, const std::vector<int> &ranks,
       peer.pidfd = static_cast<int>(::syscall(SYS_pidfd_open, peer.pid, 0));
   }
   return group;
+}
+
+std::vector<int> sameHostMembers(Store &store, int worldRank,
+                                 const std::vector<int> &ranks,
+                                 const std::string &name,
+                                 std::chrono::milliseconds timeout) {
+  std::string prefix = "shm/" + name + "/";
+  auto infos = gather(store, prefix, "info", ranks, Clock::now() + timeout,
+                      timeout, name);
+  auto mine = std::find(ranks.begin(), ranks.end(), worldRank);
+  if (!infos || mine == ranks.end())
+    return {worldRank};
+  auto hostOf = [&](size_t r) {
+    std::istringstream in((*infos)[r]);
+    std::string ok, host;
+    std::getline(in, ok);
+    std::getline(in, host);
+    return ok == "ok" ? host : std::string();
+  };
+  std::string host = hostOf(mine - ranks.begin());
+  if (host.empty())
+    return {worldRank};
+  std::vector<int> members;
+  for (size_t r = 0; r < ranks.size(); ++r)
+    if (hostOf(r) == host)
+      members.push_back(ranks[r]);
+  return members;
 }
 
 } // namespace monarch::executor::shm_backend
