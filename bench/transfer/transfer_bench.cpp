@@ -16,7 +16,12 @@
 // Prints a table of GB/s and ratios; asserts nothing.
 //
 // usage: transfer_bench [--ranks N] [--reps R] [--min-kb K] [--max-mb M]
-// (sizes from K KB, default 4, by powers of 4 up to M MB, default 256)
+//                       [--netns PREFIX --hosts H]
+// (sizes from K KB, default 4, by powers of 4 up to M MB, default 256).
+// With --netns, rank r runs in network namespace PREFIX-h<r / (N/H)> (made
+// by scripts/netns-hosts.sh; needs root) and everything binds that
+// namespace's address: the same rows across hosts (the "shm" communicator
+// then spans hosts, so its all-reduce is Gloo; see HybridCommunicator.h).
 //
 //===----------------------------------------------------------------------===//
 
@@ -29,8 +34,12 @@
 #include <gloo/transport/tcp/device.h>
 
 #include <arpa/inet.h>
+#include <fcntl.h>
+#include <ifaddrs.h>
+#include <net/if.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <sched.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
@@ -87,11 +96,19 @@ void readAll(int fd, char *p, size_t n) {
   }
 }
 
-/// The plain TCP connection between ranks 0 (listens) and 1.
-int connectTcp(Store &store, int rank) {
+/// The plain TCP connection between ranks 0 (listens, at `address`) and 1.
+int connectTcp(Store &store, int rank, const std::string &address) {
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (rank == 0) {
+    ::inet_pton(AF_INET, address.c_str(), &addr.sin_addr);
+    check(store.set("tcp-addr", address), "set");
+  } else {
+    auto host = store.get("tcp-addr", kTimeout);
+    if (!host)
+      check(host.status(), "tcp address");
+    ::inet_pton(AF_INET, host->c_str(), &addr.sin_addr);
+  }
   int one = 1;
   if (rank == 0) {
     int ls = ::socket(AF_INET, SOCK_STREAM, 0);
@@ -132,22 +149,57 @@ int itersFor(size_t bytes) {
 enum Method { Memcpy, Tcp, ShmP2P, GlooP2P, ShmAR, GlooAR, PlainAR, kMethods };
 struct Options {
   int ranks = 2;
+  /// --netns PREFIX --hosts H: ranks in network namespaces as hosts.
+  std::string netns;
+  int hosts = 1;
   int reps = 5;
   bool onlyShm = false; // --only-shm: profiling the shm path alone
   size_t minBytes = 4096;
   size_t maxBytes = size_t(256) << 20;
 };
 
+/// 127.0.0.1, or with --netns: enters this rank's host namespace and
+/// returns its first non-loopback IPv4 address.
+std::string enterHost(const Options &o, int rank) {
+  if (o.netns.empty())
+    return "127.0.0.1";
+  int host = rank / std::max(1, o.ranks / o.hosts);
+  std::string path = "/run/netns/" + o.netns + "-h" + std::to_string(host);
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0 || ::setns(fd, CLONE_NEWNET) != 0)
+    die("cannot enter " + path + " (scripts/netns-hosts.sh up; root)");
+  ::close(fd);
+  ifaddrs *all = nullptr;
+  std::string address;
+  if (::getifaddrs(&all) == 0)
+    for (ifaddrs *a = all; a && address.empty(); a = a->ifa_next)
+      if (a->ifa_addr && a->ifa_addr->sa_family == AF_INET &&
+          !(a->ifa_flags & IFF_LOOPBACK)) {
+        char text[INET_ADDRSTRLEN] = {};
+        ::inet_ntop(AF_INET,
+                    &reinterpret_cast<sockaddr_in *>(a->ifa_addr)->sin_addr,
+                    text, sizeof(text));
+        address = text;
+      }
+  if (all)
+    ::freeifaddrs(all);
+  if (address.empty())
+    die(path + " has no IPv4 address");
+  return address;
+}
+
 /// Every rank runs this; rank 0 writes the medians (seconds per op) to
 /// `results[size index][method]`.
 void run(int rank, const Options &o, const std::string &dir,
          std::vector<std::vector<double>> &results) {
   int n = o.ranks;
+  std::string address = enterHost(o, rank);
   auto store = createFileStore(dir);
   if (!store)
     check(store.status(), "file store");
   CommOptions options;
   options.timeout = kTimeout;
+  options.hostname = address;
   ::unsetenv("MONARCH_SHM");
   auto shm =
       createCommunicator(Backend::Gloo, **store, rank, n, {}, "shm", options);
@@ -159,8 +211,9 @@ void run(int rank, const Options &o, const std::string &dir,
   ::unsetenv("MONARCH_SHM");
   if (!tcp)
     check(tcp.status(), "gloo communicator");
-  if (rank == 0 && (std::string((*shm)->transport()) != "shm" ||
-                    std::string((*tcp)->transport()) != "gloo"))
+  if (rank == 0 && o.netns.empty() &&
+      (std::string((*shm)->transport()) != "shm" ||
+       std::string((*tcp)->transport()) != "gloo"))
     die(std::string("transports are ") + (*shm)->transport() + " and " +
         (*tcp)->transport());
   // The buffers live in memory the peers may map, as a worker's arena does
@@ -174,11 +227,11 @@ void run(int rank, const Options &o, const std::string &dir,
   if (window == MAP_FAILED)
     die("mmap of the buffers");
   (*shm)->registerMemory(window, windowBytes, windowFd);
-  int fd = rank < 2 ? connectTcp(**store, rank) : -1;
+  int fd = rank < 2 ? connectTcp(**store, rank, address) : -1;
   std::filesystem::create_directories(dir + "/plain");
   ::gloo::rendezvous::FileStore plainStore(dir + "/plain");
   ::gloo::transport::tcp::attr attr;
-  attr.hostname = "127.0.0.1";
+  attr.hostname = address;
   auto dev = ::gloo::transport::tcp::CreateDevice(attr);
   auto plain = std::make_shared<::gloo::rendezvous::Context>(rank, n);
   plain->setTimeout(kTimeout);
@@ -292,6 +345,10 @@ int main(int argc, char **argv) {
       die("missing value after " + a);
     if (a == "--ranks")
       o.ranks = std::max(2, std::atoi(argv[i + 1]));
+    else if (a == "--netns")
+      o.netns = argv[i + 1];
+    else if (a == "--hosts")
+      o.hosts = std::max(1, std::atoi(argv[i + 1]));
     else if (a == "--reps")
       o.reps = std::max(1, std::atoi(argv[i + 1]));
     else if (a == "--min-kb")
@@ -300,7 +357,7 @@ int main(int argc, char **argv) {
       o.maxBytes = size_t(std::max(1, std::atoi(argv[i + 1]))) << 20;
     else
       die("usage: transfer_bench [--ranks N] [--reps R] [--min-kb K] "
-          "[--max-mb M]");
+          "[--max-mb M] [--netns PREFIX --hosts H]");
   }
   std::string dir = (std::filesystem::temp_directory_path() /
                      ("monarch-transfer-bench-" + std::to_string(::getpid())))
@@ -331,9 +388,13 @@ int main(int argc, char **argv) {
 
   std::string load;
   std::getline(std::ifstream("/proc/loadavg"), load);
-  std::printf("transfer: worker to worker on one host, %d processes, medians "
+  std::string where = o.netns.empty() ? std::string("on one host")
+                                      : "across " + std::to_string(o.hosts) +
+                                            " hosts (network namespaces " +
+                                            o.netns + "-h*)";
+  std::printf("transfer: worker to worker %s, %d processes, medians "
               "of %d interleaved repetitions (load average %s)\n",
-              o.ranks, o.reps, load.substr(0, 14).c_str());
+              where.c_str(), o.ranks, o.reps, load.substr(0, 14).c_str());
   std::printf("GB/s = bytes / time; ratios: x memcpy, x raw TCP loopback\n");
   std::printf("%7s %7s %7s | %7s %6s %6s | %7s %6s %6s | %6s\n", "size",
               "memcpy", "tcp", "shm", "x mcpy", "x tcp", "gloo", "x mcpy",
