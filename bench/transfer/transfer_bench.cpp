@@ -15,6 +15,8 @@
 //    algbw = bytes / time, busbw = algbw * 2(n-1)/n.
 // Prints a table of GB/s and ratios; asserts nothing.
 //
+// Ours is posted with postAndRun, as a worker's stream does.
+//
 // usage: transfer_bench [--ranks N] [--reps R] [--min-kb K] [--max-mb M]
 //                       [--netns PREFIX --hosts H]
 // (sizes from K KB, default 4, by powers of 4 up to M MB, default 256).
@@ -252,12 +254,13 @@ void run(int rank, const Options &o, const std::string &dir,
     int iters = itersFor(bytes);
     std::vector<std::vector<double>> samples(kMethods);
     auto p2p = [&](Communicator &c) {
+      auto run = [&](CommOp op) { return c.postAndRun({op})->wait(kTimeout); };
       if (rank == 0) {
-        check(c.send(buf, count, DType::F32, 1)->wait(kTimeout), "send");
-        check(c.recv(&ack, 1, DType::UI8, 1)->wait(kTimeout), "ack");
+        check(run(CommOp::send(buf, count, DType::F32, 1)), "send");
+        check(run(CommOp::recv(&ack, 1, DType::UI8, 1)), "ack");
       } else if (rank == 1) {
-        check(c.recv(out, count, DType::F32, 0)->wait(kTimeout), "recv");
-        check(c.send(&ack, 1, DType::UI8, 0)->wait(kTimeout), "ack");
+        check(run(CommOp::recv(out, count, DType::F32, 0)), "recv");
+        check(run(CommOp::send(&ack, 1, DType::UI8, 0)), "ack");
       }
     };
     auto once = [&](int m) {
@@ -284,7 +287,11 @@ void run(int rank, const Options &o, const std::string &dir,
       case ShmAR:
       case GlooAR: {
         Communicator &c = m == ShmAR ? **shm : **tcp;
-        check(c.allReduce(buf, out, count, DType::F32)->wait(kTimeout),
+        // postAndRun, as a worker's stream posts a group it waits for:
+        // an idle communicator runs it on this thread.
+        check(c.postAndRun({CommOp::allReduce(buf, out, count, DType::F32,
+                                              ReduceOp::Sum)})
+                  ->wait(kTimeout),
               "all_reduce");
         break;
       }
