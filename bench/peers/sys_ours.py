@@ -1,7 +1,7 @@
 import time; T0 = time.time()  # noqa: E401,E702  (cold start: the first line)
 """The workloads of common.py as monarch_compile user programs.
 
-Only the public API of DESIGN.md section 3 (`import monarch_compile as mc`):
+Only the public Python API (`import monarch_compile as mc`, docs/frontend.md):
 mc.mesh, mesh.slice, mesh.spawn, mc.Actor, mc.endpoint, mc.param,
 endpoint.call and @mc.compile. Each workload is one compiled function; a
 step is one call of it, which returns numpy arrays.

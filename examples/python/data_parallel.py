@@ -1,4 +1,4 @@
-"""The first program of DESIGN.md section 3: a data-parallel step.
+"""The first program of the Python API's tour: a data-parallel step.
 
 The batch is split over "gpus"; every rank runs the matmul and relu on its
 rows, and the compiler turns the column sum of the replicated result into

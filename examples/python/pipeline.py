@@ -1,4 +1,4 @@
-"""The actor programs of DESIGN.md section 3: a two-stage pipeline.
+"""The actor programs of the Python API's tour: a two-stage pipeline.
 
 `Stage` keeps a weight as actor state on the ranks of its mesh; two stages
 are spawned on the two halves of a 1x4 mesh. `pipeline` feeds a batch to

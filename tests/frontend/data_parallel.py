@@ -1,6 +1,6 @@
 # RUN: env MONARCH_BUILD_DIR=%monarch_obj_root %python %s | FileCheck %s
 #
-# The data-parallel step of DESIGN.md section 3 traced from Python: the batch
+# The data-parallel step of the Python API's tour traced from Python: the batch
 # is fed to the mesh and split over "gpus" (split_axes [[1]]: axis 1 of the
 # 1x4 grid), the weight is fed replicated, matmul/relu/sum are linalg ops
 # with global shapes, and the result is annotated replicated and fetched.

@@ -1,6 +1,6 @@
 # RUN: env MONARCH_BUILD_DIR=%monarch_obj_root %python %s | FileCheck %s
 #
-# The two-stage actor pipeline of DESIGN.md section 3 traced from Python:
+# The two-stage actor pipeline of the Python API's tour traced from Python:
 # one actor class with its state and per-rank endpoints, two actor meshes on
 # the halves of the mesh, and a controller function that feeds stage 0,
 # transfers its activation to stage 1's slice and fetches the result. The

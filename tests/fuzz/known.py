@@ -153,7 +153,7 @@ FIXED = {
     ),
     "bfloat16-result": (
         "a bfloat16 result does not convert to numpy (TypeError: data type 'bfloat16' not "
-        "understood; DESIGN.md: ml_dtypes.bfloat16)",
+        "understood; results are ml_dtypes.bfloat16)",
         Program(
             mesh=M1x1,
             inputs=[_x("x", (4,))],

@@ -3,7 +3,7 @@
 `run_program(program, workdir)` writes the program's source to a file,
 executes it from there (so tracing errors point into that file), runs it on
 the mesh's workers and checks every result against the numpy reference. The
-contract (DESIGN.md section 3): a program computes what numpy computes, within
+contract (docs/frontend.md): a program computes what numpy computes, within
 dtype tolerance, or raises an `mc.TraceError` whose `.file`/`.line` point into
 the program's own file. Everything else is a failure, in one of the classes
 of `CLASSES`.

@@ -3,7 +3,7 @@
 // A kernel's object code depends on its canonical, location-free body, the
 // machine it is generated for (triple, CPU, features, optimisation level),
 // the compiler build and the environment variables that change compiled
-// output; its key hashes exactly those (CONVENTIONS rule 23). So every
+// output; its key hashes exactly those, and nothing else. So every
 // program, rank and edit shares entries: editing a line above a model, or
 // a second model with the same layers, finds its kernels compiled.
 //

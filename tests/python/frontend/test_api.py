@@ -1,4 +1,4 @@
-"""The public API of DESIGN.md section 3, traced (not run: no executor yet).
+"""The public API (docs/frontend.md, "API"), traced (not run: no executor yet).
 
 Shapes and dtypes of traced ops are checked against numpy on real arrays of
 the same shapes (an independent reference for broadcasting, reductions,

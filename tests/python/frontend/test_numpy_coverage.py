@@ -457,7 +457,7 @@ def _check_gradient(mesh, name, split=None, over=("gpus",)):
 
 
 def test_mc_argmax_argmin_rsqrt(mesh):
-    # DESIGN section 3 names them beside numpy's spellings.
+    # The API (docs/frontend.md) names them beside numpy's spellings.
     x = r(11, 3, 5)
     x[1, 2] = x[1, 4] = x[1].max() + 1  # a tie: the first wins
 

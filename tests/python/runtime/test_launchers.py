@@ -1,4 +1,4 @@
-"""mc.mesh(..., launcher=...) (DESIGN section 3): "local" forks the workers,
+"""mc.mesh(..., launcher=...) (docs/frontend.md, "API"): "local" forks the workers,
 "env" runs on workers someone else started (here: this test, as a batch
 system would), and "slurm" without srun and unknown names are refused at
 the user's line."""

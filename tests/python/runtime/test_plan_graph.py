@@ -1,4 +1,4 @@
-"""fn.plan_graph(path) (DESIGN section 3; issue 19 item 5): SVG pictures of
+"""fn.plan_graph(path) (docs/frontend.md, "API"; issue 19 item 5): SVG pictures of
 the compiled plan, drawn without running it: well-formed, one lane per rank,
 the collectives the program needs, and the user's lines in the tooltips."""
 

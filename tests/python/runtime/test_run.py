@@ -1,5 +1,5 @@
 """Calling @mc.compile functions runs them on local monarch-worker processes
-(DESIGN.md section 3): numerics against numpy, actor state across calls,
+(docs/frontend.md, "API"): numerics against numpy, actor state across calls,
 plan reuse, errors as Python exceptions, and no process left behind."""
 import os
 import pathlib

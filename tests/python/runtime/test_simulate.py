@@ -1,4 +1,4 @@
-"""fn.simulate(*args, topology=...) (DESIGN section 3; issue 19, first
+"""fn.simulate(*args, topology=...) (docs/frontend.md, "API"; issue 19, first
 slice): a step predicted from the plan alone. Checked against a measured
 step within the loose bound the issue asks of a test (3x: these machines
 are noisy), and for what the model must do: slower links, a longer step;

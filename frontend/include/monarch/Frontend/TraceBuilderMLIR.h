@@ -3,7 +3,7 @@
 // For C++ code built like the compiler (MLIR headers, no exceptions): the
 // traced module a `TraceBuilder` holds, and copies of it for the stage
 // pipelines. The tracer hands modules to the compiler this way, in memory,
-// never as printed text parsed again (CONVENTIONS.md 18). The Python
+// never as printed text parsed again. The Python
 // extension does not include this header (TraceBuilder.h is standard C++).
 //
 //===----------------------------------------------------------------------===//

@@ -1,6 +1,6 @@
 //===- Status.h - The project's one error value ----------------*- C++ -*-===//
 //
-// Errors are values (CONVENTIONS.md, rule 8): every fallible runtime call,
+// Errors are values: every fallible runtime call,
 // and the MLIR-free plan model the compiler shares with the worker, returns
 // a must-use `Status` or `StatusOr<T>`. Exceptions from Thrift and Gloo are
 // caught in the glue code and converted here. Kept free of LLVM and MLIR so
