@@ -18,6 +18,7 @@
 #include <gloo/alltoall.h>
 #include <gloo/broadcast.h>
 #include <gloo/context.h>
+#include <gloo/math.h>
 #include <gloo/transport/unbound_buffer.h>
 
 #include <cstring>
@@ -70,10 +71,15 @@ void glooAllReduce(const std::shared_ptr<::gloo::Context> &ctx, const void *in,
       opts.setInput<T>(static_cast<T *>(const_cast<void *>(in)), count);
     opts.setOutput<T>(static_cast<T *>(out), count);
   });
-  opts.setReduceFunction(
-      [dtype, reduce](void *o, const void *a, const void *b, size_t n) {
-        data::reduceElements(o, a, b, n, dtype, reduce);
-      });
+  if (reduce == ReduceOp::Sum && dtype == DType::F32)
+    opts.setReduceFunction(
+        static_cast<void (*)(void *, const void *, const void *, size_t)>(
+            &::gloo::sum<float>));
+  else
+    opts.setReduceFunction(
+        [dtype, reduce](void *o, const void *a, const void *b, size_t n) {
+          data::reduceElements(o, a, b, n, dtype, reduce);
+        });
   opts.setTag(tag);
   opts.setTimeout(timeout);
   ::gloo::allreduce(opts);
