@@ -113,9 +113,10 @@ def mesh(launcher="local", **dims):
     listens on) and MONARCH_JOB_TOKEN, and each worker gets MONARCH_RANK and
     MONARCH_WORLD_SIZE (docs/executor.md); "slurm" runs one `srun` job
     step of every rank: the `hosts` dimension is the nodes, the others the
-    tasks on each (inside an allocation it runs there, outside one srun asks
-    for one; MONARCH_SLURM_ARGS adds srun options; set MONARCH_BIND_HOST to
-    an address of this machine the nodes reach)."""
+    tasks on each (inside an allocation it runs there; outside one it asks
+    for one with salloc and gives it back when the mesh stops;
+    MONARCH_SLURM_ARGS adds srun and salloc options; set MONARCH_BIND_HOST
+    to an address of this machine the nodes reach)."""
     loc = user_loc()
     if launcher not in _LAUNCHERS:
         raise errors.MeshError(

@@ -77,12 +77,11 @@ public:
     // A worker that shares our host, kernel, pid namespace and user is
     // reached through its local socket and stages feeds and fetches in
     // shared memory (docs/executor.md, "Same-host fast path").
-    rank.sameHost =
-        localControlEnabled() && request.hostIdentity == impl_.hostIdentity;
-    rank.local = rank.sameHost ? request.localSocket : std::string();
     rank.remote = request.hostIdentity != impl_.hostIdentity;
+    rank.sameHost = localControlEnabled() && !rank.remote;
+    rank.local = rank.sameHost ? request.localSocket : std::string();
     // Where its threads are, readable after it died or while it hangs.
-    if (request.hostIdentity == impl_.hostIdentity && request.progressFd >= 0) {
+    if (!rank.remote && request.progressFd >= 0) {
       auto area = SharedArea::open(request.pid, request.progressFd,
                                    sizeof(ProgressPage));
       if (area.isOk()) {

@@ -391,10 +391,10 @@ protected:
 /// hosts tasks on each, placed in blocks so that rank = node x tasks per
 /// node + local index, the mesh's row-major order with `hosts` first.
 /// Inside an allocation (SLURM_JOB_ID set) the step runs in it; outside one,
-/// srun asks for one. MONARCH_SLURM_ARGS adds srun options (split on
-/// spaces). The tasks take their rank from SLURM_PROCID and their address
-/// from their route to the controller (MONARCH_WORKER_HOST is not passed
-/// on: it names one host's address).
+/// the first launch asks for one (allocation()). MONARCH_SLURM_ARGS adds
+/// srun and salloc options (split on spaces). The tasks take their rank from
+/// SLURM_PROCID and their address from their route to the controller
+/// (MONARCH_WORKER_HOST is not passed on: it names one host's address).
 class SlurmLauncher final : public ChildLauncher {
 public:
   ~SlurmLauncher() override {

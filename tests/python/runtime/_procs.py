@@ -31,10 +31,16 @@ def require_workers(*attributes, why="runtime tests need real worker processes")
     for name in attributes:
         if not hasattr(native.Controller, name):
             _unavailable(f"this build's extension has no Controller.{name}")
+    # The worker the runtime will start (_runtime._worker_binary).
     env = os.environ.get("MONARCH_WORKER_BIN")
-    worker = pathlib.Path(env) if env else (
-        pathlib.Path(native.__file__).resolve().parent.parent / "bin" /
-        "monarch-worker")
+    if env:
+        worker = pathlib.Path(env)
+    else:
+        from monarch_compile import _tools
+        try:
+            worker = _tools.find_binary("monarch-worker")
+        except FileNotFoundError as err:
+            _unavailable(f"{err}: {why}")
     if not worker.exists():
         _unavailable(f"monarch-worker is not built ({worker}): {why}")
     return worker

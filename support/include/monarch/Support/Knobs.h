@@ -124,8 +124,8 @@ enum Component : unsigned {
     "they are started elsewhere and join; `slurm`: one `srun` job step of "    \
     "every rank); set by the local and slurm launchers in their workers")      \
   X(SlurmArgs, "MONARCH_SLURM_ARGS", String, "", 0, 0, "", Controller, false,  \
-    "extra `srun` options of the slurm launcher, split on spaces (e.g. "       \
-    "`--partition=debug --time=10`)")                                          \
+    "extra `srun` and `salloc` options of the slurm launcher, split on "       \
+    "spaces (e.g. `--partition=debug --time=10`)")                             \
   X(SlurmSrun, "MONARCH_SLURM_SRUN", String, "srun", 0, 0, "", Controller,     \
     false, "the `srun` the slurm launcher runs (a name on PATH or a path)")    \
   X(WorkerBin, "MONARCH_WORKER_BIN", Path, "", 0, 0, "", Controller | Python,  \
