@@ -133,6 +133,43 @@ def owner_matmul(ranks, steps, width):
     return float(np.median(times)), floor
 
 
+def embedding(ranks, steps, vocab, tokens, width):
+    """An embedding table trained alone: `wte[tok]` against targets, mean
+    squared error, SGD (the batch of tokens split over the ranks). Its
+    gradient is a scatter-add of `tokens` rows into a `vocab`-row table:
+    `tokens * width` additions, where a product with the one-hot of the
+    tokens costs `vocab` times that. numpy's floor: the same step with
+    `np.add.at`."""
+    rng = np.random.default_rng(2)
+    wte = (rng.standard_normal((vocab, width)) * 0.02).astype(np.float32)
+    tok = rng.integers(0, vocab, tokens).astype(np.int32)
+    t = rng.standard_normal((tokens, width)).astype(np.float32)
+    lr = 0.1
+
+    def loss_fn(wte, tok, t):
+        split = ranks > 1
+        tk = mc.shard(tok, gpus=0) if split else tok
+        ts = mc.shard(t, gpus=0) if split else t
+        return ((wte[tk] - ts) ** 2).mean()
+
+    with mc.mesh(**MESHES[ranks]) as mesh:
+        @mc.compile(mesh=mesh)
+        def step(wte, tok, t):
+            loss, g = mc.value_and_grad(loss_fn)(wte, tok, t)
+            return loss, wte - lr * g
+
+        first, ours = median_step(step, (wte, tok, t), steps)
+
+    def np_step():
+        d = (wte[tok] - t) * (2.0 / t.size)
+        g = np.zeros_like(wte)
+        np.add.at(g, tok, d)
+        return wte - lr * g
+
+    floor = numpy_time(np_step, steps)
+    return ours, floor, first - ours
+
+
 class MLPActor(mc.Actor):
     """The same MLP step as per-rank code: the weights and the optimizer
     live on the ranks (nothing but the batch moves per step)."""
@@ -319,6 +356,14 @@ def main():
               f"{a_ours * 1e3:>10.2f}{floor * 1e3:>10.2f}"
               f"{a_ours / floor:>8.2f}{a_compile:>11.2f}"
               f"{a_peak / 1024:>14.0f}{state / 1024:>10.0f}")
+    vocab, tokens, ewidth = (8192, 256, 64) if args.quick else (32000, 1024,
+                                                                 256)
+    for ranks in ranks_list[:2]:
+        ours, floor, compile_s = embedding(ranks, args.steps, vocab, tokens,
+                                           ewidth)
+        print(f"{'embedding':<14}{ranks:>6}{ours * 1e3:>10.2f}"
+              f"{floor * 1e3:>10.2f}{ours / floor:>8.2f}{compile_s:>11.2f}"
+              f"  ({vocab} x {ewidth} table, {tokens} tokens)")
     one_rank = {}
     for ranks in ranks_list:
         ours, floor, compile_s, peak, state, shares = gpt_bench(ranks,

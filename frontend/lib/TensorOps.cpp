@@ -943,6 +943,157 @@ Result<Value> TraceBuilder::gather(Value x, Value indices, int64_t axis,
   return I.add(y, placed->mesh, Dist{}, false);
 }
 
+Result<Value> TraceBuilder::scatterAdd(Value values, Value indices, int64_t n,
+                                       int64_t axis, SourceLoc loc) {
+  return scatter(values, indices, n, axis, /*along=*/false, loc);
+}
+
+Result<Value> TraceBuilder::scatterAddAlong(Value values, Value indices,
+                                            int64_t n, int64_t axis,
+                                            SourceLoc loc) {
+  return scatter(values, indices, n, axis, /*along=*/true, loc);
+}
+
+Result<Value> TraceBuilder::scatter(Value values, Value indices, int64_t n,
+                                    int64_t axis, bool along, SourceLoc loc) {
+  Impl &I = *pimpl;
+  Result<ValueRecord *> r = I.get(values, loc);
+  if (!r)
+    return r.status();
+  Result<ValueRecord *> ri = I.get(indices, loc);
+  if (!ri)
+    return ri.status();
+  if ((*r)->scalar || (*ri)->scalar)
+    return I.error(loc, "scatter_add needs tensors of values and indices, "
+                        "got a scalar");
+  Type elem = elemOf(**r), idxElem = elemOf(**ri);
+  if (!idxElem.isInteger() || idxElem.isInteger(1))
+    return I.error(loc,
+                   "indices must be an integer tensor, got " + I.typeStr(**ri));
+  if (elem.isInteger(1))
+    return I.error(loc, "scatter_add adds numbers, got a boolean tensor (cast "
+                        "it first)");
+  if (n <= 0)
+    return I.error(loc, "scatter_add needs a positive size along the axis, "
+                        "got " +
+                            std::to_string(n));
+  std::vector<int64_t> vals = shapeOf((*r)->value), idx = shapeOf((*ri)->value);
+  int64_t vr = static_cast<int64_t>(vals.size());
+  int64_t k = static_cast<int64_t>(idx.size());
+  // The result's rank: take's adjoint replaces the index dimensions of
+  // `values` by one of size n; take_along's keeps the rank.
+  int64_t rank = along ? vr : vr - k + 1;
+  int64_t a = axis < 0 ? axis + rank : axis;
+  if (rank <= 0 || a < 0 || a >= rank)
+    return I.error(loc, "axis " + std::to_string(axis) +
+                            " is out of range for a result of rank " +
+                            std::to_string(std::max<int64_t>(rank, 0)));
+  bool fits = along ? idx == vals
+                    : std::equal(idx.begin(), idx.end(), vals.begin() + a);
+  if (!fits)
+    return I.error(loc, std::string("scatter_add") + (along ? "_along" : "") +
+                            ": values " + I.typeStr(**r) +
+                            " do not match indices " + I.typeStr(**ri) +
+                            " at axis " + std::to_string(a));
+  for (int64_t s : vals)
+    if (s == 0)
+      return I.error(loc, "unsupported: an empty scatter (a dimension of "
+                          "size 0)");
+  // Loops: the result's dimensions (i, the row added into, at a), then the
+  // index dimensions, summed. take: values = pre + idx + post; along: the
+  // one index dimension is the result's axis.
+  std::vector<int64_t> out;
+  SmallVector<AffineExpr> outExprs, idxExprs, valExprs;
+  int64_t loops = along ? rank + 1 : rank + k;
+  auto dim = [&](int64_t d) { return I.b.getAffineDimExpr(d); };
+  for (int64_t d = 0; d < rank; ++d) {
+    outExprs.push_back(dim(d));
+    if (along)
+      out.push_back(d == a ? n : vals[d]);
+    else
+      out.push_back(d < a ? vals[d] : d == a ? n : vals[d + k - 1]);
+  }
+  if (along) {
+    for (int64_t d = 0; d < rank; ++d) {
+      idxExprs.push_back(dim(d == a ? rank : d));
+      valExprs.push_back(dim(d == a ? rank : d));
+    }
+  } else {
+    for (int64_t d = 0; d < rank; ++d) {
+      if (d != a) {
+        valExprs.push_back(dim(d));
+        continue;
+      }
+      for (int64_t j = 0; j < k; ++j) {
+        idxExprs.push_back(dim(rank + j));
+        valExprs.push_back(dim(rank + j));
+      }
+    }
+  }
+  Result<Placed> placed = placeOperands(I, {indices, values}, loc);
+  if (!placed)
+    return placed.status();
+  Location l = I.loc(loc);
+  MLIRContext *ctx = &I.ctx;
+  // The rows' coordinates come in as data (an arange), as in `gather`: a
+  // rank holding a slice of the rows reads their global numbers from its
+  // slice of the arange.
+  SmallVector<int32_t> iota(n);
+  std::iota(iota.begin(), iota.end(), 0);
+  auto coordType = RankedTensorType::get({n}, I.b.getI32Type());
+  mlir::Value coords = arith::ConstantOp::create(
+      I.b, l, coordType,
+      DenseElementsAttr::get(coordType, ArrayRef<int32_t>(iota)));
+  SmallVector<AffineMap> maps{AffineMap::get(loops, 0, idxExprs, ctx),
+                              AffineMap::get(loops, 0, valExprs, ctx),
+                              AffineMap::get(loops, 0, dim(a)),
+                              AffineMap::get(loops, 0, outExprs, ctx)};
+  SmallVector<utils::IteratorType> iterators(loops,
+                                             utils::IteratorType::parallel);
+  for (int64_t d = rank; d < loops; ++d)
+    iterators[d] = utils::IteratorType::reduction;
+  mlir::Value init = filled(I.b, l, out, elem, 0.0);
+  bool fp = isFloat(elem);
+  // out[.., i, ..] += values[.., j, ..] where the wrapped and clamped
+  // index j reads i (as `gather` reads it): a compare and a select, which
+  // kernels on the CPU run as a scatter loop (one pass over the values)
+  // and any other backend as this dense loop nest.
+  auto op = linalg::GenericOp::create(
+      I.b, l, TypeRange{init.getType()},
+      ValueRange{placed->values[0], placed->values[1], coords},
+      ValueRange{init}, maps, iterators,
+      [&](OpBuilder &nb, Location bl, ValueRange args) {
+        mlir::Value i = args[0];
+        Type it = i.getType();
+        auto cst = [&](int64_t v) {
+          return arith::ConstantOp::create(nb, bl, it, nb.getIntegerAttr(it, v))
+              .getResult();
+        };
+        mlir::Value zero = cst(0);
+        mlir::Value negative =
+            arith::CmpIOp::create(nb, bl, arith::CmpIPredicate::slt, i, zero);
+        mlir::Value wrapped = arith::SelectOp::create(
+            nb, bl, negative, arith::AddIOp::create(nb, bl, i, cst(n)), i);
+        mlir::Value row = arith::MinSIOp::create(
+            nb, bl, arith::MaxSIOp::create(nb, bl, wrapped, zero), cst(n - 1));
+        unsigned width = it.getIntOrFloatBitWidth();
+        if (width > 32)
+          row = arith::TruncIOp::create(nb, bl, nb.getI32Type(), row);
+        else if (width < 32)
+          row = arith::ExtSIOp::create(nb, bl, nb.getI32Type(), row);
+        mlir::Value hit = arith::CmpIOp::create(
+            nb, bl, arith::CmpIPredicate::eq, row, args[2]);
+        mlir::Value none = constantLike(nb, bl, elem, 0.0);
+        mlir::Value picked =
+            arith::SelectOp::create(nb, bl, hit, args[1], none);
+        mlir::Value sum =
+            fp ? arith::AddFOp::create(nb, bl, args[3], picked).getResult()
+               : arith::AddIOp::create(nb, bl, args[3], picked).getResult();
+        linalg::YieldOp::create(nb, bl, sum);
+      });
+  return I.add(op.getResult(0), placed->mesh, Dist{}, false);
+}
+
 Result<Value> TraceBuilder::concatenate(const std::vector<Value> &parts,
                                         int64_t axis, SourceLoc loc) {
   Impl &I = *pimpl;

@@ -126,38 +126,13 @@ def _as(g, like, loc):
     return cast(g, like.dtype, loc) if g.dtype != like.dtype else g
 
 
-def _onehot(trace, index, n, dtype, loc, shape=None):
-    """The one-hot of the gather indices `index` (wrapped and clamped into
-    `[0, n)` as the gather reads them) over a new last axis of `n` classes,
-    in `dtype`; `index` reshaped to `shape` first."""
-    wrapped = _where(trace, compare("lt", index, 0, loc),
-                     binary("add", index, n, loc), index, loc)
-    clamped = binary("min", binary("max", wrapped, 0, loc), n - 1, loc)
-    classes = constant_array(trace, np.arange(n, dtype=np.int32), loc)
-    shape = tuple(clamped.shape if shape is None else shape)
-    return cast(compare("eq", reshape(clamped, shape + (1,), loc), classes,
-                        loc), dtype, loc)
-
-
 def _scatter_rows(trace, g, index, n, axis, loc):
     """The adjoint of `take(x, index, axis)` for `x.shape[axis] == n`: `g`
     (shape pre + index.shape + post) added into zeros of shape pre + (n,) +
-    post, as a product with the one-hot matrix of the (wrapped, clamped)
-    indices."""
-    pre = g.shape[:axis]
-    k = index.ndim
-    post = g.shape[axis + k:]
-    kk = int(np.prod(index.shape)) if index.shape else 1
-    onehot = _onehot(trace, index, n, g.dtype, loc, (kk,))  # (K, n)
-    p = int(np.prod(pre)) if pre else 1
-    q = int(np.prod(post)) if post else 1
-    if p == 1:
-        g2 = reshape(g, (kk, q), loc)
-        out = matmul(transpose(onehot, [1, 0], loc), g2, loc)  # (n, Q)
-    else:
-        g3 = reshape(g, (p, kk, q), loc)
-        out = matmul(transpose(onehot, [1, 0], loc), g3, loc)  # (P, n, Q)
-    return reshape(out, tuple(pre) + (n,) + tuple(post), loc)
+    post at the rows its (wrapped, clamped) indices name: one scatter-add,
+    not a product with a one-hot matrix."""
+    return wrap(trace, trace.call("scatter_add", g._id, index._id, int(n),
+                                  int(axis), loc, loc=loc))
 
 
 def _pad_axis(trace, g, axis, n, positions, loc):
@@ -487,21 +462,39 @@ def _take_rule(trace, args, y, g, loc):
 @def_vjp("take_along")
 def _take_along_rule(trace, args, y, g, loc):
     """`out[..., j, ...] = x[..., idx[..., j, ...], ...]` along `axis`: each
-    cotangent added back where its index points, as a sum over `j` of `g`
-    times the one-hot of the index along the axis (the one-hot's size is the
-    result's times the axis', not the flattened table's)."""
+    cotangent added back where its index points (a scatter-add along the
+    axis)."""
     ix, iidx, axis = args[0], args[1], args[2]
     x = wrap(trace, ix)
     if not _is_float(x):
         return {}
     axis %= x.ndim
-    n = x.shape[axis]
-    onehot = _onehot(trace, wrap(trace, iidx), n, g.dtype, loc)  # out + (n,)
-    spread = binary("mul", onehot, reshape(g, g.shape + (1,), loc), loc)
-    summed = reduce("sum", spread, (axis,), False, loc)  # n last
-    perm = list(range(x.ndim - 1))
-    perm.insert(axis, x.ndim - 1)
-    return {ix: _as(transpose(summed, perm, loc), x, loc)}
+    out = trace.call("scatter_add_along", g._id, iidx, int(x.shape[axis]),
+                     int(axis), loc, loc=loc)
+    return {ix: _as(wrap(trace, out), x, loc)}
+
+
+@def_vjp("scatter_add")
+def _scatter_add_rule(trace, args, y, g, loc):
+    """A scatter-add is linear in its values; its adjoint gathers the
+    cotangent back from the rows the indices name (wrapped and clamped
+    alike, so the pair is exact transposes)."""
+    ivals, iidx, axis = args[0], args[1], args[3]
+    vals = wrap(trace, ivals)
+    if not _is_float(vals):
+        return {}
+    out = trace.call("take", g._id, iidx, int(axis), loc, loc=loc)
+    return {ivals: _as(wrap(trace, out), vals, loc)}
+
+
+@def_vjp("scatter_add_along")
+def _scatter_add_along_rule(trace, args, y, g, loc):
+    ivals, iidx, axis = args[0], args[1], args[3]
+    vals = wrap(trace, ivals)
+    if not _is_float(vals):
+        return {}
+    out = trace.call("take_along", g._id, iidx, int(axis), loc, loc=loc)
+    return {ivals: _as(wrap(trace, out), vals, loc)}
 
 
 @def_vjp("concatenate")

@@ -5,8 +5,8 @@ import numpy as np
 
 from . import errors
 from ._location import user_loc
-from ._tensor import (Tensor, active_trace, binary, cast, compare,
-                      constant_array, reduce, reshape, unary)
+from ._tensor import (Tensor, active_trace, binary, compare, constant_array,
+                      reduce, reshape, unary, wrap)
 
 
 def _tensor(x, what, loc):
@@ -46,13 +46,15 @@ def cross_entropy(logits, labels, reduction="mean"):
             f"mc.cross_entropy: labels must be int32 of shape "
             f"{tuple(logits.shape[:-1])}, got {lab.dtype} {tuple(lab.shape)}",
             *loc)
-    n = logits.shape[-1]
     logp = _log_softmax(logits, -1, loc)
-    classes = constant_array(active_trace(loc, "mc.cross_entropy"),
-                             np.arange(n, dtype=np.int32), loc)
-    onehot = cast(compare("eq", reshape(lab, tuple(lab.shape) + (1,), loc),
-                          classes, loc), logp.dtype, loc)
-    picked = reduce("sum", binary("mul", logp, onehot, loc), -1, False, loc)
+    # The label's log-probability by a gather (one read per row), not a
+    # product with a one-hot of the labels (n per row); its adjoint is a
+    # scatter-add along the class axis.
+    trace = active_trace(loc, "mc.cross_entropy")
+    at = reshape(lab, tuple(lab.shape) + (1,), loc)
+    picked = reshape(wrap(trace, trace.call("take_along", logp._id, at._id,
+                                            logp.ndim - 1, loc, loc=loc)),
+                     tuple(lab.shape), loc)
     nll = binary("mul", picked, -1.0, loc)
     if reduction == "none":
         return nll

@@ -94,6 +94,8 @@ for _name, _ops in (
         ("slice", _first),
         ("take", _first),                  # (x, index, axis, loc)
         ("take_along", _first),            # (x, index, axis, loc)
+        ("scatter_add", _first),           # (values, index, n, axis, loc)
+        ("scatter_add_along", _first),     # (values, index, n, axis, loc)
         ("transpose", _first),
         ("cast", _first),
         ("concatenate", lambda args: list(args[0])),

@@ -347,6 +347,20 @@ NB_MODULE(_monarch_native, m) {
                         t.takeAlong(Value{x}, Value{indices}, axis, toLoc(loc)))
                  .id;
            })
+      .def("scatter_add",
+           [](TraceBuilder &t, int64_t values, int64_t indices, int64_t n,
+              int64_t axis, const Loc &loc) {
+             return check(t.scatterAdd(Value{values}, Value{indices}, n, axis,
+                                       toLoc(loc)))
+                 .id;
+           })
+      .def("scatter_add_along",
+           [](TraceBuilder &t, int64_t values, int64_t indices, int64_t n,
+              int64_t axis, const Loc &loc) {
+             return check(t.scatterAddAlong(Value{values}, Value{indices}, n,
+                                            axis, toLoc(loc)))
+                 .id;
+           })
       .def("transpose",
            [](TraceBuilder &t, int64_t x, const std::vector<int64_t> &perm,
               const Loc &loc) {

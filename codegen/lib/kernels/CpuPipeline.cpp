@@ -18,6 +18,7 @@
 #include "BlasCalls.h"
 #include "KernelPipelines.h"
 #include "MatmulSchedule.h"
+#include "ScatterLoops.h"
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
@@ -353,6 +354,7 @@ LogicalResult prepareKernel(ModuleOp scratch) {
 LogicalResult scheduleCpuKernel(ModuleOp scratch,
                                 const KernelCompileOptions &options) {
   markBlasContractions(scratch);
+  markScatterAdds(scratch);
   if (failed(applyMatmulSchedules(scratch, options)))
     return failure();
   IRRewriter rewriter(scratch.getContext());
@@ -366,7 +368,7 @@ LogicalResult scheduleCpuKernel(ModuleOp scratch,
   });
   SmallVector<linalg::LinalgOp> ops;
   scratch.walk([&](linalg::LinalgOp op) {
-    if (!isMarkedForBlas(op))
+    if (!isMarkedForBlas(op) && !isMarkedScatterAdd(op))
       ops.push_back(op);
   });
   for (linalg::LinalgOp op : ops)
@@ -409,7 +411,8 @@ LogicalResult bufferizeKernel(ModuleOp scratch) {
 }
 
 LogicalResult lowerCpuKernelToLLVM(ModuleOp scratch) {
-  if (failed(lowerBlasContractions(scratch)))
+  if (failed(lowerBlasContractions(scratch)) ||
+      failed(lowerScatterAdds(scratch)))
     return failure();
   // Copies inserted by bufferization and any op the vectorizer declined
   // become scalar loops; LLVM's loop vectorizer takes it from there.

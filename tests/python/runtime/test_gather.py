@@ -176,3 +176,74 @@ def test_one_value_as_both_operands_of_a_sharded_matmul(meshes):
         return mc.shard(y, hosts=-1, gpus=0)
 
     np.testing.assert_allclose(f(x), x.T @ x.T, rtol=1e-5, atol=1e-6)
+
+
+def _scatter_reference(shape, tok, d, axis):
+    """numpy's adjoint of `np.take(x, tok, axis)` with the tracer's wrap and
+    clamp of the indices."""
+    n = shape[axis]
+    tok = np.clip(np.where(tok < 0, tok + n, tok), 0, n - 1)
+    g = np.zeros(shape, np.float64)
+    np.add.at(g, (slice(None),) * axis + (tok,), d)
+    return g
+
+
+@pytest.mark.parametrize("layout", ["one rank", "tokens split",
+                                    "rows split"])
+def test_embedding_gradient_is_a_scatter_add(meshes, layout):
+    # The backward of `wte[tok]` adds each row of the cotangent at the row
+    # its token names (np.add.at), repeated and negative tokens included,
+    # with no (tokens x vocabulary) one-hot anywhere in the step: a table
+    # of 3,000 rows and 240 tokens would need a 240 x 3000 one.
+    V, D = 3000, 8
+    rng = np.random.default_rng(11)
+    wte = rand(rng, V, D)
+    tok = tokens(rng, (4, 60), V, negative=True)
+    tok[0, :5] = tok[1, 0]  # repeated rows sum
+    t = rand(rng, 4, 60, D)
+    gpus = 1 if layout == "one rank" else 2
+
+    def loss(wte, tok, t):
+        if layout == "tokens split":
+            tok, t = mc.shard(tok, gpus=0), mc.shard(t, gpus=0)
+        if layout == "rows split":
+            wte = mc.shard(wte, gpus=0)
+        return ((wte[tok] - t) ** 2).sum()
+
+    @mc.compile(mesh=meshes(gpus=gpus))
+    def step(wte, tok, t):
+        return mc.value_and_grad(loss)(wte, tok, t)
+
+    value, g = step(wte, tok, t)
+    traced = step.ir("traced", wte, tok, t)
+    assert "240x3000" not in traced and "3000x240" not in traced
+    w64 = wte.astype(np.float64)
+    d = 2 * (w64[np.clip(np.where(tok < 0, tok + V, tok), 0, V - 1)] - t)
+    np.testing.assert_allclose(value, (d ** 2).sum() / 4, rtol=1e-5)
+    np.testing.assert_allclose(g, _scatter_reference((V, D), tok, d, 0),
+                               rtol=1e-5, atol=1e-5)
+
+
+def test_take_gradients_along_inner_axes(meshes):
+    # take on an inner axis with 2-D indices, and take_along_axis: both
+    # adjoints are scatter-adds, checked against np.add.at.
+    rng = np.random.default_rng(12)
+    x = rand(rng, 3, 7, 4)
+    i = tokens(rng, (2, 5), 7, negative=True)
+    j = tokens(rng, (3, 9, 4), 7)
+    c1, c2 = rand(rng, 3, 2, 5, 4), rand(rng, 3, 9, 4)
+
+    @mc.compile(mesh=meshes(gpus=1))
+    def f(x, i, j, c1, c2):
+        def loss(x):
+            return ((mc.take(x, i, axis=1) * c1).sum() +
+                    (np.take_along_axis(x, j, axis=1) * c2).sum())
+        return mc.grad(loss)(x)
+
+    want = _scatter_reference(x.shape, i, c1, 1)
+    along = np.zeros(x.shape)
+    for b in range(3):
+        for q in range(4):
+            np.add.at(along[b, :, q], j[b, :, q], c2[b, :, q])
+    np.testing.assert_allclose(f(x, i, j, c1, c2), want + along, rtol=1e-5,
+                               atol=1e-6)

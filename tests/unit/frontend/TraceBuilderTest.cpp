@@ -406,4 +406,43 @@ TEST_F(TraceBuilderTest, TakeAlongGathersAtTheResultsOwnCoordinates) {
   EXPECT_TRUE(tb.lower(planned).isOk());
 }
 
+TEST_F(TraceBuilderTest, ScatterAddIsTheGathersAdjoint) {
+  // take's adjoint: values (2, [3, 4], 5) into 7 rows at axis 1; take
+  // along's: values (4, 2) into 6 columns. One compare-and-add generic
+  // each, summed over the index loops, with the rows' coordinates as an
+  // arange input (the form ScatterLoops.cpp lowers to a scatter loop).
+  auto args =
+      begin({f32({2, 3, 4, 5}), ArgType{{3, 4}, DType::I32}, f32({4, 2}),
+             ArgType{{4, 2}, DType::I32}, ArgType{{4, 2}, DType::I1}});
+  auto rows = tb.scatterAdd(args[0], args[1], 7, 1);
+  ASSERT_TRUE(rows.isOk()) << rows.status().str();
+  EXPECT_EQ(tb.info(*rows).shape, (std::vector<int64_t>{2, 7, 5}));
+  auto cols = tb.scatterAddAlong(args[2], args[3], 6, -1);
+  ASSERT_TRUE(cols.isOk()) << cols.status().str();
+  EXPECT_EQ(tb.info(*cols).shape, (std::vector<int64_t>{4, 6}));
+  EXPECT_TRUE(contains(err(tb.scatterAdd(args[0], args[1], 7, 0)),
+                       "do not match indices"));
+  EXPECT_TRUE(contains(err(tb.scatterAddAlong(args[0], args[3], 6, 1)),
+                       "do not match indices"));
+  EXPECT_TRUE(contains(err(tb.scatterAdd(args[0], args[0], 7, 1)),
+                       "indices must be an integer tensor"));
+  EXPECT_TRUE(contains(err(tb.scatterAdd(args[4], args[3], 7, 0)), "boolean"));
+  EXPECT_TRUE(
+      contains(err(tb.scatterAdd(args[0], args[1], 0, 1)), "positive size"));
+  EXPECT_TRUE(
+      contains(err(tb.scatterAdd(args[0], args[1], 7, 3)), "out of range"));
+  ASSERT_TRUE(tb.endFunction({*rows, *cols}).isOk());
+  EXPECT_TRUE(tb.verify().isOk());
+  std::string text = tb.str();
+  EXPECT_TRUE(contains(text, "dense<[0, 1, 2, 3, 4, 5, 6]> : tensor<7xi32>"));
+  EXPECT_TRUE(contains(text, "\"parallel\", \"parallel\", "
+                             "\"parallel\", \"reduction\", "
+                             "\"reduction\""));
+  EXPECT_TRUE(contains(text, "arith.cmpi eq"));
+  EXPECT_FALSE(contains(text, "linalg.matmul"));
+  LowerOptions planned;
+  planned.stage = "planned";
+  EXPECT_TRUE(tb.lower(planned).isOk());
+}
+
 } // namespace

@@ -317,6 +317,20 @@ public:
   /// in `take`.
   Result<Value> takeAlong(Value x, Value indices, int64_t axis,
                           SourceLoc loc = SourceLoc::current());
+  /// The adjoint of `take`: zeros of shape `values.shape[:axis] + (n,) +
+  /// values.shape[axis+k:]` (k = `indices.ndim`, whose shape `values`
+  /// holds at `axis`) with each value added at the row its index names,
+  /// as `np.add.at(out, (slice(None),) * axis + (indices,), values)`.
+  /// Indices wrap and clamp as in `take`, so that it is exactly the
+  /// transpose of the gather.
+  Result<Value> scatterAdd(Value values, Value indices, int64_t n, int64_t axis,
+                           SourceLoc loc = SourceLoc::current());
+  /// The adjoint of `takeAlong`: zeros of `values`' shape with `n` along
+  /// `axis`, `out[..., indices[..., j, ...], ...] += values[..., j, ...]`
+  /// (`indices` has `values`' shape).
+  Result<Value> scatterAddAlong(Value values, Value indices, int64_t n,
+                                int64_t axis,
+                                SourceLoc loc = SourceLoc::current());
   /// Empty `perm` reverses the dimensions.
   Result<Value> transpose(Value x, std::vector<int64_t> perm = {},
                           SourceLoc loc = SourceLoc::current());
@@ -401,6 +415,10 @@ private:
   /// `take` and `takeAlong`: one gather (`along` picks the second).
   Result<Value> gather(Value x, Value indices, int64_t axis, bool along,
                        SourceLoc loc);
+
+  /// `scatterAdd` and `scatterAddAlong`: one compare-and-add generic.
+  Result<Value> scatter(Value values, Value indices, int64_t n, int64_t axis,
+                        bool along, SourceLoc loc);
 
 public:
   //===--- Inspection -----------------------------------------------------===//
