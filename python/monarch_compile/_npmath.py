@@ -535,8 +535,19 @@ def exp2(x, loc):
 @_f32_math(2)
 def hypot(a, b, loc):
     a, b = _pair(a, b, loc)
-    return unary("sqrt", binary("add", binary("mul", a, a, loc),
-                                binary("mul", b, b, loc), loc), loc)
+    return _root(binary("add", binary("mul", a, a, loc),
+                        binary("mul", b, b, loc), loc), loc)
+
+
+def _root(s, loc):
+    """`sqrt(s)` of a sum of squares (s >= 0) whose gradient is 0 where s
+    is 0: the derivative of a norm or a standard deviation at zero is the
+    subgradient 0 (numpy's central differences, torch's norm), not sqrt's
+    infinite slope times a zero one (nan). The sqrt reads 1 there, so no
+    inf enters the backward; a NaN stays a NaN."""
+    zero = compare("eq", s, 0.0, loc)
+    return select(zero, 0.0, unary("sqrt", select(zero, 1.0, s, loc), loc),
+                  loc)
 
 
 # Reductions ------------------------------------------------------------------
@@ -576,7 +587,7 @@ def var(x, axis, ddof, keepdims, loc, what="np.var"):
 
 
 def std(x, axis, ddof, keepdims, loc):
-    return unary("sqrt", var(x, axis, ddof, keepdims, loc, "np.std"), loc)
+    return _root(var(x, axis, ddof, keepdims, loc, "np.std"), loc)
 
 
 def any_(x, axis, keepdims, loc, op="max"):
@@ -656,9 +667,8 @@ def norm(x, ord, axis, keepdims, loc):
     x = floating(x, loc)
     if axis is None:
         if ord is None:
-            r = unary("sqrt", reduce("sum", binary("mul", x, x, loc), None,
-                                     bool(keepdims), loc), loc)
-            return r
+            return _root(reduce("sum", binary("mul", x, x, loc), None,
+                                bool(keepdims), loc), loc)
         if x.ndim not in (1, 2):
             raise errors.ShapeError(
                 "np.linalg.norm: an ord needs a 1-D or 2-D tensor (or axis)",
@@ -671,8 +681,8 @@ def norm(x, ord, axis, keepdims, loc):
     a = unary("abs", x, loc)
     if len(axes) == 1:
         if ord is None or ord == 2:
-            return unary("sqrt", reduce("sum", binary("mul", x, x, loc), axes,
-                                        kd, loc), loc)
+            return _root(reduce("sum", binary("mul", x, x, loc), axes, kd,
+                                loc), loc)
         if ord == math.inf:
             return reduce("max", a, axes, kd, loc)
         if ord == -math.inf:
@@ -692,8 +702,8 @@ def norm(x, ord, axis, keepdims, loc):
                                 "pair", *loc)
     row, col = axes
     if ord in (None, "fro"):
-        return unary("sqrt", reduce("sum", binary("mul", x, x, loc), axes, kd,
-                                    loc), loc)
+        return _root(reduce("sum", binary("mul", x, x, loc), axes, kd, loc),
+                     loc)
     if ord in (1, -1, math.inf, -math.inf):
         # 1: max over columns of the column sums; inf: over rows.
         summed, other = (row, col) if ord in (1, -1) else (col, row)

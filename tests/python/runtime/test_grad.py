@@ -136,6 +136,15 @@ CASES = {
                           [r(rng0, 3, 2), r(rng0, 3, 2)]),
     "cast_roundtrip": (lambda a: (a.astype(mc.float16) * 2).astype(mc.float32),
                        lambda a: a * 2, [r(rng0, 4)]),
+    # gradfuzz seed 578: std of rows whose entries are equal (zero
+    # variance), and norms of a zero row: the gradient is the subgradient
+    # 0, as numpy's central differences say, not sqrt's inf * 0 = nan.
+    "std_norm_at_zero": (lambda a: np.std(a, axis=1) +
+                         np.linalg.norm(a, axis=1) + np.hypot(a, a)[1],
+                         lambda a: np.std(a, axis=1) +
+                         np.linalg.norm(a, axis=1) + np.hypot(a, a)[1],
+                         [np.array([[0.5, 0.5, 0.5], [0.0, 0.0, 0.0],
+                                    [0.2, -0.1, 0.3]], np.float32)]),
     "tril_mask": (lambda a: mc.softmax(mc.where(mc.tril(mc.ones((4, 4))) > 0,
                                                 a, -1e9)),
                   lambda a: softmax(np.where(np.tril(np.ones((4, 4))) > 0, a,
