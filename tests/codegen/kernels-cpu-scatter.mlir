@@ -12,6 +12,7 @@
 // RUN: monarch-kernels %s --emit=check --kernel=take --kernel=take2d --kernel=along --kernel=fused --kernel=shard --kernel=coordarg | FileCheck %s --check-prefix=NUM
 // RUN: monarch-kernels %s --emit=scheduled --kernel=take | FileCheck %s --check-prefix=SCHED
 // RUN: monarch-kernels %s --emit=llvm-dialect --kernel=take | FileCheck %s --check-prefix=LOWERED
+// RUN: monarch-kernels %s --profile --kernel=take | FileCheck %s --check-prefix=PROFILE
 
 // NUM: take: ok
 // NUM: take2d: ok
@@ -33,6 +34,9 @@
 // LOWERED: llvm.icmp "slt"
 // LOWERED: llvm.fadd
 // LOWERED: llvm.store
+
+// The profile names it a scatter and counts one add per value.
+// PROFILE: generic:scatter  5:i32, 2x5x8:f32, 12:i32 -> 2x12x8:f32
 
 #i1 = affine_map<(p, i, k, q) -> (k)>
 #v1 = affine_map<(p, i, k, q) -> (p, k, q)>

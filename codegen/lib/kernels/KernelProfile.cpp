@@ -59,8 +59,10 @@ std::string describe(linalg::LinalgOp op) {
   if (isa<linalg::GenericOp>(op)) {
     bool reduction = op.getNumReductionLoops() > 0;
     name = linalg::isaContractionOpInterface(op) ? "generic:contraction"
-           : reduction                           ? "generic:reduction"
-                                                 : "generic:elementwise";
+           : matchScatterAdd(cast<linalg::GenericOp>(op.getOperation()))
+               ? "generic:scatter"
+           : reduction ? "generic:reduction"
+                       : "generic:elementwise";
   }
   if (isMarkedForBlas(op))
     name += " (blas)";
@@ -82,7 +84,7 @@ std::string describe(linalg::LinalgOp op) {
                  std::max<int64_t>(
                      1, shaped.getElementType().getIntOrFloatBitWidth() / 8);
   }
-  int64_t flops = loopIterations(op) * monarch::opsPerIteration(op);
+  int64_t flops = monarch::arithmeticOps(op);
   return name + "\t" + location + "\t" + shapes + "\t" + std::to_string(flops) +
          "\t" + std::to_string(bytes) + "\n";
 }

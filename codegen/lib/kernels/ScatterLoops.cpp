@@ -31,6 +31,8 @@
 
 #include "ScatterLoops.h"
 
+#include "monarch/IR/ScatterAdd.h"
+
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -49,16 +51,6 @@ namespace {
 
 constexpr llvm::StringLiteral kScatterAttr = "monarch_scatter_add";
 
-/// The parts of a matched scatter-add's body.
-struct ScatterMatch {
-  unsigned rowLoop = 0;          // i: the result's row loop
-  unsigned coordInput = 0;       // the input holding the rows' coordinates
-  Value index;                   // the body value compared with coord[i]
-  Value addend;                  // what is added where they are equal
-  Value picked;                  // select(equal, addend, 0)
-  Operation *combiner = nullptr; // acc + picked
-};
-
 /// The block arguments `v` depends on inside `body` (its backward slice
 /// within the region; values from above are constants of the kernel).
 void argumentsOf(Value v, Block &body, llvm::SmallSetVector<unsigned, 4> &args,
@@ -73,80 +65,6 @@ void argumentsOf(Value v, Block &body, llvm::SmallSetVector<unsigned, 4> &args,
     return;
   for (Value operand : def->getOperands())
     argumentsOf(operand, body, args, seen);
-}
-
-std::optional<ScatterMatch> matchScatterAdd(linalg::GenericOp op) {
-  if (op.getNumDpsInits() != 1 || op.getNumDpsInputs() < 2)
-    return std::nullopt;
-  Block &body = op.getRegion().front();
-  if (!body.getOps<linalg::IndexOp>().empty())
-    return std::nullopt;
-  for (Operation &inner : body.without_terminator())
-    if (!isMemoryEffectFree(&inner) || inner.getNumRegions())
-      return std::nullopt;
-  auto yield = cast<linalg::YieldOp>(body.getTerminator());
-  if (yield.getNumOperands() != 1)
-    return std::nullopt;
-  Operation *combiner = yield.getOperand(0).getDefiningOp();
-  if (!combiner || combiner->getBlock() != &body ||
-      !isa<arith::AddFOp, arith::AddIOp>(combiner) ||
-      !combiner->getResult(0).hasOneUse())
-    return std::nullopt;
-  BlockArgument acc = op.getRegionOutputArgs()[0];
-  if (!acc.hasOneUse())
-    return std::nullopt;
-  Value picked = combiner->getOperand(0) == acc ? combiner->getOperand(1)
-                                                : combiner->getOperand(0);
-  if (picked == acc || !llvm::is_contained(combiner->getOperands(), acc))
-    return std::nullopt;
-  auto select = picked.getDefiningOp<arith::SelectOp>();
-  if (!select || select->getBlock() != &body || !picked.hasOneUse())
-    return std::nullopt;
-  Value none = select.getFalseValue();
-  if (!matchPattern(none, m_AnyZeroFloat()) && !matchPattern(none, m_Zero()))
-    return std::nullopt;
-  auto equal = select.getCondition().getDefiningOp<arith::CmpIOp>();
-  if (!equal || equal->getBlock() != &body ||
-      equal.getPredicate() != arith::CmpIPredicate::eq ||
-      !equal->getResult(0).hasOneUse())
-    return std::nullopt;
-  SmallVector<AffineMap> maps = op.getIndexingMapsArray();
-  SmallVector<utils::IteratorType> iterators = op.getIteratorTypesArray();
-  AffineMap outMap = maps.back();
-  if (!outMap.isProjectedPermutation())
-    return std::nullopt;
-  unsigned numInputs = op.getNumDpsInputs();
-  for (int side = 0; side < 2; ++side) {
-    auto coord = dyn_cast<BlockArgument>(equal->getOperand(side));
-    Value index = equal->getOperand(1 - side);
-    if (!coord || coord.getOwner() != &body ||
-        coord.getArgNumber() >= numInputs || !coord.hasOneUse())
-      continue;
-    AffineMap coordMap = maps[coord.getArgNumber()];
-    if (coordMap.getNumResults() != 1)
-      continue;
-    auto row = dyn_cast<AffineDimExpr>(coordMap.getResult(0));
-    if (!row || iterators[row.getPosition()] != utils::IteratorType::parallel ||
-        !outMap.isFunctionOfDim(row.getPosition()))
-      continue;
-    unsigned i = row.getPosition();
-    // No other input may depend on the row: the index and the value must
-    // be the same for every row (that is what makes it a scatter).
-    bool rowFree = true;
-    for (unsigned j = 0; j < numInputs && rowFree; ++j)
-      rowFree = j == coord.getArgNumber() || !maps[j].isFunctionOfDim(i);
-    if (!rowFree)
-      continue;
-    ScatterMatch m;
-    m.rowLoop = i;
-    m.coordInput = coord.getArgNumber();
-    m.index = index;
-    m.addend = select.getTrueValue();
-    m.picked = picked;
-    m.combiner = combiner;
-    return m;
-  }
-  return std::nullopt;
 }
 
 /// Builds the body's values at loop indices `ivs` (null: not yet bound;
@@ -231,7 +149,7 @@ void buildNest(OpBuilder &b, Location loc, ArrayRef<unsigned> dims,
 }
 
 LogicalResult lowerOne(RewriterBase &rewriter, linalg::GenericOp op,
-                       const ScatterMatch &m) {
+                       const ScatterAddMatch &m) {
   SmallVector<int64_t> bounds = op.getStaticLoopRanges();
   if (llvm::any_of(bounds, ShapedType::isDynamic))
     return success(); // left to the dense loops
@@ -335,7 +253,7 @@ LogicalResult lowerScatterAdds(ModuleOp scratch) {
   });
   IRRewriter rewriter(scratch.getContext());
   for (linalg::GenericOp op : marked) {
-    std::optional<ScatterMatch> m = matchScatterAdd(op);
+    std::optional<ScatterAddMatch> m = matchScatterAdd(op);
     if (!m) {
       op->removeAttr(kScatterAttr);
       continue;

@@ -8,6 +8,8 @@
 #ifndef MONARCH_IR_OPCOST_H
 #define MONARCH_IR_OPCOST_H
 
+#include "monarch/IR/ScatterAdd.h"
+
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"
@@ -40,12 +42,23 @@ inline int64_t loopIterations(mlir::linalg::LinalgOp op) {
   return iterations;
 }
 
+/// Arithmetic ops of `op`: its iterations times its ops per iteration,
+/// except a scatter-add (ScatterAdd.h), which does one add per value, not
+/// one compare per value and row.
+inline int64_t arithmeticOps(mlir::linalg::LinalgOp op) {
+  if (auto generic = mlir::dyn_cast<mlir::linalg::GenericOp>(op.getOperation()))
+    if (std::optional<ScatterAddMatch> m = matchScatterAdd(generic)) {
+      int64_t rows = op.getStaticLoopRanges()[m->rowLoop];
+      return loopIterations(op) /
+             (mlir::ShapedType::isDynamic(rows) || rows < 1 ? 1 : rows);
+    }
+  return loopIterations(op) * opsPerIteration(op);
+}
+
 /// Arithmetic ops of every structured op in `root` (a kernel function).
 inline int64_t structuredFlops(mlir::Operation *root) {
   int64_t flops = 0;
-  root->walk([&](mlir::linalg::LinalgOp op) {
-    flops += loopIterations(op) * opsPerIteration(op);
-  });
+  root->walk([&](mlir::linalg::LinalgOp op) { flops += arithmeticOps(op); });
   return flops;
 }
 
