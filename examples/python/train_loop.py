@@ -18,7 +18,6 @@ import numpy as np
 
 import monarch_compile as mc
 
-STEPS = int(sys.argv[1]) if len(sys.argv) > 1 else 20
 LR = np.float32(0.01)
 
 
@@ -54,7 +53,7 @@ def numpy_step(w1, w2, x, t, lr, ranks):
     return loss, w1 - lr * g1, w2 - lr * g2
 
 
-def main():
+def main(steps):
     rng = np.random.default_rng(0)
     w1 = rng.standard_normal((16, 32), dtype=np.float32) * 0.3
     w2 = rng.standard_normal((32, 8), dtype=np.float32) * 0.3
@@ -76,7 +75,7 @@ def main():
         ref1, ref2 = w1.copy(), w2.copy()
         losses = []
         start = time.perf_counter()
-        for step in range(STEPS):
+        for step in range(steps):
             loss = float(np.asarray(train(batch, target, LR)))
             ref, ref1, ref2 = numpy_step(ref1, ref2, batch, target, LR, 4)
             losses.append(loss)
@@ -84,8 +83,8 @@ def main():
             if not np.isclose(loss, ref, rtol=1e-3, atol=1e-5):
                 sys.exit(f"step {step}: loss {loss} differs from numpy {ref}")
         elapsed = time.perf_counter() - start
-    print(f"{STEPS} steps in {elapsed:.3f} s "
-          f"({elapsed / STEPS * 1e3:.2f} ms per step, first step compiles "
+    print(f"{steps} steps in {elapsed:.3f} s "
+          f"({elapsed / steps * 1e3:.2f} ms per step, first step compiles "
           "and starts the workers)")
     if not losses[-1] < losses[0]:
         sys.exit("the loss did not fall")
@@ -94,4 +93,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    main(int(sys.argv[1]) if len(sys.argv) > 1 else 20)

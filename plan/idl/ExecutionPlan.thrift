@@ -18,7 +18,7 @@
 
 namespace cpp monarch.plan.wire
 
-const i32 FORMAT_VERSION = 2
+const i32 FORMAT_VERSION = 3
 
 /// Element types of buffers and signature values.
 enum DType {
@@ -213,13 +213,32 @@ struct Instruction {
   2: SourceLoc loc,
 }
 
+/// What differs between the instruction streams of two ranks of one class
+/// (SPMD: the same code, parameterised by the rank): instruction
+/// `instruction`'s peer (send/recv), communicator (send/recv/collective),
+/// root (collective) or shard offsets (feed/fetch). Unset fields are the
+/// shared stream's.
+struct RankPatch {
+  1: i32 instruction,
+  2: optional i64 peer,
+  3: optional i32 communicator,
+  4: optional i64 root,
+  5: optional list<i64> offsets,
+}
+
 struct RankProgram {
   1: i64 rank,
   2: i64 arenaBytes,
   3: i64 peakBytes,
   /// Estimated by monarch-schedule, in microseconds (0 when unknown).
   4: double criticalPathUs,
+  /// Empty when `sharesWith` is set.
   5: list<Instruction> instructions,
+  /// Format 3: this rank runs the instructions of the earlier program at
+  /// this index of the plan's `programs` (one that holds its own), with
+  /// `patches` applied: ranks of one class are stored once.
+  6: optional i32 sharesWith,
+  7: optional list<RankPatch> patches,
 }
 
 /// One `monarch.plan`: a step on a mesh, invoked by control messages.

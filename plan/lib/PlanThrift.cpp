@@ -6,13 +6,14 @@
 //===----------------------------------------------------------------------===//
 
 #include "PlanThrift.h"
+#include "RankClasses.h"
 
 #include <string>
 
 namespace monarch::plan::detail {
 namespace t = ::monarch::plan::wire;
 
-static_assert(kPlanFormatVersion == 2,
+static_assert(kPlanFormatVersion == 3,
               "bump FORMAT_VERSION in ExecutionPlan.thrift together with "
               "kPlanFormatVersion");
 
@@ -261,17 +262,42 @@ t::ExecutionPlan toThrift(const ExecutionPlan &p) {
     x.__set_mesh(s.mesh);
     x.__set_inputs(toT(s.inputs));
     x.__set_outputs(toT(s.outputs));
-    x.__set_programs(
-        mapAll<t::RankProgram>(s.programs, [](const RankProgram &rp) {
-          t::RankProgram y;
-          y.__set_rank(rp.rank);
-          y.__set_arenaBytes(rp.arenaBytes);
-          y.__set_peakBytes(rp.peakBytes);
-          y.__set_criticalPathUs(rp.criticalPathUs);
-          y.__set_instructions(mapAll<t::Instruction>(
-              rp.instructions, [](const Instruction &i) { return toT(i); }));
-          return y;
-        }));
+    // Ranks of one class store their stream once (RankClasses.h).
+    std::vector<int32_t> shares = findRankClasses(s);
+    std::vector<t::RankProgram> programs;
+    for (size_t i = 0; i < s.programs.size(); ++i) {
+      const RankProgram &rp = s.programs[i];
+      t::RankProgram y;
+      y.__set_rank(rp.rank);
+      y.__set_arenaBytes(rp.arenaBytes);
+      y.__set_peakBytes(rp.peakBytes);
+      y.__set_criticalPathUs(rp.criticalPathUs);
+      if (shares[i] < 0) {
+        y.__set_instructions(mapAll<t::Instruction>(
+            rp.instructions, [](const Instruction &in) { return toT(in); }));
+      } else {
+        y.__set_sharesWith(shares[i]);
+        std::vector<t::RankPatch> patches;
+        for (const RankPatch &patch :
+             rankPatches(s.programs[shares[i]].instructions, rp.instructions)) {
+          t::RankPatch z;
+          z.__set_instruction(patch.instruction);
+          if (patch.peer)
+            z.__set_peer(*patch.peer);
+          if (patch.communicator)
+            z.__set_communicator(*patch.communicator);
+          if (patch.root)
+            z.__set_root(*patch.root);
+          if (patch.offsets)
+            z.__set_offsets(*patch.offsets);
+          patches.push_back(std::move(z));
+        }
+        if (!patches.empty())
+          y.__set_patches(std::move(patches));
+      }
+      programs.push_back(std::move(y));
+    }
+    x.__set_programs(std::move(programs));
     x.__set_loc(toT(s.loc));
     return x;
   }));
@@ -480,12 +506,57 @@ executor::StatusOr<ExecutionPlan> fromThrift(const t::ExecutionPlan &p) {
     x.inputs = fromT(s.inputs);
     x.outputs = fromT(s.outputs);
     x.loc = fromT(s.loc);
-    for (const t::RankProgram &rp : s.programs) {
+    std::vector<bool> shared(s.programs.size(), false);
+    for (size_t k = 0; k < s.programs.size(); ++k) {
+      const t::RankProgram &rp = s.programs[k];
       RankProgram y;
       y.rank = rp.rank;
       y.arenaBytes = rp.arenaBytes;
       y.peakBytes = rp.peakBytes;
       y.criticalPathUs = rp.criticalPathUs;
+      if (rp.__isset.sharesWith) {
+        // A rank of a class: the earlier program's stream, patched.
+        std::string where =
+            "plan '" + s.symbol + "' rank " + std::to_string(rp.rank) + ": ";
+        int32_t j = rp.sharesWith;
+        if (j < 0 || static_cast<size_t>(j) >= k || shared[j])
+          return executor::Status(
+              executor::StatusCode::InvalidArgument,
+              where + "it shares the instructions of program " +
+                  std::to_string(j) +
+                  ", which is not an earlier program holding its own");
+        if (!rp.instructions.empty())
+          return executor::Status(
+              executor::StatusCode::InvalidArgument,
+              where + "a program sharing another's instructions has none");
+        y.instructions = x.programs[j].instructions;
+        std::vector<RankPatch> patches;
+        for (const t::RankPatch &z : rp.patches) {
+          RankPatch patch;
+          patch.instruction = z.instruction;
+          if (z.__isset.peer)
+            patch.peer = z.peer;
+          if (z.__isset.communicator)
+            patch.communicator = z.communicator;
+          if (z.__isset.root)
+            patch.root = z.root;
+          if (z.__isset.offsets)
+            patch.offsets = z.offsets;
+          patches.push_back(std::move(patch));
+        }
+        if (std::optional<std::string> bad =
+                applyRankPatches(y.instructions, patches))
+          return executor::Status(executor::StatusCode::InvalidArgument,
+                                  where + *bad);
+        shared[k] = true;
+        x.programs.push_back(std::move(y));
+        continue;
+      }
+      if (rp.__isset.patches)
+        return executor::Status(executor::StatusCode::InvalidArgument,
+                                "plan '" + s.symbol + "' rank " +
+                                    std::to_string(rp.rank) +
+                                    ": patches without a shared stream");
       for (size_t i = 0; i < rp.instructions.size(); ++i) {
         std::optional<Instruction> in = fromT(rp.instructions[i]);
         if (!in)

@@ -23,16 +23,16 @@
 // PLANNED: monarch.plan @step.worker.mesh on @mesh
 // PLANNED: monarch.collective all_reduce sum
 
-// PLAN: ExecutionPlan format 2, monarch-compile {{.*}}, from {{.*}}phase-ladder.mlir
+// PLAN: ExecutionPlan format 3, monarch-compile {{.*}}, from {{.*}}phase-ladder.mlir
 // PLAN: meshes:
 // PLAN-NEXT: @mesh  gpus=2  2 ranks
 // PLAN: topology:
 // PLAN-NEXT: @mesh  host localhost  ranks [0, 1]
 // PLAN: communicators:
 // PLAN-NEXT: @step.worker.mesh.comm0  on @mesh  ranks [0, 1]  gloo
-// PLAN: kernels: 2
+// Both ranks' kernels compile to one symbol: the table holds it once.
+// PLAN: kernels: 1
 // PLAN-NEXT: k0 @step.worker.mesh.r0.k0  2 in, 1 out
-// PLAN-NEXT: k1 @step.worker.mesh.r1.k0  2 in, 1 out
 
 // Every rank gets a table; each instruction names the user's line (the
 // all_reduce comes from the partial sums of the linalg.reduce).
@@ -44,7 +44,7 @@
 // PLAN: collective all_reduce sum @[[#]] tensor<4xf32> -> @[[#]] tensor<4xf32> on @step.worker.mesh.comm0 [[#]] - {{.*}}phase-ladder.mlir:[[@LINE+33]]:10 monarch.collective
 // PLAN: fetch_buffer @[[#]] tensor<4xf32> -> output 0
 // PLAN: rank 1:
-// PLAN: launch k1 @step.worker.mesh.r1.k0
+// PLAN: launch k0 @step.worker.mesh.r0.k0
 // PLAN: collective all_reduce sum
 // PLAN-NOT: fetch_buffer
 

@@ -239,6 +239,7 @@ public:
         return failure();
     if (failed(compileLaunchedKernels()))
       return failure();
+    mergeEqualKernels();
     if (Status s = validatePlan(plan); !s) {
       // The IR verifiers should make this unreachable; say so if not.
       module.emitError("internal error: the ExecutionPlan built from this "
@@ -661,15 +662,62 @@ private:
                                                         : PlanTarget::Cpu;
     blob.code = std::move(library->binary);
     for (const CompiledKernel &k : library->kernels) {
-      int32_t index = plan.findKernel(k.name);
-      if (index < 0)
+      auto known = kernelIndices.find(k.name);
+      if (known == kernelIndices.end())
         return module.emitError("kernel compiler returned unknown kernel @")
                << k.name;
+      int32_t index = known->second;
       blob.kernels.push_back(CompiledKernelRef{index, k.symbol, k.gemms});
     }
     plan.libraries.push_back(std::move(blob));
 #endif
     return success();
+  }
+
+  /// Kernels that compiled to one symbol become one entry of the plan's
+  /// table, named as the first of them: equal kernels of different ranks
+  /// (every rank of a data-parallel class has its own copy in the IR) are
+  /// then one kernel, so the ranks' streams are equal (the plan file stores
+  /// a class's stream once) and the table does not grow with the ranks.
+  void mergeEqualKernels() {
+    if (plan.libraries.size() != 1)
+      return;
+    KernelLibraryBlob &blob = plan.libraries.front();
+    size_t n = plan.kernels.size();
+    std::vector<int32_t> same(n);
+    for (size_t i = 0; i < n; ++i)
+      same[i] = static_cast<int32_t>(i);
+    std::map<std::string, int32_t> bySymbol;
+    for (const CompiledKernelRef &ref : blob.kernels) {
+      auto [first, fresh] = bySymbol.emplace(ref.symbol, ref.kernel);
+      const Kernel &a = plan.kernels[first->second],
+                   &b = plan.kernels[ref.kernel];
+      if (!fresh && a.numInputs == b.numInputs &&
+          a.numOutputs == b.numOutputs && a.flops == b.flops)
+        same[ref.kernel] = first->second;
+    }
+    std::vector<int32_t> renumbered(n, -1);
+    std::vector<Kernel> kept;
+    for (size_t i = 0; i < n; ++i)
+      if (same[i] == static_cast<int32_t>(i)) {
+        renumbered[i] = static_cast<int32_t>(kept.size());
+        kept.push_back(std::move(plan.kernels[i]));
+      }
+    if (kept.size() == n)
+      return;
+    for (StepPlan &step : plan.plans)
+      for (RankProgram &program : step.programs)
+        for (Instruction &in : program.instructions)
+          if (in.kind == plan::InstrKind::Launch)
+            in.launch.kernel = renumbered[same[in.launch.kernel]];
+    std::vector<CompiledKernelRef> refs;
+    for (CompiledKernelRef &ref : blob.kernels)
+      if (same[ref.kernel] == ref.kernel) {
+        ref.kernel = renumbered[ref.kernel];
+        refs.push_back(std::move(ref));
+      }
+    blob.kernels = std::move(refs);
+    plan.kernels = std::move(kept);
   }
 
   ModuleOp module;

@@ -12,6 +12,11 @@
 #include "monarch/Plan/PlanFile.h"
 #include "monarch/Plan/PlanPrinter.h"
 
+#include "PlanThrift.h"
+
+#include <thrift/protocol/TCompactProtocol.h>
+#include <thrift/transport/TBufferTransports.h>
+
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -83,6 +88,171 @@ ExecutionPlan shardedSample() {
     fetch.io.offsets = {2 * prog.rank};
   }
   return plan;
+}
+
+/// A data- and pair-parallel step on 4 ranks whose programs are one
+/// stream parameterised by the rank: shard offsets, ring peers, the pair's
+/// communicator and the broadcast's root differ; every other field is
+/// equal. `ranks` ranks (a multiple of 2).
+ExecutionPlan classPlan(int64_t ranks) {
+  ExecutionPlan p;
+  p.compilerVersion = "test";
+  std::vector<int64_t> all;
+  for (int64_t r = 0; r < ranks; ++r)
+    all.push_back(r);
+  p.meshes.push_back(ProcMesh{
+      "mesh", {{"hosts", 1}, {"gpus", ranks}}, std::nullopt, {}, {}, all});
+  p.topology.push_back(MeshTopology{"mesh", {Host{"localhost", all}}});
+  p.communicators.push_back(Communicator{"world", "mesh", all, Backend::Gloo});
+  for (int64_t r = 0; r < ranks; r += 2)
+    p.communicators.push_back(Communicator{
+        "pair" + std::to_string(r), "mesh", {r, r + 1}, Backend::Gloo});
+  p.kernels.push_back(Kernel{"k0", 1, 1});
+  StepPlan step;
+  step.symbol = "step";
+  step.mesh = "mesh";
+  step.inputs = {ValueType{DType::F32, {2 * ranks}, true}};
+  step.outputs = {ValueType{DType::F32, {2 * ranks}, true}};
+  using monarch::plan::testing::buf;
+  using monarch::plan::testing::loc;
+  for (int64_t rank = 0; rank < ranks; ++rank) {
+    RankProgram prog;
+    prog.rank = rank;
+    prog.arenaBytes = 64;
+    prog.peakBytes = 64;
+    auto add = [&](Instruction in, int32_t line) {
+      in.loc = loc(line, "op");
+      prog.instructions.push_back(in);
+    };
+    Instruction feed;
+    feed.kind = InstrKind::FeedBuffer;
+    feed.io = IOInstr{0, buf(0, {2}), {2 * rank}};
+    add(feed, 1);
+    Instruction launch;
+    launch.kind = InstrKind::Launch;
+    launch.launch = LaunchInstr{0, {buf(0, {2})}, {buf(8, {2})}, 0};
+    add(launch, 2);
+    Instruction send;
+    send.kind = InstrKind::Send;
+    send.p2p = P2PInstr{buf(8, {2}), (rank + 1) % ranks, 0, 1, int64_t{0}};
+    add(send, 3);
+    Instruction recv;
+    recv.kind = InstrKind::Recv;
+    recv.p2p =
+        P2PInstr{buf(16, {2}), (rank + ranks - 1) % ranks, 0, 1, int64_t{0}};
+    add(recv, 3);
+    Instruction pair;
+    pair.kind = InstrKind::Collective;
+    pair.collective.kind = CollectiveKind::Broadcast;
+    pair.collective.communicator = static_cast<int32_t>(1 + rank / 2);
+    pair.collective.root = rank / 2 % 2;
+    pair.collective.input = buf(16, {2});
+    pair.collective.output = buf(24, {2});
+    pair.collective.stream = 2;
+    add(pair, 4);
+    Instruction wait;
+    wait.kind = InstrKind::Wait;
+    wait.wait.events = {1, 2, 3, 4};
+    add(wait, 5);
+    Instruction fetch;
+    fetch.kind = InstrKind::FetchBuffer;
+    fetch.io = IOInstr{0, buf(24, {2}), {2 * rank}};
+    add(fetch, 6);
+    step.programs.push_back(prog);
+  }
+  p.plans.push_back(step);
+  return p;
+}
+
+TEST(PlanSerialization, RanksOfAClassShareOneStream) {
+  // SPMD: the file holds rank 0's stream once and, per other rank, what
+  // differs (offsets, peers, communicator, root); reading it back gives
+  // every rank's program as it was.
+  ExecutionPlan plan = classPlan(4);
+  ASSERT_TRUE(validatePlan(plan).isOk()) << validatePlan(plan).toString();
+  std::string bytes = serialized(plan);
+  StatusOr<ExecutionPlan> back = deserializePlan(bytes);
+  ASSERT_TRUE(back.isOk()) << back.status().toString();
+  EXPECT_TRUE(*back == plan);
+  EXPECT_EQ(back->plans[0].programs[3].instructions[2].p2p.peer, 0);
+  EXPECT_EQ(back->plans[0].programs[3].instructions[4].collective.root,
+            std::optional<int64_t>(1));
+  EXPECT_EQ(back->plans[0].programs[2].instructions[6].io.offsets,
+            std::vector<int64_t>{4});
+  // The file grows by the patches, not by a stream per rank: against the
+  // same 64 ranks each holding its own (arenas made to differ).
+  ExecutionPlan shared = classPlan(64), own = classPlan(64);
+  for (RankProgram &program : own.plans[0].programs)
+    program.arenaBytes += 8 * program.rank;
+  size_t sharedBytes = serialized(shared).size(),
+         ownBytes = serialized(own).size();
+  EXPECT_LT(2 * sharedBytes, ownBytes) << sharedBytes << " vs " << ownBytes;
+  // A rank whose stream differs in anything else holds its own.
+  ExecutionPlan odd = classPlan(4);
+  odd.plans[0].programs[2].instructions[1].launch.outs[0].offset = 40;
+  odd.plans[0].programs[2].arenaBytes = 64;
+  StatusOr<ExecutionPlan> oddBack = deserializePlan(serialized(odd));
+  ASSERT_TRUE(oddBack.isOk()) << oddBack.status().toString();
+  EXPECT_TRUE(*oddBack == odd);
+}
+
+/// The Thrift payload of `wire` (what decodePlanPayload reads).
+std::string payloadOf(const wire::ExecutionPlan &wire) {
+  auto buffer = std::make_shared<apache::thrift::transport::TMemoryBuffer>();
+  apache::thrift::protocol::TCompactProtocolT<
+      apache::thrift::transport::TMemoryBuffer>
+      protocol(buffer);
+  wire.write(&protocol);
+  return buffer->getBufferAsString();
+}
+
+TEST(PlanSerialization, HostileClassReferencesAreRefused) {
+  // A program that shares a stream that is its own, later, or itself
+  // shared; patches that name no instruction or a field the instruction
+  // lacks; patches without a stream; a patched peer outside the mesh: each
+  // a clear error, never a crash.
+  wire::ExecutionPlan good = detail::toThrift(classPlan(4));
+  ASSERT_TRUE(good.plans[0].programs[2].__isset.sharesWith);
+  ASSERT_TRUE(decodePlanPayload(payloadOf(good)).isOk());
+  auto error = [&](auto edit) {
+    wire::ExecutionPlan bad = good;
+    edit(bad.plans[0].programs);
+    StatusOr<ExecutionPlan> plan = decodePlanPayload(payloadOf(bad));
+    return plan.isOk() ? std::string("<accepted>") : plan.status().message();
+  };
+  using Programs = std::vector<wire::RankProgram>;
+  auto has = [](const std::string &text, const char *part) {
+    return text.find(part) != std::string::npos;
+  };
+  EXPECT_TRUE(has(error([](Programs &p) { p[2].__set_sharesWith(2); }),
+                  "not an earlier program holding its own"));
+  EXPECT_TRUE(has(error([](Programs &p) { p[1].__set_sharesWith(3); }),
+                  "not an earlier program holding its own"));
+  EXPECT_TRUE(has(error([](Programs &p) { p[3].__set_sharesWith(2); }),
+                  "not an earlier program holding its own"));
+  EXPECT_TRUE(has(error([](Programs &p) { p[2].__set_sharesWith(-5); }),
+                  "not an earlier program holding its own"));
+  EXPECT_TRUE(
+      has(error([](Programs &p) { p[2].patches[0].__set_instruction(99); }),
+          "no such instruction"));
+  EXPECT_TRUE(has(error([](Programs &p) {
+                    wire::RankPatch patch;
+                    patch.__set_instruction(1);
+                    patch.__set_peer(1);
+                    p[2].patches.push_back(patch);
+                  }),
+                  "a peer for a launch"));
+  EXPECT_TRUE(has(error([](Programs &p) { p[0].__set_patches(p[2].patches); }),
+                  "patches without a shared stream"));
+  EXPECT_TRUE(has(error([](Programs &p) {
+                    for (wire::RankPatch &patch : p[2].patches)
+                      if (patch.__isset.peer)
+                        patch.__set_peer(17);
+                  }),
+                  "peer 17"));
+  EXPECT_TRUE(has(
+      error([](Programs &p) { p[2].__set_instructions(p[0].instructions); }),
+      "has none"));
 }
 
 TEST(PlanSerialization, ShardedFetchesKeepTheirOffsets) {
