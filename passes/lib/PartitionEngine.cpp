@@ -26,6 +26,8 @@
 
 #include "PartitionEngine.h"
 
+#include "monarch/IR/ScatterAdd.h"
+
 #include "mlir/Analysis/SliceAnalysis.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -1526,8 +1528,17 @@ private:
                        const llvm::SmallBitVector &used,
                        ArrayRef<ReductionKind> kinds,
                        ArrayRef<std::optional<Target>> targets) {
+    // A scatter-add (ScatterAdd.h) passes over its values once, whatever
+    // rows a rank holds: its work is the other loops' iterations.
+    std::optional<unsigned> rows;
+    if (auto generic = dyn_cast<linalg::GenericOp>(op.getOperation()))
+      if (std::optional<ScatterAddMatch> m = matchScatterAdd(generic))
+        rows = m->rowLoop;
     double iterations = 1, split = 1;
-    for (auto [range, axes] : llvm::zip(op.getStaticLoopRanges(), loopAxes)) {
+    for (auto [i, range, axes] :
+         llvm::enumerate(op.getStaticLoopRanges(), loopAxes)) {
+      if (rows && i == *rows)
+        continue;
       iterations *= static_cast<double>(range);
       split *= static_cast<double>(count(axes));
     }

@@ -8,6 +8,8 @@
 
 #include "monarch/Plan/PlanPrinter.h"
 
+#include "RankClasses.h"
+
 #include <algorithm>
 #include <cstdio>
 #include <sstream>
@@ -72,7 +74,9 @@ std::string number(double v) {
 
 class Printer {
 public:
-  Printer(const ExecutionPlan &plan, std::ostream &os) : plan(plan), os(os) {}
+  Printer(const ExecutionPlan &plan, std::ostream &os,
+          const PrintOptions &options)
+      : plan(plan), os(os), options(options) {}
 
   void print() {
     os << "ExecutionPlan format " << plan.formatVersion;
@@ -273,14 +277,36 @@ private:
     os << "\nplan @" << step.symbol << " on @" << step.mesh << " "
        << types(step.inputs) << " -> " << types(step.outputs) << "  "
        << location(step.loc) << "\n";
-    for (const RankProgram &p : step.programs) {
+    // A rank that runs an earlier rank's stream (RankClasses.h) shows the
+    // instructions where it differs; --rank R prints one rank in full.
+    std::vector<int32_t> shares = detail::findRankClasses(step);
+    for (size_t k = 0; k < step.programs.size(); ++k) {
+      const RankProgram &p = step.programs[k];
+      if (options.rank && p.rank != *options.rank)
+        continue;
       os << "  rank " << p.rank << ": arena " << p.arenaBytes << " B, peak "
          << p.peakBytes << " B, critical path " << number(p.criticalPathUs)
-         << " us, " << p.instructions.size() << " instructions\n";
+         << " us, " << p.instructions.size() << " instructions";
       std::vector<Row> rows{
           {"#", "instruction", "operands", "stream", "group", "location"}};
-      for (size_t i = 0; i < p.instructions.size(); ++i)
-        rows.push_back(instruction(p.instructions[i], i));
+      if (shares[k] < 0 || options.rank) {
+        os << "\n";
+        for (size_t i = 0; i < p.instructions.size(); ++i)
+          rows.push_back(instruction(p.instructions[i], i));
+      } else {
+        const RankProgram &q = step.programs[shares[k]];
+        std::vector<detail::RankPatch> patches =
+            detail::rankPatches(q.instructions, p.instructions);
+        os << ": rank " << q.rank << "'s stream";
+        if (patches.empty()) {
+          os << "\n";
+          continue;
+        }
+        os << ", differing in\n";
+        for (const detail::RankPatch &patch : patches)
+          rows.push_back(instruction(p.instructions[patch.instruction],
+                                     patch.instruction));
+      }
       printTable(os, rows, "    ");
     }
   }
@@ -341,17 +367,20 @@ private:
 
   const ExecutionPlan &plan;
   std::ostream &os;
+  const PrintOptions &options;
 };
 
 } // namespace
 
-void printPlan(const ExecutionPlan &plan, std::ostream &os) {
-  Printer(plan, os).print();
+void printPlan(const ExecutionPlan &plan, std::ostream &os,
+               const PrintOptions &options) {
+  Printer(plan, os, options).print();
 }
 
-std::string planToString(const ExecutionPlan &plan) {
+std::string planToString(const ExecutionPlan &plan,
+                         const PrintOptions &options) {
   std::ostringstream os;
-  printPlan(plan, os);
+  printPlan(plan, os, options);
   return os.str();
 }
 

@@ -44,6 +44,7 @@
 #include <cstring>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <string>
 
 using namespace mlir;
@@ -63,6 +64,8 @@ struct Flags {
                                                  target = "cpu";
   int64_t groupBytes = 65536;
   bool printPlan = false, verbose = false, verifyEach = false;
+  /// --print-plan --rank R: that rank's program of each plan, in full.
+  std::optional<int64_t> rank;
   /// SVG pictures of the plan (PlanGraph.h).
   std::string planGraph, memoryPlot;
   /// --simulate[=PRESET|TOPOLOGY.json] and its --trace (PlanSimulate.h).
@@ -133,6 +136,12 @@ int drawPictures(const Flags &flags, const ExecutionPlan &plan) {
   return 0;
 }
 
+PrintOptions printOptions(const Flags &flags) {
+  PrintOptions options;
+  options.rank = flags.rank;
+  return options;
+}
+
 /// Prints a `.mcplan` file readably: no MLIR context is ever created.
 int printPlanFile(const Flags &flags) {
   StatusOr<ExecutionPlan> plan = readPlanFile(flags.input);
@@ -145,14 +154,14 @@ int printPlanFile(const Flags &flags) {
       return 0;
   }
   if (flags.output.empty() || flags.output == "-") {
-    printPlan(*plan, std::cout);
+    printPlan(*plan, std::cout, printOptions(flags));
     return std::cout.good() ? 0 : fail("cannot write the plan to stdout");
   }
   std::string error;
   auto out = openOutputFile(flags.output, &error);
   if (!out)
     return fail(error);
-  out->os() << planToString(*plan);
+  out->os() << planToString(*plan, printOptions(flags));
   out->keep();
   return 0;
 }
@@ -181,7 +190,7 @@ int emitPlan(const Flags &flags, const std::string &bytes) {
   StatusOr<ExecutionPlan> plan = deserializePlan(bytes);
   if (!plan)
     return fail("internal error: " + plan.status().message());
-  printPlan(*plan, std::cout);
+  printPlan(*plan, std::cout, printOptions(flags));
   return 0;
 }
 
@@ -218,8 +227,13 @@ int main(int argc, char **argv) {
       ->check(
           CLI::IsMember({"traced", "partitioned", "split", "planned", "plan"}));
   app.add_flag("--print-plan", flags.printPlan,
-               "Print a plan readably (a table per rank): the input .mcplan "
-               "file, or the plan compiled from an .mlir input");
+               "Print a plan readably (a table per class of ranks; a rank "
+               "that runs another's stream shows where it differs): the "
+               "input .mcplan file, or the plan compiled from an .mlir input");
+  app.add_option("--rank", flags.rank,
+                 "With --print-plan: print only this rank's program of each "
+                 "plan, in full")
+      ->check(CLI::NonNegativeNumber);
   app.add_option("--target", flags.target,
                  "Kernel target of the plan: cpu (native code for this host) "
                  "or cuda (PTX)")
@@ -286,6 +300,9 @@ int main(int argc, char **argv) {
                           : "planned";
   bool toPlan = flags.stageName == "plan";
 
+  if (flags.rank && !flags.printPlan)
+    return fail("--rank selects the rank --print-plan prints: add "
+                "--print-plan");
   bool inputIsPlan = looksLikePlanFile(flags.input);
   if ((flags.printPlan || flags.pictures()) &&
       (inputIsPlan || llvm::StringRef(flags.input).ends_with(".mcplan")))
