@@ -1,5 +1,6 @@
-"""bench/compile_scaling/rank_scaling.py: compile time, peak compiler memory
-and .mcplan size of one data-parallel training step as the mesh grows
+"""bench/compile_scaling/rank_scaling.py: compile time, peak compiler memory,
+.mcplan size and a worker's plan-load time (bench/bin/plan_load: the last
+rank binds its program) of one data-parallel training step as the mesh grows
 (issue 15): the actor MLP of examples/python/train_loop.py (64 wide, 8 rows
 per rank, gradients all-reduced over "gpus") traced on
 `mc.mesh(hosts=1, gpus=N)` without starting workers, then compiled by
@@ -7,8 +8,9 @@ per rank, gradients all-reduced over "gpus") traced on
 Prints each size and the ratios to the 8-rank figures; asserts nothing.
 
 Targets (issue 15): at 4,096 ranks compile + verify under 10 s and 2 GiB on
-a 2-core machine; .mcplan size within 2x of the 8-rank plan's (needs SPMD
-plans: one instruction stream per class of ranks).
+a 2-core machine; .mcplan size and worker load time within 2x of the
+8-rank figures (the plan file stores one instruction stream per class of
+ranks).
 
     python3 bench/compile_scaling/rank_scaling.py [--ranks 8,64,512,4096]
 """
@@ -70,6 +72,17 @@ def compile_once(binary, source, out):
             f"{kernels.group(1)}/{kernels.group(2)}" if kernels else "?")
 
 
+def load_ms(build, plan):
+    """A worker's time to bind the last rank's program of `plan` (ms)."""
+    tool = build / "bench" / "bin" / "plan_load"
+    if not tool.exists():
+        return float("nan")
+    proc = subprocess.run([str(tool), str(plan)], capture_output=True,
+                          text=True, timeout=600)
+    m = re.search(r"binds in ([\d.]+) ms", proc.stdout)
+    return float(m.group(1)) if m else float("nan")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--ranks", default="8,64,512,4096")
@@ -86,20 +99,21 @@ def main():
             wall, peak_kb, passes_s, kernels = compile_once(binary, source,
                                                             plan)
             rows.append((n, trace_s, wall, passes_s, peak_kb,
-                         plan.stat().st_size, kernels))
+                         plan.stat().st_size, kernels, load_ms(build, plan)))
     print("rank scaling: data-parallel MLP step, monarch-compile -v, caches "
           "off (peak KB: largest child so far)")
     print(f"{'ranks':>6}{'trace s':>9}{'compile s':>11}{'passes s':>10}"
-          f"{'peak MB':>9}{'plan KB':>9}  kernels/distinct")
-    for n, trace_s, wall, passes_s, peak_kb, size, kernels in rows:
+          f"{'peak MB':>9}{'plan KB':>9}{'load ms':>9}  kernels/distinct")
+    for n, trace_s, wall, passes_s, peak_kb, size, kernels, load in rows:
         print(f"{n:>6}{trace_s:>9.2f}{wall:>11.2f}{passes_s:>10.2f}"
-              f"{peak_kb / 1024:>9.0f}{size / 1024:>9.0f}  {kernels}")
+              f"{peak_kb / 1024:>9.0f}{size / 1024:>9.0f}{load:>9.2f}  "
+              f"{kernels}")
     if len(rows) > 1:
         a, b = rows[0], rows[-1]
         print(f"ratios {b[0]}/{a[0]} ranks: compile {b[2] / a[2]:.1f}x, "
-              f"plan size {b[5] / a[5]:.1f}x")
+              f"plan size {b[5] / a[5]:.1f}x, load {b[7] / a[7]:.1f}x")
     print("targets (issue 15): 4096 ranks compile + verify < 10 s and "
-          "< 2 GiB; plan size within 2x of 8 ranks")
+          "< 2 GiB; plan size and load time within 2x of 8 ranks")
 
 
 if __name__ == "__main__":
