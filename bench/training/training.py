@@ -249,10 +249,15 @@ def jax_gpt(size, steps):
     import subprocess
     args = [str(size[k]) for k in ("vocab", "ctx", "dim", "heads", "layers",
                                    "batch")] + [str(steps)]
+    # JAX may live in a virtual environment of its own (python -m venv V;
+    # V/bin/pip install jax numpy): MONARCH_BENCH_JAX_PYTHON=V/bin/python.
+    python = os.environ.get("MONARCH_BENCH_JAX_PYTHON", sys.executable)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        filter(None, [str(ROOT / "python"), os.environ.get("PYTHONPATH")])))
     try:
         out = subprocess.run(
-            [sys.executable, str(ROOT / "bench" / "training" / "jax_gpt.py"),
-             *args], capture_output=True, text=True, timeout=900)
+            [python, str(ROOT / "bench" / "training" / "jax_gpt.py"),
+             *args], capture_output=True, text=True, timeout=900, env=env)
         row = json.loads(out.stdout.strip().splitlines()[-1])
     except Exception as e:  # noqa: BLE001 - a failed peer skips its row
         return None, f"jax_gpt.py failed: {e}"
