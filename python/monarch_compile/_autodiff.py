@@ -474,27 +474,23 @@ def _take_along_rule(trace, args, y, g, loc):
     return {ix: _as(wrap(trace, out), x, loc)}
 
 
-@def_vjp("scatter_add")
-def _scatter_add_rule(trace, args, y, g, loc):
-    """A scatter-add is linear in its values; its adjoint gathers the
-    cotangent back from the rows the indices name (wrapped and clamped
-    alike, so the pair is exact transposes)."""
-    ivals, iidx, axis = args[0], args[1], args[3]
-    vals = wrap(trace, ivals)
-    if not _is_float(vals):
-        return {}
-    out = trace.call("take", g._id, iidx, int(axis), loc, loc=loc)
-    return {ivals: _as(wrap(trace, out), vals, loc)}
+def _gather_back(gather):
+    """The VJP of a scatter-add whose adjoint is `gather` ("take" or
+    "take_along"): linear in its values, it gathers the cotangent back from
+    the rows the indices name (wrapped and clamped alike, so the pair is
+    exact transposes)."""
+    def rule(trace, args, y, g, loc):
+        ivals, iidx, axis = args[0], args[1], args[3]
+        vals = wrap(trace, ivals)
+        if not _is_float(vals):
+            return {}
+        out = trace.call(gather, g._id, iidx, int(axis), loc, loc=loc)
+        return {ivals: _as(wrap(trace, out), vals, loc)}
+    return rule
 
 
-@def_vjp("scatter_add_along")
-def _scatter_add_along_rule(trace, args, y, g, loc):
-    ivals, iidx, axis = args[0], args[1], args[3]
-    vals = wrap(trace, ivals)
-    if not _is_float(vals):
-        return {}
-    out = trace.call("take_along", g._id, iidx, int(axis), loc, loc=loc)
-    return {ivals: _as(wrap(trace, out), vals, loc)}
+def_vjp("scatter_add")(_gather_back("take"))
+def_vjp("scatter_add_along")(_gather_back("take_along"))
 
 
 @def_vjp("concatenate")

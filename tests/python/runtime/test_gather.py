@@ -247,3 +247,24 @@ def test_take_gradients_along_inner_axes(meshes):
             np.add.at(along[b, :, q], j[b, :, q], c2[b, :, q])
     np.testing.assert_allclose(f(x, i, j, c1, c2), want + along, rtol=1e-5,
                                atol=1e-6)
+
+
+def test_a_scatter_add_differentiates_to_a_gather(meshes):
+    # Second order through an embedding: the gradient of
+    # sum(grad(sum(w[tok] ** 3)) * c) differentiates the scatter-add of the
+    # first gradient, whose adjoint gathers c back at the tokens' rows.
+    rng = np.random.default_rng(13)
+    w, c = rand(rng, 7, 3), rand(rng, 7, 3)
+    tok = np.array([1, 5, 1, -1], np.int32)
+
+    @mc.compile(mesh=meshes(gpus=1))
+    def f(w, c):
+        def inner(w):
+            return (w[tok] ** 3).sum()
+
+        return mc.grad(lambda w: (mc.grad(inner)(w) * c).sum())(w)
+
+    rows = np.where(tok < 0, tok + 7, tok)
+    want = np.zeros((7, 3))
+    np.add.at(want, rows, 6 * w[rows].astype(np.float64) * c[rows])
+    np.testing.assert_allclose(f(w, c), want, rtol=1e-5, atol=1e-5)
