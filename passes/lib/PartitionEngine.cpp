@@ -1157,6 +1157,25 @@ private:
     return out;
   }
 
+  /// The layout users would like `v` in: walk 1's, or else that of an
+  /// operand already decided beside it in an elementwise user (identity
+  /// maps, all loops parallel), whose split the user will follow.
+  std::optional<Layout> wantedOrSibling(Value v) const {
+    if (auto it = wanted.find(v); it != wanted.end())
+      return it->second;
+    for (OpOperand &use : v.getUses()) {
+      auto user = dyn_cast<linalg::GenericOp>(use.getOwner());
+      if (!user || user.getNumReductionLoops() != 0 ||
+          !user.getMatchingIndexingMap(&use).isIdentity())
+        continue;
+      for (OpOperand *other : user.getDpsInputOperands())
+        if (other->get() != v && layout.count(other->get()) &&
+            user.getMatchingIndexingMap(other).isIdentity())
+          return have(other->get()).withoutPartial();
+    }
+    return std::nullopt;
+  }
+
   /// The layout a shape op needs its (first) operand in, and its result's.
   DenseMap<Operation *, Layout> needs;
 
@@ -1168,7 +1187,35 @@ private:
     if (auto e = dyn_cast<tensor::ExpandShapeOp>(op)) {
       out = splitRuns(e.getReassociationIndices(), resType, in);
     } else if (auto c = dyn_cast<tensor::CollapseShapeOp>(op)) {
+      Layout before = in;
       out = mergeRuns(c.getReassociationIndices(), c.getSrcType(), in);
+      // A run whose splits the merge cannot keep (a later dimension's: they
+      // would be gathered) while the result is wanted split over those very
+      // axes: move them to the run's first dimension instead. One
+      // all_to_all of the source replaces an all_gather, and each rank
+      // keeps its share (x.T.flatten() of a row-split x, multiplied with
+      // x.ravel(): an all_gather of the whole and a slice before).
+      std::optional<Layout> want = wantedOrSibling(res);
+      bool moved = false;
+      Layout move = before;
+      if (want)
+        for (auto [g, run] : llvm::enumerate(c.getReassociationIndices())) {
+          Axes axes;
+          for (int64_t d : run)
+            axes.append(before.dims[d]);
+          int64_t first = run.front();
+          if (!out.dims[g].empty() || axes.empty() || want->dims[g] != axes ||
+              c.getSrcType().getDimSize(first) % count(axes) != 0)
+            continue;
+          for (int64_t d : run)
+            move.dims[d].clear();
+          move.dims[first] = axes;
+          moved = true;
+        }
+      if (moved) {
+        in = move;
+        out = mergeRuns(c.getReassociationIndices(), c.getSrcType(), in);
+      }
     } else if (auto s = dyn_cast<tensor::ExtractSliceOp>(op)) {
       RankedTensorType srcType = s.getSourceType();
       llvm::SmallBitVector dropped = s.getDroppedDims();

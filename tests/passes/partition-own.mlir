@@ -515,6 +515,39 @@ func.func @interleaved(%x: tensor<4x16xf32>) -> tensor<64xf32> {
 
 // -----
 
+// The same merge when an elementwise user has an operand already split
+// over the merged dimension (y split by rows): the split of the second
+// dimension moves to the first, one all_to_all, and each rank keeps its
+// block of the merged rows (no all_gather and slice).
+
+// CHECK-LABEL: monarch.actor_class @moved.mesh.0.class
+// CHECK-NOT:     all_gather
+// CHECK:         %[[A:.*]] = all_to_all %{{.*}} over ["gpus"] split 0 concat 1 : tensor<4x8xf32> -> tensor<2x16xf32>
+// CHECK:         tensor.collapse_shape %[[A]] {{\[\[0, 1\]\]}} : tensor<2x16xf32> into tensor<32xf32>
+// CHECK-NOT:     all_gather
+// CHECK-NOT:     extract_slice
+shard.grid @grid(shape = 2)
+monarch.proc_mesh @mesh(gpus = 2) grid @grid
+func.func @moved(%x: tensor<4x16xf32>, %y: tensor<64xf32>) -> tensor<64xf32> {
+  %xf = monarch.feed %x to @mesh : tensor<4x16xf32>
+  %yf = monarch.feed %y to @mesh : tensor<64xf32>
+  %s = shard.sharding @grid split_axes = [[], [0]] : !shard.sharding
+  %xs = shard.shard %xf to %s : tensor<4x16xf32>
+  %r = shard.sharding @grid split_axes = [[0]] : !shard.sharding
+  %ys = shard.shard %yf to %r : tensor<64xf32>
+  %c = tensor.collapse_shape %xs [[0, 1]] : tensor<4x16xf32> into tensor<64xf32>
+  %e = tensor.empty() : tensor<64xf32>
+  %z = linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]} ins(%ys, %c : tensor<64xf32>, tensor<64xf32>) outs(%e : tensor<64xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %m = arith.mulf %a, %b : f32
+    linalg.yield %m : f32
+  } -> tensor<64xf32>
+  %out = monarch.fetch %z from @mesh : tensor<64xf32>
+  return %out : tensor<64xf32>
+}
+
+// -----
+
 // A wanted layout says nothing of the dimensions it leaves unsplit: the
 // one-hot of batch-split labels (the vocabulary-parallel embedding's
 // backward: one_hot(tok).T @ dx, the vocabulary split over gpus, the batch
