@@ -94,3 +94,17 @@ def test_bad_topologies_are_refused(meshes, tmp_path):
                                 "inter_alpha_us": 40}))
     assert step.simulate(*args, topology=str(path))["topology"] == \
         "cpu-cluster-25g"
+
+
+def test_calibrate_writes_a_topology_that_simulate_reads(meshes, tmp_path):
+    # monarch-calibrate measures the kernels' compute and memory rates on
+    # one worker and writes them over a preset; the file predicts a step.
+    from monarch_compile import calibrate
+    path = tmp_path / "here.json"
+    assert calibrate.main(["-o", str(path)]) == 0
+    topology = json.loads(path.read_text())
+    assert topology["base"] == "this-machine"
+    assert topology["flops_per_us"] > 1e3 and topology["mem_bytes_per_us"] > 1e2
+    step = make_step(meshes(hosts=1, gpus=2))
+    sim = step.simulate(*data(64, 16), topology=str(path))
+    assert sim["steps"][0]["step_us"] > 0
