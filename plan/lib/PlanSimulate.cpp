@@ -54,7 +54,10 @@ SimTopology preset(const std::string &name) {
   // puts a data-parallel MLP-512 step (BLAS contractions and fused
   // elementwise kernels together) at the measured time (5.7 ms measured,
   // 9.5 ms predicted at 20); shared-memory collectives 4 GB/s and ~20 us a
-  // round trip (docs/executor.md, transfer_bench).
+  // round trip (docs/executor.md, transfer_bench); its 2 cores shared by
+  // the local mesh's workers.
+  if (name == "this-machine")
+    t.coresPerHost = 2;
   return t;
 }
 
@@ -102,11 +105,12 @@ std::string nameOf(const ExecutionPlan &plan, const Instruction &in) {
 } // namespace
 
 Status setTopologyField(SimTopology &t, const std::string &key, double value) {
-  if (key == "ranks_per_host") {
+  if (key == "ranks_per_host" || key == "cores_per_host") {
     if (!(value >= 0) || value != std::floor(value) || value > 1e9)
       return Status(StatusCode::InvalidArgument,
-                    "ranks_per_host must be a non-negative integer");
-    t.ranksPerHost = static_cast<int>(value);
+                    key + " must be a non-negative integer");
+    (key == "ranks_per_host" ? t.ranksPerHost : t.coresPerHost) =
+        static_cast<int>(value);
     return Status::ok();
   }
   const std::pair<const char *, double *> fields[] = {
@@ -183,6 +187,16 @@ StatusOr<SimResult> simulatePlan(const ExecutionPlan &plan,
     };
 
     size_t n = step.programs.size();
+    // Ranks sharing a host's cores compute that much slower.
+    std::map<int64_t, int64_t> onHost;
+    for (const RankProgram &p : step.programs)
+      ++onHost[host(p.rank)];
+    auto slowdown = [&](int64_t rank) {
+      if (t.coresPerHost <= 0)
+        return 1.0;
+      return std::max(1.0,
+                      static_cast<double>(onHost[host(rank)]) / t.coresPerHost);
+    };
     std::map<int64_t, size_t> indexOf;
     for (size_t i = 0; i < n; ++i)
       indexOf[step.programs[i].rank] = i;
@@ -302,7 +316,10 @@ StatusOr<SimResult> simulatePlan(const ExecutionPlan &plan,
           const Instruction &in = step.programs[r].instructions[head.instr];
           double start = std::max(head.issued, ranks[r].streamFree[stream]);
           if (in.kind == InstrKind::Launch) {
-            finish(r, stream, start, start + kernelUs(plan, in, t), false);
+            finish(r, stream, start,
+                   start +
+                       kernelUs(plan, in, t) * slowdown(step.programs[r].rank),
+                   false);
             progress = true;
             break; // the queue map may have changed
           }

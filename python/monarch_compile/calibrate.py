@@ -8,11 +8,14 @@ Measured on one local worker, as a step runs there:
   (the kernels' BLAS calls, one thread per worker), less a no-op step;
 - `mem_bytes_per_us`: a compiled elementwise step over 16M floats (read
   and written: 128 MB), less the no-op step;
+- `cores_per_host`: the cores this process may run on (the local mesh's
+  workers share them);
 The launch and communication rates stay the `base` preset's
 (`dispatch_bench` and `transfer_bench` measure them: docs/executor.md). Prints the rates and the file written.
 """
 import argparse
 import json
+import os
 import time
 
 import numpy as np
@@ -59,7 +62,10 @@ def measure(calls=7):
     # The elementwise step reads the array once into the kernel (fed into
     # the arena: one more copy of it, 64 MB each way counted).
     mem = 3 * big.nbytes / max(st - t0, 1e-6) / 1e6
-    return {"flops_per_us": round(flops, 1), "mem_bytes_per_us": round(mem, 1)}
+    cores = (len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
+             else os.cpu_count() or 1)
+    return {"flops_per_us": round(flops, 1), "mem_bytes_per_us": round(mem, 1),
+            "cores_per_host": cores}
 
 
 def main(argv=None):
@@ -77,7 +83,8 @@ def main(argv=None):
         json.dump(topology, f, indent=2)
         f.write("\n")
     print(f"monarch-calibrate: {rates['flops_per_us'] / 1e3:.1f} GFLOP/s, "
-          f"{rates['mem_bytes_per_us'] / 1e3:.1f} GB/s; wrote {args.output}")
+          f"{rates['mem_bytes_per_us'] / 1e3:.1f} GB/s, "
+          f"{rates['cores_per_host']} cores; wrote {args.output}")
     return 0
 
 

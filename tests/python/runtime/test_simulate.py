@@ -108,3 +108,19 @@ def test_calibrate_writes_a_topology_that_simulate_reads(meshes, tmp_path):
     step = make_step(meshes(hosts=1, gpus=2))
     sim = step.simulate(*data(64, 16), topology=str(path))
     assert sim["steps"][0]["step_us"] > 0
+
+
+def test_ranks_sharing_cores_compute_slower(meshes):
+    # cores_per_host: two ranks on one core take twice as long in their
+    # kernels as on two cores; 0 gives every rank a core of its own.
+    step = make_step(meshes(hosts=1, gpus=2))
+    args = data(256, 64)
+
+    def predicted(cores):
+        sim = step.simulate(*args, topology={"cores_per_host": cores})
+        return sim["steps"][0]["ranks"][0]["compute_us"]
+
+    assert predicted(1) == pytest.approx(2 * predicted(2), rel=1e-6)
+    assert predicted(0) == pytest.approx(predicted(2), rel=1e-6)
+    with pytest.raises(mc.MonarchError, match="non-negative integer"):
+        step.simulate(*args, topology={"cores_per_host": 1.5})

@@ -50,6 +50,10 @@ struct SimTopology {
   /// host); 0: the hosts of the plan's topology (the local launcher's one
   /// host).
   int ranksPerHost = 0;
+  /// Cores of each host its ranks share; 0: a core per rank. Where a host's
+  /// ranks outnumber its cores, their kernels take that much longer (four
+  /// workers on a 2-core machine compute at half speed).
+  int coresPerHost = 0;
 };
 
 /// A preset by name; NotFound naming the presets otherwise.
@@ -57,8 +61,8 @@ StatusOr<SimTopology> topologyPreset(const std::string &name);
 /// The preset names.
 std::vector<std::string> topologyPresets();
 /// Sets field `key` of a topology file ("flops_per_us", ...,
-/// "ranks_per_host"); InvalidArgument for an unknown key or a value out of
-/// range.
+/// "ranks_per_host", "cores_per_host"); InvalidArgument for an unknown key or a
+/// value out of range.
 Status setTopologyField(SimTopology &topology, const std::string &key,
                         double value);
 
