@@ -298,9 +298,16 @@ StatusOr<SimResult> simulatePlan(const ExecutionPlan &plan,
             s.queues[*stream].push_back({s.pc, s.host});
             s.host += t.issueUs;
           } else {
-            event(nameOf(plan, in), s.stats.rank, -1, s.host, t.hostUs,
+            // A feed or fetch also copies its buffer (into the arena from
+            // the controller's staging memory, or out of it).
+            double us = t.hostUs;
+            if (in.kind == InstrKind::FeedBuffer ||
+                in.kind == InstrKind::FetchBuffer)
+              us += static_cast<double>(in.io.buffer.sizeInBytes()) /
+                    t.memBytesPerUs;
+            event(nameOf(plan, in), s.stats.rank, -1, s.host, us,
                   in.loc.file.empty() ? "" : in.loc.str());
-            s.host += t.hostUs;
+            s.host += us;
             s.done[s.pc] = s.host;
           }
           ++s.pc;
