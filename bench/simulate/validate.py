@@ -28,11 +28,12 @@ import numpy as np  # noqa: E402
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "python"))
 sys.path.insert(0, str(ROOT / "examples" / "python"))
+sys.path.insert(0, str(ROOT / "bench" / "training"))
 
 import monarch_compile as mc  # noqa: E402
+import training  # noqa: E402 - the GPT's training step, MESHES
 
-MESHES = {1: dict(hosts=1, gpus=1), 2: dict(hosts=1, gpus=2),
-          4: dict(hosts=2, gpus=2)}
+MESHES = training.MESHES
 
 
 def timed(fn, args, steps, feed_back):
@@ -84,17 +85,8 @@ def gpt_step(ranks, steps, topology):
     params = gpt.init_params(rng)
     tok, lab = gpt.corpus(rng, gpt.BATCH)
     state = mc.optim.adamw_init(params)
-    tp = ranks > 1
     with mc.mesh(**MESHES[ranks]) as mesh:
-        @mc.compile(mesh=mesh)
-        def step(params, state, tok, lab):
-            p = gpt.shard_params(params) if tp else params
-            if tp:
-                tok, lab = mc.shard(tok, hosts=0), mc.shard(lab, hosts=0)
-            loss, grads = mc.value_and_grad(gpt.loss_fn)(p, tok, lab)
-            p, state = mc.optim.adamw_update(p, grads, state, lr=gpt.LR)
-            return loss, p, state
-
+        step = training.gpt_train_step(gpt, mesh, ranks)
         med, low = timed(step, (params, state, tok, lab), steps, True)
         pred = max(s["step_us"] for s in
                    step.simulate(params, state, tok, lab,

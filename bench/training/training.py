@@ -278,6 +278,27 @@ def gpt_bench(ranks, steps, size=None):
         gpt.configure()
 
 
+def gpt_train_step(gpt, mesh, ranks):
+    """The GPT's compiled training step (value_and_grad + AdamW) on `mesh`
+    (one of MESHES[ranks]): 2x2 data parallel over hosts and Megatron
+    tensor parallel over gpus, 2 ranks data parallel only."""
+    dims = MESHES[ranks]
+
+    @mc.compile(mesh=mesh)
+    def step(params, state, tok, lab):
+        p = gpt.shard_params(params) if dims["gpus"] > 1 else params
+        if dims["hosts"] > 1:
+            tok, lab = mc.shard(tok, hosts=0), mc.shard(lab, hosts=0)
+        elif dims["gpus"] > 1 and ranks == 2:
+            p = params  # 2 ranks: data parallel only
+            tok, lab = mc.shard(tok, gpus=0), mc.shard(lab, gpus=0)
+        loss, grads = mc.value_and_grad(gpt.loss_fn)(p, tok, lab)
+        p, state = mc.optim.adamw_update(p, grads, state, lr=gpt.LR)
+        return loss, p, state
+
+    return step
+
+
 def _gpt_bench(gpt, ranks, steps, numpy_floor):
     rng = np.random.default_rng(0)
     params = gpt.init_params(rng)
@@ -285,18 +306,7 @@ def _gpt_bench(gpt, ranks, steps, numpy_floor):
     dims = MESHES[ranks]
 
     with mc.mesh(**dims) as mesh:
-        @mc.compile(mesh=mesh)
-        def step(params, state, tok, lab):
-            p = gpt.shard_params(params) if dims["gpus"] > 1 else params
-            if dims["hosts"] > 1:
-                tok, lab = mc.shard(tok, hosts=0), mc.shard(lab, hosts=0)
-            elif dims["gpus"] > 1 and ranks == 2:
-                p = params  # 2 ranks: data parallel only
-                tok, lab = mc.shard(tok, gpus=0), mc.shard(lab, gpus=0)
-            loss, grads = mc.value_and_grad(gpt.loss_fn)(p, tok, lab)
-            p, state = mc.optim.adamw_update(p, grads, state, lr=gpt.LR)
-            return loss, p, state
-
+        step = gpt_train_step(gpt, mesh, ranks)
         state = mc.optim.adamw_init(params)
         first, ours = median_step(step, (params, state, tok, lab), steps)
         summary = step.plan_summary(params, state, tok, lab)
