@@ -51,6 +51,16 @@ while True:
     c.close()
 '''
 
+# The drivers' timer: the median of n calls after two warm-ups.
+MEDIAN = r'''
+def median(fn, n):
+    fn(); fn()
+    times = []
+    for _ in range(n):
+        t = time.perf_counter(); fn(); times.append(time.perf_counter() - t)
+    return statistics.median(times)
+'''
+
 DRIVER = r'''
 import json, os, socket, statistics, subprocess, sys, time
 import numpy as np
@@ -60,14 +70,7 @@ from monarch_compile import _runtime
 hosts = json.loads(sys.argv[1]); sizes = json.loads(sys.argv[2])
 reps = int(sys.argv[3]); out = {}
 addr0 = hosts[0][1]
-
-def median(fn, n):
-    fn(); fn()
-    times = []
-    for _ in range(n):
-        t = time.perf_counter(); fn(); times.append(time.perf_counter() - t)
-    return statistics.median(times)
-
+''' + MEDIAN + r'''
 def start(world, per_host, token):
     with socket.socket() as s:
         s.bind((addr0, 0)); port = s.getsockname()[1]
@@ -134,13 +137,7 @@ import json, socket, statistics, sys, time
 import numpy as np
 peers = json.loads(sys.argv[1]); sizes = json.loads(sys.argv[2])
 reps = int(sys.argv[3]); out = {}
-def median(fn, n):
-    fn(); fn()
-    times = []
-    for _ in range(n):
-        t = time.perf_counter(); fn(); times.append(time.perf_counter() - t)
-    return statistics.median(times)
-def connect(addr, port):
+''' + MEDIAN + r'''def connect(addr, port):
     s = socket.create_connection((addr, port))
     s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     return s

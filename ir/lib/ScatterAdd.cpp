@@ -17,11 +17,6 @@ std::optional<ScatterAddMatch> matchScatterAdd(linalg::GenericOp op) {
   if (op.getNumDpsInits() != 1 || op.getNumDpsInputs() < 2)
     return std::nullopt;
   Block &body = op.getRegion().front();
-  if (!body.getOps<linalg::IndexOp>().empty())
-    return std::nullopt;
-  for (Operation &inner : body.without_terminator())
-    if (!isMemoryEffectFree(&inner) || inner.getNumRegions())
-      return std::nullopt;
   auto yield = cast<linalg::YieldOp>(body.getTerminator());
   if (yield.getNumOperands() != 1)
     return std::nullopt;
@@ -48,6 +43,11 @@ std::optional<ScatterAddMatch> matchScatterAdd(linalg::GenericOp op) {
       equal.getPredicate() != arith::CmpIPredicate::eq ||
       !equal->getResult(0).hasOneUse())
     return std::nullopt;
+  // The yield's shape first (most generics fail it), then the whole body.
+  for (Operation &inner : body.without_terminator())
+    if (isa<linalg::IndexOp>(inner) || !isMemoryEffectFree(&inner) ||
+        inner.getNumRegions())
+      return std::nullopt;
   SmallVector<AffineMap> maps = op.getIndexingMapsArray();
   SmallVector<utils::IteratorType> iterators = op.getIteratorTypesArray();
   AffineMap outMap = maps.back();
@@ -84,6 +84,13 @@ std::optional<ScatterAddMatch> matchScatterAdd(linalg::GenericOp op) {
     m.combiner = combiner;
     return m;
   }
+  return std::nullopt;
+}
+
+std::optional<unsigned> scatterRowLoop(linalg::LinalgOp op) {
+  if (auto generic = dyn_cast<linalg::GenericOp>(op.getOperation()))
+    if (std::optional<ScatterAddMatch> m = matchScatterAdd(generic))
+      return m->rowLoop;
   return std::nullopt;
 }
 

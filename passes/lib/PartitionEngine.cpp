@@ -1577,10 +1577,7 @@ private:
                        ArrayRef<std::optional<Target>> targets) {
     // A scatter-add (ScatterAdd.h) passes over its values once, whatever
     // rows a rank holds: its work is the other loops' iterations.
-    std::optional<unsigned> rows;
-    if (auto generic = dyn_cast<linalg::GenericOp>(op.getOperation()))
-      if (std::optional<ScatterAddMatch> m = matchScatterAdd(generic))
-        rows = m->rowLoop;
+    std::optional<unsigned> rows = scatterRowLoop(op);
     double iterations = 1, split = 1;
     for (auto [i, range, axes] :
          llvm::enumerate(op.getStaticLoopRanges(), loopAxes)) {

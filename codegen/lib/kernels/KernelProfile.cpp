@@ -59,10 +59,9 @@ std::string describe(linalg::LinalgOp op) {
   if (isa<linalg::GenericOp>(op)) {
     bool reduction = op.getNumReductionLoops() > 0;
     name = linalg::isaContractionOpInterface(op) ? "generic:contraction"
-           : matchScatterAdd(cast<linalg::GenericOp>(op.getOperation()))
-               ? "generic:scatter"
-           : reduction ? "generic:reduction"
-                       : "generic:elementwise";
+           : scatterRowLoop(op)                  ? "generic:scatter"
+           : reduction                           ? "generic:reduction"
+                                                 : "generic:elementwise";
   }
   if (isMarkedForBlas(op))
     name += " (blas)";

@@ -764,14 +764,6 @@ StatusOr<std::unique_ptr<Interpreter>> Interpreter::create(RankProgram program,
   s.program = &p;
   s.inlineLaunches = hostOversubscribed(s.options.comm);
   size_t n = p.instructions.size();
-  {
-    std::set<int64_t> used;
-    for (const Instruction &instr : p.instructions)
-      if (instr.kind == OpKind::Launch || instr.kind == OpKind::Send ||
-          instr.kind == OpKind::Recv || instr.kind == OpKind::Collective)
-        used.insert(instr.stream);
-    s.oneStream = used.size() <= 1;
-  }
 
   // Validate every buffer against the arena before touching memory.
   auto fits = [&](const BufferRef &b) {
@@ -1037,6 +1029,7 @@ StatusOr<std::unique_ptr<Interpreter>> Interpreter::create(RankProgram program,
   for (const Instruction &instr : p.instructions)
     if (instr.kind == OpKind::Launch || isComm(instr.kind))
       s.streams[instr.stream];
+  s.oneStream = s.streams.size() <= 1;
   s.planId = executor::planHash(p.planName);
   for (auto &[id, stream] : s.streams) {
     if (s.options.progress)

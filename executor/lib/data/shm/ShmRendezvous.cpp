@@ -63,6 +63,24 @@ gather(Store &store, const std::string &prefix, const std::string &what,
   return values;
 }
 
+/// One member's "info/<rank>": "ok", its host identity, pid and memfd on
+/// lines of their own ("none" when it could not create its segment).
+struct MemberInfo {
+  bool ok = false;
+  std::string host;
+  int pid = 0, fd = -1;
+};
+MemberInfo parseInfo(const std::string &text) {
+  std::istringstream in(text);
+  MemberInfo m;
+  std::string ok;
+  std::getline(in, ok);
+  std::getline(in, m.host);
+  in >> m.pid >> m.fd;
+  m.ok = ok == "ok" && static_cast<bool>(in);
+  return m;
+}
+
 } // namespace
 
 StatusOr<std::shared_ptr<ShmGroup>>
@@ -91,19 +109,11 @@ ShmGroup::connect(Store &store, int worldRank, const std::vector<int> &ranks,
   if (!infos)
     return infos.status();
 
-  struct Member {
-    std::string host;
-    int pid = 0, fd = -1;
-  };
-  std::vector<Member> members(n);
+  std::vector<MemberInfo> members(n);
   bool shareable = true;
   for (int r = 0; r < n; ++r) {
-    std::istringstream in((*infos)[r]);
-    std::string ok;
-    std::getline(in, ok);
-    std::getline(in, members[r].host);
-    in >> members[r].pid >> members[r].fd;
-    if (ok != "ok" || !in || members[r].host != members[0].host)
+    members[r] = parseInfo((*infos)[r]);
+    if (!members[r].ok || members[r].host != members[0].host)
       shareable = false;
   }
   if (!shareable)
@@ -163,11 +173,8 @@ std::vector<int> sameHostMembers(Store &store, int worldRank,
   if (!infos || mine == ranks.end())
     return {worldRank};
   auto hostOf = [&](size_t r) {
-    std::istringstream in((*infos)[r]);
-    std::string ok, host;
-    std::getline(in, ok);
-    std::getline(in, host);
-    return ok == "ok" ? host : std::string();
+    MemberInfo m = parseInfo((*infos)[r]);
+    return m.ok ? m.host : std::string();
   };
   std::string host = hostOf(mine - ranks.begin());
   if (host.empty())

@@ -46,12 +46,11 @@ inline int64_t loopIterations(mlir::linalg::LinalgOp op) {
 /// except a scatter-add (ScatterAdd.h), which does one add per value, not
 /// one compare per value and row.
 inline int64_t arithmeticOps(mlir::linalg::LinalgOp op) {
-  if (auto generic = mlir::dyn_cast<mlir::linalg::GenericOp>(op.getOperation()))
-    if (std::optional<ScatterAddMatch> m = matchScatterAdd(generic)) {
-      int64_t rows = op.getStaticLoopRanges()[m->rowLoop];
-      return loopIterations(op) /
-             (mlir::ShapedType::isDynamic(rows) || rows < 1 ? 1 : rows);
-    }
+  if (std::optional<unsigned> row = scatterRowLoop(op)) {
+    int64_t rows = op.getStaticLoopRanges()[*row];
+    return loopIterations(op) /
+           (mlir::ShapedType::isDynamic(rows) || rows < 1 ? 1 : rows);
+  }
   return loopIterations(op) * opsPerIteration(op);
 }
 

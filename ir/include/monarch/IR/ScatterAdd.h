@@ -36,6 +36,9 @@ struct ScatterAddMatch {
 /// number of index loops; nothing but the coordinates may depend on the
 /// row loop).
 std::optional<ScatterAddMatch> matchScatterAdd(mlir::linalg::GenericOp op);
+/// The row loop of `op` when it is a scatter-add: the loop whose iterations
+/// the op does not do (a cost counts the other loops' iterations).
+std::optional<unsigned> scatterRowLoop(mlir::linalg::LinalgOp op);
 
 } // namespace monarch
 
