@@ -34,6 +34,7 @@
 #include "mlir/Dialect/Shard/Transforms/Transforms.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/IRMapping.h"
+#include "mlir/IR/Matchers.h"
 #include "mlir/IR/Verifier.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Pass/PassManager.h"
@@ -611,6 +612,102 @@ struct MonarchPartitionPass
     return success();
   }
 
+  /// The constant `v` holds, looking through a select of two equal
+  /// constants (`where(c, 1.0, 1.0)`: the tracer's `ones_like`).
+  static Attribute constantValue(Value v) {
+    Attribute a;
+    if (matchPattern(v, m_Constant(&a)))
+      return a;
+    if (auto select = v.getDefiningOp<arith::SelectOp>()) {
+      Attribute t = constantValue(select.getTrueValue());
+      if (t && t == constantValue(select.getFalseValue()))
+        return t;
+    }
+    return {};
+  }
+
+  /// A parallel `linalg.generic` whose body yields constants whatever it
+  /// reads (`np.ones_like(x)`, the `where(loss == loss, 1, 1)` seed of
+  /// `mc.value_and_grad`) becomes fills: free in any layout, and the
+  /// values it read are no longer needed for it (the seed kept a
+  /// discarded loss computed and all-reduced, and ordered the backward
+  /// after that all-reduce). Not where the fill would leave a value that
+  /// a monarch op needs on a mesh (a fetch of `mc.grad(sum)`: ones) with
+  /// nothing on one: such a generic stays as it is.
+  static void foldConstantGenerics(func::FuncOp fn) {
+    Block &body = fn.getBody().front();
+    llvm::MapVector<Operation *, SmallVector<TypedAttr>> fold;
+    for (auto g : body.getOps<linalg::GenericOp>()) {
+      if (!g.hasPureTensorSemantics() || g.getNumReductionLoops() != 0)
+        continue;
+      SmallVector<TypedAttr> values;
+      for (auto [r, v] : llvm::zip(
+               g->getResults(), g.getBody()->getTerminator()->getOperands())) {
+        auto t = dyn_cast<RankedTensorType>(r.getType());
+        auto a = dyn_cast_or_null<TypedAttr>(constantValue(v));
+        if (!t || !t.hasStaticShape() || !a ||
+            a.getType() != t.getElementType() ||
+            !g.getIndexingMapMatchingResult(r).isPermutation())
+          break;
+        values.push_back(a);
+      }
+      if (values.size() == g->getNumResults())
+        fold[g] = std::move(values);
+    }
+    // Which values would live on no mesh with `fold` folded; a monarch op
+    // reading one keeps the generics it comes from.
+    for (bool changed = true; changed && !fold.empty();) {
+      changed = false;
+      DenseSet<Value> onMesh;
+      for (Operation &op : body) {
+        bool placed = isa<FeedOp, CallOp, TransferOp>(op);
+        if (auto print = dyn_cast<DebugPrintOp>(op);
+            print && print.getMeshAttr())
+          placed = true;
+        if (!placed && !fold.count(&op) && !isMonarchProgramOp(&op))
+          placed = llvm::any_of(usedValues(&op),
+                                [&](Value v) { return onMesh.contains(v); });
+        if (placed)
+          for (Value r : op.getResults())
+            onMesh.insert(r);
+      }
+      for (Operation &op : body) {
+        if (!isa<MonarchDialect>(op.getDialect()))
+          continue;
+        SmallVector<Value> work;
+        for (Value v : op.getOperands())
+          if (isa<RankedTensorType>(v.getType()) && !onMesh.contains(v))
+            work.push_back(v);
+        DenseSet<Operation *> seen;
+        while (!work.empty()) {
+          Operation *def = work.pop_back_val().getDefiningOp();
+          if (!def || !seen.insert(def).second)
+            continue;
+          if (fold.erase(def)) {
+            changed = true;
+            continue;
+          }
+          for (Value v : usedValues(def))
+            if (!onMesh.contains(v))
+              work.push_back(v);
+        }
+      }
+    }
+    for (auto &[op, values] : fold) {
+      auto g = cast<linalg::GenericOp>(op);
+      OpBuilder b(g);
+      SmallVector<Value> fills;
+      for (auto [a, init] : llvm::zip(values, g.getDpsInits())) {
+        Value c = arith::ConstantOp::create(b, g.getLoc(), a);
+        fills.push_back(linalg::FillOp::create(b, g.getLoc(), ValueRange{c},
+                                               ValueRange{init})
+                            .getResult(0));
+      }
+      g->replaceAllUsesWith(fills);
+      g->erase();
+    }
+  }
+
   /// Erases work nothing uses: side-effect-free ops, and feeds and
   /// transfers of values nothing reads. A dead feed would otherwise keep a
   /// controller input that no worker reads (the controller refuses plans
@@ -726,6 +823,7 @@ struct MonarchPartitionPass
   LogicalResult partitionProgram(func::FuncOp fn,
                                  SymbolTableCollection &tables) {
     foldTransfersOfMeshlessValues(fn);
+    foldConstantGenerics(fn);
     eraseDeadWork(fn);
     // Upstream shard-partition crashes on a tensor dimension split over
     // several grid axes (partitionTriviallyShardableOperation); say so.

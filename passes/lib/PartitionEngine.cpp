@@ -36,6 +36,7 @@
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/Verifier.h"
+#include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/SetVector.h"
 #include "llvm/ADT/SmallBitVector.h"
 
@@ -634,7 +635,23 @@ private:
   /// gets there by a local slice. Elementwise work before a split
   /// consumer (AdamW's b1 * m before + (1 - b1) * g) stops running whole
   /// on every rank, and its operands become split reads in turn.
+  ///
+  /// An operand that is a partial sum gets there by one reduce_scatter
+  /// instead of the all_reduce it had (ZeRO-1 under global semantics: a
+  /// data-parallel gradient whose optimizer moments are split by rows is
+  /// reduce-scattered, half the bytes, and the update runs on each rank's
+  /// rows). That holds only when every use of the partial sum ends up
+  /// reading the same split; otherwise the all_reduce stays as well, so
+  /// the ops that asked for it are put back as they were.
   void splitForUsers() {
+    struct Undo {
+      Operation *op;
+      SmallVector<Axes> loops;
+      Layout result;
+      SmallVector<std::pair<OpOperand *, Layout>> needs;
+    };
+    // Per partial sum reduce-scattered: its split and the ops that read it.
+    llvm::MapVector<Value, std::pair<Layout, SmallVector<Undo>>> scattered;
     Block &body = fn.getBody().front();
     for (Operation &op : llvm::reverse(body)) {
       auto l = dyn_cast<linalg::LinalgOp>(op);
@@ -655,24 +672,59 @@ private:
       for (auto [range, axes] : llvm::zip(ranges, loopAxes))
         ok &= axes.empty() || range % count(axes) == 0;
       SmallVector<std::pair<OpOperand *, Layout>> needs;
+      SmallVector<Value> scatters;
       for (OpOperand &o : op.getOpOperands()) {
         if (!ok || !isa<RankedTensorType>(o.get().getType()) || isFree(o.get()))
           continue;
         Layout need = operandNeed(l, o, loopAxes, {});
         FailureOr<SmallVector<Step>> steps = reshardSteps(have(o.get()), need);
-        ok = succeeded(steps) && llvm::all_of(*steps, [](const Step &st) {
-               return st.kind == Step::Slice;
+        ok = succeeded(steps) &&
+             llvm::all_of(llvm::enumerate(*steps), [](const auto &st) {
+               return st.value().kind == Step::Slice ||
+                      (st.index() == 0 &&
+                       st.value().kind == Step::ReduceScatter);
              });
+        if (ok && !steps->empty() &&
+            steps->front().kind == Step::ReduceScatter) {
+          auto it = scattered.find(o.get());
+          ok = it == scattered.end() || it->second.first == need;
+          scatters.push_back(o.get());
+        }
         needs.push_back({&o, need});
       }
       for (Value table : capturedTensors(l))
         ok &= !tableNeed(l, table, loopAxes).split();
       if (!ok)
         continue;
-      for (auto &[o, need] : needs)
+      Undo undo{&op, loops[&op], layout[res], {}};
+      for (auto &[o, need] : needs) {
+        undo.needs.push_back({o, useNeeds[o]});
+        if (llvm::is_contained(scatters, o->get()))
+          scattered[o->get()].first = need;
         useNeeds[o] = need;
+      }
+      for (Value v : scatters)
+        scattered[v].second.push_back(undo);
       layout[res] = *want; // Its parallel loops split as its users read it.
       loops[&op] = std::move(loopAxes);
+    }
+    // A partial sum some use still reads otherwise: undo its readers (which
+    // may leave another partial sum read two ways: to a fixed point).
+    for (bool changed = true; changed;) {
+      changed = false;
+      for (auto &[v, entry] : scattered) {
+        std::optional<Layout> all = unanimousNeed(v);
+        if (entry.second.empty() || (all && *all == entry.first))
+          continue;
+        for (Undo &u : llvm::reverse(entry.second)) {
+          loops[u.op] = u.loops;
+          layout[u.op->getResult(0)] = u.result;
+          for (auto &[o, need] : u.needs)
+            useNeeds[o] = need;
+        }
+        entry.second.clear();
+        changed = true;
+      }
     }
   }
 

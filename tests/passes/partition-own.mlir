@@ -681,3 +681,123 @@ func.func @product(%x: tensor<8x3xf32>) -> tensor<3xf32> {
   %out = monarch.fetch %ps from @mesh : tensor<3xf32>
   return %out : tensor<3xf32>
 }
+
+// -----
+
+// ZeRO-1 under global semantics: the data-parallel gradient g (a partial
+// sum over "gpus") is read only by elementwise ops whose results the
+// row-split moment m needs by rows (AdamW's (1 - b1) * g and g * g). It is
+// reduce-scattered once, half an all_reduce's bytes, and both ops run on
+// each rank's rows, not on the whole gradient every rank.
+
+// CHECK-LABEL: monarch.actor_class @zero.mesh.0.class
+// CHECK-NOT:     all_reduce
+// CHECK:         %[[G:.*]] = linalg.matmul
+// CHECK-NEXT:    %[[S:.*]] = reduce_scatter %[[G]] over ["gpus"] axis 0 sum : tensor<8x4xf32> -> tensor<4x4xf32>
+// CHECK-NOT:     all_reduce
+// CHECK-NOT:     all_gather
+// CHECK:         linalg.generic {{.*}} ins(%[[S]] : tensor<4x4xf32>) outs({{.*}} : tensor<4x4xf32>)
+// CHECK:         linalg.generic {{.*}} ins(%[[S]], %[[S]] : tensor<4x4xf32>, tensor<4x4xf32>) outs({{.*}} : tensor<4x4xf32>)
+// CHECK-NOT:     all_reduce
+// CHECK:         return
+#el = affine_map<(d0, d1) -> (d0, d1)>
+shard.grid @grid(shape = 2)
+monarch.proc_mesh @mesh(gpus = 2) grid @grid
+func.func @zero(%xt: tensor<8x6xf32>, %d: tensor<6x4xf32>, %m: tensor<8x4xf32>, %v: tensor<8x4xf32>) -> (tensor<8x4xf32>, tensor<8x4xf32>) {
+  %xf = monarch.feed %xt to @mesh : tensor<8x6xf32>
+  %cols = shard.sharding @grid split_axes = [[], [0]] : !shard.sharding
+  %xs = shard.shard %xf to %cols : tensor<8x6xf32>
+  %df = monarch.feed %d to @mesh : tensor<6x4xf32>
+  %rows = shard.sharding @grid split_axes = [[0]] : !shard.sharding
+  %ds = shard.shard %df to %rows : tensor<6x4xf32>
+  %mf = monarch.feed %m to @mesh : tensor<8x4xf32>
+  %ms = shard.shard %mf to %rows : tensor<8x4xf32>
+  %vf = monarch.feed %v to @mesh : tensor<8x4xf32>
+  %vs = shard.shard %vf to %rows : tensor<8x4xf32>
+  %z = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<8x4xf32>
+  %f = linalg.fill ins(%z : f32) outs(%e : tensor<8x4xf32>) -> tensor<8x4xf32>
+  %g = linalg.matmul ins(%xs, %ds : tensor<8x6xf32>, tensor<6x4xf32>) outs(%f : tensor<8x4xf32>) -> tensor<8x4xf32>
+  %c = arith.constant 0.1 : f32
+  %b = arith.constant 0.9 : f32
+  %e1 = tensor.empty() : tensor<8x4xf32>
+  %g1 = linalg.generic {indexing_maps = [#el, #el], iterator_types = ["parallel", "parallel"]} ins(%g : tensor<8x4xf32>) outs(%e1 : tensor<8x4xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = arith.mulf %a, %c : f32
+    linalg.yield %r : f32
+  } -> tensor<8x4xf32>
+  %e2 = tensor.empty() : tensor<8x4xf32>
+  %g2 = linalg.generic {indexing_maps = [#el, #el, #el], iterator_types = ["parallel", "parallel"]} ins(%g, %g : tensor<8x4xf32>, tensor<8x4xf32>) outs(%e2 : tensor<8x4xf32>) {
+  ^bb0(%a: f32, %a2: f32, %o: f32):
+    %r = arith.mulf %a, %a2 : f32
+    linalg.yield %r : f32
+  } -> tensor<8x4xf32>
+  %e3 = tensor.empty() : tensor<8x4xf32>
+  %m2 = linalg.generic {indexing_maps = [#el, #el, #el], iterator_types = ["parallel", "parallel"]} ins(%ms, %g1 : tensor<8x4xf32>, tensor<8x4xf32>) outs(%e3 : tensor<8x4xf32>) {
+  ^bb0(%a: f32, %a2: f32, %o: f32):
+    %s = arith.mulf %a, %b : f32
+    %r = arith.addf %s, %a2 : f32
+    linalg.yield %r : f32
+  } -> tensor<8x4xf32>
+  %e4 = tensor.empty() : tensor<8x4xf32>
+  %v2 = linalg.generic {indexing_maps = [#el, #el, #el], iterator_types = ["parallel", "parallel"]} ins(%vs, %g2 : tensor<8x4xf32>, tensor<8x4xf32>) outs(%e4 : tensor<8x4xf32>) {
+  ^bb0(%a: f32, %a2: f32, %o: f32):
+    %s = arith.mulf %a, %b : f32
+    %r = arith.addf %s, %a2 : f32
+    linalg.yield %r : f32
+  } -> tensor<8x4xf32>
+  %om = monarch.fetch %m2 from @mesh : tensor<8x4xf32>
+  %ov = monarch.fetch %v2 from @mesh : tensor<8x4xf32>
+  return %om, %ov : tensor<8x4xf32>, tensor<8x4xf32>
+}
+
+// -----
+
+// A generic that yields a constant whatever it reads (the seed 1.0 of
+// mc.value_and_grad, where(loss == loss, 1, 1)) is a fill: the loss it
+// read, a partial sum over "gpus", is not reduced for it, and nothing
+// waits on that all_reduce before the backward starts.
+
+// CHECK-LABEL: monarch.actor_class @seed.mesh.0.class
+// CHECK-NOT:     all_reduce
+// CHECK:         return
+#s0 = affine_map<() -> ()>
+#r2 = affine_map<(d0, d1) -> (d0, d1)>
+#sc = affine_map<(d0, d1) -> ()>
+shard.grid @grid(shape = 2)
+monarch.proc_mesh @mesh(gpus = 2) grid @grid
+func.func @seed(%x: tensor<8x4xf32>) -> tensor<8x4xf32> {
+  %xf = monarch.feed %x to @mesh : tensor<8x4xf32>
+  %rows = shard.sharding @grid split_axes = [[0]] : !shard.sharding
+  %xs = shard.shard %xf to %rows : tensor<8x4xf32>
+  %z = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<f32>
+  %f = linalg.fill ins(%z : f32) outs(%e : tensor<f32>) -> tensor<f32>
+  %loss = linalg.reduce ins(%xs : tensor<8x4xf32>) outs(%f : tensor<f32>) dimensions = [0, 1]
+    (%in: f32, %init: f32) {
+      %s = arith.addf %in, %init : f32
+      linalg.yield %s : f32
+    }
+  %eb = tensor.empty() : tensor<i1>
+  %eq = linalg.generic {indexing_maps = [#s0, #s0, #s0], iterator_types = []} ins(%loss, %loss : tensor<f32>, tensor<f32>) outs(%eb : tensor<i1>) {
+  ^bb0(%a: f32, %b: f32, %o: i1):
+    %r = arith.cmpf oeq, %a, %b : f32
+    linalg.yield %r : i1
+  } -> tensor<i1>
+  %one = arith.constant 1.0 : f32
+  %one2 = arith.constant 1.0 : f32
+  %es = tensor.empty() : tensor<f32>
+  %seed = linalg.generic {indexing_maps = [#s0, #s0], iterator_types = []} ins(%eq : tensor<i1>) outs(%es : tensor<f32>) {
+  ^bb0(%c: i1, %o: f32):
+    %r = arith.select %c, %one, %one2 : f32
+    linalg.yield %r : f32
+  } -> tensor<f32>
+  %eg = tensor.empty() : tensor<8x4xf32>
+  %g = linalg.generic {indexing_maps = [#sc, #r2, #r2], iterator_types = ["parallel", "parallel"]} ins(%seed, %xs : tensor<f32>, tensor<8x4xf32>) outs(%eg : tensor<8x4xf32>) {
+  ^bb0(%s: f32, %a: f32, %o: f32):
+    %r = arith.mulf %s, %a : f32
+    linalg.yield %r : f32
+  } -> tensor<8x4xf32>
+  %out = monarch.fetch %g from @mesh : tensor<8x4xf32>
+  return %out : tensor<8x4xf32>
+}
