@@ -2,7 +2,10 @@
 and updated with an optimizer, compiled with global semantics and run on
 1, 2 and 4 local worker processes, against the same step in single-process
 numpy (one BLAS thread, as each worker has) measured in the same run, and
-PyTorch when it is importable (`pip install torch`; skipped otherwise).
+the MLP under PyTorch DDP (gloo, one process per rank, one thread each;
+bench/training/torch_ddp.py) when a Python with torch is found (the venv
+bench/training/torch_venv.sh makes under the build folder, or
+MONARCH_BENCH_TORCH_PYTHON; the rows are skipped otherwise).
 
 Two models: the 1024-wide MLP (x @ w1 -> relu -> @ w2, mean squared error,
 SGD; the batch split over the ranks), compiled with global semantics (the
@@ -14,7 +17,7 @@ after a warm-up), the ratio to numpy (< 1 is faster), the compile time of
 the first call, and the peak planned memory per rank against the bytes of
 the parameters, gradients and optimizer state.
 
-    python3 bench/training/training.py [--steps N] [--quick]
+    python3 bench/training/training.py [--steps N] [--quick] [--only mlp,gpt]
 """
 import os
 
@@ -212,26 +215,39 @@ def mlp_actor(ranks, steps, width, batch):
     return ours, first - ours, peak
 
 
-def torch_mlp(steps, width, batch):
+def torch_python():
+    """A Python that imports torch: MONARCH_BENCH_TORCH_PYTHON, the venv
+    bench/training/torch_venv.sh makes under the build folder, or this
+    one; None when none does."""
+    import subprocess
+    build = pathlib.Path(os.environ.get("MONARCH_BUILD_DIR", ROOT / "build"))
+    for python in (os.environ.get("MONARCH_BENCH_TORCH_PYTHON"),
+                   str(build / "bench-torch-venv" / "bin" / "python"),
+                   sys.executable):
+        if python and os.path.exists(python) and subprocess.run(
+                [python, "-c", "import torch"], capture_output=True,
+                timeout=120).returncode == 0:
+            return python
+    return None
+
+
+def torch_ddp(python, ranks, width, batch, steps):
+    """The MLP step under PyTorch DDP (gloo, one process per rank, one
+    thread each; bench/training/torch_ddp.py): (median step s, None), or
+    (None, why)."""
+    import json
+    import subprocess
     try:
-        import torch
-    except ImportError:
-        return None
-    torch.set_num_threads(1)
-    g = torch.Generator().manual_seed(0)
-    w1 = torch.randn(width, width, generator=g, requires_grad=True)
-    w2 = torch.randn(width, width, generator=g, requires_grad=True)
-    x = torch.randn(batch, width, generator=g)
-    t = torch.randn(batch, width, generator=g)
-    opt = torch.optim.SGD([w1, w2], lr=0.01)
-
-    def step():
-        opt.zero_grad()
-        loss = ((torch.relu(x @ w1) @ w2 - t) ** 2).mean()
-        loss.backward()
-        opt.step()
-
-    return numpy_time(step, steps)
+        out = subprocess.run(
+            [python, str(ROOT / "bench" / "training" / "torch_ddp.py"),
+             str(ranks), str(width), str(batch), str(steps)],
+            capture_output=True, text=True, timeout=900)
+        row = json.loads(out.stdout.strip().splitlines()[-1])
+    except Exception as e:  # noqa: BLE001 - a failed peer skips its row
+        return None, f"torch_ddp.py failed: {e}"
+    if "error" in row:
+        return None, row["error"]
+    return row["step"], None
 
 
 # --- the GPT ----------------------------------------------------------------
@@ -344,7 +360,11 @@ def main():
                     help="also a GPT sized so that compute dominates (4 "
                     "blocks, width 256, 8 heads, context 64, batch 16; "
                     "minutes to compile)")
+    ap.add_argument("--only", default="matmul,mlp,embedding,gpt",
+                    help="the rows to run, comma-separated (matmul, mlp "
+                    "with its PyTorch DDP rows, embedding, gpt)")
     args = ap.parse_args()
+    only = set(args.only.split(","))
     width, batch = (256, 64) if args.quick else (1024, 256)
     ranks_list = [1, 2] if args.quick else [1, 2, 4]
     print(f"bench/training: median of {args.steps} steps after the first; "
@@ -352,11 +372,15 @@ def main():
     print(f"{'model':<14}{'ranks':>6}{'step ms':>10}{'numpy ms':>10}"
           f"{'ratio':>8}{'compile s':>11}{'peak/rank KB':>14}"
           f"{'state KB':>10}")
-    for ranks in ranks_list:
+    for ranks in ranks_list if "matmul" in only else []:
         ours, floor = owner_matmul(ranks, args.steps, width)
         print(f"{'matmul-' + str(width):<14}{ranks:>6}{ours * 1e3:>10.2f}"
               f"{floor * 1e3:>10.2f}{ours / floor:>8.2f}")
-    for ranks in ranks_list:
+    torch_py = torch_python() if "mlp" in only else None
+    if "mlp" in only and not torch_py:
+        print("torch: not importable, PyTorch DDP rows skipped "
+              "(bench/training/torch_venv.sh makes a venv with it)")
+    for ranks in ranks_list if "mlp" in only else []:
         ours, floor, compile_s, peak, state = mlp(ranks, args.steps, width,
                                                   batch)
         print(f"{'mlp-' + str(width):<14}{ranks:>6}{ours * 1e3:>10.2f}"
@@ -373,16 +397,25 @@ def main():
               f"{a_ours * 1e3:>10.2f}{floor * 1e3:>10.2f}"
               f"{a_ours / floor:>8.2f}{a_compile:>11.2f}"
               f"{a_peak / 1024:>14.0f}{state / 1024:>10.0f}")
+        if torch_py:
+            t, why = torch_ddp(torch_py, ranks, width, batch, args.steps)
+            if t is None:
+                print(f"torch ddp {ranks} ranks: skipped ({why})")
+            else:
+                print(f"{'torch ddp':<14}{ranks:>6}{t * 1e3:>10.2f}"
+                      f"{floor * 1e3:>10.2f}{t / floor:>8.2f}  ours / DDP: "
+                      f"global {ours / t:.2f}, donated {d_ours / t:.2f}, "
+                      f"actor {a_ours / t:.2f}")
     vocab, tokens, ewidth = (8192, 256, 64) if args.quick else (32000, 1024,
                                                                  256)
-    for ranks in ranks_list[:2]:
+    for ranks in ranks_list[:2] if "embedding" in only else []:
         ours, floor, compile_s = embedding(ranks, args.steps, vocab, tokens,
                                            ewidth)
         print(f"{'embedding':<14}{ranks:>6}{ours * 1e3:>10.2f}"
               f"{floor * 1e3:>10.2f}{ours / floor:>8.2f}{compile_s:>11.2f}"
               f"  ({vocab} x {ewidth} table, {tokens} tokens)")
     one_rank = {}
-    for ranks in ranks_list:
+    for ranks in ranks_list if "gpt" in only else []:
         ours, floor, compile_s, peak, state, shares = gpt_bench(ranks,
                                                                 args.steps)
         one_rank.setdefault("gpt", ours)
@@ -391,7 +424,7 @@ def main():
               f"{state / 1024:>10.0f}  vs 1 rank "
               f"{ours / one_rank['gpt']:.2f}, compute share "
               + " ".join(f"{x:.2f}" for x in shares))
-    if not args.quick:
+    if not args.quick and "gpt" in only:
         steps4 = max(10, args.steps)
         ours, _, compile_s, _, _, _ = gpt_bench(1, steps4, GPT4)
         jfirst, jstep = jax_gpt(GPT4, steps4)
@@ -420,14 +453,8 @@ def main():
                   + " ".join(f"{x:.2f}" for x in shares))
         print("targets (issue 31): gpt-big on 2 ranks <= 0.6x its 1-rank "
               "step, on 2x2 <= 0.75x; gpt on 2x2 no slower than on 1 rank")
-    t = torch_mlp(args.steps, width, batch)
-    if t is None:
-        print("torch: not importable, PyTorch rows skipped (pip install "
-              "torch)")
-    else:
-        print(f"torch mlp-{width} 1 rank: {t * 1e3:.2f} ms")
-    print("targets (issue 21): at 2 ranks a step <= 0.6x numpy and faster "
-          "than PyTorch; see docs/benchmarks.md")
+    print("targets (issue 35): mlp at 2 ranks <= 0.6x numpy and <= 0.6x "
+          "PyTorch DDP (gloo, 1 thread per rank); see docs/benchmarks.md")
 
 
 if __name__ == "__main__":

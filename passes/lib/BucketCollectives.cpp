@@ -7,13 +7,14 @@
 // data-parallel backward with one small all_reduce per parameter was
 // latency-bound.
 //
-// One scan in program order keeps an open bucket and the ops that depend on
-// its members ("tainted"). A candidate joins when it has the bucket's key
-// (group, dimensions, reduction, element type), fits, and does not depend
-// on a member; a tainted monarch op (communication, a print) closes the
-// bucket before it. A closed bucket is reduced where its last member was:
-// the tainted ops before that point move after it, in order (they feed no
-// member, so nothing they need moves with them).
+// One scan in program order keeps an open bucket per key (group,
+// dimensions, reduction, element type) and the ops that depend on its
+// members ("tainted"). A candidate joins the bucket of its key when it
+// fits and does not depend on a member; a tainted monarch op
+// (communication, a print) closes the bucket before it. A closed bucket is
+// reduced where its last member was: the tainted ops before that point move
+// after it, in order (they feed no member, so nothing they need moves with
+// them).
 //
 //===----------------------------------------------------------------------===//
 
@@ -96,52 +97,65 @@ bool usesAny(Operation &op, const llvm::DenseSet<Value> &values) {
 }
 
 /// The buckets of `fn` (indices into its all_reduces in program order,
-/// two or more each), decided without changing it.
+/// two or more each), decided without changing it. One bucket is open per
+/// key at a time, so gradient reductions over one mesh dimension keep
+/// filling their bucket past the collectives of another (a 2x2 step's
+/// tensor-parallel all_reduces over "gpus" between its gradient
+/// reductions over "hosts", which the partitioner reduces as soon as each
+/// gradient is made).
 SmallVector<SmallVector<unsigned>> planBuckets(func::FuncOp fn,
                                                int64_t capBytes) {
+  struct Open {
+    Key key;
+    SmallVector<unsigned> members;
+    int64_t bytes = 0;
+    llvm::DenseSet<Value> tainted;
+  };
   SmallVector<SmallVector<unsigned>> buckets;
-  SmallVector<unsigned> open;
-  std::optional<Key> openKey;
-  int64_t openBytes = 0;
-  llvm::DenseSet<Value> tainted;
-  auto close = [&] {
-    if (open.size() > 1)
-      buckets.push_back(open);
-    open.clear();
-    openKey.reset();
-    openBytes = 0;
-    tainted.clear();
+  SmallVector<Open> open;
+  auto close = [&](size_t i) {
+    if (open[i].members.size() > 1)
+      buckets.push_back(std::move(open[i].members));
+    open.erase(open.begin() + i);
   };
   unsigned index = 0;
   for (Operation &op : fn.getBody().front().without_terminator()) {
-    bool usesTainted = usesAny(op, tainted);
-    if (auto ar = dyn_cast<AllReduceOp>(op)) {
-      unsigned me = index++;
-      int64_t bytes = bytesOf(ar);
-      bool small = bytes >= 0 && bytes < kAloneBytes && 4 * bytes <= capBytes;
-      Key key = keyOf(ar);
-      if (!small || usesTainted || (openKey && !(*openKey == key)) ||
-          openBytes + bytes > capBytes)
-        close();
-      if (!small)
-        continue;
-      open.push_back(me);
-      openKey = key;
-      openBytes += bytes;
-      tainted.insert(ar.getResult());
-      continue;
-    }
+    auto ar = dyn_cast<AllReduceOp>(op);
+    bool communicates = ar || containsMonarchOp(op);
     // A tainted op that communicates (or prints) would move past the
-    // bucket's collective: the bucket closes before it instead.
-    if (usesTainted && containsMonarchOp(op)) {
-      close();
-      continue;
+    // bucket's collective: the bucket closes before it instead. Other
+    // tainted ops move with the bucket.
+    for (size_t i = open.size(); i-- > 0;) {
+      if (!usesAny(op, open[i].tainted))
+        continue;
+      if (communicates)
+        close(i);
+      else
+        for (Value r : op.getResults())
+          open[i].tainted.insert(r);
     }
-    if (usesTainted)
-      for (Value r : op.getResults())
-        tainted.insert(r);
+    if (!ar)
+      continue;
+    unsigned me = index++;
+    int64_t bytes = bytesOf(ar);
+    if (bytes < 0 || bytes >= kAloneBytes || 4 * bytes > capBytes)
+      continue;
+    Key key = keyOf(ar);
+    auto it = llvm::find_if(open, [&](const Open &o) { return o.key == key; });
+    if (it != open.end() && it->bytes + bytes > capBytes) {
+      close(it - open.begin());
+      it = open.end();
+    }
+    if (it == open.end()) {
+      open.push_back(Open{key, {}, 0, {}});
+      it = std::prev(open.end());
+    }
+    it->members.push_back(me);
+    it->bytes += bytes;
+    it->tainted.insert(ar.getResult());
   }
-  close();
+  while (!open.empty())
+    close(open.size() - 1);
   return buckets;
 }
 

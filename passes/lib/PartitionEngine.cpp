@@ -1084,6 +1084,15 @@ private:
     auto res = cast<RankedTensorType>(op->getResult(0).getType());
     if (res.getNumElements() > smallest)
       return {};
+    // One partial operand and a result as large: carrying it merges no
+    // reductions unless a user adds it to another partial sum, and it
+    // delays the reduction behind whatever the carried op waits for (the
+    // MLP's `lr * g2` was fused into the kernel that waited for g1's
+    // all_reduce, so g2's started only after it instead of overlapping
+    // the backward).
+    if (partialIn.count() == 1 && res.getNumElements() >= smallest &&
+        !mergedByUser(op->getResult(0), axes))
+      return {};
     bool accumulates = op.getNumReductionLoops() > 0 &&
                        splittableReduction(op, 0) == ReductionKind::Sum;
     enum class Lin { Const, Partial, Bad };
@@ -1126,6 +1135,25 @@ private:
       if (get(v) != Lin::Partial)
         return {};
     return axes;
+  }
+
+  /// Whether a structured user of `v` also reads another partial sum over
+  /// `axes` (already decided): one reduction of both instead of two.
+  bool mergedByUser(Value v, ArrayRef<int16_t> axes) const {
+    for (Operation *user : v.getUsers()) {
+      auto l = dyn_cast<linalg::LinalgOp>(user);
+      if (!l)
+        continue;
+      for (OpOperand *in : l.getDpsInputOperands()) {
+        if (in->get() == v || !isa<RankedTensorType>(in->get().getType()))
+          continue;
+        Layout h = have(in->get());
+        if (h.kind == ReductionKind::Sum &&
+            ArrayRef<int16_t>(h.partial) == axes)
+          return true;
+      }
+    }
+    return false;
   }
 
   /// Shardy's reshape rule for a run of dimensions of `sizes` merged into
@@ -1302,6 +1330,10 @@ private:
   }
 
   // ---- Walk 3: expand, forwards ------------------------------------------
+
+  /// Per op whose partial results were reduced right after it: the last
+  /// op of those reductions.
+  DenseMap<Operation *, Operation *> reducedAfter;
 
   /// `v`'s per-rank value in layout `want`, made once.
   FailureOr<Value> get(Value v, const Layout &want, Location loc) {
@@ -1492,6 +1524,23 @@ private:
     FailureOr<SmallVector<Step>> steps = reshardSteps(cur, want);
     if (failed(steps))
       return failure();
+    // A partial sum is reduced where it is made, not where it is first
+    // used: the collective is issued as soon as its producer has run and
+    // overlaps the work between them (DDP's gradient all_reduce during the
+    // backward; used lazily, the MLP's first-layer gradient reduction
+    // waited until the last kernel of the backward).
+    // Reductions of one op's results follow it in the order they are made.
+    OpBuilder::InsertionGuard guard(b);
+    Operation *producer = local.getDefiningOp();
+    if (!steps->empty() && producer &&
+        (steps->front().kind == Step::AllReduce ||
+         steps->front().kind == Step::ReduceScatter)) {
+      auto it = reducedAfter.find(producer);
+      b.setInsertionPointAfter(it != reducedAfter.end() ? it->second
+                                                        : producer);
+    } else {
+      producer = nullptr;
+    }
     RankedTensorType global = globalType(v);
     for (const Step &s : *steps) {
       RankedTensorType to = localType(global, s.after);
@@ -1533,6 +1582,8 @@ private:
       }
       }
     }
+    if (producer && local.getDefiningOp())
+      reducedAfter[producer] = local.getDefiningOp();
     return local;
   }
 

@@ -105,3 +105,47 @@ module {
     return %1, %2 : tensor<f32>, tensor<4x4xf32>
   }
 }
+
+// -----
+
+// One bucket is open per key: the two reductions over "hosts" share one
+// past the independent all_reduce over "gpus" between them (the order the
+// partitioner leaves a 2x2 backward in, each gradient reduced where it is
+// made), which stays where it was.
+
+// CHECK-LABEL: func.func private @step.worker.mesh.rank0(
+// CHECK-SAME:    %[[HA:[^:]*]]: tensor<16xf32>, %[[GT:[^:]*]]: tensor<16xf32>, %[[HB:[^:]*]]: tensor<16xf32>
+// CHECK-NEXT:    %[[T:.*]] = monarch.all_reduce %[[GT]] over ["gpus"] sum
+// CHECK-NEXT:    %[[CAT:.*]] = tensor.concat dim(0) %[[HA]], %[[HB]] : (tensor<16xf32>, tensor<16xf32>) -> tensor<32xf32>
+// CHECK-NEXT:    monarch.all_reduce %[[CAT]] over ["hosts"] sum {plan.group = array<i64: 0, 2>} : tensor<32xf32>
+// CHECK-NOT:     monarch.all_reduce
+// CHECK:         return
+
+module {
+  shard.grid @grid(shape = 2x2)
+  monarch.proc_mesh @mesh(hosts = 2, gpus = 2) grid @grid
+  monarch.actor_class @step.mesh.0.class {
+    monarch.endpoint @run(%ga: tensor<16xf32>, %gt: tensor<16xf32>, %gb: tensor<16xf32>) -> (tensor<16xf32>, tensor<16xf32>, tensor<16xf32>) {
+      %a = all_reduce %ga over ["hosts"] sum : tensor<16xf32>
+      %t = all_reduce %gt over ["gpus"] sum : tensor<16xf32>
+      %b = all_reduce %gb over ["hosts"] sum : tensor<16xf32>
+      return %a, %t, %b : tensor<16xf32>, tensor<16xf32>, tensor<16xf32>
+    }
+  }
+  monarch.actor_mesh @step.mesh.0 = @step.mesh.0.class on @mesh
+  func.func @step.worker.mesh(%arg0: tensor<16xf32>, %arg1: tensor<16xf32>, %arg2: tensor<16xf32>) -> (tensor<16xf32>, tensor<16xf32>, tensor<16xf32>) attributes {monarch.worker_for = @mesh} {
+    %0:3 = monarch.call @step.mesh.0::@run(%arg0, %arg1, %arg2) : (tensor<16xf32>, tensor<16xf32>, tensor<16xf32>) -> (tensor<16xf32>, tensor<16xf32>, tensor<16xf32>)
+    return %0#0, %0#1, %0#2 : tensor<16xf32>, tensor<16xf32>, tensor<16xf32>
+  }
+  func.func @step(%arg0: tensor<16xf32>, %arg1: tensor<16xf32>, %arg2: tensor<16xf32>) -> (tensor<16xf32>, tensor<16xf32>, tensor<16xf32>) {
+    %0 = monarch.control_msg to @mesh invoke [@step.worker.mesh] : !monarch.token
+    monarch.feed_input %arg0 to @step.worker.mesh input 0 : tensor<16xf32>
+    monarch.feed_input %arg1 to @step.worker.mesh input 1 : tensor<16xf32>
+    monarch.feed_input %arg2 to @step.worker.mesh input 2 : tensor<16xf32>
+    %1 = monarch.fetch_output @step.worker.mesh output 0 : tensor<16xf32>
+    %2 = monarch.fetch_output @step.worker.mesh output 1 : tensor<16xf32>
+    %3 = monarch.fetch_output @step.worker.mesh output 2 : tensor<16xf32>
+    monarch.await %0 : !monarch.token
+    return %1, %2, %3 : tensor<16xf32>, tensor<16xf32>, tensor<16xf32>
+  }
+}

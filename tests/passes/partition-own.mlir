@@ -801,3 +801,58 @@ func.func @seed(%x: tensor<8x4xf32>) -> tensor<8x4xf32> {
   %out = monarch.fetch %g from @mesh : tensor<8x4xf32>
   return %out : tensor<8x4xf32>
 }
+
+// -----
+
+// A partial sum is reduced right after the op that makes it, not where it
+// is first used, and a scaling of it (`lr * g2`, one partial operand, a
+// result as large) does not carry it: the data-parallel gradient g2's
+// all_reduce is issued before the backward's next contraction and
+// overlaps it.
+
+// CHECK-LABEL: monarch.actor_class @early.mesh.0.class
+// CHECK:         %[[G2:.*]] = linalg.matmul
+// CHECK-NEXT:    %[[R2:.*]] = all_reduce %[[G2]] over ["gpus"] sum : tensor<8x8xf32>
+// CHECK-NEXT:    tensor.empty
+// CHECK-NEXT:    linalg.fill
+// CHECK-NEXT:    %[[G1:.*]] = linalg.matmul
+// CHECK-NEXT:    %[[R1:.*]] = all_reduce %[[G1]] over ["gpus"] sum : tensor<8x8xf32>
+// CHECK:         linalg.generic {{.*}} ins(%[[R2]] : tensor<8x8xf32>)
+// CHECK-NOT:     all_reduce
+// CHECK:         return
+#el = affine_map<(d0, d1) -> (d0, d1)>
+shard.grid @grid(shape = 2)
+monarch.proc_mesh @mesh(gpus = 2) grid @grid
+func.func @early(%ht: tensor<8x6xf32>, %d: tensor<6x8xf32>, %xt: tensor<8x6xf32>) -> (tensor<8x8xf32>, tensor<8x8xf32>) {
+  %hf = monarch.feed %ht to @mesh : tensor<8x6xf32>
+  %cols = shard.sharding @grid split_axes = [[], [0]] : !shard.sharding
+  %hs = shard.shard %hf to %cols : tensor<8x6xf32>
+  %df = monarch.feed %d to @mesh : tensor<6x8xf32>
+  %rows = shard.sharding @grid split_axes = [[0]] : !shard.sharding
+  %ds = shard.shard %df to %rows : tensor<6x8xf32>
+  %xf = monarch.feed %xt to @mesh : tensor<8x6xf32>
+  %xs = shard.shard %xf to %cols : tensor<8x6xf32>
+  %z = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<8x8xf32>
+  %f = linalg.fill ins(%z : f32) outs(%e : tensor<8x8xf32>) -> tensor<8x8xf32>
+  %g2 = linalg.matmul ins(%hs, %ds : tensor<8x6xf32>, tensor<6x8xf32>) outs(%f : tensor<8x8xf32>) -> tensor<8x8xf32>
+  %e1 = tensor.empty() : tensor<8x8xf32>
+  %f1 = linalg.fill ins(%z : f32) outs(%e1 : tensor<8x8xf32>) -> tensor<8x8xf32>
+  %g1 = linalg.matmul ins(%xs, %ds : tensor<8x6xf32>, tensor<6x8xf32>) outs(%f1 : tensor<8x8xf32>) -> tensor<8x8xf32>
+  %lr = arith.constant 0.1 : f32
+  %e2 = tensor.empty() : tensor<8x8xf32>
+  %s1 = linalg.generic {indexing_maps = [#el, #el], iterator_types = ["parallel", "parallel"]} ins(%g1 : tensor<8x8xf32>) outs(%e2 : tensor<8x8xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = arith.mulf %a, %lr : f32
+    linalg.yield %r : f32
+  } -> tensor<8x8xf32>
+  %e3 = tensor.empty() : tensor<8x8xf32>
+  %s2 = linalg.generic {indexing_maps = [#el, #el], iterator_types = ["parallel", "parallel"]} ins(%g2 : tensor<8x8xf32>) outs(%e3 : tensor<8x8xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = arith.mulf %a, %lr : f32
+    linalg.yield %r : f32
+  } -> tensor<8x8xf32>
+  %o1 = monarch.fetch %s1 from @mesh : tensor<8x8xf32>
+  %o2 = monarch.fetch %s2 from @mesh : tensor<8x8xf32>
+  return %o1, %o2 : tensor<8x8xf32>, tensor<8x8xf32>
+}
