@@ -647,7 +647,9 @@ struct Interpreter::Impl {
       if (device)
         return device->copyIn(instr.buffer.offset, it->second.data(),
                               it->second.size());
+      int64_t start = options.trace ? nowUs() : 0;
       std::memcpy(ptr(instr.buffer), it->second.data(), it->second.size());
+      record(instr, -1, start);
       return Status::ok();
     }
     case OpKind::Fetch: {
@@ -655,6 +657,7 @@ struct Interpreter::Impl {
           std::find(keeps.begin(), keeps.end(), instr.index) != keeps.end();
       if (instr.keepOnly && !kept)
         return Status::ok();
+      int64_t start = options.trace ? nowUs() : 0;
       FetchResult &out = fetches.emplace_back();
       out.index = instr.index;
       int64_t bytes = instr.buffer.bytes();
@@ -675,6 +678,7 @@ struct Interpreter::Impl {
         return device->copyOut(dst, instr.buffer.offset,
                                static_cast<size_t>(bytes));
       std::memcpy(dst, ptr(instr.buffer), static_cast<size_t>(bytes));
+      record(instr, -1, start);
       return Status::ok();
     }
     case OpKind::State:

@@ -207,6 +207,9 @@ TEST(ExecutorControl, TraceHasEveryRanksOps) {
   EXPECT_NE(trace.find("\"name\":\"all_reduce sum on @world via shm\""),
             std::string::npos);
   EXPECT_NE(trace.find("\"name\":\"launch @add4\""), std::string::npos);
+  // The copies in and out of the arena are slices of the issuing thread.
+  EXPECT_NE(trace.find("\"name\":\"feed_buffer 0\""), std::string::npos);
+  EXPECT_NE(trace.find("\"name\":\"fetch_buffer 0\""), std::string::npos);
   // Each slice carries the user's line of its instruction (the launch of
   // "accumulate" is at test.py:3:5).
   std::string located = std::string(MONARCH_PYTHON) +
