@@ -778,29 +778,136 @@ private:
     return d;
   }
 
+  /// `c` without the tracer's normalization of an index (negative ones
+  /// wrapped, `select(i < 0, i + n, i)`, then clamped into [0, n - 1] by
+  /// `maxsi`/`minsi` with constants) and index casts: the identity on
+  /// indices already in [0, n), which is what constantLoop's callers
+  /// check the constant rows against.
+  static Value withoutWrapAndClamp(Value c) {
+    for (;;) {
+      Operation *def = c.getDefiningOp();
+      if (!def)
+        return c;
+      if (auto cast = dyn_cast<arith::IndexCastOp>(def)) {
+        c = cast.getIn();
+        continue;
+      }
+      if (isa<arith::MinSIOp, arith::MaxSIOp>(def)) {
+        if (matchPattern(def->getOperand(1), m_Constant())) {
+          c = def->getOperand(0);
+          continue;
+        }
+        if (matchPattern(def->getOperand(0), m_Constant())) {
+          c = def->getOperand(1);
+          continue;
+        }
+        return c;
+      }
+      if (auto select = dyn_cast<arith::SelectOp>(def)) {
+        Value x = select.getFalseValue();
+        auto add = select.getTrueValue().getDefiningOp<arith::AddIOp>();
+        auto cmp = select.getCondition().getDefiningOp<arith::CmpIOp>();
+        if (add && cmp && cmp.getLhs() == x &&
+            cmp.getPredicate() == arith::CmpIPredicate::slt &&
+            matchPattern(cmp.getRhs(), m_Zero()) &&
+            ((add.getLhs() == x && matchPattern(add.getRhs(), m_Constant())) ||
+             (add.getRhs() == x && matchPattern(add.getLhs(), m_Constant())))) {
+          c = x;
+          continue;
+        }
+      }
+      return c;
+    }
+  }
+
+  /// The loop a gather's coordinate `c` runs along when it is a constant
+  /// index table along one loop (the tracer's rows of `np.pad` in reflect
+  /// or edge mode, of a strided or reversed slice): that loop, and the
+  /// table's values in `values`; else -1.
+  int64_t constantLoop(linalg::LinalgOp op, Value c,
+                       DenseIntElementsAttr &values) const {
+    c = withoutWrapAndClamp(c);
+    auto arg = dyn_cast<BlockArgument>(c);
+    if (!arg || arg.getOwner() != op.getBlock() ||
+        arg.getArgNumber() >= op.getNumDpsInputs())
+      return -1;
+    OpOperand *in = op.getDpsInputOperand(arg.getArgNumber());
+    AffineMap map = op.getMatchingIndexingMap(in);
+    if (map.getNumResults() != 1 || !isa<AffineDimExpr>(map.getResult(0)))
+      return -1;
+    unsigned d = map.getDimPosition(0);
+    DenseIntElementsAttr ints = constantInts(in->get());
+    if (!ints || ints.getType().getRank() != 1 ||
+        ints.getNumElements() != op.getStaticLoopRanges()[d])
+      return -1;
+    values = ints;
+    return d;
+  }
+
+  /// Whether a loop of `values.size()` iterations cut into `parts` reads,
+  /// in each part, only rows of the same part of a dimension of `rows`
+  /// (the rank that runs the part holds them).
+  static bool readsOwnPart(DenseIntElementsAttr values, int64_t rows,
+                           int64_t parts) {
+    int64_t n = values.getNumElements();
+    if (parts <= 1 || n % parts || rows % parts)
+      return parts == 1;
+    int64_t i = 0;
+    for (const APInt &v : values.getValues<APInt>()) {
+      int64_t part = i++ / (n / parts), row = v.getSExtValue();
+      if (row < part * (rows / parts) || row >= (part + 1) * (rows / parts))
+        return false;
+    }
+    return true;
+  }
+
+  /// Per dimension of a table a gather reads: the loop its coordinate runs
+  /// along, and the coordinate's constant values when it is an index
+  /// table rather than the loop's own index.
+  struct Passthrough {
+    int64_t loop = -1;
+    DenseIntElementsAttr values;
+  };
+
   /// Per dimension of `table`, a table `op`'s body reads: the loop its
   /// coordinate runs along in every read (an iota of a loop with as many
   /// iterations as the dimension has rows), else -1. Along such a
   /// dimension the gather passes through: a rank whose loop runs over its
-  /// rows reads only rows of its own shard.
-  SmallVector<int64_t> passthroughLoops(linalg::LinalgOp op,
-                                        Value table) const {
+  /// rows reads only rows of its own shard. So does a constant index
+  /// table along one loop whose every part, cut as the table is split,
+  /// reads rows of the same part of the table (`np.pad` by reflection or
+  /// edge of a row-split array: each rank's padded rows come from its own
+  /// rows); tableNeed checks that again for the split the loop takes.
+  SmallVector<Passthrough> passthroughLoops(linalg::LinalgOp op,
+                                            Value table) const {
     RankedTensorType type = globalType(table);
     SmallVector<int64_t> ranges = op.getStaticLoopRanges();
-    SmallVector<int64_t> along(type.getRank(), -2);
+    Layout held = have(table);
+    SmallVector<Passthrough> along(type.getRank(), Passthrough{-2, {}});
     op->walk([&](tensor::ExtractOp e) {
       if (e.getTensor() != table)
         return;
       for (auto [k, c] : llvm::enumerate(e.getIndices())) {
-        int64_t l = iotaLoop(op, c);
-        if (l >= 0 && ranges[l] != type.getDimSize(k))
-          l = -1;
-        along[k] = along[k] == -2 || along[k] == l ? l : -1;
+        Passthrough p{iotaLoop(op, c), {}};
+        if (p.loop >= 0 && ranges[p.loop] != type.getDimSize(k))
+          p.loop = -1;
+        if (p.loop < 0) {
+          p.loop = constantLoop(op, c, p.values);
+          if (p.loop >= 0 && (count(held.dims[k]) <= 1 ||
+                              !readsOwnPart(p.values, type.getDimSize(k),
+                                            count(held.dims[k]))))
+            p = Passthrough{-1, {}};
+        }
+        Passthrough &a = along[k];
+        if (a.loop == -2)
+          a = p;
+        else if (a.loop != p.loop || a.values != p.values)
+          a = Passthrough{-1, {}};
       }
     });
-    for (int64_t &l : along)
-      if (l == -2)
-        l = -1;
+    for (Passthrough &p : along)
+      if (p.loop == -2)
+        p = Passthrough{-1, {}};
     return along;
   }
 
@@ -811,9 +918,11 @@ private:
                    ArrayRef<Axes> loopAxes) const {
     RankedTensorType type = globalType(table);
     Layout need = Layout::replicated(type.getRank());
-    for (auto [k, l] : llvm::enumerate(passthroughLoops(op, table)))
-      if (l >= 0)
-        need.dims[k] = loopAxes[l];
+    for (auto [k, p] : llvm::enumerate(passthroughLoops(op, table)))
+      if (p.loop >= 0 &&
+          (!p.values ||
+           readsOwnPart(p.values, type.getDimSize(k), count(loopAxes[p.loop]))))
+        need.dims[k] = loopAxes[p.loop];
     return divides(need, type) ? need : Layout::replicated(type.getRank());
   }
 
@@ -854,9 +963,9 @@ private:
         continue;
       SmallVector<AffineExpr> exprs;
       Layout l;
-      for (auto [k, loop] : llvm::enumerate(passthroughLoops(op, table)))
-        if (loop >= 0) {
-          exprs.push_back(getAffineDimExpr(loop, op.getContext()));
+      for (auto [k, p] : llvm::enumerate(passthroughLoops(op, table)))
+        if (p.loop >= 0) {
+          exprs.push_back(getAffineDimExpr(p.loop, op.getContext()));
           l.dims.push_back(t.dims[k]);
         }
       if (!exprs.empty())

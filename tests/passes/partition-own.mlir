@@ -856,3 +856,73 @@ func.func @early(%ht: tensor<8x6xf32>, %d: tensor<6x8xf32>, %xt: tensor<8x6xf32>
   %o2 = monarch.fetch %s2 from @mesh : tensor<8x8xf32>
   return %o1, %o2 : tensor<8x8xf32>, tensor<8x8xf32>
 }
+
+// -----
+
+// A gather by a constant index table along one loop (np.pad in reflect
+// mode of a row-split x, in the tracer's form: the row's index wrapped and
+// clamped) whose every half, cut as x is split, reads rows of the same
+// half of x: each rank pads its own rows, reading them at their local
+// coordinates, with no collective (it was a masked lookup on every rank
+// and an all_reduce of the whole result). @wrap's first row reads x's last
+// row, on the other rank: that one keeps the masked lookup.
+
+// CHECK-LABEL: monarch.actor_class @reflect.mesh.0.class
+// CHECK:         monarch.endpoint @run(%[[X:.*]]: tensor<4x3xf32> {monarch.dist = #monarch.dist<{{\[\["gpus"\], \[\]\]}}>}
+// CHECK-NOT:     all_reduce
+// CHECK-NOT:     all_gather
+// CHECK:         linalg.generic {{.*}} outs(%{{.*}} : tensor<5x3xf32>)
+// CHECK:         arith.subi
+// CHECK:         tensor.extract %[[X]]
+// CHECK-NOT:     all_reduce
+// CHECK:         return {{.*}} : tensor<5x3xf32>
+
+// CHECK-LABEL: monarch.actor_class @wrap.mesh.0.class
+// CHECK:         all_reduce
+#r = affine_map<(d0, d1) -> (d0)>
+#c = affine_map<(d0, d1) -> (d1)>
+#o = affine_map<(d0, d1) -> (d0, d1)>
+shard.grid @grid(shape = 2)
+monarch.proc_mesh @mesh(gpus = 2) grid @grid
+func.func @reflect(%x: tensor<8x3xf32>) -> tensor<10x3xf32> {
+  %xf = monarch.feed %x to @mesh : tensor<8x3xf32>
+  %rows = shard.sharding @grid split_axes = [[0]] : !shard.sharding
+  %xs = shard.shard %xf to %rows : tensor<8x3xf32>
+  %ri = arith.constant dense<[1, 0, 1, 2, 3, 4, 5, 6, 7, 6]> : tensor<10xi32>
+  %ci = arith.constant dense<[0, 1, 2]> : tensor<3xi32>
+  %e = tensor.empty() : tensor<10x3xf32>
+  %g = linalg.generic {indexing_maps = [#r, #c, #o], iterator_types = ["parallel", "parallel"]} ins(%ri, %ci : tensor<10xi32>, tensor<3xi32>) outs(%e : tensor<10x3xf32>) {
+  ^bb0(%i: i32, %j: i32, %o: f32):
+    %ii = arith.index_cast %i : i32 to index
+    %c0 = arith.constant 0 : index
+    %c8 = arith.constant 8 : index
+    %c7 = arith.constant 7 : index
+    %neg = arith.cmpi slt, %ii, %c0 : index
+    %up = arith.addi %ii, %c8 : index
+    %w = arith.select %neg, %up, %ii : index
+    %lo = arith.maxsi %w, %c0 : index
+    %hi = arith.minsi %lo, %c7 : index
+    %jj = arith.index_cast %j : i32 to index
+    %v = tensor.extract %xs[%hi, %jj] : tensor<8x3xf32>
+    linalg.yield %v : f32
+  } -> tensor<10x3xf32>
+  %out = monarch.fetch %g from @mesh : tensor<10x3xf32>
+  return %out : tensor<10x3xf32>
+}
+func.func @wrap(%x: tensor<8x3xf32>) -> tensor<10x3xf32> {
+  %xf = monarch.feed %x to @mesh : tensor<8x3xf32>
+  %rows = shard.sharding @grid split_axes = [[0]] : !shard.sharding
+  %xs = shard.shard %xf to %rows : tensor<8x3xf32>
+  %ri = arith.constant dense<[7, 0, 1, 2, 3, 4, 5, 6, 7, 0]> : tensor<10xi32>
+  %ci = arith.constant dense<[0, 1, 2]> : tensor<3xi32>
+  %e = tensor.empty() : tensor<10x3xf32>
+  %g = linalg.generic {indexing_maps = [#r, #c, #o], iterator_types = ["parallel", "parallel"]} ins(%ri, %ci : tensor<10xi32>, tensor<3xi32>) outs(%e : tensor<10x3xf32>) {
+  ^bb0(%i: i32, %j: i32, %o: f32):
+    %ii = arith.index_cast %i : i32 to index
+    %jj = arith.index_cast %j : i32 to index
+    %v = tensor.extract %xs[%ii, %jj] : tensor<8x3xf32>
+    linalg.yield %v : f32
+  } -> tensor<10x3xf32>
+  %out = monarch.fetch %g from @mesh : tensor<10x3xf32>
+  return %out : tensor<10x3xf32>
+}
