@@ -1408,14 +1408,28 @@ private:
     } else if (auto s = dyn_cast<tensor::ExtractSliceOp>(op)) {
       RankedTensorType srcType = s.getSourceType();
       llvm::SmallBitVector dropped = s.getDroppedDims();
+      // A slice of split dimensions that lies in one rank's shard of each
+      // (`x[0]` of a row-split x) is taken by that rank, the others make
+      // zeros: a partial sum over those axes (ownerSlice).
+      SmallVector<int64_t> owner = ownerSlice(s, in);
+      Axes ownerAxes;
+      for (auto [d, o] : llvm::enumerate(owner))
+        if (o >= 0)
+          ownerAxes.append(in.dims[d]);
       for (int64_t d = 0, r = 0; d < srcType.getRank(); ++d) {
         bool whole = !dropped.test(d) && s.getStaticOffsets()[d] == 0 &&
                      s.getStaticStrides()[d] == 1 &&
                      s.getStaticSizes()[d] == srcType.getDimSize(d);
-        if (!whole)
+        if (!whole && owner[d] < 0)
           in.dims[d].clear();
         if (!dropped.test(d))
-          out.dims[r++] = in.dims[d];
+          out.dims[r++] = owner[d] < 0 ? in.dims[d] : Axes();
+      }
+      if (!ownerAxes.empty()) {
+        llvm::sort(ownerAxes);
+        out.partial = ownerAxes;
+        out.kind = ReductionKind::Sum;
+        owners[op] = std::move(owner);
       }
     } else if (auto c = dyn_cast<tensor::ConcatOp>(op)) {
       // The first operand that is not free sets the layout.
@@ -1437,6 +1451,66 @@ private:
         useNeeds[&o] = in;
     return success();
   }
+
+  /// Per dimension of slice `s` of a source laid out `in`: the index of the
+  /// shard that holds the whole slice along that split dimension, or -1
+  /// (all -1 when the rank holding it should not take it alone). Taken by
+  /// its holder, the slice is a partial sum that costs an all_reduce of
+  /// the slice (twice its bytes in a ring) where it is needed whole,
+  /// instead of an all_gather of the source: so only for a slice of at
+  /// most a quarter of the source, and only when no other slice of the
+  /// source gathers it anyway (np.roll's small wrapped-around piece
+  /// beside the large one; the halves of a sort network).
+  SmallVector<int64_t> ownerSlice(tensor::ExtractSliceOp s,
+                                  const Layout &in) const {
+    RankedTensorType srcType = s.getSourceType();
+    SmallVector<int64_t> none(srcType.getRank(), -1);
+    std::optional<SmallVector<int64_t>> owner = holderOf(s, in);
+    if (!owner || llvm::all_of(*owner, [](int64_t x) { return x < 0; }))
+      return none;
+    for (Operation *user : s.getSource().getUsers()) {
+      auto other = dyn_cast<tensor::ExtractSliceOp>(user);
+      if (other && other != s && !holderOf(other, in))
+        return none;
+    }
+    return *owner;
+  }
+
+  /// Per dimension of slice `s` of a source laid out `in`, the shard that
+  /// holds it along each split dimension it cuts (-1 elsewhere); none when
+  /// it cuts a split dimension across shards, or is too large or of a type
+  /// to take alone (the source is gathered for it).
+  std::optional<SmallVector<int64_t>> holderOf(tensor::ExtractSliceOp s,
+                                               const Layout &in) const {
+    RankedTensorType srcType = s.getSourceType();
+    auto resType = cast<RankedTensorType>(s.getType());
+    SmallVector<int64_t> owner(srcType.getRank(), -1);
+    Type elem = resType.getElementType();
+    bool alone =
+        4 * resType.getNumElements() <= srcType.getNumElements() &&
+        s.hasUnitStride() &&
+        (isa<FloatType>(elem) || elem.isInteger(32) || elem.isInteger(64));
+    for (int64_t d = 0; d < srcType.getRank(); ++d) {
+      if (in.dims[d].empty())
+        continue;
+      int64_t from = s.getStaticOffsets()[d];
+      int64_t size = s.getStaticSizes()[d];
+      if (from == 0 && size == srcType.getDimSize(d) &&
+          s.getStaticStrides()[d] == 1)
+        continue; // Taken whole: it stays split.
+      int64_t shard = srcType.getDimSize(d) / count(in.dims[d]);
+      if (!alone || ShapedType::isDynamic(from) ||
+          ShapedType::isDynamic(size) ||
+          from / shard != (from + size - 1) / shard)
+        return std::nullopt;
+      owner[d] = from / shard;
+    }
+    return owner;
+  }
+
+  /// Per slice taken by the rank holding it (decideShapeOp): per source
+  /// dimension the index of the shard that holds the slice, or -1.
+  DenseMap<Operation *, SmallVector<int64_t>> owners;
 
   // ---- Walk 3: expand, forwards ------------------------------------------
 
@@ -2126,18 +2200,52 @@ private:
           .getResult();
     auto s = cast<tensor::ExtractSliceOp>(op);
     // Split dimensions are taken whole: their sizes shrink to the shard.
+    // A dimension whose slice one shard holds is read at the offset in
+    // that shard, and ranks not holding it make zeros.
     auto srcLocal = cast<RankedTensorType>(src->getType());
     SmallVector<int64_t> sizes(s.getStaticSizes());
-    for (auto [d, axes] : llvm::enumerate(in.dims))
-      if (!axes.empty())
-        sizes[d] = srcLocal.getDimSize(d);
+    SmallVector<int64_t> offsets(s.getStaticOffsets());
+    auto owned = owners.find(op);
+    Value holds;
+    for (auto [d, axes] : llvm::enumerate(in.dims)) {
+      if (axes.empty())
+        continue;
+      int64_t shard = srcLocal.getDimSize(d);
+      if (owned == owners.end() || owned->second[d] < 0) {
+        sizes[d] = shard;
+        continue;
+      }
+      int64_t first = owned->second[d] * shard;
+      offsets[d] -= first;
+      Value mine = arith::CmpIOp::create(
+          b, loc, arith::CmpIPredicate::eq, firstIndex(b, loc, axes, shard),
+          arith::ConstantIndexOp::create(b, loc, first));
+      holds = holds ? arith::AndIOp::create(b, loc, holds, mine) : mine;
+    }
     MLIRContext *ctx = b.getContext();
-    return tensor::ExtractSliceOp::create(
-               b, loc, local, *src,
-               getAsIndexOpFoldResult(ctx, s.getStaticOffsets()),
-               getAsIndexOpFoldResult(ctx, sizes),
-               getAsIndexOpFoldResult(ctx, s.getStaticStrides()))
-        .getResult();
+    Value slice = tensor::ExtractSliceOp::create(
+                      b, loc, local, *src, getAsIndexOpFoldResult(ctx, offsets),
+                      getAsIndexOpFoldResult(ctx, sizes),
+                      getAsIndexOpFoldResult(ctx, s.getStaticStrides()))
+                      .getResult();
+    if (!holds)
+      return slice;
+    // select(holds, slice, 0), element by element.
+    AffineMap id = b.getMultiDimIdentityMap(local.getRank());
+    Value init = tensor::EmptyOp::create(b, loc, local.getShape(),
+                                         local.getElementType());
+    Value zero = arith::ConstantOp::create(
+        b, loc, b.getZeroAttr(local.getElementType()));
+    return linalg::GenericOp::create(
+               b, loc, TypeRange{local}, ValueRange{slice}, ValueRange{init},
+               ArrayRef<AffineMap>{id, id},
+               SmallVector<utils::IteratorType>(local.getRank(),
+                                                utils::IteratorType::parallel),
+               [&](OpBuilder &nb, Location l, ValueRange args) {
+                 Value v = arith::SelectOp::create(nb, l, holds, args[0], zero);
+                 linalg::YieldOp::create(nb, l, v);
+               })
+        .getResult(0);
   }
 };
 

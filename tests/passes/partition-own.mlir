@@ -926,3 +926,37 @@ func.func @wrap(%x: tensor<8x3xf32>) -> tensor<10x3xf32> {
   %out = monarch.fetch %g from @mesh : tensor<10x3xf32>
   return %out : tensor<10x3xf32>
 }
+
+// -----
+
+// A slice of a split dimension that one shard holds (x[1] of a row-split
+// x: rank 0's rows) is taken by that rank at its offset in the shard, the
+// others make zeros, and the result is a partial sum: an all_reduce of
+// the 4 sliced elements instead of an all_gather of x.
+
+// CHECK-LABEL: monarch.actor_class @owner.mesh.0.class
+// CHECK:         monarch.endpoint @run(%[[X:.*]]: tensor<4x4xf32>
+// CHECK-NOT:     all_gather
+// CHECK:         %[[S:.*]] = tensor.extract_slice %[[X]][1, 0] [1, 4] [1, 1] : tensor<4x4xf32> to tensor<4xf32>
+// CHECK:         %[[M:.*]] = linalg.generic {{.*}} ins(%[[S]] : tensor<4xf32>)
+// CHECK:           arith.select
+// CHECK:         all_reduce %{{.*}} over ["gpus"] sum : tensor<4xf32>
+// CHECK-NOT:     all_gather
+// CHECK:         return
+#e1 = affine_map<(d0) -> (d0)>
+shard.grid @grid(shape = 2)
+monarch.proc_mesh @mesh(gpus = 2) grid @grid
+func.func @owner(%x: tensor<8x4xf32>) -> tensor<4xf32> {
+  %xf = monarch.feed %x to @mesh : tensor<8x4xf32>
+  %rows = shard.sharding @grid split_axes = [[0]] : !shard.sharding
+  %xs = shard.shard %xf to %rows : tensor<8x4xf32>
+  %r = tensor.extract_slice %xs[1, 0] [1, 4] [1, 1] : tensor<8x4xf32> to tensor<4xf32>
+  %e = tensor.empty() : tensor<4xf32>
+  %y = linalg.generic {indexing_maps = [#e1, #e1], iterator_types = ["parallel"]} ins(%r : tensor<4xf32>) outs(%e : tensor<4xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %m = arith.mulf %a, %a : f32
+    linalg.yield %m : f32
+  } -> tensor<4xf32>
+  %out = monarch.fetch %y from @mesh : tensor<4xf32>
+  return %out : tensor<4xf32>
+}
