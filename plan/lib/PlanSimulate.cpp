@@ -113,6 +113,14 @@ Status setTopologyField(SimTopology &t, const std::string &key, double value) {
         static_cast<int>(value);
     return Status::ok();
   }
+  // The controller's costs may be zero (a model of the ranks alone).
+  if (key == "call_us" || key == "array_us") {
+    if (!(value >= 0) || !std::isfinite(value))
+      return Status(StatusCode::InvalidArgument,
+                    "topology field '" + key + "' must be non-negative");
+    (key == "call_us" ? t.callUs : t.arrayUs) = value;
+    return Status::ok();
+  }
   const std::pair<const char *, double *> fields[] = {
       {"flops_per_us", &t.flopsPerUs},
       {"mem_bytes_per_us", &t.memBytesPerUs},
@@ -488,6 +496,10 @@ StatusOr<SimResult> simulatePlan(const ExecutionPlan &plan,
         }
       }
     }
+    out.controllerUs =
+        t.callUs + t.arrayUs * static_cast<double>(step.inputs.size() +
+                                                   step.outputs.size());
+    out.stepUs += out.controllerUs;
     result.steps.push_back(std::move(out));
   }
   trace << "\n]}\n";
@@ -502,6 +514,11 @@ std::string simulationReport(const SimResult &result, const SimTopology &t) {
   for (const SimStep &s : result.steps) {
     std::snprintf(buf, sizeof buf, "plan @%s: predicted step %.1f us\n",
                   s.plan.c_str(), s.stepUs);
+    os << buf;
+    std::snprintf(buf, sizeof buf,
+                  "  controller %.1f us (a call, and the arrays it feeds and "
+                  "fetches)\n",
+                  s.controllerUs);
     os << buf;
     os << "  critical path ends on rank " << s.criticalRank << " at '"
        << s.criticalOp << "'"

@@ -10,6 +10,10 @@ Measured on one local worker, as a step runs there:
   and written: 128 MB), less the no-op step;
 - `cores_per_host`: the cores this process may run on (the local mesh's
   workers share them);
+- `call_us` and `array_us`: the controller's share of a step, from Python:
+  a no-op step of one small array in and out (`call_us`), and the extra
+  time of one with 32 in and 32 out, per array (`array_us`), each less
+  what the simulator predicts the ranks spend on them;
 The launch and communication rates stay the `base` preset's
 (`dispatch_bench` and `transfer_bench` measure them: docs/executor.md). Prints the rates and the file written.
 """
@@ -55,7 +59,20 @@ def measure(calls=7):
         def stream(x):
             return (x * 1.5 + 0.5).sum()
 
+        @mc.compile(mesh=mesh)
+        def many(*xs):
+            return [x + 1.0 for x in xs]
+
         t0 = _best(noop, (tiny,), calls)
+        arrays = tuple(tiny.copy() for _ in range(32))
+        t64 = _best(many, arrays, calls)
+        # What the ranks do in those two steps is the simulator's to
+        # predict (each array's feed, fetch and kernel work): the
+        # controller's share is the rest.
+        ranks_only = {"base": "this-machine", "call_us": 0, "array_us": 0}
+        s0 = noop.simulate(tiny, topology=ranks_only)["steps"][0]["step_us"]
+        s64 = many.simulate(*arrays,
+                            topology=ranks_only)["steps"][0]["step_us"]
         mm = _best(matmuls, (a, b), calls)
         st = _best(stream, (big,), calls)
     flops = 8 * 2 * n ** 3 / max(mm - t0, 1e-6) / 1e6
@@ -65,7 +82,10 @@ def measure(calls=7):
     cores = (len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
              else os.cpu_count() or 1)
     return {"flops_per_us": round(flops, 1), "mem_bytes_per_us": round(mem, 1),
-            "cores_per_host": cores}
+            "cores_per_host": cores,
+            "call_us": round(max(t0 * 1e6 - s0, 0.0), 1),
+            "array_us": round(max((t64 - t0) * 1e6 - (s64 - s0), 0.0) / 62,
+                              2)}
 
 
 def main(argv=None):
@@ -84,7 +104,8 @@ def main(argv=None):
         f.write("\n")
     print(f"monarch-calibrate: {rates['flops_per_us'] / 1e3:.1f} GFLOP/s, "
           f"{rates['mem_bytes_per_us'] / 1e3:.1f} GB/s, "
-          f"{rates['cores_per_host']} cores; wrote {args.output}")
+          f"{rates['cores_per_host']} cores, a call {rates['call_us']} us "
+          f"and {rates['array_us']} us an array; wrote {args.output}")
     return 0
 
 

@@ -300,6 +300,7 @@ void bindExecutor(nb::module_ &m) {
           nb::dict d;
           d["plan"] = s.plan;
           d["step_us"] = s.stepUs;
+          d["controller_us"] = s.controllerUs;
           d["critical_rank"] = s.criticalRank;
           d["critical_op"] = s.criticalOp;
           d["critical_loc"] = s.criticalLoc;

@@ -19,6 +19,8 @@
 //   plan's topology), the factor that of a ring (all_reduce 2(n-1)/n,
 //   all_gather and reduce_scatter (n-1)/n of the whole, all_to_all
 //   (n-1)/n, broadcast 1) with 2(n-1) or (n-1) latencies.
+// - The controller adds its share to each step: `callUs`, and `arrayUs`
+//   per array the step plan takes or returns.
 //
 // Presets (`topologyPreset`): "this-machine" (the 2-vCPU VMs these numbers
 // come from: docs/benchmarks.md), "dgx-h100", "dgx-h200",
@@ -54,6 +56,15 @@ struct SimTopology {
   /// ranks outnumber its cores, their kernels take that much longer (four
   /// workers on a 2-core machine compute at half speed).
   int coresPerHost = 0;
+  /// The controller's share of a step, outside the ranks: a call (the
+  /// Python call, the step's messages out and the replies back) and each
+  /// array it feeds or fetches (flattening, conversion, staging, reassembly
+  /// of the result). Fitted from Python on this machine kind by
+  /// monarch-calibrate: a no-op step on one worker less the ranks' part
+  /// the simulator predicts (11 us), and a step of 32 arrays in and 32
+  /// out, per array, less the ranks' part (2.2 us an array beside the
+  /// ranks' 1 us for its feed or fetch).
+  double callUs = 11, arrayUs = 2.2;
 };
 
 /// A preset by name; NotFound naming the presets otherwise.
@@ -61,8 +72,8 @@ StatusOr<SimTopology> topologyPreset(const std::string &name);
 /// The preset names.
 std::vector<std::string> topologyPresets();
 /// Sets field `key` of a topology file ("flops_per_us", ...,
-/// "ranks_per_host", "cores_per_host"); InvalidArgument for an unknown key or a
-/// value out of range.
+/// "ranks_per_host", "cores_per_host", "call_us", "array_us"); InvalidArgument
+/// for an unknown key or a value out of range.
 Status setTopologyField(SimTopology &topology, const std::string &key,
                         double value);
 
@@ -76,7 +87,10 @@ struct SimRank {
 
 struct SimStep {
   std::string plan;
+  /// The whole step: the ranks' makespan plus the controller's share.
   double stepUs = 0;
+  /// The controller's share: callUs plus arrayUs per input and output.
+  double controllerUs = 0;
   std::vector<SimRank> ranks;
   /// The rank that finishes last, and the work it finishes on: the
   /// asynchronous instruction of that rank that completed last (a kernel or
