@@ -41,6 +41,15 @@ constexpr llvm::StringLiteral kStatesAttr = "plan.states";
 /// On a mesh collective of a rank function: the proc-mesh ranks of its
 /// group, in group order.
 constexpr llvm::StringLiteral kGroupAttr = "plan.group";
+/// Output j of a worker program is returned by one of the ranks holding it
+/// (of one shard's replicas, for a split output): the (j mod min(holders,
+/// kFetchSpread))-th. Spread, the fetches and the compute only they need
+/// fall on several ranks instead of the lowest; bounded, a mesh of
+/// thousands of replicas still has a handful of distinct programs, where
+/// the plan file stores one stream per class of identical ranks (issue
+/// 15). Eight balance a step's replicated outputs (a GPT's ~60
+/// parameters) as well as more would.
+constexpr int64_t kFetchSpread = 8;
 } // namespace rankform
 
 /// A mesh (proc mesh or slice) resolved to ranks of its proc mesh.

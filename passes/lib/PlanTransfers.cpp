@@ -813,9 +813,10 @@ LogicalResult MonarchPlanTransfersPass::planWorker(func::FuncOp worker) {
     return failure();
   // Each output is returned as shards by every rank that returns one, or
   // whole by one of the ranks that have it: the (j mod holders)-th for
-  // output j, so that the fetches of replicated outputs (a data-parallel
-  // step's new parameters), and the compute only they need, spread over
-  // the ranks instead of all falling on the lowest.
+  // output j, among the first rankform::kFetchSpread of them, so that the
+  // fetches of replicated outputs (a data-parallel step's new parameters), and
+  // the compute only they need, spread over the ranks instead of all falling on
+  // the lowest.
   SmallVector<SmallVector<int64_t>> holders(worker.getNumResults());
   SmallVector<bool> sharded(worker.getNumResults(), false);
   for (RankCode &c : codes)
@@ -825,12 +826,16 @@ LogicalResult MonarchPlanTransfersPass::planWorker(func::FuncOp worker) {
       if (v && !c.outputOffsets[j].empty())
         sharded[j] = true;
     }
+  // Over at most the first rankform::kFetchSpread holders.
+  auto spread = [&](ArrayRef<int64_t> ranks, size_t j) {
+    return ranks[j % std::min<size_t>(ranks.size(), rankform::kFetchSpread)];
+  };
   SmallVector<int64_t> fetchRank(worker.getNumResults(), -1);
   for (auto [j, ranks] : llvm::enumerate(holders)) {
     if (ranks.empty())
       return worker.emitOpError("output #") << j << " is on no rank";
     llvm::sort(ranks);
-    fetchRank[j] = ranks[j % ranks.size()];
+    fetchRank[j] = spread(ranks, j);
   }
   // Of the ranks holding the same shard of a split output (replicas kept
   // resident), one returns it: the (j mod copies)-th, as for whole outputs.
@@ -844,7 +849,7 @@ LogicalResult MonarchPlanTransfersPass::planWorker(func::FuncOp worker) {
         byOffsets[c.outputOffsets[j]].push_back(c.rank);
     for (auto &[at, copies] : byOffsets) {
       llvm::sort(copies);
-      shardFetchers[j].insert(copies[j % copies.size()]);
+      shardFetchers[j].insert(spread(copies, j));
     }
   }
   for (RankCode &c : codes) {

@@ -222,8 +222,9 @@ private:
   /// Where this rank's shard of a split pending result starts, and whether
   /// this rank is the one that returns it as worker output `output`: among
   /// the ranks holding the same shard (along the mesh dimensions that do
-  /// not split it), the one at index `output` modulo their number, so that
-  /// the work that only outputs need is spread over the replicas; nullopt
+  /// not split it), the one at index `output` modulo their number (at most
+  /// rankform::kFetchSpread), so that the work that only outputs need is
+  /// spread over the replicas; nullopt
   /// when the result is partial or not split.
   std::optional<std::pair<SmallVector<int64_t>, bool>>
   shardOf(const PendingResult &p, int64_t output) const;
@@ -570,8 +571,9 @@ RankSpecializer::shardOf(const PendingResult &p, int64_t output) const {
       replicas.push_back(name);
       copies *= size;
     }
-  bool owner = replicas.empty() ||
-               mesh.indexAlong(p.localRank, replicas) == output % copies;
+  bool owner =
+      replicas.empty() || mesh.indexAlong(p.localRank, replicas) ==
+                              output % std::min(copies, rankform::kFetchSpread);
   return std::make_pair(offsets, owner);
 }
 
