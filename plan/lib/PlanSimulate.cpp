@@ -38,6 +38,9 @@ SimTopology preset(const std::string &name) {
     t.interAlphaUs = 8;
     t.interBytesPerUs = 50e3;
     t.ranksPerHost = 8;
+    // A controller reaches each worker with one pipelined message: about a
+    // microsecond a rank, not this 2-core machine's wake-ups.
+    t.rankUs = 1;
   } else if (name == "cpu-cluster-25g") {
     // Hosts of 32 cores (one rank each: ~50 GFLOP/s fp32 with AVX2 FMA, 10
     // GB/s of memory bandwidth), shared memory within a host, 25 GbE (3.1
@@ -49,6 +52,7 @@ SimTopology preset(const std::string &name) {
     t.interAlphaUs = 25;
     t.interBytesPerUs = 3.1e3;
     t.ranksPerHost = 32;
+    t.rankUs = 1;
   }
   // "this-machine": the defaults, fitted on this 2-vCPU VM: 40 GFLOP/s
   // puts a data-parallel MLP-512 step (BLAS contractions and fused
@@ -114,11 +118,13 @@ Status setTopologyField(SimTopology &t, const std::string &key, double value) {
     return Status::ok();
   }
   // The controller's costs may be zero (a model of the ranks alone).
-  if (key == "call_us" || key == "array_us") {
+  if (key == "call_us" || key == "array_us" || key == "rank_us") {
     if (!(value >= 0) || !std::isfinite(value))
       return Status(StatusCode::InvalidArgument,
                     "topology field '" + key + "' must be non-negative");
-    (key == "call_us" ? t.callUs : t.arrayUs) = value;
+    (key == "call_us"    ? t.callUs
+     : key == "array_us" ? t.arrayUs
+                         : t.rankUs) = value;
     return Status::ok();
   }
   const std::pair<const char *, double *> fields[] = {
@@ -497,8 +503,11 @@ StatusOr<SimResult> simulatePlan(const ExecutionPlan &plan,
       }
     }
     out.controllerUs =
-        t.callUs + t.arrayUs * static_cast<double>(step.inputs.size() +
-                                                   step.outputs.size());
+        t.callUs +
+        t.arrayUs *
+            static_cast<double>(step.inputs.size() + step.outputs.size()) +
+        t.rankUs *
+            static_cast<double>(std::max<size_t>(step.programs.size(), 1) - 1);
     out.stepUs += out.controllerUs;
     result.steps.push_back(std::move(out));
   }
@@ -516,8 +525,8 @@ std::string simulationReport(const SimResult &result, const SimTopology &t) {
                   s.plan.c_str(), s.stepUs);
     os << buf;
     std::snprintf(buf, sizeof buf,
-                  "  controller %.1f us (a call, and the arrays it feeds and "
-                  "fetches)\n",
+                  "  controller %.1f us (a call, the arrays it feeds and "
+                  "fetches, the ranks it reaches)\n",
                   s.controllerUs);
     os << buf;
     os << "  critical path ends on rank " << s.criticalRank << " at '"

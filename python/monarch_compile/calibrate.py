@@ -12,8 +12,9 @@ Measured on one local worker, as a step runs there:
   workers share them);
 - `call_us` and `array_us`: the controller's share of a step, from Python:
   a no-op step of one small array in and out (`call_us`), and the extra
-  time of one with 32 in and 32 out, per array (`array_us`), each less
-  what the simulator predicts the ranks spend on them;
+  time of one with 32 in and 32 out, per array (`array_us`), and of the
+  no-op step on 4 workers, per further rank (`rank_us`), each less what
+  the simulator predicts the ranks spend on them;
 The launch and communication rates stay the `base` preset's
 (`dispatch_bench` and `transfer_bench` measure them: docs/executor.md). Prints the rates and the file written.
 """
@@ -69,12 +70,21 @@ def measure(calls=7):
         # What the ranks do in those two steps is the simulator's to
         # predict (each array's feed, fetch and kernel work): the
         # controller's share is the rest.
-        ranks_only = {"base": "this-machine", "call_us": 0, "array_us": 0}
+        ranks_only = {"base": "this-machine", "call_us": 0, "array_us": 0,
+                      "rank_us": 0}
         s0 = noop.simulate(tiny, topology=ranks_only)["steps"][0]["step_us"]
         s64 = many.simulate(*arrays,
                             topology=ranks_only)["steps"][0]["step_us"]
         mm = _best(matmuls, (a, b), calls)
         st = _best(stream, (big,), calls)
+    # Each further rank a call reaches: the no-op step on 4 workers.
+    with mc.mesh(gpus=4) as mesh4:
+        @mc.compile(mesh=mesh4)
+        def noop4(x):
+            return x + 1.0
+
+        t4 = _best(noop4, (tiny,), calls)
+        s4 = noop4.simulate(tiny, topology=ranks_only)["steps"][0]["step_us"]
     flops = 8 * 2 * n ** 3 / max(mm - t0, 1e-6) / 1e6
     # The elementwise step reads the array once into the kernel (fed into
     # the arena: one more copy of it, 64 MB each way counted).
@@ -85,7 +95,8 @@ def measure(calls=7):
             "cores_per_host": cores,
             "call_us": round(max(t0 * 1e6 - s0, 0.0), 1),
             "array_us": round(max((t64 - t0) * 1e6 - (s64 - s0), 0.0) / 62,
-                              2)}
+                              2),
+            "rank_us": round(max((t4 - t0) * 1e6 - (s4 - s0), 0.0) / 3, 1)}
 
 
 def main(argv=None):
@@ -104,8 +115,9 @@ def main(argv=None):
         f.write("\n")
     print(f"monarch-calibrate: {rates['flops_per_us'] / 1e3:.1f} GFLOP/s, "
           f"{rates['mem_bytes_per_us'] / 1e3:.1f} GB/s, "
-          f"{rates['cores_per_host']} cores, a call {rates['call_us']} us "
-          f"and {rates['array_us']} us an array; wrote {args.output}")
+          f"{rates['cores_per_host']} cores, a call {rates['call_us']} us, "
+          f"{rates['array_us']} us an array, {rates['rank_us']} us a rank; "
+          f"wrote {args.output}")
     return 0
 
 

@@ -106,6 +106,7 @@ def test_calibrate_writes_a_topology_that_simulate_reads(meshes, tmp_path):
     assert topology["base"] == "this-machine"
     assert topology["flops_per_us"] > 1e3 and topology["mem_bytes_per_us"] > 1e2
     assert topology["call_us"] > 0 and topology["array_us"] >= 0
+    assert topology["rank_us"] >= 0
     step = make_step(meshes(hosts=1, gpus=2))
     sim = step.simulate(*data(64, 16), topology=str(path))
     assert sim["steps"][0]["step_us"] > 0
@@ -113,7 +114,7 @@ def test_calibrate_writes_a_topology_that_simulate_reads(meshes, tmp_path):
     ctl = sim["steps"][0]["controller_us"]
     assert ctl >= topology["call_us"]
     none = step.simulate(*data(64, 16), topology={
-        **topology, "call_us": 0, "array_us": 0})
+        **topology, "call_us": 0, "array_us": 0, "rank_us": 0})
     assert none["steps"][0]["controller_us"] == 0
     assert none["steps"][0]["step_us"] < sim["steps"][0]["step_us"]
 

@@ -19,8 +19,9 @@
 //   plan's topology), the factor that of a ring (all_reduce 2(n-1)/n,
 //   all_gather and reduce_scatter (n-1)/n of the whole, all_to_all
 //   (n-1)/n, broadcast 1) with 2(n-1) or (n-1) latencies.
-// - The controller adds its share to each step: `callUs`, and `arrayUs`
-//   per array the step plan takes or returns.
+// - The controller adds its share to each step: `callUs`, `arrayUs` per
+//   array the step plan takes or returns, and `rankUs` per rank beyond the
+//   first.
 //
 // Presets (`topologyPreset`): "this-machine" (the 2-vCPU VMs these numbers
 // come from: docs/benchmarks.md), "dgx-h100", "dgx-h200",
@@ -65,6 +66,10 @@ struct SimTopology {
   /// out, per array, less the ranks' part (2.2 us an array beside the
   /// ranks' 1 us for its feed or fetch).
   double callUs = 11, arrayUs = 2.2;
+  /// And each rank beyond the first that the call reaches (its message,
+  /// its reply, and waking it: a no-op step here took 11.5 us on 1
+  /// worker, 56 on 4 and 132 on 8, the workers sharing 2 cores).
+  double rankUs = 15;
 };
 
 /// A preset by name; NotFound naming the presets otherwise.
@@ -72,8 +77,8 @@ StatusOr<SimTopology> topologyPreset(const std::string &name);
 /// The preset names.
 std::vector<std::string> topologyPresets();
 /// Sets field `key` of a topology file ("flops_per_us", ...,
-/// "ranks_per_host", "cores_per_host", "call_us", "array_us"); InvalidArgument
-/// for an unknown key or a value out of range.
+/// "ranks_per_host", "cores_per_host", "call_us", "array_us", "rank_us");
+/// InvalidArgument for an unknown key or a value out of range.
 Status setTopologyField(SimTopology &topology, const std::string &key,
                         double value);
 
@@ -89,7 +94,8 @@ struct SimStep {
   std::string plan;
   /// The whole step: the ranks' makespan plus the controller's share.
   double stepUs = 0;
-  /// The controller's share: callUs plus arrayUs per input and output.
+  /// The controller's share: callUs, arrayUs per input and output, and
+  /// rankUs per rank beyond the first.
   double controllerUs = 0;
   std::vector<SimRank> ranks;
   /// The rank that finishes last, and the work it finishes on: the
