@@ -758,18 +758,9 @@ private:
       c = cast.getIn();
     if (auto i = c.getDefiningOp<linalg::IndexOp>())
       return i.getDim();
-    auto arg = dyn_cast<BlockArgument>(c);
-    if (!arg || arg.getOwner() != op.getBlock() ||
-        arg.getArgNumber() >= op.getNumDpsInputs())
-      return -1;
-    OpOperand *in = op.getDpsInputOperand(arg.getArgNumber());
-    AffineMap map = op.getMatchingIndexingMap(in);
-    if (map.getNumResults() != 1 || !isa<AffineDimExpr>(map.getResult(0)))
-      return -1;
-    unsigned d = map.getDimPosition(0);
-    DenseIntElementsAttr ints = constantInts(in->get());
-    if (!ints || ints.getType().getRank() != 1 ||
-        ints.getNumElements() != op.getStaticLoopRanges()[d])
+    DenseIntElementsAttr ints;
+    int64_t d = constantLoop(op, c, ints);
+    if (d < 0)
       return -1;
     int64_t k = 0;
     for (const APInt &v : ints.getValues<APInt>())
