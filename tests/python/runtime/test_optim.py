@@ -238,17 +238,23 @@ def test_sharded_optimizer_state_under_global_semantics(meshes):
             return mc.optim.adamw_update(w, g, state, lr=0.1)
         return step
 
-    results, shares = {}, {}
+    results, shares, kinds = {}, {}, {}
     for shard in (False, True):
         step = make(shard)
         ww, st = w, mc.optim.adamw_init(w)
         for _ in range(3):
             ww, st = step(ww, st, x, t)
         results[shard] = (ww, st)
-        shares[shard] = max(step.plan_summary(w, mc.optim.adamw_init(w), x,
-                                              t).compute_share.values())
+        summary = step.plan_summary(w, mc.optim.adamw_init(w), x, t)
+        shares[shard] = max(summary.compute_share.values())
+        kinds[shard] = {c["kind"] for c in summary.collectives}
     np.testing.assert_array_equal(results[True][0], results[False][0])
     for k in ("exp_avg", "exp_avg_sq", "step"):
         np.testing.assert_array_equal(results[True][1][k], results[False][1][k])
     # The update runs on each rank's rows: no rank does it all.
     assert shares[True] < shares[False], shares
+    # The gradient is reduce-scattered into the moments' rows (half an
+    # all_reduce's bytes), and nothing else is reduced: the discarded
+    # loss is not all-reduced for value_and_grad's seed.
+    assert kinds[True] == {"reduce_scatter"}, kinds
+    assert kinds[False] == {"all_reduce"}, kinds
