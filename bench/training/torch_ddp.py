@@ -63,9 +63,14 @@ def _step_times(rank, ranks, width, batch, steps):
 
 
 def _worker(rank, ranks, width, batch, steps, port):
+    import datetime
+
     import torch.distributed as dist
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
-    dist.init_process_group("gloo", rank=rank, world_size=ranks)
+    # A rank that dies leaves the others waiting for it: bounded, not gloo's
+    # default half hour.
+    dist.init_process_group("gloo", rank=rank, world_size=ranks,
+                            timeout=datetime.timedelta(seconds=120))
     try:
         median = _step_times(rank, ranks, width, batch, steps)
         dist.barrier()
