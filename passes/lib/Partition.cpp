@@ -612,6 +612,20 @@ struct MonarchPartitionPass
     return success();
   }
 
+  /// Whether `op`'s results live on a mesh, given the values `onMesh`
+  /// already known to (transfers aside, which each caller decides): a feed,
+  /// an actor call or a print on a mesh put them there, and other work
+  /// (not a monarch program op) is where one of its operands is.
+  static bool places(Operation &op, const DenseSet<Value> &onMesh) {
+    if (isa<FeedOp, CallOp>(op))
+      return true;
+    if (auto print = dyn_cast<DebugPrintOp>(op); print && print.getMeshAttr())
+      return true;
+    return !isMonarchProgramOp(&op) &&
+           llvm::any_of(usedValues(&op),
+                        [&](Value v) { return onMesh.contains(v); });
+  }
+
   /// The constant `v` holds, looking through a select of two equal
   /// constants (`where(c, 1.0, 1.0)`: the tracer's `ones_like`).
   static Attribute constantValue(Value v) {
@@ -660,14 +674,7 @@ struct MonarchPartitionPass
       changed = false;
       DenseSet<Value> onMesh;
       for (Operation &op : body) {
-        bool placed = isa<FeedOp, CallOp, TransferOp>(op);
-        if (auto print = dyn_cast<DebugPrintOp>(op);
-            print && print.getMeshAttr())
-          placed = true;
-        if (!placed && !fold.count(&op) && !isMonarchProgramOp(&op))
-          placed = llvm::any_of(usedValues(&op),
-                                [&](Value v) { return onMesh.contains(v); });
-        if (placed)
+        if (isa<TransferOp>(op) || (!fold.count(&op) && places(op, onMesh)))
           for (Value r : op.getResults())
             onMesh.insert(r);
       }
@@ -794,13 +801,7 @@ struct MonarchPartitionPass
           onMesh.insert(transfer.getResult());
         continue;
       }
-      bool placed = isa<FeedOp, CallOp>(op);
-      if (auto print = dyn_cast<DebugPrintOp>(op); print && print.getMeshAttr())
-        placed = true;
-      if (!placed && !isMonarchProgramOp(&op))
-        placed = llvm::any_of(usedValues(&op),
-                              [&](Value v) { return onMesh.contains(v); });
-      if (placed)
+      if (places(op, onMesh))
         for (Value r : op.getResults())
           onMesh.insert(r);
     }

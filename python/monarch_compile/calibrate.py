@@ -10,11 +10,11 @@ Measured on one local worker, as a step runs there:
   and written: 128 MB), less the no-op step;
 - `cores_per_host`: the cores this process may run on (the local mesh's
   workers share them);
-- `call_us` and `array_us`: the controller's share of a step, from Python:
-  a no-op step of one small array in and out (`call_us`), and the extra
-  time of one with 32 in and 32 out, per array (`array_us`), and of the
-  no-op step on 4 workers, per further rank (`rank_us`), each less what
-  the simulator predicts the ranks spend on them;
+- `call_us`, `array_us` and `rank_us`: the controller's share of a step,
+  from Python: a no-op step of one small array in and out (`call_us`), the
+  extra time of one with 32 in and 32 out, per array (`array_us`), and of
+  the no-op step on 4 workers, per further rank (`rank_us`), each less
+  what the simulator predicts the ranks spend on them;
 The launch and communication rates stay the `base` preset's
 (`dispatch_bench` and `transfer_bench` measure them: docs/executor.md). Prints the rates and the file written.
 """
