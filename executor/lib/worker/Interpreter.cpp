@@ -68,9 +68,111 @@ const char *category(OpKind kind) {
     return "host";
   }
 }
+
+/// A buffer an instruction reads or writes: through communication or actor
+/// state (`pinned`: never bound to resident bytes), and as which kernel
+/// argument (-1 when not a launch's).
+struct Access {
+  const BufferRef *ref;
+  bool write;
+  bool pinned;
+  int arg;
+};
+std::vector<Access> accessesOf(const Instruction &instr) {
+  std::vector<Access> out;
+  switch (instr.kind) {
+  case OpKind::Feed:
+    out.push_back({&instr.buffer, true, false, -1});
+    break;
+  case OpKind::Fetch:
+    out.push_back({&instr.buffer, false, false, -1});
+    break;
+  case OpKind::State:
+    out.push_back({&instr.buffer, true, true, -1});
+    break;
+  case OpKind::Launch: {
+    int k = 0;
+    for (const BufferRef &b : instr.ins)
+      out.push_back({&b, false, false, k++});
+    for (const BufferRef &b : instr.outs)
+      out.push_back({&b, true, false, k++});
+    break;
+  }
+  case OpKind::Send:
+    out.push_back({&instr.buffer, false, true, -1});
+    break;
+  case OpKind::Recv:
+    out.push_back({&instr.buffer, true, true, -1});
+    break;
+  case OpKind::Collective:
+    out.push_back({&instr.buffer, false, true, -1});
+    out.push_back({&instr.output, true, true, -1});
+    break;
+  case OpKind::Print:
+    for (const BufferRef &b : instr.ins)
+      out.push_back({&b, false, false, -1});
+    break;
+  case OpKind::Wait:
+    break;
+  }
+  return out;
+}
 } // namespace
 
+std::shared_ptr<ResidentPool> ResidentPool::create(int64_t capBytes) {
+  return std::shared_ptr<ResidentPool>(new ResidentPool(capBytes));
+}
+
+ResidentPool::~ResidentPool() {
+  for (auto &[bytes, data] : free_)
+    std::free(data);
+}
+
+ResidentPtr ResidentPool::take(int64_t bytes) {
+  char *data = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (auto it = free_.find(bytes); it != free_.end()) {
+      data = it->second;
+      free_.erase(it);
+      pooled_ -= bytes;
+    }
+  }
+  if (!data)
+    data = static_cast<char *>(std::aligned_alloc(
+        64, static_cast<size_t>((std::max<int64_t>(bytes, 1) + 63) / 64 * 64)));
+  if (!data)
+    return nullptr;
+  std::weak_ptr<ResidentPool> pool = weak_from_this();
+  return ResidentPtr(new ResidentBytes{data, bytes}, [pool](ResidentBytes *r) {
+    if (auto p = pool.lock())
+      p->give(r->data, r->size);
+    else
+      std::free(r->data);
+    delete r;
+  });
+}
+
+void ResidentPool::give(char *data, int64_t bytes) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (pooled_ + bytes <= cap_) {
+      free_.emplace(bytes, data);
+      pooled_ += bytes;
+      return;
+    }
+  }
+  std::free(data);
+}
+
+int64_t ResidentPool::pooledBytes() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return pooled_;
+}
+
 std::string_view FetchResult::view() const {
+  if (resident)
+    return resident->view();
   return area ? std::string_view(area->data() + offset, size)
               : std::string_view(bytes);
 }
@@ -109,15 +211,120 @@ struct Interpreter::Impl {
   /// Fetch indices the step keeps resident (setKeeps).
   std::vector<int> keeps;
 
-  /// Where a buffer's bytes are: in actor state, or in the arena (a
-  /// device address for device plans, whose state is in the arena).
+  /// Resident values bound in place of arena buffers (setResidentFeeds):
+  /// a feed or kept fetch, by index, whose buffer the program shares with
+  /// nothing else, and the kernel arguments to point at the bound bytes
+  /// (instruction, argument, offset into the buffer).
+  struct Binding {
+    int64_t offset = 0, bytes = 0;
+    std::vector<std::tuple<int, int, int64_t>> args;
+  };
+  std::map<int, Binding> feedBindings, keepBindings;
+  std::shared_ptr<ResidentPool> pool;
+  std::map<int, ResidentPtr> residentFeeds;
+  /// This step's: the regions bound, the feeds read in place, the kept
+  /// fetches written in place (held until the next step binds, so that a
+  /// kernel still running after an abort never writes freed memory).
+  std::vector<StateRegion> boundRegions;
+  std::set<int> boundFeeds;
+  std::map<int, ResidentPtr> boundKeeps;
+
+  /// Where a buffer's bytes are: in actor state, in resident bytes bound
+  /// for this step, or in the arena (a device address for device plans,
+  /// whose state is in the arena).
   char *ptr(const BufferRef &b) const {
     if (device)
       return device->at(b.offset);
     for (const StateRegion &r : stateRegions)
       if (b.offset >= r.offset && b.offset + b.bytes() <= r.offset + r.bytes)
         return r.storage + (b.offset - r.offset);
+    for (const StateRegion &r : boundRegions)
+      if (b.offset >= r.offset && b.offset + b.bytes() <= r.offset + r.bytes)
+        return r.storage + (b.offset - r.offset);
     return arena + b.offset;
+  }
+
+  /// The binding of the buffer of feed / fetch instruction `self`, when
+  /// the program touches its bytes through nothing else than buffers
+  /// inside it, none of them communication or actor state; a feed must
+  /// be only read, and a kept fetch's bytes first written whole by one
+  /// launch that does not read them (so a step never sees what fresh
+  /// bytes held before), and fetched by no other instruction.
+  std::optional<Binding> bindingOf(int self) const {
+    const RankProgram &p = *program;
+    const BufferRef &r = p.instructions[self].buffer;
+    bool feed = p.instructions[self].kind == OpKind::Feed;
+    int64_t lo = r.offset, hi = r.offset + r.bytes();
+    if (hi <= lo)
+      return std::nullopt;
+    Binding b{lo, hi - lo, {}};
+    bool written = false;
+    for (int i = 0; i < static_cast<int>(p.instructions.size()); ++i) {
+      const Instruction &instr = p.instructions[i];
+      bool touches = false, reads = false, writesWhole = false;
+      for (const Access &a : accessesOf(instr)) {
+        int64_t alo = a.ref->offset, ahi = a.ref->offset + a.ref->bytes();
+        if (ahi <= lo || alo >= hi || ahi <= alo)
+          continue;
+        if (i == self)
+          continue;
+        if (alo < lo || ahi > hi || a.pinned)
+          return std::nullopt;
+        if (feed && a.write)
+          return std::nullopt;
+        // A kept fetch's bytes are its own: not fed, nor fetched as
+        // another output too (`return y, y` keeps two values).
+        if (!feed &&
+            (instr.kind == OpKind::Feed || instr.kind == OpKind::Fetch))
+          return std::nullopt;
+        touches = true;
+        reads |= !a.write;
+        writesWhole |= a.write && alo == lo && ahi == hi;
+        if (a.arg >= 0)
+          b.args.emplace_back(i, a.arg, alo - lo);
+      }
+      if (!feed && i == self && !written)
+        return std::nullopt;
+      if (!feed && touches && !written) {
+        if (instr.kind != OpKind::Launch || reads || !writesWhole)
+          return std::nullopt;
+        written = true;
+      }
+    }
+    return b;
+  }
+
+  /// Binds this step's resident values (and points every other binding's
+  /// kernel arguments back at the arena).
+  void bindResidents() {
+    boundRegions.clear();
+    boundFeeds.clear();
+    boundKeeps.clear();
+    auto point = [&](const Binding &b, char *base) {
+      for (auto [i, k, delta] : b.args)
+        kernelArgs[i][k] = base + delta;
+    };
+    for (const auto &[index, b] : feedBindings) {
+      char *base = arena + b.offset;
+      auto it = residentFeeds.find(index);
+      if (it != residentFeeds.end() && it->second &&
+          it->second->size == b.bytes) {
+        base = it->second->data;
+        boundRegions.push_back({b.offset, b.bytes, base});
+        boundFeeds.insert(index);
+      }
+      point(b, base);
+    }
+    for (const auto &[index, b] : keepBindings) {
+      char *base = arena + b.offset;
+      if (std::find(keeps.begin(), keeps.end(), index) != keeps.end())
+        if (ResidentPtr r = pool->take(b.bytes)) {
+          base = r->data;
+          boundRegions.push_back({b.offset, b.bytes, base});
+          boundKeeps[index] = std::move(r);
+        }
+      point(b, base);
+    }
   }
 
   std::vector<std::unique_ptr<Communicator>> comms;
@@ -648,7 +855,8 @@ struct Interpreter::Impl {
         return device->copyIn(instr.buffer.offset, it->second.data(),
                               it->second.size());
       int64_t start = options.trace ? nowUs() : 0;
-      std::memcpy(ptr(instr.buffer), it->second.data(), it->second.size());
+      if (!boundFeeds.count(instr.index))
+        std::memcpy(ptr(instr.buffer), it->second.data(), it->second.size());
       record(instr, -1, start);
       return Status::ok();
     }
@@ -663,8 +871,24 @@ struct Interpreter::Impl {
       int64_t bytes = instr.buffer.bytes();
       int64_t at = fetchArea ? (fetchArea->next + 63) / 64 * 64 : 0;
       char *dst;
-      if (!kept && fetchArea && bytes >= fetchArea->minBytes &&
-          at + bytes <= fetchArea->end) {
+      if (kept && !device) {
+        // A kept fetch: written in place by the step (bound), else copied
+        // into resident bytes.
+        if (auto bound = boundKeeps.find(instr.index);
+            bound != boundKeeps.end()) {
+          out.resident = bound->second;
+          record(instr, -1, start);
+          return Status::ok();
+        }
+        out.resident = pool->take(bytes);
+        if (!out.resident)
+          return Status(StatusCode::Internal, "cannot allocate " +
+                                                  std::to_string(bytes) +
+                                                  " bytes for kept output " +
+                                                  std::to_string(instr.index));
+        dst = out.resident->data;
+      } else if (!kept && fetchArea && bytes >= fetchArea->minBytes &&
+                 at + bytes <= fetchArea->end) {
         dst = fetchArea->area->data() + at;
         out.area = fetchArea->area;
         out.offset = at;
@@ -766,6 +990,7 @@ StatusOr<std::unique_ptr<Interpreter>> Interpreter::create(RankProgram program,
   const RankProgram &p = interp->program_;
   s.options = std::move(options);
   s.program = &p;
+  s.pool = s.options.residents ? s.options.residents : ResidentPool::create();
   s.inlineLaunches = hostOversubscribed(s.options.comm);
   size_t n = p.instructions.size();
 
@@ -947,6 +1172,24 @@ StatusOr<std::unique_ptr<Interpreter>> Interpreter::create(RankProgram program,
       for (const BufferRef &b : instr.outs)
         s.kernelArgs[i].push_back(s.ptr(b));
     }
+    // Feeds and kept fetches that may be bound to resident values: one
+    // instruction of their index on this rank, a buffer shared with
+    // nothing else.
+    std::map<int, int> feedCount, fetchCount;
+    for (const Instruction &instr : p.instructions)
+      if (instr.kind == OpKind::Feed)
+        ++feedCount[instr.index];
+      else if (instr.kind == OpKind::Fetch)
+        ++fetchCount[instr.index];
+    for (size_t i = 0; i < n; ++i) {
+      const Instruction &instr = p.instructions[i];
+      bool feed = instr.kind == OpKind::Feed;
+      if (!(feed && feedCount[instr.index] == 1) &&
+          !(instr.kind == OpKind::Fetch && fetchCount[instr.index] == 1))
+        continue;
+      if (std::optional<Impl::Binding> b = s.bindingOf(static_cast<int>(i)))
+        (feed ? s.feedBindings : s.keepBindings)[instr.index] = std::move(*b);
+    }
     if (s.options.trace)
       for (const std::string &symbol : s.kernelSymbols) {
         auto [counts, nests] = s.kernels->sliceTable(symbol);
@@ -1097,6 +1340,8 @@ StepFailure Interpreter::runStep(int64_t step,
   size_t n = p.instructions.size();
   if (Status st = s.syncStates(/*toDevice=*/true); !st)
     s.fail(st, -1);
+  if (!s.device)
+    s.bindResidents();
   executor::ProgressSlot *issuing = s.options.issuingProgress;
   for (int i = 0; i < static_cast<int>(n); ++i) {
     current_ = i;
@@ -1154,6 +1399,20 @@ StepFailure Interpreter::runStep(int64_t step,
   if (s.aborted)
     return {Status(StatusCode::Aborted, s.abortReason), -1};
   return {Status::ok(), -1};
+}
+
+void Interpreter::setResidentFeeds(std::map<int, ResidentPtr> feeds) {
+  // After an abort a kernel may still run on the bound bytes: keep them.
+  if (!impl_->aborted)
+    impl_->residentFeeds = std::move(feeds);
+}
+
+bool Interpreter::bindsFeed(int index) const {
+  return impl_->feedBindings.count(index) > 0;
+}
+
+bool Interpreter::bindsKeep(int index) const {
+  return impl_->keepBindings.count(index) > 0;
 }
 
 } // namespace monarch::worker

@@ -10,6 +10,7 @@
 #include "monarch/Support/Knobs.h"
 
 #include <algorithm>
+#include <cstring>
 
 #include "monarch/Executor/Device.h"
 
@@ -89,6 +90,7 @@ public:
         options.comm.cudaDevice = cudaOrdinal();
       std::string name = program.planName;
       options.dropConnections = [this] { w_.dropConnections(); };
+      options.residents = w_.residentPool;
       // The first failure of a step is reported before the communicators
       // abort, so the controller hears the cause before its consequences.
       options.onFailure = [this, name](const StepFailure &f, int64_t step,
@@ -190,7 +192,7 @@ public:
                                std::to_string(fetchArea.next) +
                                " is outside the area"));
     }
-    std::vector<std::shared_ptr<const std::string>> residentFeeds;
+    std::map<int, ResidentPtr> residentFeeds;
     {
       std::lock_guard<std::mutex> lock(w_.slotsMutex);
       for (int64_t slot : request.releases)
@@ -199,7 +201,7 @@ public:
     std::map<int, std::string_view> feeds;
     for (const control::Feed &feed : request.feeds) {
       if (feed.slot >= 0) {
-        std::shared_ptr<const std::string> value;
+        ResidentPtr value;
         {
           std::lock_guard<std::mutex> lock(w_.slotsMutex);
           if (auto it = w_.slots.find(feed.slot); it != w_.slots.end())
@@ -211,8 +213,8 @@ public:
                                  " names resident value " +
                                  std::to_string(feed.slot) +
                                  ", which this worker does not hold"));
-        feeds[feed.index] = *value;
-        residentFeeds.push_back(std::move(value));
+        feeds[feed.index] = value->view();
+        residentFeeds[feed.index] = std::move(value);
         continue;
       }
       if (feed.stagingOffset < 0) {
@@ -239,6 +241,7 @@ public:
     for (const control::Keep &keep : request.keeps)
       keepIndices.push_back(keep.index);
     plan->interpreter->setKeeps(keepIndices);
+    plan->interpreter->setResidentFeeds(std::move(residentFeeds));
     int64_t start = nowUs();
     StepFailure failure = plan->interpreter->runStep(
         request.step, feeds, area ? &fetchArea : nullptr, fetches, trace);
@@ -276,9 +279,22 @@ public:
       std::lock_guard<std::mutex> lock(w_.slotsMutex);
       for (const control::Keep &keep : request.keeps)
         for (FetchResult &result : fetches)
-          if (result.index == keep.index && !result.area)
-            w_.slots[keep.slot] =
-                std::make_shared<const std::string>(std::move(result.bytes));
+          if (result.index == keep.index && !result.area) {
+            ResidentPtr value = std::move(result.resident);
+            if (!value) {
+              // A device plan's kept fetch: its bytes were copied out.
+              value = w_.residentPool->take(
+                  static_cast<int64_t>(result.bytes.size()));
+              if (!value)
+                throwStatus(Status(StatusCode::Internal,
+                                   "cannot allocate " +
+                                       std::to_string(result.bytes.size()) +
+                                       " bytes for a kept output"));
+              std::memcpy(value->data, result.bytes.data(),
+                          result.bytes.size());
+            }
+            w_.slots[keep.slot] = std::move(value);
+          }
       std::erase_if(fetches, [&](const FetchResult &result) {
         return std::any_of(
             request.keeps.begin(), request.keeps.end(),
@@ -362,7 +378,7 @@ public:
         throwStatus(Status(StatusCode::NotFound,
                            "readSlots: this worker holds no resident value " +
                                std::to_string(slot)));
-      reply.push_back(*it->second);
+      reply.push_back(std::string(it->second->view()));
     }
   }
 

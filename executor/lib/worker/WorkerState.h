@@ -150,7 +150,9 @@ public:
   /// controller's slot id. Shared pointers: a step feeding from a slot
   /// holds it while another request may release it.
   std::mutex slotsMutex;
-  std::map<int64_t, std::shared_ptr<const std::string>> slots;
+  std::map<int64_t, ResidentPtr> slots;
+  /// Where kept values' bytes come from, and released ones go back to.
+  std::shared_ptr<ResidentPool> residentPool = ResidentPool::create();
 
   void requestExit(int code, const std::string &why);
   /// Handlers wait here: the controller may call us as soon as it has

@@ -76,11 +76,44 @@ struct TraceRecord {
   std::string location;
 };
 
+/// The bytes of a value that stays on the worker between steps (a kept
+/// fetch: `donate_argnums`), 64-byte aligned so that a step may run its
+/// kernels on them in place of an arena buffer.
+struct ResidentBytes {
+  char *data = nullptr;
+  int64_t size = 0;
+  std::string_view view() const { return {data, static_cast<size_t>(size)}; }
+};
+using ResidentPtr = std::shared_ptr<ResidentBytes>;
+
+/// Where resident bytes come from: the bytes of a released value go back to
+/// the pool (up to `capBytes` in all) and a later kept fetch of the same
+/// size takes them, so a training step that keeps its weights reuses the
+/// pages the step before last kept (no page faults, no zeroing).
+class ResidentPool : public std::enable_shared_from_this<ResidentPool> {
+public:
+  static std::shared_ptr<ResidentPool> create(int64_t capBytes = 256 << 20);
+  ~ResidentPool();
+  /// `bytes` of storage (contents unspecified); null when out of memory.
+  ResidentPtr take(int64_t bytes);
+  int64_t pooledBytes();
+
+private:
+  explicit ResidentPool(int64_t capBytes) : cap_(capBytes) {}
+  void give(char *data, int64_t bytes);
+  std::mutex mutex_;
+  std::multimap<int64_t, char *> free_;
+  int64_t pooled_ = 0;
+  int64_t cap_;
+};
+
 /// One fetch of a step: its bytes, either owned or in the staging area the
-/// controller shares with this worker (kept mapped while referenced).
+/// controller shares with this worker (kept mapped while referenced), or,
+/// for a kept fetch, resident bytes.
 struct FetchResult {
   int index = 0;
   std::string bytes;
+  ResidentPtr resident;
   std::shared_ptr<const executor::SharedArea> area;
   int64_t offset = -1;
   int64_t size = 0;
@@ -139,6 +172,8 @@ public:
     std::function<void(const StepFailure &, int64_t step,
                        const Instruction *instr)>
         onFailure;
+    /// Where kept fetches are written (a private pool when null).
+    std::shared_ptr<ResidentPool> residents;
   };
 
   /// Loads the kernels, allocates the arena, creates the communicators (a
@@ -165,6 +200,20 @@ public:
   /// never to the staging area; keep_only fetches of other indices are
   /// skipped.
   void setKeeps(std::vector<int> indices);
+
+  /// The feeds of the next step that are resident values (by feed index;
+  /// `runStep`'s `feeds` has their views too). Resident values are bound
+  /// in place of arena buffers: a feed the program only reads, and a kept
+  /// fetch whose buffer is first written whole by a kernel, both through
+  /// buffers it shares with nothing else (no communication, no actor
+  /// state), are not copied: the step's kernels read the feed's resident
+  /// bytes and write the kept value into fresh ones from the pool
+  /// (docs/executor.md, "Resident values"). The others are copied.
+  void setResidentFeeds(std::map<int, ResidentPtr> feeds);
+
+  /// Whether feed / kept fetch `index` is bound in place (tests, traces).
+  bool bindsFeed(int index) const;
+  bool bindsKeep(int index) const;
 
   /// Fails the running step and every later one; aborts the communicators.
   void abort(const std::string &reason);
