@@ -86,10 +86,13 @@ def mlp(ranks, steps, width, batch, donate=False):
     w1, w2, x, t = mlp_data(width, batch)
     lr = 0.01
 
+    # The batch split over every mesh dimension of more than one rank (on
+    # the 2x2 mesh of 4 ranks, its rows over hosts and gpus together).
+    axes = {d: 0 for d, n in MESHES[ranks].items() if n > 1}
+
     def loss_fn(w1, w2, x, t):
-        split = ranks > 1
-        xs = mc.shard(x, gpus=0) if split else x
-        ts = mc.shard(t, gpus=0) if split else t
+        xs = mc.shard(x, **axes) if axes else x
+        ts = mc.shard(t, **axes) if axes else t
         return ((mc.relu(xs @ w1) @ w2 - ts) ** 2).mean()
 
     with mc.mesh(**MESHES[ranks]) as mesh:
