@@ -18,7 +18,7 @@
 
 namespace cpp monarch.plan.wire
 
-const i32 FORMAT_VERSION = 3
+const i32 FORMAT_VERSION = 4
 
 /// Element types of buffers and signature values.
 enum DType {
@@ -216,7 +216,8 @@ struct Instruction {
 /// What differs between the instruction streams of two ranks of one class
 /// (SPMD: the same code, parameterised by the rank): instruction
 /// `instruction`'s peer (send/recv), communicator (send/recv/collective),
-/// root (collective) or shard offsets (feed/fetch). Unset fields are the
+/// root (collective), shard offsets (feed/fetch) or kernel (launch, format
+/// 4: the same code with the rank's parameters). Unset fields are the
 /// shared stream's.
 struct RankPatch {
   1: i32 instruction,
@@ -224,6 +225,7 @@ struct RankPatch {
   3: optional i32 communicator,
   4: optional i64 root,
   5: optional list<i64> offsets,
+  6: optional i32 kernel,
 }
 
 struct RankProgram {
@@ -357,6 +359,10 @@ struct CompiledKernel {
   2: string symbol,
   /// CUDA: the kernel's matmuls, in manifest order.
   3: list<GemmCall> gemms,
+  /// The values of the symbol's parameters (format 4): passed as one more
+  /// input, an int64 array after the kernel's own inputs; empty when the
+  /// symbol takes none.
+  4: list<i64> params,
 }
 
 /// What a worker of `target` loads: an ELF shared object for the CPU, PTX

@@ -164,6 +164,11 @@ private:
          << " kernels compiled";
       if (gemms)
         os << ", " << gemms << " matmuls as cuBLAS calls";
+      size_t parameterized = 0;
+      for (const CompiledKernelRef &k : lib.kernels)
+        parameterized += !k.params.empty();
+      if (parameterized)
+        os << ", " << parameterized << " taking parameters";
       os << "\n";
       for (const CompiledKernelRef &k : lib.kernels)
         for (size_t g = 0; g < k.gemms.size(); ++g)

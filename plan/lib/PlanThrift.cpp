@@ -13,7 +13,7 @@
 namespace monarch::plan::detail {
 namespace t = ::monarch::plan::wire;
 
-static_assert(kPlanFormatVersion == 3,
+static_assert(kPlanFormatVersion == 4,
               "bump FORMAT_VERSION in ExecutionPlan.thrift together with "
               "kPlanFormatVersion");
 
@@ -290,6 +290,8 @@ t::ExecutionPlan toThrift(const ExecutionPlan &p) {
             z.__set_root(*patch.root);
           if (patch.offsets)
             z.__set_offsets(*patch.offsets);
+          if (patch.kernel)
+            z.__set_kernel(*patch.kernel);
           patches.push_back(std::move(z));
         }
         if (!patches.empty())
@@ -324,6 +326,7 @@ t::ExecutionPlan toThrift(const ExecutionPlan &p) {
               t::CompiledKernel y;
               y.__set_kernel(k.kernel);
               y.__set_symbol(k.symbol);
+              y.__set_params(k.params);
               y.__set_gemms(mapAll<t::GemmCall>(k.gemms, [](const GemmCall &g) {
                 t::GemmCall z;
                 z.__set_transA(g.transA);
@@ -542,6 +545,8 @@ executor::StatusOr<ExecutionPlan> fromThrift(const t::ExecutionPlan &p) {
             patch.root = z.root;
           if (z.__isset.offsets)
             patch.offsets = z.offsets;
+          if (z.__isset.kernel)
+            patch.kernel = z.kernel;
           patches.push_back(std::move(patch));
         }
         if (std::optional<std::string> bad =
@@ -588,7 +593,7 @@ executor::StatusOr<ExecutionPlan> fromThrift(const t::ExecutionPlan &p) {
     x.target = cast<PlanTarget>(l.target);
     x.code = l.code;
     for (const t::CompiledKernel &k : l.kernels) {
-      CompiledKernelRef y{k.kernel, k.symbol, {}};
+      CompiledKernelRef y{k.kernel, k.symbol, {}, k.params};
       for (const t::GemmCall &g : k.gemms)
         y.gemms.push_back(GemmCall{g.transA,
                                    g.transB,

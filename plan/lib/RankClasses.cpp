@@ -19,6 +19,7 @@ Instruction withoutRankFields(Instruction in) {
   in.collective.communicator = 0;
   in.collective.root.reset();
   in.io.offsets.clear();
+  in.launch.kernel = 0;
   return in;
 }
 
@@ -26,6 +27,7 @@ bool sameButRankFields(const Instruction &a, const Instruction &b) {
   if (a.kind != b.kind)
     return false;
   switch (a.kind) {
+  case InstrKind::Launch:
   case InstrKind::Send:
   case InstrKind::Recv:
   case InstrKind::Collective:
@@ -50,7 +52,6 @@ uint64_t classHash(const std::vector<Instruction> &instructions) {
         static_cast<uint64_t>(in.loc.col));
     switch (in.kind) {
     case InstrKind::Launch:
-      mix(static_cast<uint64_t>(in.launch.kernel));
       for (const Buffer &b : in.launch.ins)
         mix(static_cast<uint64_t>(b.offset));
       for (const Buffer &b : in.launch.outs)
@@ -133,6 +134,10 @@ std::vector<RankPatch> rankPatches(const std::vector<Instruction> &shared,
       if (a.io.offsets != b.io.offsets)
         patch.offsets = b.io.offsets, any = true;
       break;
+    case InstrKind::Launch:
+      if (a.launch.kernel != b.launch.kernel)
+        patch.kernel = b.launch.kernel, any = true;
+      break;
     default:
       break;
     }
@@ -166,6 +171,8 @@ applyRankPatches(std::vector<Instruction> &instructions,
       return where + "a root for a " + kind;
     if (patch.offsets && !io)
       return where + "offsets for a " + kind;
+    if (patch.kernel && in.kind != InstrKind::Launch)
+      return where + "a kernel for a " + kind;
     if (patch.peer)
       in.p2p.peer = *patch.peer;
     if (patch.communicator)
@@ -175,6 +182,8 @@ applyRankPatches(std::vector<Instruction> &instructions,
       in.collective.root = *patch.root;
     if (patch.offsets)
       in.io.offsets = *patch.offsets;
+    if (patch.kernel)
+      in.launch.kernel = *patch.kernel;
   }
   return std::nullopt;
 }

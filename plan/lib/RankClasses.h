@@ -32,6 +32,7 @@ struct RankPatch {
   std::optional<int32_t> communicator;
   std::optional<int64_t> root;
   std::optional<std::vector<int64_t>> offsets;
+  std::optional<int32_t> kernel;
 };
 
 /// For every program of `step`, the index of the earlier program whose

@@ -107,6 +107,8 @@ void checkGroup(const std::string &name, mlir::ModuleOp module,
                 llvm::ArrayRef<mlir::func::FuncOp> kernels, Totals &totals) {
   codegen::KernelCompileOptions cpuOptions, cudaOptions;
   cudaOptions.target = codegen::KernelTarget::Cuda;
+  // Kernel by kernel against CUDA, which takes no parameters.
+  cpuOptions.parameters = false;
   auto cpu = codegen::compileKernels(module, kernels, cpuOptions);
   auto cuda = codegen::compileKernels(module, kernels, cudaOptions);
   auto cpuLib = mlir::succeeded(cpu)

@@ -204,16 +204,16 @@ static int checkKernels(ModuleOp module, ArrayRef<func::FuncOp> kernels,
          << "cannot fill)\n";
       continue;
     }
-    std::vector<void *> a, b;
-    for (auto &in : inputs) {
-      a.push_back(in.data());
-      b.push_back(in.data());
-    }
+    std::vector<void *> ins, outsA, outsB;
+    for (auto &in : inputs)
+      ins.push_back(in.data());
     for (auto &out : outA)
-      a.push_back(out.data());
+      outsA.push_back(out.data());
     for (auto &out : outB)
-      b.push_back(out.data());
+      outsB.push_back(out.data());
     const CompiledKernel &kf = fast->kernels[k], &ks = slow->kernels[k];
+    std::vector<void *> a = kernelCallArguments(kf, ins, outsA),
+                        b = kernelCallArguments(ks, ins, outsB);
     auto sa = (*fastLib)->call(kf.symbol, a.data());
     auto sb = (*slowLib)->call(ks.symbol, b.data());
     if (!sa.isOk() || !sb.isOk()) {
@@ -338,9 +338,12 @@ static int profileKernels(ModuleOp module, ArrayRef<func::FuncOp> kernels,
          << "profile cannot fill)\n";
       continue;
     }
-    std::vector<void *> args;
-    for (auto &b : buffers)
-      args.push_back(b.data());
+    std::vector<void *> ins, outs;
+    for (auto [i, b] : llvm::enumerate(buffers))
+      (isa<RankedTensorType>(fn.getArgumentTypes()[i]) ? ins : outs)
+          .push_back(b.data());
+    std::vector<void *> args =
+        kernelCallArguments(library->kernels[k], ins, outs);
     const std::string &symbol = library->kernels[k].symbol;
     if (auto st = (*loaded)->call(symbol, args.data()); !st.isOk()) {
       os << fn.getSymName() << ": FAILED to run: " << st.toString() << "\n";

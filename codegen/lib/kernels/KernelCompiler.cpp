@@ -19,6 +19,7 @@
 //===----------------------------------------------------------------------===//
 #include "KernelCache.h"
 #include "KernelPipelines.h"
+#include "KernelTemplates.h"
 #include "monarch/Codegen/KernelInspect.h"
 #include "monarch/Support/Knobs.h"
 
@@ -30,8 +31,10 @@
 #include "mlir/IR/IRMapping.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Transforms/Passes.h"
+#include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/StringSet.h"
 #include "llvm/ADT/StringSwitch.h"
 #include "llvm/Support/Error.h"
 #include "llvm/Support/Format.h"
@@ -384,7 +387,83 @@ LogicalResult compileCudaKernels(llvm::MutableArrayRef<Distinct> distinct,
   return success();
 }
 
+/// A kernel whose body is a group's parameterized one (KernelTemplates.h),
+/// and the values of its parameters.
+struct Templated {
+  func::FuncOp body;
+  std::vector<int64_t> params;
+};
+
+/// At most this many integers differ between the kernels of a group; more
+/// and they are compiled apart (a table that large is rather data).
+constexpr size_t kMaxParams = 64;
+
+/// Groups the kernels (by their texts `raws`) equal but for their holes,
+/// makes each group's parameterized body in `into`, and maps every raw text
+/// of a group to it and its values.
+void templateKernels(llvm::ArrayRef<func::FuncOp> kernels,
+                     llvm::ArrayRef<std::string> raws, ModuleOp into,
+                     llvm::StringMap<Templated> &byRaw) {
+  struct Entry {
+    func::FuncOp fn;
+    size_t raw;
+    SmallVector<detail::Hole> holes;
+    unsigned numInputs;
+  };
+  std::vector<Entry> entries;
+  llvm::StringSet<> seen;
+  llvm::MapVector<llvm::StringRef, SmallVector<size_t>> groups;
+  std::vector<std::string> texts;
+  texts.reserve(kernels.size());
+  for (size_t i = 0; i < kernels.size(); ++i) {
+    func::FuncOp kernel = kernels[i];
+    if (!kernel || kernel.isExternal() || !seen.insert(raws[i]).second)
+      continue;
+    unsigned numInputs = 0, numOutputs = 0;
+    if (failed(verifyKernelSignature(kernel, numInputs, numOutputs)))
+      continue; // Reported by the caller's checks.
+    SmallVector<detail::Hole> holes = detail::holesOf(kernel);
+    if (holes.empty())
+      continue;
+    texts.push_back(detail::templateText(kernel, holes, rawBody));
+    groups[texts.back()].push_back(entries.size());
+    entries.push_back({kernel, i, std::move(holes), numInputs});
+  }
+  for (auto &[text, members] : groups) {
+    if (members.size() < 2)
+      continue;
+    Entry &first = entries[members.front()];
+    SmallVector<unsigned> varying;
+    for (unsigned h = 0; h < first.holes.size(); ++h)
+      if (llvm::any_of(members, [&](size_t m) {
+            return entries[m].holes[h].value != first.holes[h].value;
+          }))
+        varying.push_back(h);
+    if (varying.empty() || varying.size() > kMaxParams)
+      continue;
+    func::FuncOp body =
+        detail::parameterize(first.fn, first.holes, varying, first.numInputs,
+                             into, (first.fn.getSymName() + ".params").str());
+    for (size_t m : members) {
+      Templated t{body, {}};
+      for (unsigned h : varying)
+        t.params.push_back(entries[m].holes[h].value);
+      byRaw[raws[entries[m].raw]] = std::move(t);
+    }
+  }
+}
+
 } // namespace
+
+std::vector<void *> kernelCallArguments(const CompiledKernel &kernel,
+                                        llvm::ArrayRef<void *> inputs,
+                                        llvm::ArrayRef<void *> outputs) {
+  std::vector<void *> args(inputs.begin(), inputs.end());
+  if (!kernel.params.empty())
+    args.push_back(const_cast<int64_t *>(kernel.params.data()));
+  args.insert(args.end(), outputs.begin(), outputs.end());
+  return args;
+}
 
 FailureOr<KernelLibrary> compileKernels(ModuleOp module,
                                         llvm::ArrayRef<func::FuncOp> kernels,
@@ -400,7 +479,21 @@ FailureOr<KernelLibrary> compileKernels(ModuleOp module,
   llvm::StringMap<size_t> bySymbol; // symbol -> index in `distinct`
   llvm::StringMap<size_t> byRaw;    // rawBody -> index in `distinct`
   std::vector<size_t> distinctOf;   // kernel index -> index in `distinct`
-  for (func::FuncOp kernel : kernels) {
+  // Every kernel's text, and the groups of kernels equal but for their
+  // integers, compiled once with those as parameters (CPU).
+  std::vector<std::string> raws;
+  raws.reserve(kernels.size());
+  for (func::FuncOp kernel : kernels)
+    raws.push_back(kernel && !kernel.isExternal() ? rawBody(kernel)
+                                                  : std::string());
+  OwningOpRef<ModuleOp> templates = ModuleOp::create(module.getLoc());
+  llvm::StringMap<Templated> templated;
+  if (options.target == KernelTarget::Cpu && options.parameters &&
+      knobs::getString(knobs::Id::KernelParams).value == "on")
+    templateKernels(kernels, raws, *templates, templated);
+  llvm::DenseMap<Operation *, size_t> distinctOfBody;
+  for (size_t k = 0; k < kernels.size(); ++k) {
+    func::FuncOp kernel = kernels[k];
     Clock::time_point start = Clock::now();
     if (!kernel || kernel->getParentOp() != module.getOperation()) {
       module.emitError("compileKernels: a kernel is not a function of this "
@@ -415,16 +508,26 @@ FailureOr<KernelLibrary> compileKernels(ModuleOp module,
     kernel.getBody().walk([&](Operation *) { ++compiled.numOps; });
     // The same text as a kernel before it (ranks of a class, repeated
     // layers): a duplicate, without cloning and canonicalizing it again.
-    std::string raw = rawBody(kernel);
-    if (auto seen = byRaw.find(raw); seen != byRaw.end()) {
-      compiled.symbol = distinct[seen->second].scratch.symbol;
+    const std::string &raw = raws[k];
+    func::FuncOp body = kernel;
+    if (auto t = templated.find(raw); t != templated.end()) {
+      body = t->second.body;
+      compiled.params = t->second.params;
+    }
+    auto known = byRaw.find(raw);
+    if (known == byRaw.end())
+      if (auto b = distinctOfBody.find(body.getOperation());
+          b != distinctOfBody.end())
+        known = byRaw.try_emplace(raw, b->second).first;
+    if (known != byRaw.end()) {
+      compiled.symbol = distinct[known->second].scratch.symbol;
       compiled.duplicate = true;
-      distinctOf.push_back(seen->second);
+      distinctOf.push_back(known->second);
       compiled.compileSeconds = secondsSince(start);
       library.kernels.push_back(std::move(compiled));
       continue;
     }
-    FailureOr<ScratchKernel> scratch = cloneAndHash(kernel);
+    FailureOr<ScratchKernel> scratch = cloneAndHash(body);
     if (failed(scratch))
       return kernel.emitError("failed to prepare kernel '")
              << kernel.getSymName() << "'";
@@ -434,8 +537,9 @@ FailureOr<KernelLibrary> compileKernels(ModuleOp module,
     if (inserted) {
       Distinct d;
       d.scratch = std::move(*scratch);
-      d.origin = kernel;
-      d.numArgs = compiled.numInputs + compiled.numOutputs;
+      d.origin = body;
+      d.numArgs = compiled.numInputs + compiled.numOutputs +
+                  (compiled.params.empty() ? 0 : 1);
       d.first = library.kernels.size();
       distinct.push_back(std::move(d));
     } else {
@@ -443,6 +547,8 @@ FailureOr<KernelLibrary> compileKernels(ModuleOp module,
     }
     distinctOf.push_back(it->second);
     byRaw.try_emplace(raw, it->second);
+    if (body != kernel)
+      distinctOfBody.try_emplace(body.getOperation(), it->second);
     compiled.compileSeconds = secondsSince(start);
     library.kernels.push_back(std::move(compiled));
   }

@@ -667,18 +667,20 @@ private:
         return module.emitError("kernel compiler returned unknown kernel @")
                << k.name;
       int32_t index = known->second;
-      blob.kernels.push_back(CompiledKernelRef{index, k.symbol, k.gemms});
+      blob.kernels.push_back(
+          CompiledKernelRef{index, k.symbol, k.gemms, k.params});
     }
     plan.libraries.push_back(std::move(blob));
 #endif
     return success();
   }
 
-  /// Kernels that compiled to one symbol become one entry of the plan's
-  /// table, named as the first of them: equal kernels of different ranks
-  /// (every rank of a data-parallel class has its own copy in the IR) are
-  /// then one kernel, so the ranks' streams are equal (the plan file stores
-  /// a class's stream once) and the table does not grow with the ranks.
+  /// Kernels that compiled to one symbol (with the same parameter values)
+  /// become one entry of the plan's table, named as the first of them: equal
+  /// kernels of different ranks (every rank of a data-parallel class has its
+  /// own copy in the IR) are then one kernel, so the ranks' streams are equal
+  /// (the plan file stores a class's stream once) and the table does not grow
+  /// with the ranks.
   void mergeEqualKernels() {
     if (plan.libraries.size() != 1)
       return;
@@ -687,9 +689,11 @@ private:
     std::vector<int32_t> same(n);
     for (size_t i = 0; i < n; ++i)
       same[i] = static_cast<int32_t>(i);
-    std::map<std::string, int32_t> bySymbol;
+    // A symbol with the same parameter values is the same kernel.
+    std::map<std::pair<std::string, std::vector<int64_t>>, int32_t> bySymbol;
     for (const CompiledKernelRef &ref : blob.kernels) {
-      auto [first, fresh] = bySymbol.emplace(ref.symbol, ref.kernel);
+      auto [first, fresh] =
+          bySymbol.emplace(std::make_pair(ref.symbol, ref.params), ref.kernel);
       const Kernel &a = plan.kernels[first->second],
                    &b = plan.kernels[ref.kernel];
       if (!fresh && a.numInputs == b.numInputs &&

@@ -94,6 +94,8 @@ std::vector<Access> accessesOf(const Instruction &instr) {
     int k = 0;
     for (const BufferRef &b : instr.ins)
       out.push_back({&b, false, false, k++});
+    if (!instr.kernelParams.empty())
+      ++k; // The parameters' argument.
     for (const BufferRef &b : instr.outs)
       out.push_back({&b, true, false, k++});
     break;
@@ -1169,6 +1171,9 @@ StatusOr<std::unique_ptr<Interpreter>> Interpreter::create(RankProgram program,
       s.kernelFns[i] = *fn;
       for (const BufferRef &b : instr.ins)
         s.kernelArgs[i].push_back(s.ptr(b));
+      if (!instr.kernelParams.empty())
+        s.kernelArgs[i].push_back(
+            const_cast<int64_t *>(instr.kernelParams.data()));
       for (const BufferRef &b : instr.outs)
         s.kernelArgs[i].push_back(s.ptr(b));
     }

@@ -152,9 +152,13 @@ loadRankPrograms(const std::string &planBytes, int worldRank, int worldSize) {
   for (const pm::KernelLibraryBlob &lib : plan.libraries)
     (lib.target == pm::PlanTarget::Cpu ? library : cudaLibrary) = &lib;
   std::map<int32_t, std::string> cpuSymbols, cudaSymbols;
+  std::map<int32_t, std::vector<int64_t>> cpuParams;
   if (library)
-    for (const pm::CompiledKernelRef &k : library->kernels)
+    for (const pm::CompiledKernelRef &k : library->kernels) {
       cpuSymbols[k.kernel] = k.symbol;
+      if (!k.params.empty())
+        cpuParams[k.kernel] = k.params;
+    }
   if (cudaLibrary)
     for (const pm::CompiledKernelRef &k : cudaLibrary->kernels)
       cudaSymbols[k.kernel] = k.symbol;
@@ -254,6 +258,10 @@ loadRankPrograms(const std::string &planBytes, int worldRank, int worldSize) {
                                    "--target=cuda)"
                                  : " has no compiled code for the CPU"));
         instr.kernelSymbol = it->second;
+        if (!program.device)
+          if (auto params = cpuParams.find(in.launch.kernel);
+              params != cpuParams.end())
+            instr.kernelParams = params->second;
         for (const pm::Buffer &b : in.launch.ins)
           instr.ins.push_back(buffer(b));
         for (const pm::Buffer &b : in.launch.outs)

@@ -111,15 +111,15 @@ TEST_P(ExamplePlansTest, OptimizedKernelsMatchReferenceLowering) {
     }
     ASSERT_EQ(inputs.size(), kf.numInputs);
     ASSERT_EQ(outA.size(), kf.numOutputs);
-    std::vector<void *> a, b;
-    for (HostBuffer &in : inputs) {
-      a.push_back(in.bytes.data());
-      b.push_back(in.bytes.data());
-    }
+    std::vector<void *> ins, outsA, outsB;
+    for (HostBuffer &in : inputs)
+      ins.push_back(in.bytes.data());
     for (HostBuffer &out : outA)
-      a.push_back(out.bytes.data());
+      outsA.push_back(out.bytes.data());
     for (HostBuffer &out : outB)
-      b.push_back(out.bytes.data());
+      outsB.push_back(out.bytes.data());
+    std::vector<void *> a = codegen::kernelCallArguments(kf, ins, outsA),
+                        b = codegen::kernelCallArguments(ks, ins, outsB);
     ASSERT_TRUE((*fastLib)->call(kf.symbol, a.data()).isOk());
     ASSERT_TRUE((*slowLib)->call(ks.symbol, b.data()).isOk());
     for (size_t o = 0; o < outA.size(); ++o)

@@ -332,11 +332,13 @@ KernelTest::kernel(const std::string &name) const {
     return ::testing::AssertionFailure()
            << name << " takes " << k->numInputs << " inputs and "
            << k->numOutputs << " outputs";
-  std::vector<void *> buffers;
+  std::vector<void *> ins, outs;
   for (HostBuffer &b : inputs)
-    buffers.push_back(b.bytes.data());
+    ins.push_back(b.bytes.data());
   for (HostBuffer &b : outputs)
-    buffers.push_back(b.bytes.data());
+    outs.push_back(b.bytes.data());
+  // A kernel compiled with parameters takes their address after its inputs.
+  std::vector<void *> buffers = codegen::kernelCallArguments(*k, ins, outs);
   executor::Status status = loaded->call(k->symbol, buffers.data());
   if (!status)
     return ::testing::AssertionFailure() << status.toString();

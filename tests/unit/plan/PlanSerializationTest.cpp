@@ -69,6 +69,8 @@ TEST(PlanSerialization, RoundTripKeepsEveryField) {
   EXPECT_EQ(back->meshes[1].parent, std::optional<std::string>("mesh"));
   EXPECT_FALSE(back->meshes[0].parent.has_value());
   EXPECT_EQ(back->libraries[0].code.size(), 7u);
+  EXPECT_EQ(back->libraries[0].kernels[0].params,
+            (std::vector<int64_t>{4, -2}));
   EXPECT_EQ(back->plans[0].programs[0].instructions[2].loc.line, 12);
   EXPECT_EQ(back->plans[0].programs[0].instructions[2].loc.opName,
             "linalg.matmul");
@@ -108,6 +110,8 @@ ExecutionPlan classPlan(int64_t ranks) {
     p.communicators.push_back(Communicator{
         "pair" + std::to_string(r), "mesh", {r, r + 1}, Backend::Gloo});
   p.kernels.push_back(Kernel{"k0", 1, 1});
+  // The same code with odd ranks' parameters (a second table entry).
+  p.kernels.push_back(Kernel{"k0.odd", 1, 1});
   StepPlan step;
   step.symbol = "step";
   step.mesh = "mesh";
@@ -130,7 +134,8 @@ ExecutionPlan classPlan(int64_t ranks) {
     add(feed, 1);
     Instruction launch;
     launch.kind = InstrKind::Launch;
-    launch.launch = LaunchInstr{0, {buf(0, {2})}, {buf(8, {2})}, 0};
+    launch.launch = LaunchInstr{
+        static_cast<int32_t>(rank % 2), {buf(0, {2})}, {buf(8, {2})}, 0};
     add(launch, 2);
     Instruction send;
     send.kind = InstrKind::Send;
@@ -179,6 +184,11 @@ TEST(PlanSerialization, RanksOfAClassShareOneStream) {
             std::optional<int64_t>(1));
   EXPECT_EQ(back->plans[0].programs[2].instructions[6].io.offsets,
             std::vector<int64_t>{4});
+  // Kernels differing by parameters are a patch, not a class of their own.
+  EXPECT_EQ(back->plans[0].programs[3].instructions[1].launch.kernel, 1);
+  wire::ExecutionPlan wire = detail::toThrift(plan);
+  for (int r = 1; r < 4; ++r)
+    EXPECT_TRUE(wire.plans[0].programs[r].__isset.sharesWith) << "rank " << r;
   // The file grows by the patches, not by a stream per rank: against the
   // same 64 ranks each holding its own (arenas made to differ).
   ExecutionPlan shared = classPlan(64), own = classPlan(64);
@@ -242,6 +252,19 @@ TEST(PlanSerialization, HostileClassReferencesAreRefused) {
                     p[2].patches.push_back(patch);
                   }),
                   "a peer for a launch"));
+  EXPECT_TRUE(has(error([](Programs &p) {
+                    wire::RankPatch patch;
+                    patch.__set_instruction(0);
+                    patch.__set_kernel(0);
+                    p[2].patches.push_back(patch);
+                  }),
+                  "a kernel for a feed_buffer"));
+  EXPECT_TRUE(has(error([](Programs &p) {
+                    for (wire::RankPatch &patch : p[3].patches)
+                      if (patch.__isset.kernel)
+                        patch.__set_kernel(7);
+                  }),
+                  "kernel"));
   EXPECT_TRUE(has(error([](Programs &p) { p[0].__set_patches(p[2].patches); }),
                   "patches without a shared stream"));
   EXPECT_TRUE(has(error([](Programs &p) {

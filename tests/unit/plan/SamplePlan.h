@@ -155,7 +155,7 @@ inline ExecutionPlan samplePlan() {
                                           std::string("\x7f"
                                                       "ELF\0\1\2",
                                                       7),
-                                          {{0, "k0_impl", {}}}});
+                                          {{0, "k0_impl", {}, {4, -2}}}});
   // A CUDA library whose kernel k0 is one cuBLAS call (every GemmCall field
   // set to a distinct value, so the round trip checks each).
   GemmCall gemm{true,       false, 4,   8,    2,       5,          3,

@@ -53,6 +53,11 @@ struct KernelCompileOptions {
   /// CPU: time every loop nest of each kernel (KernelProfile.cpp; read with
   /// LoadedKernelLibrary::profile). Profiled kernels bypass the cache.
   bool profile = false;
+  /// CPU: kernels equal but for a few integers compile once, taking those
+  /// as parameters (CompiledKernel::params; off also with
+  /// MONARCH_KERNEL_PARAMS=off). Callers comparing with a target that has
+  /// none (CUDA) turn it off.
+  bool parameters = true;
 };
 
 /// One kernel of a compiled library.
@@ -63,6 +68,12 @@ struct CompiledKernel {
   std::string symbol;
   unsigned numInputs = 0;
   unsigned numOutputs = 0;
+  /// The values of its parameters: kernels equal but for a few integers
+  /// (the rank's offset in a slice, its coordinate) share a symbol whose
+  /// body reads those integers from one more input, a `tensor<N x i64>`
+  /// after the kernel's `numInputs` (KernelTemplates.h); the launch passes
+  /// these. Empty when the symbol takes none.
+  std::vector<int64_t> params;
   /// CUDA: the kernel's matmuls, executed as cuBLAS calls at the
   /// `monarch.gemm` lines of its launch manifest (docs/kernels.md).
   std::vector<plan::GemmCall> gemms;
@@ -82,6 +93,12 @@ struct CompiledKernel {
   /// Whether an identical kernel earlier in the library supplied its code.
   bool duplicate = false;
 };
+
+/// The `void **buffers` of a call of `kernel`: `inputs`, then the address
+/// of its parameters when it takes some, then `outputs`.
+std::vector<void *> kernelCallArguments(const CompiledKernel &kernel,
+                                        llvm::ArrayRef<void *> inputs,
+                                        llvm::ArrayRef<void *> outputs);
 
 /// What a worker loads: an ELF shared object for the CPU, PTX text for CUDA
 /// (one PTX module per kernel, each preceded by its launch manifest in PTX

@@ -79,6 +79,9 @@ struct Instruction {
   std::string stateKey;
   /// Launch (and print: `ins` are the printed buffers).
   std::string kernelSymbol;
+  /// Launch: the values of the kernel's parameters, passed after its
+  /// inputs as an int64 array (empty: none).
+  std::vector<int64_t> kernelParams;
   std::vector<BufferRef> ins, outs;
   /// Print: the parsed format (support/PrintFormat.h).
   std::vector<printfmt::Piece> printFormat;

@@ -24,7 +24,7 @@ namespace monarch::plan {
 
 /// The plan format this build reads and writes (ExecutionPlan.thrift's
 /// FORMAT_VERSION; a static_assert in the serializer keeps them equal).
-inline constexpr int32_t kPlanFormatVersion = 3;
+inline constexpr int32_t kPlanFormatVersion = 4;
 
 /// Element types: support's one DType, whose values are the IDL's.
 using monarch::DType;
@@ -332,6 +332,11 @@ struct CompiledKernelRef {
   /// CUDA: the kernel's matmuls as cuBLAS calls, in the order of the
   /// `monarch.gemm` lines of its launch manifest.
   std::vector<GemmCall> gemms = {};
+  /// The values of the symbol's parameters: kernels equal but for a few
+  /// integers share a symbol that reads them from one more input, an
+  /// int64 array after the kernel's inputs (docs/kernels.md, "Kernels
+  /// that take their integers"). Empty when it takes none.
+  std::vector<int64_t> params = {};
   bool operator==(const CompiledKernelRef &) const = default;
 };
 

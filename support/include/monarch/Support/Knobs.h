@@ -75,6 +75,11 @@ enum Component : unsigned {
     "`cblas_sgemm`/`cblas_dgemm` "                                             \
     "(where the build found it), `generated` uses the generated schedules "    \
     "(docs/kernels.md)")                                                       \
+  X(KernelParams, "MONARCH_KERNEL_PARAMS", Choice, "on", 0, 0, "on|off",       \
+    Compiler, true,                                                            \
+    "compile kernels that differ only in a few integers (a rank's offset or "  \
+    "coordinate) once, taking the integers as a parameter (`off`: one "        \
+    "kernel per variant; docs/kernels.md)")                                    \
   X(KernelProfile, "MONARCH_KERNEL_PROFILE", Path, "", 0, 0, "",               \
     Compiler | Worker, true,                                                   \
     "time every loop nest of the CPU kernels (as `monarch-kernels "            \
