@@ -370,10 +370,14 @@ LogicalResult MonarchPlanTransfersPass::lower(RankCode &code, PlanOp plan,
   };
   SmallVector<Operation *> run;
   DenseMap<Operation *, bool> memo;
+  // Results of the communication issued since the last kernel: compute
+  // that does not read them may run while it is in flight.
+  DenseSet<Value> recentComm;
 
-  auto flush = [&]() -> LogicalResult {
+  auto emitRun = [&]() -> LogicalResult {
     if (run.empty())
       return success();
+    recentComm.clear();
     llvm::SmallPtrSet<Operation *, 16> inRun(run.begin(), run.end());
     llvm::SetVector<Value> ins;
     SmallVector<Operation *> sortedClones;
@@ -457,6 +461,49 @@ LogicalResult MonarchPlanTransfersPass::lower(RankCode &code, PlanOp plan,
     return success();
   };
 
+  // Emits `run` as a kernel, or as two when part of it does not wait for
+  // the communication just issued and shares nothing with the rest: that
+  // part first, so that it runs while the communication is in flight (the
+  // second layer's weight update of a data-parallel step during the first
+  // layer's gradient all_reduce; docs/pipeline.md, "Kernel boundaries").
+  auto flush = [&]() -> LogicalResult {
+    if (recentComm.empty() || run.size() < 2)
+      return emitRun();
+    auto operandsOf = [](Operation *op) {
+      SmallVector<Value> vs;
+      op->walk([&](Operation *nested) {
+        vs.append(nested->operand_begin(), nested->operand_end());
+      });
+      return vs;
+    };
+    llvm::SmallPtrSet<Operation *, 16> waits;
+    for (Operation *op : run)
+      if (llvm::any_of(operandsOf(op), [&](Value v) {
+            Operation *def = v.getDefiningOp();
+            return recentComm.contains(v) || (def && waits.contains(def));
+          }))
+        waits.insert(op);
+    SmallVector<Operation *> free, waiting;
+    for (Operation *op : run)
+      (waits.contains(op) ? waiting : free).push_back(op);
+    llvm::SmallPtrSet<Operation *, 16> freeSet(free.begin(), free.end());
+    bool shares = llvm::any_of(waiting, [&](Operation *op) {
+      return llvm::any_of(operandsOf(op), [&](Value v) {
+        Operation *def = v.getDefiningOp();
+        return def && freeSet.contains(def);
+      });
+    });
+    bool work = llvm::any_of(
+        free, [](Operation *op) { return isa<linalg::LinalgOp>(op); });
+    if (free.empty() || waiting.empty() || shares || !work)
+      return emitRun();
+    run.assign(free.begin(), free.end());
+    if (failed(emitRun()))
+      return failure();
+    run.assign(waiting.begin(), waiting.end());
+    return emitRun();
+  };
+
   for (Operation &op : body) {
     if (isa<func::ReturnOp>(op))
       continue;
@@ -518,6 +565,8 @@ LogicalResult MonarchPlanTransfersPass::lower(RankCode &code, PlanOp plan,
     }
     if (failed(flush()))
       return failure();
+    for (Value r : op.getResults())
+      recentComm.insert(r);
     if (auto send = dyn_cast<ChannelSendOp>(op)) {
       auto channel = tables().lookupNearestSymbolFrom<ChannelOp>(
           module, send.getChannelAttr());

@@ -5,13 +5,18 @@
 // leaves (here its output for a two-stage pipeline over two one-rank slices,
 // the endpoints dropped): rank 0 computes and sends, rank 1 receives,
 // computes its output and the new value of its state, which a copy kernel
-// writes back into the state buffer.
+// writes back into the state buffer. The new state does not read what rank
+// 1 receives: it is a kernel of its own, launched before the wait for the
+// recv (compute that need not wait goes first, docs/pipeline.md).
 
 // CHECK:       func.func private @step.worker.mesh.r0.k0(%{{.*}}: tensor<8x4xf32>, %{{.*}}: tensor<4x4xf32>, %{{.*}}: memref<8x4xf32>)
 // CHECK:         linalg.matmul
 // CHECK:       monarch.communicator @step.worker.mesh.comm0 on @mesh ranks [0, 1] backend gloo
 // CHECK:       func.func private @step.worker.mesh.r1.k0(
-// CHECK:       func.func private @step.worker.mesh.r1.k1(%[[SRC:.*]]: tensor<4x4xf32>, %[[DST:.*]]: memref<4x4xf32>)
+// CHECK:         arith.subf
+// CHECK:       func.func private @step.worker.mesh.r1.k1(
+// CHECK:         linalg.matmul
+// CHECK:       func.func private @step.worker.mesh.r1.k2(%[[SRC:.*]]: tensor<4x4xf32>, %[[DST:.*]]: memref<4x4xf32>)
 // CHECK-NEXT:    bufferization.materialize_in_destination %[[SRC]] in restrict writable %[[DST]]
 // CHECK:       monarch.plan @step.worker.mesh on @mesh signature (tensor<8x4xf32>, tensor<4x4xf32>) -> tensor<8x4xf32> {
 // CHECK-NEXT:    monarch.rank_program rank 0 arena 320 {
@@ -26,12 +31,13 @@
 // CHECK-NEXT:      monarch.feed_buffer 1 into #monarch.buf<0, tensor<4x4xf32>>
 // CHECK-NEXT:      monarch.state_buffer @s1::@w at #monarch.buf<64, tensor<4x4xf32>>
 // CHECK-NEXT:      %[[R:.*]] = monarch.recv #monarch.buf<128, tensor<8x4xf32>> from 0 on @step.worker.mesh.comm0 stream 1 group 0
+// CHECK-NEXT:      %[[K0:.*]] = monarch.launch @step.worker.mesh.r1.k0 ins(#monarch.buf<64, tensor<4x4xf32>>, #monarch.buf<0, tensor<4x4xf32>>) outs(#monarch.buf<256, tensor<4x4xf32>>) stream 0
 // CHECK-NEXT:      monarch.wait %[[R]]
-// CHECK-NEXT:      %[[K1:.*]] = monarch.launch @step.worker.mesh.r1.k0 ins(#monarch.buf<128, tensor<8x4xf32>>, #monarch.buf<64, tensor<4x4xf32>>, #monarch.buf<0, tensor<4x4xf32>>) outs(#monarch.buf<256, tensor<8x4xf32>>, #monarch.buf<384, tensor<4x4xf32>>) stream 0
-// CHECK-NEXT:      %[[K2:.*]] = monarch.launch @step.worker.mesh.r1.k1 ins(#monarch.buf<384, tensor<4x4xf32>>) outs(#monarch.buf<64, tensor<4x4xf32>>) stream 0
+// CHECK-NEXT:      %[[K1:.*]] = monarch.launch @step.worker.mesh.r1.k1 ins(#monarch.buf<128, tensor<8x4xf32>>, #monarch.buf<64, tensor<4x4xf32>>) outs(#monarch.buf<320, tensor<8x4xf32>>) stream 0
+// CHECK-NEXT:      %[[K2:.*]] = monarch.launch @step.worker.mesh.r1.k2 ins(#monarch.buf<256, tensor<4x4xf32>>) outs(#monarch.buf<64, tensor<4x4xf32>>) stream 0
 // CHECK-NEXT:      monarch.wait %[[K1]]
-// CHECK-NEXT:      monarch.fetch_buffer 0 from #monarch.buf<256, tensor<8x4xf32>>
-// CHECK-NEXT:      monarch.wait %[[K2]]
+// CHECK-NEXT:      monarch.fetch_buffer 0 from #monarch.buf<320, tensor<8x4xf32>>
+// CHECK-NEXT:      monarch.wait %[[K0]], %[[K2]]
 // CHECK-NEXT:    }
 // CHECK-NEXT:  }
 // CHECK-NOT:   @step.worker.mesh.rank
