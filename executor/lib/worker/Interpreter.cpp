@@ -11,6 +11,7 @@
 #include "monarch/Executor/Worker.h"
 
 #include "DeviceArena.h"
+#include "ResidentBinding.h"
 
 #include "core/Progress.h"
 #include "core/SharedArea.h"
@@ -69,108 +70,7 @@ const char *category(OpKind kind) {
   }
 }
 
-/// A buffer an instruction reads or writes: through communication or actor
-/// state (`pinned`: never bound to resident bytes), and as which kernel
-/// argument (-1 when not a launch's).
-struct Access {
-  const BufferRef *ref;
-  bool write;
-  bool pinned;
-  int arg;
-};
-std::vector<Access> accessesOf(const Instruction &instr) {
-  std::vector<Access> out;
-  switch (instr.kind) {
-  case OpKind::Feed:
-    out.push_back({&instr.buffer, true, false, -1});
-    break;
-  case OpKind::Fetch:
-    out.push_back({&instr.buffer, false, false, -1});
-    break;
-  case OpKind::State:
-    out.push_back({&instr.buffer, true, true, -1});
-    break;
-  case OpKind::Launch: {
-    int k = 0;
-    for (const BufferRef &b : instr.ins)
-      out.push_back({&b, false, false, k++});
-    if (!instr.kernelParams.empty())
-      ++k; // The parameters' argument.
-    for (const BufferRef &b : instr.outs)
-      out.push_back({&b, true, false, k++});
-    break;
-  }
-  case OpKind::Send:
-    out.push_back({&instr.buffer, false, true, -1});
-    break;
-  case OpKind::Recv:
-    out.push_back({&instr.buffer, true, true, -1});
-    break;
-  case OpKind::Collective:
-    out.push_back({&instr.buffer, false, true, -1});
-    out.push_back({&instr.output, true, true, -1});
-    break;
-  case OpKind::Print:
-    for (const BufferRef &b : instr.ins)
-      out.push_back({&b, false, false, -1});
-    break;
-  case OpKind::Wait:
-    break;
-  }
-  return out;
-}
 } // namespace
-
-std::shared_ptr<ResidentPool> ResidentPool::create(int64_t capBytes) {
-  return std::shared_ptr<ResidentPool>(new ResidentPool(capBytes));
-}
-
-ResidentPool::~ResidentPool() {
-  for (auto &[bytes, data] : free_)
-    std::free(data);
-}
-
-ResidentPtr ResidentPool::take(int64_t bytes) {
-  char *data = nullptr;
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (auto it = free_.find(bytes); it != free_.end()) {
-      data = it->second;
-      free_.erase(it);
-      pooled_ -= bytes;
-    }
-  }
-  if (!data)
-    data = static_cast<char *>(std::aligned_alloc(
-        64, static_cast<size_t>((std::max<int64_t>(bytes, 1) + 63) / 64 * 64)));
-  if (!data)
-    return nullptr;
-  std::weak_ptr<ResidentPool> pool = weak_from_this();
-  return ResidentPtr(new ResidentBytes{data, bytes}, [pool](ResidentBytes *r) {
-    if (auto p = pool.lock())
-      p->give(r->data, r->size);
-    else
-      std::free(r->data);
-    delete r;
-  });
-}
-
-void ResidentPool::give(char *data, int64_t bytes) {
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (pooled_ + bytes <= cap_) {
-      free_.emplace(bytes, data);
-      pooled_ += bytes;
-      return;
-    }
-  }
-  std::free(data);
-}
-
-int64_t ResidentPool::pooledBytes() {
-  std::lock_guard<std::mutex> lock(mutex_);
-  return pooled_;
-}
 
 std::string_view FetchResult::view() const {
   if (resident)
@@ -217,10 +117,7 @@ struct Interpreter::Impl {
   /// a feed or kept fetch, by index, whose buffer the program shares with
   /// nothing else, and the kernel arguments to point at the bound bytes
   /// (instruction, argument, offset into the buffer).
-  struct Binding {
-    int64_t offset = 0, bytes = 0;
-    std::vector<std::tuple<int, int, int64_t>> args;
-  };
+  using Binding = ResidentBinding;
   std::map<int, Binding> feedBindings, keepBindings;
   std::shared_ptr<ResidentPool> pool;
   std::map<int, ResidentPtr> residentFeeds;
@@ -244,56 +141,6 @@ struct Interpreter::Impl {
       if (b.offset >= r.offset && b.offset + b.bytes() <= r.offset + r.bytes)
         return r.storage + (b.offset - r.offset);
     return arena + b.offset;
-  }
-
-  /// The binding of the buffer of feed / fetch instruction `self`, when
-  /// the program touches its bytes through nothing else than buffers
-  /// inside it, none of them communication or actor state; a feed must
-  /// be only read, and a kept fetch's bytes first written whole by one
-  /// launch that does not read them (so a step never sees what fresh
-  /// bytes held before), and fetched by no other instruction.
-  std::optional<Binding> bindingOf(int self) const {
-    const RankProgram &p = *program;
-    const BufferRef &r = p.instructions[self].buffer;
-    bool feed = p.instructions[self].kind == OpKind::Feed;
-    int64_t lo = r.offset, hi = r.offset + r.bytes();
-    if (hi <= lo)
-      return std::nullopt;
-    Binding b{lo, hi - lo, {}};
-    bool written = false;
-    for (int i = 0; i < static_cast<int>(p.instructions.size()); ++i) {
-      const Instruction &instr = p.instructions[i];
-      bool touches = false, reads = false, writesWhole = false;
-      for (const Access &a : accessesOf(instr)) {
-        int64_t alo = a.ref->offset, ahi = a.ref->offset + a.ref->bytes();
-        if (ahi <= lo || alo >= hi || ahi <= alo)
-          continue;
-        if (i == self)
-          continue;
-        if (alo < lo || ahi > hi || a.pinned)
-          return std::nullopt;
-        if (feed && a.write)
-          return std::nullopt;
-        // A kept fetch's bytes are its own: not fed, nor fetched as
-        // another output too (`return y, y` keeps two values).
-        if (!feed &&
-            (instr.kind == OpKind::Feed || instr.kind == OpKind::Fetch))
-          return std::nullopt;
-        touches = true;
-        reads |= !a.write;
-        writesWhole |= a.write && alo == lo && ahi == hi;
-        if (a.arg >= 0)
-          b.args.emplace_back(i, a.arg, alo - lo);
-      }
-      if (!feed && i == self && !written)
-        return std::nullopt;
-      if (!feed && touches && !written) {
-        if (instr.kind != OpKind::Launch || reads || !writesWhole)
-          return std::nullopt;
-        written = true;
-      }
-    }
-    return b;
   }
 
   /// Binds this step's resident values (and points every other binding's
@@ -1192,7 +1039,8 @@ StatusOr<std::unique_ptr<Interpreter>> Interpreter::create(RankProgram program,
       if (!(feed && feedCount[instr.index] == 1) &&
           !(instr.kind == OpKind::Fetch && fetchCount[instr.index] == 1))
         continue;
-      if (std::optional<Impl::Binding> b = s.bindingOf(static_cast<int>(i)))
+      if (std::optional<ResidentBinding> b =
+              residentBinding(p, static_cast<int>(i)))
         (feed ? s.feedBindings : s.keepBindings)[instr.index] = std::move(*b);
     }
     if (s.options.trace)
