@@ -12,6 +12,12 @@ printed beside: gpt.py's model on 2x2 <= 3 s; the 4-block width-64 GPT on
 2x2 <= 10 s; <= 1.5 s per block; after an edit <= 1 s.
 
     python bench/compile_scaling/gpt_compile.py [--quick] [--width=64]
+        [--meshes=1x1,2x2]    # e.g. --blocks=2 --meshes=2x2,8x4,16x4
+
+`--meshes` picks the meshes (hosts x gpus; the batch grows to the hosts
+where it is smaller): on growing meshes the distinct kernels stay about
+the same (kernels that differ only in a rank's integers compile once,
+docs/kernels.md), while the passes still grow with the ranks.
 
 Nothing runs on workers: the step is traced with example arguments and
 compiled, never executed. A report, never an assertion.
@@ -90,7 +96,11 @@ def main():
     ap.add_argument("--width", type=int, default=64)
     ap.add_argument("--blocks", default=None,
                     help="comma-separated block counts (default 1,2,4,8)")
+    ap.add_argument("--meshes", default="1x1,2x2",
+                    help="comma-separated HOSTSxGPUS meshes")
     args = ap.parse_args()
+    meshes = [tuple(int(n) for n in m.split("x"))
+              for m in args.meshes.split(",")]
     blocks = ([int(b) for b in args.blocks.split(",")] if args.blocks
               else [1, 2] if args.quick else [1, 2, 4, 8])
     clock = CompileClock()
@@ -104,14 +114,19 @@ def main():
         (f"{b}-block w{args.width}", b,
          dict(vocab=128, ctx=16, dim=args.width, heads=4, layers=b, batch=8))
         for b in blocks]
+    gpt.configure()
+    default_batch = gpt.BATCH
     for name, nblocks, size in rows:
-        gpt.configure(**size)
         try:
-            rng = np.random.default_rng(0)
-            params = gpt.init_params(rng)
-            tok, lab = gpt.corpus(rng, gpt.BATCH)
-            state = mc.optim.adamw_init(params)
-            for dims in (dict(hosts=1, gpus=1), dict(hosts=2, gpus=2)):
+            for hosts, gpus in meshes:
+                # The batch is split over the hosts: at least one row each.
+                batch = max(size.get("batch", default_batch), hosts)
+                gpt.configure(**dict(size, batch=batch))
+                rng = np.random.default_rng(0)
+                params = gpt.init_params(rng)
+                tok, lab = gpt.corpus(rng, gpt.BATCH)
+                state = mc.optim.adamw_init(params)
+                dims = dict(hosts=hosts, gpus=gpus)
                 tp = dims["gpus"] > 1
                 with tempfile.TemporaryDirectory() as tmp:
                     tmp = pathlib.Path(tmp)
