@@ -210,6 +210,15 @@ class RemoteArray:
         value = self._value
         return value if dtype is None else value.astype(dtype)
 
+    # A scalar kept on the workers reads as a number, as a 0-d ndarray
+    # does: a loss paired with a donated scalar (AdamW's step count has the
+    # loss's shape and dtype) still works with float(loss).
+    def __float__(self):
+        return float(np.asarray(self))
+
+    def __int__(self):
+        return int(np.asarray(self))
+
     def __repr__(self):
         where = "on the workers" if self._live() else "lost"
         return (f"RemoteArray(shape={self.shape}, dtype={self.dtype}, "
