@@ -120,13 +120,16 @@ struct Interpreter::Impl {
   using Binding = ResidentBinding;
   std::map<int, Binding> feedBindings, keepBindings;
   std::shared_ptr<ResidentPool> pool;
+  /// The next step's feeds from resident values (setResidentFeeds; used
+  /// once).
   std::map<int, ResidentPtr> residentFeeds;
-  /// This step's: the regions bound, the feeds read in place, the kept
-  /// fetches written in place (held until the next step binds, so that a
-  /// kernel still running after an abort never writes freed memory).
+  /// This step's: the regions bound, the feeds read in place and their
+  /// bytes, the kept fetches written in place (held until the next step
+  /// binds, so that a kernel still running after an abort never touches
+  /// freed memory).
   std::vector<StateRegion> boundRegions;
   std::set<int> boundFeeds;
-  std::map<int, ResidentPtr> boundKeeps;
+  std::map<int, ResidentPtr> boundFeedBytes, boundKeeps;
 
   /// Where a buffer's bytes are: in actor state, in resident bytes bound
   /// for this step, or in the arena (a device address for device plans,
@@ -144,23 +147,29 @@ struct Interpreter::Impl {
   }
 
   /// Binds this step's resident values (and points every other binding's
-  /// kernel arguments back at the arena).
-  void bindResidents() {
+  /// kernel arguments back at the arena). A feed is bound only when the
+  /// step's bytes for it are the resident value's own.
+  void bindResidents(const std::map<int, std::string_view> &feeds) {
     boundRegions.clear();
     boundFeeds.clear();
+    boundFeedBytes.clear();
     boundKeeps.clear();
+    std::map<int, ResidentPtr> residents = std::move(residentFeeds);
+    residentFeeds.clear();
     auto point = [&](const Binding &b, char *base) {
       for (auto [i, k, delta] : b.args)
         kernelArgs[i][k] = base + delta;
     };
     for (const auto &[index, b] : feedBindings) {
       char *base = arena + b.offset;
-      auto it = residentFeeds.find(index);
-      if (it != residentFeeds.end() && it->second &&
-          it->second->size == b.bytes) {
+      auto it = residents.find(index);
+      auto fed = feeds.find(index);
+      if (it != residents.end() && it->second && it->second->size == b.bytes &&
+          fed != feeds.end() && fed->second.data() == it->second->data) {
         base = it->second->data;
         boundRegions.push_back({b.offset, b.bytes, base});
         boundFeeds.insert(index);
+        boundFeedBytes[index] = it->second;
       }
       point(b, base);
     }
@@ -1194,7 +1203,7 @@ StepFailure Interpreter::runStep(int64_t step,
   if (Status st = s.syncStates(/*toDevice=*/true); !st)
     s.fail(st, -1);
   if (!s.device)
-    s.bindResidents();
+    s.bindResidents(feeds);
   executor::ProgressSlot *issuing = s.options.issuingProgress;
   for (int i = 0; i < static_cast<int>(n); ++i) {
     current_ = i;

@@ -580,6 +580,26 @@ TEST(Interpreter, BindsResidentFeedsAndKeptFetchesInPlace) {
   EXPECT_FALSE(fetches[0].resident);
   EXPECT_EQ(floatsOf(fetches[0].view()), (std::vector<float>{11, 21, 31, 41}));
   EXPECT_EQ(floatsOf(last->view()), (std::vector<float>{61, 122, 183, 244}));
+  // Resident feeds apply to the next step only, and only when its bytes
+  // for the feed are the resident value's: other bytes are copied in.
+  (*interp)->setResidentFeeds({{0, last}});
+  fetches.clear();
+  f = (*interp)->runStep(4, {{0, x}, {1, g}}, nullptr, fetches, trace);
+  ASSERT_TRUE(f.status.isOk()) << f.status.toString();
+  EXPECT_EQ(floatsOf(fetches.at(0).view()),
+            (std::vector<float>{11, 21, 31, 41}));
+  (*interp)->setResidentFeeds({{0, last}});
+  fetches.clear();
+  f = (*interp)->runStep(5, {{0, last->view()}, {1, g}}, nullptr, fetches,
+                         trace);
+  ASSERT_TRUE(f.status.isOk()) << f.status.toString();
+  EXPECT_EQ(floatsOf(fetches.at(0).view()),
+            (std::vector<float>{71, 142, 213, 284}));
+  fetches.clear();
+  f = (*interp)->runStep(6, {{0, x}, {1, g}}, nullptr, fetches, trace);
+  ASSERT_TRUE(f.status.isOk()) << f.status.toString();
+  EXPECT_EQ(floatsOf(fetches.at(0).view()),
+            (std::vector<float>{11, 21, 31, 41}));
 }
 
 // What is not its own is copied: a feed a kernel writes (in place), a

@@ -202,7 +202,8 @@ public:
   void setKeeps(std::vector<int> indices);
 
   /// The feeds of the next step that are resident values (by feed index;
-  /// `runStep`'s `feeds` has their views too). Resident values are bound
+  /// `runStep`'s `feeds` has their views too; they apply to that step
+  /// only). Resident values are bound
   /// in place of arena buffers: a feed the program only reads, and a kept
   /// fetch whose buffer is first written whole by a kernel, both through
   /// buffers it shares with nothing else (no communication, no actor
