@@ -469,30 +469,29 @@ LogicalResult MonarchPlanTransfersPass::lower(RankCode &code, PlanOp plan,
   auto flush = [&]() -> LogicalResult {
     if (recentComm.empty() || run.size() < 2)
       return emitRun();
-    auto operandsOf = [](Operation *op) {
-      SmallVector<Value> vs;
-      op->walk([&](Operation *nested) {
-        vs.append(nested->operand_begin(), nested->operand_end());
-      });
-      return vs;
-    };
-    llvm::SmallPtrSet<Operation *, 16> waits;
-    for (Operation *op : run)
-      if (llvm::any_of(operandsOf(op), [&](Value v) {
-            Operation *def = v.getDefiningOp();
-            return recentComm.contains(v) || (def && waits.contains(def));
-          }))
-        waits.insert(op);
+    // In program order: an op waits when it reads a recent result or an op
+    // that waits; a waiting op reading a free one shares with it.
+    llvm::SmallPtrSet<Operation *, 16> waits, frees;
     SmallVector<Operation *> free, waiting;
-    for (Operation *op : run)
-      (waits.contains(op) ? waiting : free).push_back(op);
-    llvm::SmallPtrSet<Operation *, 16> freeSet(free.begin(), free.end());
-    bool shares = llvm::any_of(waiting, [&](Operation *op) {
-      return llvm::any_of(operandsOf(op), [&](Value v) {
-        Operation *def = v.getDefiningOp();
-        return def && freeSet.contains(def);
+    bool shares = false;
+    for (Operation *op : run) {
+      bool wait = false, readsFree = false;
+      op->walk([&](Operation *nested) {
+        for (Value v : nested->getOperands()) {
+          Operation *def = v.getDefiningOp();
+          wait |= recentComm.contains(v) || (def && waits.contains(def));
+          readsFree |= def && frees.contains(def);
+        }
       });
-    });
+      if (wait) {
+        waits.insert(op);
+        waiting.push_back(op);
+        shares |= readsFree;
+      } else {
+        frees.insert(op);
+        free.push_back(op);
+      }
+    }
     bool work = llvm::any_of(
         free, [](Operation *op) { return isa<linalg::LinalgOp>(op); });
     if (free.empty() || waiting.empty() || shares || !work)

@@ -31,7 +31,6 @@
 #include "mlir/IR/IRMapping.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Transforms/Passes.h"
-#include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringSet.h"
@@ -412,9 +411,7 @@ void templateKernels(llvm::ArrayRef<func::FuncOp> kernels,
   };
   std::vector<Entry> entries;
   llvm::StringSet<> seen;
-  llvm::MapVector<llvm::StringRef, SmallVector<size_t>> groups;
-  std::vector<std::string> texts;
-  texts.reserve(kernels.size());
+  llvm::StringMap<SmallVector<size_t>> groups; // template -> entries
   for (size_t i = 0; i < kernels.size(); ++i) {
     func::FuncOp kernel = kernels[i];
     if (!kernel || kernel.isExternal() || !seen.insert(raws[i]).second)
@@ -425,11 +422,12 @@ void templateKernels(llvm::ArrayRef<func::FuncOp> kernels,
     SmallVector<detail::Hole> holes = detail::holesOf(kernel);
     if (holes.empty())
       continue;
-    texts.push_back(detail::templateText(kernel, holes, rawBody));
-    groups[texts.back()].push_back(entries.size());
+    groups[detail::templateText(kernel, holes, rawBody)].push_back(
+        entries.size());
     entries.push_back({kernel, i, std::move(holes), numInputs});
   }
-  for (auto &[text, members] : groups) {
+  for (auto &group : groups) {
+    const SmallVector<size_t> &members = group.second;
     if (members.size() < 2)
       continue;
     Entry &first = entries[members.front()];
@@ -442,8 +440,8 @@ void templateKernels(llvm::ArrayRef<func::FuncOp> kernels,
     if (varying.empty() || varying.size() > kMaxParams)
       continue;
     func::FuncOp body =
-        detail::parameterize(first.fn, first.holes, varying, first.numInputs,
-                             into, (first.fn.getSymName() + ".params").str());
+        detail::parameterize(first.fn, varying, first.numInputs, into,
+                             (first.fn.getSymName() + ".params").str());
     for (size_t m : members) {
       Templated t{body, {}};
       for (unsigned h : varying)

@@ -43,11 +43,11 @@ std::string
 templateText(mlir::func::FuncOp kernel, llvm::ArrayRef<Hole> holes,
              llvm::function_ref<std::string(mlir::func::FuncOp)> print);
 
-/// A copy of `kernel` in `into` (named `name`) reading hole `varying[k]` as
-/// element k of a new `tensor<N x i64>` argument inserted after its
-/// `numInputs` inputs; the other holes keep their values.
+/// A copy of `kernel` in `into` (named `name`) reading hole `varying[k]`
+/// (an index into `holesOf(kernel)`) as element k of a new
+/// `tensor<N x i64>` argument inserted after its `numInputs` inputs; the
+/// other holes keep their values.
 mlir::func::FuncOp parameterize(mlir::func::FuncOp kernel,
-                                llvm::ArrayRef<Hole> holes,
                                 llvm::ArrayRef<unsigned> varying,
                                 unsigned numInputs, mlir::ModuleOp into,
                                 llvm::StringRef name);

@@ -128,8 +128,7 @@ struct Interpreter::Impl {
   /// binds, so that a kernel still running after an abort never touches
   /// freed memory).
   std::vector<StateRegion> boundRegions;
-  std::set<int> boundFeeds;
-  std::map<int, ResidentPtr> boundFeedBytes, boundKeeps;
+  std::map<int, ResidentPtr> boundFeeds, boundKeeps;
 
   /// Where a buffer's bytes are: in actor state, in resident bytes bound
   /// for this step, or in the arena (a device address for device plans,
@@ -137,12 +136,11 @@ struct Interpreter::Impl {
   char *ptr(const BufferRef &b) const {
     if (device)
       return device->at(b.offset);
-    for (const StateRegion &r : stateRegions)
-      if (b.offset >= r.offset && b.offset + b.bytes() <= r.offset + r.bytes)
-        return r.storage + (b.offset - r.offset);
-    for (const StateRegion &r : boundRegions)
-      if (b.offset >= r.offset && b.offset + b.bytes() <= r.offset + r.bytes)
-        return r.storage + (b.offset - r.offset);
+    for (const std::vector<StateRegion> *regions :
+         {&stateRegions, &boundRegions})
+      for (const StateRegion &r : *regions)
+        if (b.offset >= r.offset && b.offset + b.bytes() <= r.offset + r.bytes)
+          return r.storage + (b.offset - r.offset);
     return arena + b.offset;
   }
 
@@ -152,7 +150,6 @@ struct Interpreter::Impl {
   void bindResidents(const std::map<int, std::string_view> &feeds) {
     boundRegions.clear();
     boundFeeds.clear();
-    boundFeedBytes.clear();
     boundKeeps.clear();
     std::map<int, ResidentPtr> residents = std::move(residentFeeds);
     residentFeeds.clear();
@@ -168,8 +165,7 @@ struct Interpreter::Impl {
           fed != feeds.end() && fed->second.data() == it->second->data) {
         base = it->second->data;
         boundRegions.push_back({b.offset, b.bytes, base});
-        boundFeeds.insert(index);
-        boundFeedBytes[index] = it->second;
+        boundFeeds[index] = it->second;
       }
       point(b, base);
     }
@@ -729,9 +725,9 @@ struct Interpreter::Impl {
       int64_t bytes = instr.buffer.bytes();
       int64_t at = fetchArea ? (fetchArea->next + 63) / 64 * 64 : 0;
       char *dst;
-      if (kept && !device) {
+      if (kept) {
         // A kept fetch: written in place by the step (bound), else copied
-        // into resident bytes.
+        // into resident bytes (from the device, for device plans).
         if (auto bound = boundKeeps.find(instr.index);
             bound != boundKeeps.end()) {
           out.resident = bound->second;
@@ -975,18 +971,9 @@ StatusOr<std::unique_ptr<Interpreter>> Interpreter::create(RankProgram program,
   }
   for (size_t i = 0; i < n; ++i) {
     const Instruction &instr = p.instructions[i];
-    std::vector<const BufferRef *> all = {&instr.buffer, &instr.output};
-    if (instr.kind == OpKind::Wait || instr.kind == OpKind::Launch ||
-        instr.kind == OpKind::Print)
-      all.clear();
-    if (instr.kind != OpKind::Collective && !all.empty())
-      all.pop_back();
-    for (const BufferRef &b : instr.ins)
-      all.push_back(&b);
-    for (const BufferRef &b : instr.outs)
-      all.push_back(&b);
-    for (const BufferRef *b : all)
+    for (const BufferAccess &a : accessesOf(instr))
       for (const Impl::StateRegion &r : s.stateRegions) {
+        const BufferRef *b = a.ref;
         bool inside = b->offset >= r.offset &&
                       b->offset + b->bytes() <= r.offset + r.bytes;
         bool disjoint = b->offset + b->bytes() <= r.offset ||

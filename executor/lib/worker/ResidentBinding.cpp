@@ -11,18 +11,9 @@
 #include <cstdlib>
 
 namespace monarch::worker {
-namespace {
-/// A buffer an instruction reads or writes: through communication or actor
-/// state (`pinned`: never bound to resident bytes), and as which kernel
-/// argument (-1 when not a launch's).
-struct Access {
-  const BufferRef *ref;
-  bool write;
-  bool pinned;
-  int arg;
-};
-std::vector<Access> accessesOf(const Instruction &instr) {
-  std::vector<Access> out;
+
+std::vector<BufferAccess> accessesOf(const Instruction &instr) {
+  std::vector<BufferAccess> out;
   switch (instr.kind) {
   case OpKind::Feed:
     out.push_back({&instr.buffer, true, false, -1});
@@ -62,7 +53,6 @@ std::vector<Access> accessesOf(const Instruction &instr) {
   }
   return out;
 }
-} // namespace
 
 std::shared_ptr<ResidentPool> ResidentPool::create(int64_t capBytes) {
   return std::shared_ptr<ResidentPool>(new ResidentPool(capBytes));
@@ -110,11 +100,6 @@ void ResidentPool::give(char *data, int64_t bytes) {
   std::free(data);
 }
 
-int64_t ResidentPool::pooledBytes() {
-  std::lock_guard<std::mutex> lock(mutex_);
-  return pooled_;
-}
-
 std::optional<ResidentBinding> residentBinding(const RankProgram &p, int self) {
   const BufferRef &r = p.instructions[self].buffer;
   bool feed = p.instructions[self].kind == OpKind::Feed;
@@ -126,7 +111,7 @@ std::optional<ResidentBinding> residentBinding(const RankProgram &p, int self) {
   for (int i = 0; i < static_cast<int>(p.instructions.size()); ++i) {
     const Instruction &instr = p.instructions[i];
     bool touches = false, reads = false, writesWhole = false;
-    for (const Access &a : accessesOf(instr)) {
+    for (const BufferAccess &a : accessesOf(instr)) {
       int64_t alo = a.ref->offset, ahi = a.ref->offset + a.ref->bytes();
       if (ahi <= lo || alo >= hi || ahi <= alo)
         continue;

@@ -19,6 +19,19 @@
 
 namespace monarch::worker {
 
+/// A buffer an instruction reads or writes: through communication or actor
+/// state (`pinned`: never bound to resident bytes), and as which kernel
+/// argument (-1 when not a launch's).
+struct BufferAccess {
+  const BufferRef *ref;
+  bool write;
+  bool pinned;
+  int arg;
+};
+
+/// Every buffer `instr` touches (an instruction of a known kind).
+std::vector<BufferAccess> accessesOf(const Instruction &instr);
+
 /// Arena bytes [offset, offset + bytes) that a step may run on resident
 /// bytes instead, and the kernel arguments pointing into them
 /// (instruction, argument, offset into the buffer).

@@ -10,7 +10,6 @@
 #include "monarch/Support/Knobs.h"
 
 #include <algorithm>
-#include <cstring>
 
 #include "monarch/Executor/Device.h"
 
@@ -279,22 +278,8 @@ public:
       std::lock_guard<std::mutex> lock(w_.slotsMutex);
       for (const control::Keep &keep : request.keeps)
         for (FetchResult &result : fetches)
-          if (result.index == keep.index && !result.area) {
-            ResidentPtr value = std::move(result.resident);
-            if (!value) {
-              // A device plan's kept fetch: its bytes were copied out.
-              value = w_.residentPool->take(
-                  static_cast<int64_t>(result.bytes.size()));
-              if (!value)
-                throwStatus(Status(StatusCode::Internal,
-                                   "cannot allocate " +
-                                       std::to_string(result.bytes.size()) +
-                                       " bytes for a kept output"));
-              std::memcpy(value->data, result.bytes.data(),
-                          result.bytes.size());
-            }
-            w_.slots[keep.slot] = std::move(value);
-          }
+          if (result.index == keep.index && result.resident)
+            w_.slots[keep.slot] = std::move(result.resident);
       std::erase_if(fetches, [&](const FetchResult &result) {
         return std::any_of(
             request.keeps.begin(), request.keeps.end(),

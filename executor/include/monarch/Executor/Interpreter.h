@@ -96,7 +96,6 @@ public:
   ~ResidentPool();
   /// `bytes` of storage (contents unspecified); null when out of memory.
   ResidentPtr take(int64_t bytes);
-  int64_t pooledBytes();
 
 private:
   explicit ResidentPool(int64_t capBytes) : cap_(capBytes) {}
