@@ -105,14 +105,34 @@ def _network(x, loc):
     else:
         key = x
         cls = None
+    # The padding (class 2: after everything) is interleaved, not appended:
+    # n = k * r with k the largest power of two dividing n, and each of the
+    # k runs of r elements is padded to m = p / k. A split of the axis into
+    # a power-of-two number of parts (up to k) then cuts the padded axis at
+    # the same runs: every rank pads and sorts its own rows first, where
+    # padding at the end would shift every shard and gather the whole axis.
+    k = n & -n if n else 1
+    r, m = n // k, p // k
+    order = np.arange(p, dtype=np.int32)
     if p != n:
-        key = concat([key, const(0, key.dtype, loc, lead + (p - n,))],
-                     x.ndim - 1, loc)
+        run = np.arange(m)[None, :]
+        first = np.arange(k)[:, None]
+        # Real elements keep their index; pads get distinct larger ones.
+        order = np.where(run < r, first * r + run,
+                         n + first * (m - r) + run - r).astype(np.int32)
+        order = order.reshape(p)
+
+        def padded(a, value):
+            runs = reshape(a, lead + (k, r), loc)
+            pad = const(value, a.dtype, loc, lead + (k, m - r))
+            return reshape(concat([runs, pad], x.ndim, loc), lead + (p,),
+                           loc)
+
+        key = padded(key, 0)
         base = cls if cls is not None else const(0, "int32", loc, lead + (n,))
-        cls = concat([base, const(2, "int32", loc, lead + (p - n,))],
-                     x.ndim - 1, loc)
-    idx = constant_array(trace, np.broadcast_to(
-        np.arange(p, dtype=np.int32), lead + (p,)).copy(), loc)
+        cls = padded(base, 2)
+    idx = constant_array(trace, np.broadcast_to(order, lead + (p,)).copy(),
+                         loc)
     arrays = [key, idx] + ([cls] if cls is not None else [])
     k = 2
     while k <= p:
@@ -147,24 +167,30 @@ def _after(a, b, loc):
 
 def _stage(arrays, p, k, j, lead, loc):
     """One compare-exchange of the bitonic network: element i with i + j
-    (bit j of i clear), ascending where bit k of i is clear."""
+    (bit j of i clear), ascending where bit k of i is clear.
+
+    The halves are one select over (groups, 2, j), each half taking the
+    pair's lower or upper element, not two selects concatenated: split
+    along the halves (a stage whose partner is on another rank), each rank
+    then computes its own half from its partner's (one exchange) and the
+    result stays split for the next stage, where a concatenation of the
+    halves would be built whole on every rank."""
     trace = active_trace(loc, "np.sort")
     groups = p // (2 * j)
     split = [reshape(a, lead + (groups, 2, j), loc) for a in arrays]
-    first = [getitem(s, (Ellipsis, 0, slice(None)), loc) for s in split]
-    second = [getitem(s, (Ellipsis, 1, slice(None)), loc) for s in split]
-    i = (np.arange(groups)[:, None] * 2 * j + np.arange(j)[None, :])
+    first = [getitem(s, (Ellipsis, slice(0, 1), slice(None)), loc)
+             for s in split]
+    second = [getitem(s, (Ellipsis, slice(1, 2), slice(None)), loc)
+              for s in split]
+    i = (np.arange(groups)[:, None, None] * 2 * j +
+         np.arange(j)[None, None, :])
     ascending = constant_array(trace, (i & k) == 0, loc)
     swap = compare("eq", _after(first, second, loc), ascending, loc)
-    out = []
-    for a, b in zip(first, second):
-        lo = select(swap, b, a, loc)
-        hi = select(swap, a, b, loc)
-        lo = reshape(lo, lead + (groups, 1, j), loc)
-        hi = reshape(hi, lead + (groups, 1, j), loc)
-        out.append(reshape(concat([lo, hi], len(lead) + 1, loc), lead + (p,),
-                           loc))
-    return out
+    upper = constant_array(trace, np.array([[False], [True]]), loc)
+    # Lower half: the second element where swapped; upper: the first.
+    take_second = compare("ne", swap, upper, loc)
+    return [reshape(select(take_second, b, a, loc), lead + (p,), loc)
+            for a, b in zip(first, second)]
 
 
 def sort(x, axis, loc):
