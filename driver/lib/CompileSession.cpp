@@ -84,17 +84,7 @@ struct CompileSession::Impl {
         return success();
       }
       llvm::raw_string_ostream os(diagnostics);
-      const char *severity =
-          diag.getSeverity() == DiagnosticSeverity::Error     ? "error"
-          : diag.getSeverity() == DiagnosticSeverity::Warning ? "warning"
-          : diag.getSeverity() == DiagnosticSeverity::Remark  ? "remark"
-                                                              : "note";
-      diag.getLocation().print(os);
-      os << ": " << severity << ": " << diag << "\n";
-      for (Diagnostic &note : diag.getNotes()) {
-        note.getLocation().print(os);
-        os << ": note: " << note << "\n";
-      }
+      printDiagnostic(diag, os);
       return success();
     });
     return fn();

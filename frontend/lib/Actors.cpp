@@ -117,7 +117,7 @@ TraceBuilder::beginEndpoint(const std::string &cls, const std::string &name,
   if (SymbolTable::lookupSymbolIn(c, name))
     return I.error(loc, "class '" + cls + "' already has '" + name + "'");
   if (!I.lookupMesh(mesh))
-    return I.error(loc, "unknown mesh '" + mesh + "'");
+    return I.error(loc, "unknown mesh '" + mesh + "'", ErrorKind::Mesh);
   if (argDists.size() > args.size())
     return I.error(loc, "more distributions than arguments");
   SmallVector<Type> types;
@@ -130,8 +130,10 @@ TraceBuilder::beginEndpoint(const std::string &cls, const std::string &name,
     if (argDists[i].isReplicated())
       continue;
     if (args[i].scalar)
-      return I.error(loc, "argument #" + std::to_string(i) +
-                              " is a scalar and cannot be split");
+      return I.error(loc,
+                     "argument #" + std::to_string(i) +
+                         " is a scalar and cannot be split",
+                     ErrorKind::Sharding);
     // Dist names must exist on the mesh (sizes are checked by calls).
     Dist names = argDists[i];
     std::vector<int64_t> big(args[i].shape.size(), 0);
@@ -209,8 +211,10 @@ Status TraceBuilder::endEndpoint(const std::vector<Value> &results,
       continue;
     if (!resultDists[i].partial &&
         llvm::cast<RankedTensorType>(outs[i].getType()).getRank() == 0)
-      return I.error(loc, "result #" + std::to_string(i) +
-                              " is a scalar and cannot be split");
+      return I.error(loc,
+                     "result #" + std::to_string(i) +
+                         " is a scalar and cannot be split",
+                     ErrorKind::Sharding);
     std::vector<int64_t> big(
         llvm::cast<RankedTensorType>(outs[i].getType()).getRank(), 0);
     if (Status s = I.checkDist(scope->mesh, resultDists[i], big, loc, "result");
@@ -317,9 +321,8 @@ Status TraceBuilder::debugPrint(const std::string &format,
   if (!scope)
     return I.error(loc, "debug_print: no function or endpoint is being traced");
   std::vector<printfmt::Piece> pieces;
-  std::string why;
-  if (!printfmt::parse(format, values.size(), pieces, why))
-    return I.error(loc, "debug_print: " + why);
+  if (Status bad = printfmt::parse(format, values.size(), pieces); !bad)
+    return I.error(loc, "debug_print: " + bad.message(), bad.kind());
   std::vector<Value> tensors;
   for (Value v : values) {
     Result<ValueRecord *> r = I.get(v, loc);
@@ -382,7 +385,8 @@ static Result<int64_t> collectiveGroup(TraceBuilder::Impl &I, Value v,
   if ((*r)->scalar)
     return I.error(loc, what + " needs a tensor, got a scalar");
   if (dims.empty())
-    return I.error(loc, what + " needs at least one mesh dimension");
+    return I.error(loc, what + " needs at least one mesh dimension",
+                   ErrorKind::Mesh);
   MeshOpInterface m = I.lookupMesh(scope->mesh);
   SmallVector<int64_t> shape = m.getMeshShape();
   std::vector<std::string> names;
@@ -392,8 +396,10 @@ static Result<int64_t> collectiveGroup(TraceBuilder::Impl &I, Value v,
   for (const std::string &d : dims) {
     int64_t idx = m.getDimIndex(d);
     if (idx < 0)
-      return I.error(loc, "mesh '" + scope->mesh + "' has no dimension '" + d +
-                              "' (its dimensions: " + joinNames(names) + ")");
+      return I.error(loc,
+                     "mesh '" + scope->mesh + "' has no dimension '" + d +
+                         "' (its dimensions: " + joinNames(names) + ")",
+                     ErrorKind::Mesh);
     group *= shape[idx];
   }
   return group;
@@ -424,9 +430,11 @@ static Result<int64_t> collectiveAxis(TraceBuilder::Impl &I, Value v,
   auto type = llvm::cast<RankedTensorType>(I.rec(v).value.getType());
   int64_t a = axis < 0 ? axis + type.getRank() : axis;
   if (a < 0 || a >= type.getRank())
-    return I.error(loc, "axis " + std::to_string(axis) +
-                            " is out of range for a tensor of rank " +
-                            std::to_string(type.getRank()));
+    return I.error(loc,
+                   "axis " + std::to_string(axis) +
+                       " is out of range for a tensor of rank " +
+                       std::to_string(type.getRank()),
+                   ErrorKind::Shape);
   return a;
 }
 
@@ -463,10 +471,12 @@ Result<Value> TraceBuilder::reduceScatter(Value v,
   auto type = llvm::cast<RankedTensorType>(I.rec(v).value.getType());
   SmallVector<int64_t> shape(type.getShape());
   if (shape[*a] % *group != 0)
-    return I.error(
-        loc, "reduce_scatter: dimension " + std::to_string(*a) + " of size " +
-                 std::to_string(shape[*a]) + " is not divisible by the " +
-                 std::to_string(*group) + " ranks of " + joinNames(dims));
+    return I.error(loc,
+                   "reduce_scatter: dimension " + std::to_string(*a) +
+                       " of size " + std::to_string(shape[*a]) +
+                       " is not divisible by the " + std::to_string(*group) +
+                       " ranks of " + joinNames(dims),
+                   ErrorKind::Sharding);
   shape[*a] /= *group;
   auto op = ReduceScatterOp::create(
       I.b, I.loc(loc), RankedTensorType::get(shape, type.getElementType()),
@@ -484,9 +494,11 @@ Result<Value> TraceBuilder::broadcastFrom(Value v,
   if (!group)
     return group.status();
   if (root < 0 || root >= *group)
-    return I.error(loc, "broadcast root " + std::to_string(root) +
-                            " is out of range for " + std::to_string(*group) +
-                            " ranks");
+    return I.error(loc,
+                   "broadcast root " + std::to_string(root) +
+                       " is out of range for " + std::to_string(*group) +
+                       " ranks",
+                   ErrorKind::Mesh);
   auto op =
       BroadcastFromOp::create(I.b, I.loc(loc), I.rec(v).value,
                               dimsAttr(I, dims), static_cast<uint64_t>(root));
@@ -502,7 +514,7 @@ Status TraceBuilder::declareActorMesh(const std::string &name,
   if (!I.lookupClass(cls))
     return I.error(loc, "unknown actor class '" + cls + "'");
   if (!I.lookupMesh(mesh))
-    return I.error(loc, "unknown mesh '" + mesh + "'");
+    return I.error(loc, "unknown mesh '" + mesh + "'", ErrorKind::Mesh);
   OpBuilder::InsertionGuard guard(I.b);
   I.toDeclarations();
   ActorMeshOp::create(I.b, I.loc(loc), name, cls, mesh);
@@ -523,12 +535,15 @@ prepareInvoke(TraceBuilder::Impl &I, const std::string &actorMesh,
               const SourceLoc &loc) {
   Scope *scope = I.currentScope();
   if (!scope || scope->kind != Scope::Function)
-    return I.error(loc, "endpoints are called from compiled functions "
-                        "(calls between actors are not supported)");
+    return I.error(loc,
+                   "endpoints are called from compiled functions "
+                   "(calls between actors are not supported)",
+                   ErrorKind::Unsupported);
   auto am = dyn_cast_or_null<ActorMeshOp>(
       SymbolTable::lookupSymbolIn(*I.module, actorMesh));
   if (!am)
-    return I.error(loc, "unknown actor mesh '" + actorMesh + "'");
+    return I.error(loc, "unknown actor mesh '" + actorMesh + "'",
+                   ErrorKind::Mesh);
   ActorClassOp c = I.lookupClass(am.getActorClass().str());
   auto ep =
       c ? dyn_cast_or_null<EndpointOp>(SymbolTable::lookupSymbolIn(c, endpoint))
@@ -602,9 +617,11 @@ prepareInvoke(TraceBuilder::Impl &I, const std::string &actorMesh,
       for (const std::string &name : d.split[d2]) {
         int64_t idx = m.getDimIndex(name);
         if (idx < 0)
-          return I.error(loc, "result #" + std::to_string(i) + " of " +
-                                  endpoint + " is split over '" + name +
-                                  "', which mesh '" + mesh + "' lacks");
+          return I.error(loc,
+                         "result #" + std::to_string(i) + " of " + endpoint +
+                             " is split over '" + name + "', which mesh '" +
+                             mesh + "' lacks",
+                         ErrorKind::Mesh);
         shape[d2] *= meshShape[idx];
       }
     results.push_back(RankedTensorType::get(shape, tensor.getElementType()));

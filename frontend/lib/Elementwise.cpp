@@ -59,7 +59,8 @@ static Result<Value> elementwise(TraceBuilder::Impl &I,
           if (!q->scalar)
             shapes +=
                 (shapes.empty() ? "" : " and ") + shapeStr(shapeOf(q->value));
-        return I.error(l, "cannot broadcast shapes " + shapes + " in " + what);
+        return I.error(l, "cannot broadcast shapes " + shapes + " in " + what,
+                       ErrorKind::Shape);
       }
       merged[merged.size() - 1 - i] = a == 1 ? c : a;
     }
@@ -159,10 +160,12 @@ Result<Value> TraceBuilder::constantTensor(const std::string &data,
   // One element's bytes make a splat (every element equal, stored once).
   if (static_cast<int64_t>(data.size()) != count * width &&
       !(count > 0 && static_cast<int64_t>(data.size()) == width))
-    return I.error(loc, "a constant of shape " + shapeStr(shape) + " needs " +
-                            std::to_string(count * width) +
-                            " bytes (or one element's), got " +
-                            std::to_string(data.size()));
+    return I.error(loc,
+                   "a constant of shape " + shapeStr(shape) + " needs " +
+                       std::to_string(count * width) +
+                       " bytes (or one element's), got " +
+                       std::to_string(data.size()),
+                   ErrorKind::Shape);
   auto type = RankedTensorType::get(shape, elem);
   auto attr = DenseElementsAttr::getFromRawBuffer(
       type, ArrayRef<char>(data.data(), data.size()));
@@ -401,9 +404,11 @@ Result<Value> TraceBuilder::binary(BinaryOp op, Value a, Value b,
   bool fp = isFloat(t);
   if ((t.isInteger(1) && op != BinaryOp::Max && op != BinaryOp::Min) ||
       (!fp && op == BinaryOp::Pow))
-    return I.error(loc, std::string("unsupported op: ") + binaryName(op) +
-                            " on " + (t.isInteger(1) ? "bool" : "int32") +
-                            " tensors (cast to float32 first)");
+    return I.error(loc,
+                   std::string("unsupported op: ") + binaryName(op) + " on " +
+                       (t.isInteger(1) ? "bool" : "int32") +
+                       " tensors (cast to float32 first)",
+                   ErrorKind::Unsupported);
   auto body = [&](OpBuilder &nb, Location l, ValueRange e) -> mlir::Value {
     mlir::Value x = convertElement(nb, l, e[0], t);
     mlir::Value y = convertElement(nb, l, e[1], t);

@@ -41,34 +41,39 @@ Status TraceBuilder::Impl::checkDist(const std::string &mesh, const Dist &dist,
                                      const std::string &what) {
   MeshOpInterface m = lookupMesh(mesh);
   if (!m)
-    return error(l, "unknown mesh '" + mesh + "'");
+    return error(l, "unknown mesh '" + mesh + "'", ErrorKind::Mesh);
   SmallVector<int64_t> meshShape = m.getMeshShape();
   std::vector<std::string> dimNames;
   for (StringRef n : m.getDimNames())
     dimNames.push_back(n.str());
   if (dist.split.size() > shape.size())
-    return error(l, what + " has rank " + std::to_string(shape.size()) +
-                        " but the sharding names " +
-                        std::to_string(dist.split.size()) + " dimensions");
+    return error(l,
+                 what + " has rank " + std::to_string(shape.size()) +
+                     " but the sharding names " +
+                     std::to_string(dist.split.size()) + " dimensions",
+                 ErrorKind::Sharding);
   for (size_t i = 0; i < dist.split.size(); ++i) {
     int64_t factor = 1;
     std::string names;
     for (const std::string &name : dist.split[i]) {
       int64_t idx = m.getDimIndex(name);
       if (idx < 0)
-        return error(l, "mesh '" + mesh + "' has no dimension '" + name +
-                            "' (its dimensions: " + joinNames(dimNames) + ")");
+        return error(l,
+                     "mesh '" + mesh + "' has no dimension '" + name +
+                         "' (its dimensions: " + joinNames(dimNames) + ")",
+                     ErrorKind::Mesh);
       factor *= meshShape[idx];
       names += (names.empty() ? "'" : ", '") + name + "'";
     }
     if (factor > 1 && shape[i] % factor != 0)
-      return error(l, "cannot split dimension " + std::to_string(i) +
-                          " of size " + std::to_string(shape[i]) + " of " +
-                          what + " " + shapeStr(shape) +
-                          " over mesh dimension " + names + " of size " +
-                          std::to_string(factor) + ": " +
-                          std::to_string(shape[i]) + " is not divisible by " +
-                          std::to_string(factor));
+      return error(l,
+                   "cannot split dimension " + std::to_string(i) + " of size " +
+                       std::to_string(shape[i]) + " of " + what + " " +
+                       shapeStr(shape) + " over mesh dimension " + names +
+                       " of size " + std::to_string(factor) + ": " +
+                       std::to_string(shape[i]) + " is not divisible by " +
+                       std::to_string(factor),
+                   ErrorKind::Sharding);
   }
   return Status();
 }
@@ -78,7 +83,7 @@ Result<mlir::Value> TraceBuilder::Impl::sharding(const std::string &mesh,
                                                  const SourceLoc &l) {
   MeshOpInterface m = lookupMesh(mesh);
   if (!m)
-    return error(l, "unknown mesh '" + mesh + "'");
+    return error(l, "unknown mesh '" + mesh + "'", ErrorKind::Mesh);
   // At least one (empty) entry: upstream prints an empty split_axes as `[]`,
   // which its parser does not accept; `[[]]` is replicated at every rank
   // (monarch-partition turns it back into `[]` on 0-d values, the form
@@ -153,7 +158,7 @@ Result<Value> TraceBuilder::Impl::placeOn(Value v, const std::string &mesh,
   if (cached != r.copies.end())
     return Value{cached->second};
   if (!lookupMesh(mesh))
-    return error(l, "unknown mesh '" + mesh + "'");
+    return error(l, "unknown mesh '" + mesh + "'", ErrorKind::Mesh);
   ArgType t = argTypeOf(r.value);
   Dist dist = r.dist;
   Value placed;
@@ -211,8 +216,10 @@ Result<Value> TraceBuilder::feed(Value v, const std::string &mesh,
   if (!r)
     return r.status();
   if (!(*r)->mesh.empty())
-    return I.error(loc, "the value already lives on mesh '" + (*r)->mesh +
-                            "'; use transfer to move it");
+    return I.error(loc,
+                   "the value already lives on mesh '" + (*r)->mesh +
+                       "'; use transfer to move it",
+                   ErrorKind::Mesh);
   if ((*r)->scalar)
     return I.error(loc, "scalars are not fed: pass them to calls directly");
   return I.placeOn(v, mesh, loc);
@@ -267,7 +274,8 @@ TraceBuilder::shard(Value v,
                         "endpoint bodies are per-rank code (use collectives "
                         "such as all_gather there)");
   if ((*r)->scalar)
-    return I.error(loc, "only tensors can be sharded, not scalars");
+    return I.error(loc, "only tensors can be sharded, not scalars",
+                   ErrorKind::Sharding);
   ArgType t = I.argTypeOf((*r)->value);
   int64_t rank = static_cast<int64_t>(t.shape.size());
   Dist dist;
@@ -276,24 +284,29 @@ TraceBuilder::shard(Value v,
   for (const auto &[meshDim, tensorDim] : split) {
     int64_t d = tensorDim < 0 ? tensorDim + rank : tensorDim;
     if (d < 0 || d >= rank)
-      return I.error(loc, "tensor dimension " + std::to_string(tensorDim) +
-                              " is out of range for a tensor of shape " +
-                              shapeStr(t.shape));
+      return I.error(loc,
+                     "tensor dimension " + std::to_string(tensorDim) +
+                         " is out of range for a tensor of shape " +
+                         shapeStr(t.shape),
+                     ErrorKind::Shape);
     if (!used.insert(meshDim).second)
-      return I.error(loc, "mesh dimension '" + meshDim + "' is used twice");
+      return I.error(loc, "mesh dimension '" + meshDim + "' is used twice",
+                     ErrorKind::Sharding);
     dist.split[d].push_back(meshDim);
     // Upstream shard-partition crashes on a dimension split over two grid
     // axes (docs/frontend.md); refuse it rather than crash the compiler.
     // The own partitioner (MONARCH_PARTITION_ENGINE=own) splits it.
     if (dist.split[d].size() > 1 &&
         knobs::getString(knobs::Id::PartitionEngine).value != "own")
-      return I.error(loc, "unsupported: splitting tensor dimension " +
-                              std::to_string(d) +
-                              " over several mesh "
-                              "dimensions (" +
-                              joinNames(dist.split[d]) +
-                              "); split it over one of them, or partition with "
-                              "MONARCH_PARTITION_ENGINE=own");
+      return I.error(loc,
+                     "unsupported: splitting tensor dimension " +
+                         std::to_string(d) +
+                         " over several mesh "
+                         "dimensions (" +
+                         joinNames(dist.split[d]) +
+                         "); split it over one of them, or partition with "
+                         "MONARCH_PARTITION_ENGINE=own",
+                     ErrorKind::Unsupported);
   }
   std::string target = !(*r)->mesh.empty() ? (*r)->mesh
                        : !mesh.empty()     ? mesh
@@ -387,7 +400,7 @@ TraceBuilder::localShape(const std::vector<int64_t> &shape, const Dist &dist,
   Impl &I = *pimpl;
   MeshOpInterface m = I.lookupMesh(mesh);
   if (!m)
-    return I.error({}, "unknown mesh '" + mesh + "'");
+    return I.error({}, "unknown mesh '" + mesh + "'", ErrorKind::Mesh);
   std::vector<int64_t> local = shape;
   SmallVector<int64_t> meshShape = m.getMeshShape();
   for (size_t i = 0; i < dist.split.size() && i < local.size(); ++i)
@@ -395,12 +408,15 @@ TraceBuilder::localShape(const std::vector<int64_t> &shape, const Dist &dist,
       int64_t idx = m.getDimIndex(name);
       if (idx < 0)
         return I.error({},
-                       "mesh '" + mesh + "' has no dimension '" + name + "'");
+                       "mesh '" + mesh + "' has no dimension '" + name + "'",
+                       ErrorKind::Mesh);
       if (local[i] % meshShape[idx] != 0)
-        return I.error({}, "dimension " + std::to_string(i) + " of size " +
-                               std::to_string(shape[i]) +
-                               " is not divisible by mesh dimension '" + name +
-                               "' of size " + std::to_string(meshShape[idx]));
+        return I.error({},
+                       "dimension " + std::to_string(i) + " of size " +
+                           std::to_string(shape[i]) +
+                           " is not divisible by mesh dimension '" + name +
+                           "' of size " + std::to_string(meshShape[idx]),
+                       ErrorKind::Sharding);
       local[i] /= meshShape[idx];
     }
   return local;

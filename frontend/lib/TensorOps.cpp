@@ -83,8 +83,10 @@ Result<Value> TraceBuilder::contract(Value a, Value b, SourceLoc loc) {
   int64_t m = sa[sa.size() - 2], kA = sa.back(), kB = sb[sb.size() - 2],
           n = sb.back();
   if (kA != kB)
-    return I.error(loc, "matmul shape mismatch: " + shapes + ": " +
-                            std::to_string(kA) + " != " + std::to_string(kB));
+    return I.error(loc,
+                   "matmul shape mismatch: " + shapes + ": " +
+                       std::to_string(kA) + " != " + std::to_string(kB),
+                   ErrorKind::Shape);
   std::vector<int64_t> ba(sa.begin(), sa.end() - 2),
       bb(sb.begin(), sb.end() - 2);
   size_t nb = std::max(ba.size(), bb.size());
@@ -93,8 +95,9 @@ Result<Value> TraceBuilder::contract(Value a, Value b, SourceLoc loc) {
     int64_t x = i < nb - ba.size() ? 1 : ba[i - (nb - ba.size())];
     int64_t y = i < nb - bb.size() ? 1 : bb[i - (nb - bb.size())];
     if (x != y && x != 1 && y != 1)
-      return I.error(loc, "matmul cannot broadcast the batch dimensions of " +
-                              shapes);
+      return I.error(
+          loc, "matmul cannot broadcast the batch dimensions of " + shapes,
+          ErrorKind::Shape);
     batch[i] = x == 1 ? y : x;
   }
   Result<Placed> placed = placeOperands(I, {a, b}, loc);
@@ -236,7 +239,8 @@ contractionOperands(TraceBuilder::Impl &I, Value a, Value b,
     return I.error(loc, what + " needs tensors, got " + I.typeStr(**ra) +
                             between + I.typeStr(**rb));
   if (elemOf(**ra).isInteger(1) || elemOf(**rb).isInteger(1))
-    return I.error(loc, "unsupported op: " + boolName + " of bool tensors");
+    return I.error(loc, "unsupported op: " + boolName + " of bool tensors",
+                   ErrorKind::Unsupported);
   return std::make_pair(*ra, *rb);
 }
 
@@ -264,12 +268,16 @@ Result<Value> TraceBuilder::matmul(Value a, Value b, SourceLoc loc) {
     return contract(a, b, loc);
   size_t k = sa.size() - 1;
   if (sa[k] != sb[k - 1])
-    return I.error(loc, "matmul shape mismatch: " + shapes + ": " +
-                            std::to_string(sa[k]) +
-                            " != " + std::to_string(sb[k - 1]));
+    return I.error(loc,
+                   "matmul shape mismatch: " + shapes + ": " +
+                       std::to_string(sa[k]) +
+                       " != " + std::to_string(sb[k - 1]),
+                   ErrorKind::Shape);
   if (batched && sa[0] != sb[0])
-    return I.error(loc, "batched matmul shape mismatch: " + shapes +
-                            ": batch sizes differ");
+    return I.error(loc,
+                   "batched matmul shape mismatch: " + shapes +
+                       ": batch sizes differ",
+                   ErrorKind::Shape);
   Result<Placed> placed = placeOperands(I, {a, b}, loc);
   if (!placed)
     return placed.status();
@@ -314,7 +322,8 @@ Result<Value> TraceBuilder::einsum(Value a, Value b, const std::string &labelsA,
     if (labels.size() != shape.size())
       return I.error(loc,
                      "einsum '" + spec + "': " + std::to_string(labels.size()) +
-                         " labels for an operand of shape " + shapeStr(shape));
+                         " labels for an operand of shape " + shapeStr(shape),
+                     ErrorKind::Shape);
     for (size_t i = 0; i < labels.size(); ++i) {
       char c = labels[i];
       if (!std::isalpha(static_cast<unsigned char>(c)) || labels.find(c) != i)
@@ -323,10 +332,11 @@ Result<Value> TraceBuilder::einsum(Value a, Value b, const std::string &labelsA,
                                 "' is not a letter or is repeated");
       auto [it, fresh] = size.emplace(c, shape[i]);
       if (!fresh && it->second != shape[i])
-        return I.error(loc, "einsum '" + spec + "': label '" +
-                                std::string(1, c) + "' has sizes " +
-                                std::to_string(it->second) + " and " +
-                                std::to_string(shape[i]));
+        return I.error(loc,
+                       "einsum '" + spec + "': label '" + std::string(1, c) +
+                           "' has sizes " + std::to_string(it->second) +
+                           " and " + std::to_string(shape[i]),
+                       ErrorKind::Shape);
     }
     return Status::ok();
   };
@@ -458,11 +468,14 @@ normalizeAxes(TraceBuilder::Impl &I, std::vector<int64_t> axes, int64_t rank,
     if (a < 0)
       a += rank;
     if (a < 0 || a >= rank)
-      return I.error(l, "axis " + std::to_string(orig) +
-                            " is out of range for a tensor of shape " +
-                            shapeStr(shape));
+      return I.error(l,
+                     "axis " + std::to_string(orig) +
+                         " is out of range for a tensor of shape " +
+                         shapeStr(shape),
+                     ErrorKind::Shape);
     if (!seen.insert(a).second)
-      return I.error(l, "axis " + std::to_string(orig) + " repeats");
+      return I.error(l, "axis " + std::to_string(orig) + " repeats",
+                     ErrorKind::Shape);
   }
   std::sort(axes.begin(), axes.end());
   return axes;
@@ -594,7 +607,8 @@ Result<Value> TraceBuilder::reshape(Value x, std::vector<int64_t> shape,
     // `np.float32(2).reshape((1,))`).
     Value t = I.scalarAsTensor(x, loc);
     if (t.id == x.id)
-      return I.error(loc, "reshape needs a tensor, got a scalar");
+      return I.error(loc, "reshape needs a tensor, got a scalar",
+                     ErrorKind::Shape);
     return reshape(t, std::move(shape), loc);
   }
   std::vector<int64_t> from = shapeOf((*r)->value);
@@ -604,10 +618,12 @@ Result<Value> TraceBuilder::reshape(Value x, std::vector<int64_t> shape,
   for (size_t i = 0; i < shape.size(); ++i) {
     if (shape[i] == -1) {
       if (inferred >= 0)
-        return I.error(loc, "reshape: only one dimension can be -1");
+        return I.error(loc, "reshape: only one dimension can be -1",
+                       ErrorKind::Shape);
       inferred = static_cast<int64_t>(i);
     } else if (shape[i] < 0) {
-      return I.error(loc, "reshape: negative dimension in " + shapeStr(shape));
+      return I.error(loc, "reshape: negative dimension in " + shapeStr(shape),
+                     ErrorKind::Shape);
     } else {
       known *= shape[i];
     }
@@ -617,9 +633,11 @@ Result<Value> TraceBuilder::reshape(Value x, std::vector<int64_t> shape,
   int64_t count = std::accumulate(shape.begin(), shape.end(), int64_t{1},
                                   std::multiplies<int64_t>());
   if (count != total || (inferred >= 0 && shape[inferred] < 0))
-    return I.error(loc, "cannot reshape a tensor of shape " + shapeStr(from) +
-                            " (" + std::to_string(total) +
-                            " elements) into shape " + shapeStr(shape));
+    return I.error(loc,
+                   "cannot reshape a tensor of shape " + shapeStr(from) + " (" +
+                       std::to_string(total) + " elements) into shape " +
+                       shapeStr(shape),
+                   ErrorKind::Shape);
   if (shape == from)
     return x;
   Result<Placed> placed = placeOperands(I, {x}, loc);
@@ -759,18 +777,22 @@ Result<Value> TraceBuilder::slice(Value x, std::vector<int64_t> offsets,
   std::vector<int64_t> from = shapeOf((*r)->value);
   size_t rank = from.size();
   if (offsets.size() != rank || sizes.size() != rank || strides.size() != rank)
-    return I.error(loc, "indexing a tensor of shape " + shapeStr(from) +
-                            " needs one slice per dimension");
+    return I.error(loc,
+                   "indexing a tensor of shape " + shapeStr(from) +
+                       " needs one slice per dimension",
+                   ErrorKind::Shape);
   for (size_t d = 0; d < rank; ++d) {
     if (strides[d] <= 0)
-      return I.error(loc, "unsupported: a slice step of " +
-                              std::to_string(strides[d]) +
-                              " (only positive steps)");
+      return I.error(loc,
+                     "unsupported: a slice step of " +
+                         std::to_string(strides[d]) + " (only positive steps)",
+                     ErrorKind::Unsupported);
     if (offsets[d] < 0 || sizes[d] < 0 ||
         (sizes[d] > 0 && offsets[d] + (sizes[d] - 1) * strides[d] >= from[d]))
-      return I.error(loc, "index out of range for dimension " +
-                              std::to_string(d) + " of size " +
-                              std::to_string(from[d]));
+      return I.error(loc,
+                     "index out of range for dimension " + std::to_string(d) +
+                         " of size " + std::to_string(from[d]),
+                     ErrorKind::Shape);
   }
   std::vector<int64_t> kept;
   for (size_t d = 0; d < rank; ++d) {
@@ -783,8 +805,10 @@ Result<Value> TraceBuilder::slice(Value x, std::vector<int64_t> offsets,
   }
   for (int64_t s : kept)
     if (s == 0)
-      return I.error(loc, "unsupported: an empty slice (a dimension of size "
-                          "0)");
+      return I.error(loc,
+                     "unsupported: an empty slice (a dimension of size "
+                     "0)",
+                     ErrorKind::Unsupported);
   Result<Placed> placed = placeOperands(I, {x}, loc);
   if (!placed)
     return placed.status();
@@ -839,12 +863,15 @@ Result<Value> TraceBuilder::gather(Value x, Value indices, int64_t axis,
   std::vector<int64_t> from = shapeOf((*r)->value), idx = shapeOf((*ri)->value);
   int64_t rank = static_cast<int64_t>(from.size());
   if (rank == 0)
-    return I.error(loc, "take cannot index a zero-dimensional tensor");
+    return I.error(loc, "take cannot index a zero-dimensional tensor",
+                   ErrorKind::Shape);
   int64_t a = axis < 0 ? axis + rank : axis;
   if (a < 0 || a >= rank)
-    return I.error(loc, "axis " + std::to_string(axis) +
-                            " is out of range for a tensor of rank " +
-                            std::to_string(rank));
+    return I.error(loc,
+                   "axis " + std::to_string(axis) +
+                       " is out of range for a tensor of rank " +
+                       std::to_string(rank),
+                   ErrorKind::Shape);
   int64_t n = from[a];
   if (n == 0)
     return I.error(loc, "cannot take from an empty dimension");
@@ -853,9 +880,11 @@ Result<Value> TraceBuilder::gather(Value x, Value indices, int64_t axis,
     for (int64_t d = 0; same && d < rank; ++d)
       same = d == a || idx[d] == from[d];
     if (!same)
-      return I.error(loc, "take_along_axis needs indices of the tensor's "
-                          "shape except along the axis, got " +
-                              I.typeStr(**ri) + " for " + I.typeStr(**r));
+      return I.error(loc,
+                     "take_along_axis needs indices of the tensor's "
+                     "shape except along the axis, got " +
+                         I.typeStr(**ri) + " for " + I.typeStr(**r),
+                     ErrorKind::Shape);
   }
   if (elemOf(**r).isInteger(1)) {
     // Boolean tensors are bytes in kernels; the gather reads int32 ones.
@@ -876,8 +905,10 @@ Result<Value> TraceBuilder::gather(Value x, Value indices, int64_t axis,
   }
   for (int64_t s : out)
     if (s == 0)
-      return I.error(loc, "unsupported: an empty gather (a dimension of "
-                          "size 0)");
+      return I.error(loc,
+                     "unsupported: an empty gather (a dimension of "
+                     "size 0)",
+                     ErrorKind::Unsupported);
   Result<Placed> placed = placeOperands(I, {x, indices}, loc);
   if (!placed)
     return placed.status();
@@ -985,20 +1016,25 @@ Result<Value> TraceBuilder::scatter(Value values, Value indices, int64_t n,
   int64_t rank = along ? vr : vr - k + 1;
   int64_t a = axis < 0 ? axis + rank : axis;
   if (rank <= 0 || a < 0 || a >= rank)
-    return I.error(loc, "axis " + std::to_string(axis) +
-                            " is out of range for a result of rank " +
-                            std::to_string(std::max<int64_t>(rank, 0)));
+    return I.error(loc,
+                   "axis " + std::to_string(axis) +
+                       " is out of range for a result of rank " +
+                       std::to_string(std::max<int64_t>(rank, 0)),
+                   ErrorKind::Shape);
   bool fits = along ? idx == vals
                     : std::equal(idx.begin(), idx.end(), vals.begin() + a);
   if (!fits)
-    return I.error(loc, std::string("scatter_add") + (along ? "_along" : "") +
-                            ": values " + I.typeStr(**r) +
-                            " do not match indices " + I.typeStr(**ri) +
-                            " at axis " + std::to_string(a));
+    return I.error(loc,
+                   std::string("scatter_add") + (along ? "_along" : "") +
+                       ": values " + I.typeStr(**r) + " do not match indices " +
+                       I.typeStr(**ri) + " at axis " + std::to_string(a),
+                   ErrorKind::Shape);
   for (int64_t s : vals)
     if (s == 0)
-      return I.error(loc, "unsupported: an empty scatter (a dimension of "
-                          "size 0)");
+      return I.error(loc,
+                     "unsupported: an empty scatter (a dimension of "
+                     "size 0)",
+                     ErrorKind::Unsupported);
   // Loops: the result's dimensions (i, the row added into, at a), then the
   // index dimensions, summed. take: values = pre + idx + post; along: the
   // one index dimension is the result's axis.
@@ -1110,27 +1146,34 @@ Result<Value> TraceBuilder::concatenate(const std::vector<Value> &parts,
     shapes.push_back(shapeOf((*r)->value));
     Type e = elemOf(**r);
     if (elem && e != elem)
-      return I.error(loc, "dtype mismatch in concatenate: " +
-                              I.typeStr(I.values[parts[0].id]) + " and " +
-                              I.typeStr(**r) + " (cast one of them)");
+      return I.error(
+          loc,
+          "dtype mismatch in concatenate: " + I.typeStr(I.values[parts[0].id]) +
+              " and " + I.typeStr(**r) + " (cast one of them)",
+          ErrorKind::Shape);
     elem = e;
   }
   int64_t rank = static_cast<int64_t>(shapes[0].size());
   if (rank == 0)
-    return I.error(loc, "zero-dimensional tensors cannot be concatenated");
+    return I.error(loc, "zero-dimensional tensors cannot be concatenated",
+                   ErrorKind::Shape);
   int64_t a = axis < 0 ? axis + rank : axis;
   if (a < 0 || a >= rank)
-    return I.error(loc, "axis " + std::to_string(axis) +
-                            " is out of range for tensors of rank " +
-                            std::to_string(rank));
+    return I.error(loc,
+                   "axis " + std::to_string(axis) +
+                       " is out of range for tensors of rank " +
+                       std::to_string(rank),
+                   ErrorKind::Shape);
   for (const auto &s : shapes) {
     bool same = static_cast<int64_t>(s.size()) == rank;
     for (int64_t d = 0; same && d < rank; ++d)
       same = d == a || s[d] == shapes[0][d];
     if (!same)
-      return I.error(loc, "concatenate: shapes " + shapeStr(shapes[0]) +
-                              " and " + shapeStr(s) + " differ outside axis " +
-                              std::to_string(a));
+      return I.error(loc,
+                     "concatenate: shapes " + shapeStr(shapes[0]) + " and " +
+                         shapeStr(s) + " differ outside axis " +
+                         std::to_string(a),
+                     ErrorKind::Shape);
   }
   if (parts.size() == 1)
     return parts[0];
@@ -1163,10 +1206,12 @@ Result<Value> TraceBuilder::transpose(Value x, std::vector<int64_t> perm,
   std::vector<int64_t> iota(rank);
   std::iota(iota.begin(), iota.end(), 0);
   if (sorted != iota)
-    return I.error(loc, "transpose: " + shapeStr(perm) +
-                            " is not a permutation of the dimensions of a "
-                            "tensor of shape " +
-                            shapeStr(from));
+    return I.error(loc,
+                   "transpose: " + shapeStr(perm) +
+                       " is not a permutation of the dimensions of a "
+                       "tensor of shape " +
+                       shapeStr(from),
+                   ErrorKind::Shape);
   for (int64_t &p : perm)
     if (p < 0)
       p += rank;

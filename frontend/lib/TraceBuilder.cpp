@@ -103,15 +103,17 @@ Location TraceBuilder::Impl::loc(const SourceLoc &l) {
   return FileLineColLoc::get(&ctx, l.file, l.line, l.col);
 }
 
-Status TraceBuilder::Impl::error(const SourceLoc &l,
-                                 std::string message) const {
-  return Status(StatusCode::InvalidArgument, std::move(message), l);
+Status TraceBuilder::Impl::error(const SourceLoc &l, std::string message,
+                                 ErrorKind kind) const {
+  return Status(StatusCode::InvalidArgument, std::move(message), l, kind);
 }
 
 Status TraceBuilder::Impl::dtypeError(const SourceLoc &l, DType dtype) const {
-  return error(l, std::string("element type ") + dtypeName(dtype) +
-                      " cannot be traced (supported: float32, float16, "
-                      "bfloat16, int32, bool)");
+  return error(l,
+               std::string("element type ") + dtypeName(dtype) +
+                   " cannot be traced (supported: float32, float16, "
+                   "bfloat16, int32, bool)",
+               ErrorKind::Unsupported);
 }
 
 std::string
@@ -124,15 +126,14 @@ TraceBuilder::Impl::collectDiagnostics(llvm::function_ref<void()> fn) {
         return success();
       }
       llvm::raw_string_ostream os(text);
-      if (!text.empty())
-        os << "\n";
-      os << diag.getLocation() << ": " << diag.str();
-      for (Diagnostic &note : diag.getNotes())
-        os << "\n  note: " << note.str();
+      printDiagnostic(diag, os);
       return success();
     });
     fn();
   }
+  // (Joined into one message: no newline after the last.)
+  if (!text.empty() && text.back() == '\n')
+    text.pop_back();
   return text;
 }
 
@@ -297,22 +298,26 @@ Status TraceBuilder::declareMesh(const std::string &name,
                                  SourceLoc loc) {
   Impl &I = *pimpl;
   if (!isIdentifier(name))
-    return I.error(loc, "invalid mesh name '" + name + "'");
+    return I.error(loc, "invalid mesh name '" + name + "'", ErrorKind::Mesh);
   if (Status room = I.makeRoomFor(name, loc); !room.isOk())
     return room;
   if (dims.empty())
-    return I.error(loc, "a mesh needs at least one dimension");
+    return I.error(loc, "a mesh needs at least one dimension", ErrorKind::Mesh);
   SmallVector<StringRef> names;
   SmallVector<int64_t> shape;
   std::set<std::string> seen;
   for (const MeshDim &d : dims) {
     if (!isIdentifier(d.name))
-      return I.error(loc, "invalid mesh dimension name '" + d.name + "'");
+      return I.error(loc, "invalid mesh dimension name '" + d.name + "'",
+                     ErrorKind::Mesh);
     if (!seen.insert(d.name).second)
-      return I.error(loc, "mesh dimension '" + d.name + "' appears twice");
+      return I.error(loc, "mesh dimension '" + d.name + "' appears twice",
+                     ErrorKind::Mesh);
     if (d.size < 1)
-      return I.error(loc, "mesh dimension '" + d.name + "' has size " +
-                              std::to_string(d.size) + "; sizes must be >= 1");
+      return I.error(loc,
+                     "mesh dimension '" + d.name + "' has size " +
+                         std::to_string(d.size) + "; sizes must be >= 1",
+                     ErrorKind::Mesh);
     names.push_back(d.name);
     shape.push_back(d.size);
   }
@@ -331,12 +336,12 @@ Status TraceBuilder::declareSlice(const std::string &name,
                                   SourceLoc loc) {
   Impl &I = *pimpl;
   if (!isIdentifier(name))
-    return I.error(loc, "invalid mesh name '" + name + "'");
+    return I.error(loc, "invalid mesh name '" + name + "'", ErrorKind::Mesh);
   if (Status room = I.makeRoomFor(name, loc); !room.isOk())
     return room;
   MeshOpInterface p = I.lookupMesh(parent);
   if (!p)
-    return I.error(loc, "unknown mesh '" + parent + "'");
+    return I.error(loc, "unknown mesh '" + parent + "'", ErrorKind::Mesh);
   SmallVector<StringRef> dims = p.getDimNames();
   SmallVector<int64_t> shape = p.getMeshShape();
   SmallVector<int64_t> starts(dims.size(), 0), ends(shape);
@@ -347,16 +352,20 @@ Status TraceBuilder::declareSlice(const std::string &name,
   for (const DimRange &r : ranges) {
     int64_t idx = p.getDimIndex(r.name);
     if (idx < 0)
-      return I.error(loc, "mesh '" + parent + "' has no dimension '" + r.name +
-                              "' (its dimensions: " + joinNames(dimNames) +
-                              ")");
+      return I.error(loc,
+                     "mesh '" + parent + "' has no dimension '" + r.name +
+                         "' (its dimensions: " + joinNames(dimNames) + ")",
+                     ErrorKind::Mesh);
     if (!seen.insert(r.name).second)
-      return I.error(loc, "dimension '" + r.name + "' is sliced twice");
+      return I.error(loc, "dimension '" + r.name + "' is sliced twice",
+                     ErrorKind::Mesh);
     if (r.start < 0 || r.end > shape[idx] || r.start >= r.end)
-      return I.error(loc, "slice " + std::to_string(r.start) + ":" +
-                              std::to_string(r.end) + " of dimension '" +
-                              r.name + "' (size " + std::to_string(shape[idx]) +
-                              ") is empty or out of range");
+      return I.error(loc,
+                     "slice " + std::to_string(r.start) + ":" +
+                         std::to_string(r.end) + " of dimension '" + r.name +
+                         "' (size " + std::to_string(shape[idx]) +
+                         ") is empty or out of range",
+                     ErrorKind::Mesh);
     starts[idx] = r.start;
     ends[idx] = r.end;
   }
@@ -381,7 +390,7 @@ Result<std::vector<MeshDim>>
 TraceBuilder::meshDims(const std::string &name) const {
   MeshOpInterface m = pimpl->lookupMesh(name);
   if (!m)
-    return pimpl->error({}, "unknown mesh '" + name + "'");
+    return pimpl->error({}, "unknown mesh '" + name + "'", ErrorKind::Mesh);
   std::vector<MeshDim> dims;
   SmallVector<int64_t> shape = m.getMeshShape();
   SmallVector<StringRef> names = m.getDimNames();
@@ -409,12 +418,13 @@ TraceBuilder::beginFunction(const std::string &name,
                            ? I.freshSymbol(name + "_fn")
                            : name;
   if (!defaultMesh.empty() && !I.lookupMesh(defaultMesh))
-    return I.error(loc, "unknown mesh '" + defaultMesh + "'");
+    return I.error(loc, "unknown mesh '" + defaultMesh + "'", ErrorKind::Mesh);
   SmallVector<Type> types;
   for (const ArgType &a : args) {
     for (int64_t d : a.shape)
       if (d < 0)
-        return I.error(loc, "argument shapes must be static and non-negative");
+        return I.error(loc, "argument shapes must be static and non-negative",
+                       ErrorKind::Shape);
     if (!isTraceableDType(a.dtype))
       return I.dtypeError(loc, a.dtype);
     types.push_back(I.typeOf(a));
@@ -514,10 +524,12 @@ Status TraceBuilder::endFunction(const std::vector<Value> &results,
       continue;
     }
     if (!placed((*r)->value))
-      return I.error(loc, "unsupported: a result computed from constants "
-                          "alone (mc.zeros, mc.arange, numpy arrays...); "
-                          "compute it with numpy outside the function, or "
-                          "combine it with an argument");
+      return I.error(loc,
+                     "unsupported: a result computed from constants "
+                     "alone (mc.zeros, mc.arange, numpy arrays...); "
+                     "compute it with numpy outside the function, or "
+                     "combine it with an argument",
+                     ErrorKind::Unsupported);
     auto fetch = FetchOp::create(I.b, I.loc(loc), (*r)->value, (*r)->mesh);
     outs.push_back(fetch.getResult());
   }

@@ -76,7 +76,10 @@ struct TraceBuilder::Impl {
   //===--- Helpers ----------------------------------------------------===//
 
   mlir::Location loc(const SourceLoc &l);
-  Status error(const SourceLoc &l, std::string message) const;
+  /// An error in the user's program at `l`, of `kind` (the exception class
+  /// Python raises: ShapeError for ErrorKind::Shape, ...).
+  Status error(const SourceLoc &l, std::string message,
+               ErrorKind kind = ErrorKind::Program) const;
   /// "element type int64 cannot be traced (...)".
   Status dtypeError(const SourceLoc &l, DType dtype) const;
   /// Runs `fn` collecting MLIR diagnostics; returns them joined.

@@ -728,9 +728,9 @@ LogicalResult DebugPrintOp::verify() {
                 "integer and bool element types";
   }
   std::vector<printfmt::Piece> pieces;
-  std::string error;
-  if (!printfmt::parse(getFormat(), getValues().size(), pieces, error))
-    return emitOpError("format: ") << error;
+  if (Status bad = printfmt::parse(getFormat(), getValues().size(), pieces);
+      !bad)
+    return emitOpError("format: ") << bad.message();
   return success();
 }
 

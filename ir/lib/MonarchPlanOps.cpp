@@ -293,9 +293,9 @@ LogicalResult PrintBuffersOp::verify() {
     if (!isa<BufferAttr>(a))
       return emitOpError("operand #") << i << " is not a #monarch.buf";
   std::vector<printfmt::Piece> pieces;
-  std::string error;
-  if (!printfmt::parse(getFormat(), getBuffers().size(), pieces, error))
-    return emitOpError("format: ") << error;
+  if (Status bad = printfmt::parse(getFormat(), getBuffers().size(), pieces);
+      !bad)
+    return emitOpError("format: ") << bad.message();
   return success();
 }
 

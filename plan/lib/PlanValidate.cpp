@@ -359,12 +359,12 @@ private:
       return buffer(in.stateBuffer.buffer, arena, where);
     case InstrKind::PrintBuffers: {
       std::vector<printfmt::Piece> pieces;
-      std::string error;
-      if (in.print.format.size() > (1u << 16) ||
-          !printfmt::parse(in.print.format, in.print.buffers.size(), pieces,
-                           error))
-        return invalid(where + ": print format: " +
-                       (error.empty() ? "longer than 64 KiB" : error));
+      if (in.print.format.size() > (1u << 16))
+        return invalid(where + ": print format: longer than 64 KiB");
+      if (Status bad =
+              printfmt::parse(in.print.format, in.print.buffers.size(), pieces);
+          !bad)
+        return invalid(where + ": print format: " + bad.message());
       for (const Buffer &b : in.print.buffers)
         if (Status s = buffer(b, arena, where); !s)
           return s;

@@ -6,7 +6,6 @@ being evaluated (Python 3.11 code positions).
 """
 import itertools
 import os
-import re
 import sys
 
 from . import errors
@@ -73,19 +72,14 @@ def def_loc(fn):
     return (code.co_filename, code.co_firstlineno, 1)
 
 
-_DIAG = re.compile(r"^(.*):(\d+):(\d+): error: (.*)$", re.S)
-
-
 def convert(err, loc=None):
-    """A TraceError for a NativeError (whose message names its location)."""
-    text = str(err)
-    m = _DIAG.match(text)
-    if m:
-        file, line, col, message = m.group(1), int(m.group(2)), int(m.group(3)), m.group(4)
+    """The TraceError of a NativeError's kind, at the NativeError's location
+    (`loc` where it has none)."""
+    if err.file:
+        file, line, col = err.file, err.line, err.col
     else:
-        message = text[len("error: "):] if text.startswith("error: ") else text
         file, line, col = loc if loc else (None, None, None)
-    return errors.classify(message)(message, file, line, col)
+    return errors.for_kind(err.kind)(err.message, file, line, col)
 
 
 def call(fn, *args, loc=None):

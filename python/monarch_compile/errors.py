@@ -72,15 +72,17 @@ def format_diagnostic(message, file, line, col):
     return f"{head}\n    {stripped}\n    {caret}^"
 
 
-def classify(message):
-    """The exception class for a native error message."""
-    m = message.lower()
-    if "not divisible" in m or "cannot split" in m or "sharded" in m:
-        return ShardingError
-    if "has no dimension" in m or "unknown mesh" in m or "mesh" in m and "unknown" in m:
-        return MeshError
-    if "unsupported" in m:
-        return UnsupportedError
-    if "shape" in m or "broadcast" in m or "mismatch" in m or "reshape" in m:
-        return ShapeError
-    return TraceError
+# The exception class of each kind of native error (ErrorKind in
+# support/include/monarch/Support/Status.h, by its name).
+_BY_KIND = {
+    "shape": ShapeError,
+    "sharding": ShardingError,
+    "mesh": MeshError,
+    "unsupported": UnsupportedError,
+}
+
+
+def for_kind(kind):
+    """The exception class of a native error of `kind` (TraceError for a
+    mistake of no narrower kind)."""
+    return _BY_KIND.get(kind, TraceError)

@@ -3,8 +3,11 @@
 // The one native extension of `monarch_compile` (module `_monarch_native`):
 // a thin nanobind layer over monarch::frontend::TraceBuilder. Values are
 // integer handles, source locations are (file, line, col) tuples, and every
-// error value becomes a `NativeError` whose message starts with
-// `file:line:col: error:`. Built with exceptions; it includes only the
+// error value becomes a `NativeError` carrying the Status whole: its
+// attributes `code` and `kind` (the names of StatusCode and ErrorKind),
+// `file`, `line`, `col` (None, 0, 0 without a location) and `message`, and
+// `str()` the diagnostic `file:line:col: error: message`. Python classes it
+// by `kind`, never by its text. Built with exceptions; it includes only the
 // standard-library header of the frontend, never MLIR.
 //
 //===----------------------------------------------------------------------===//
@@ -29,9 +32,19 @@ using monarch::parseDType;
 
 namespace {
 
+/// A Status thrown across the binding; translated to Python's NativeError
+/// with its fields as attributes (see the module's registration).
 struct NativeError : std::runtime_error {
-  using std::runtime_error::runtime_error;
+  explicit NativeError(monarch::Status status)
+      : std::runtime_error(status.str()), status(std::move(status)) {}
+  monarch::Status status;
 };
+
+/// An argument the binding itself refuses (an unknown op name, dtype...).
+[[noreturn]] void refuse(std::string message, monarch::ErrorKind kind) {
+  throw NativeError(monarch::Status(monarch::StatusCode::InvalidArgument,
+                                    std::move(message), {}, kind));
+}
 
 using Loc = std::tuple<std::string, unsigned, unsigned>;
 using PyArg = std::tuple<std::vector<int64_t>, std::string, bool>;
@@ -42,7 +55,7 @@ SourceLoc toLoc(const Loc &l) {
   return {std::get<0>(l), std::get<1>(l), std::get<2>(l)};
 }
 
-[[noreturn]] void fail(const Status &e) { throw NativeError(e.str()); }
+[[noreturn]] void fail(const Status &e) { throw NativeError(e); }
 
 template <typename T> T check(Result<T> r) {
   if (!r)
@@ -58,16 +71,17 @@ void check(const Status &s) {
 DType toDType(const std::string &name) {
   std::optional<DType> d = parseDType(name);
   if (!d || !isTraceableDType(*d))
-    throw NativeError("error: unsupported dtype '" + name +
-                      "' (supported: float32, float16, bfloat16, int32)");
+    refuse("unsupported dtype '" + name +
+               "' (supported: float32, float16, bfloat16, int32)",
+           monarch::ErrorKind::Unsupported);
   return *d;
 }
 
 ReduceKind toReduce(const std::string &name) {
   std::optional<ReduceKind> k = parseReduceKind(name);
   if (!k)
-    throw NativeError("error: unknown reduction '" + name +
-                      "' (sum, prod, max, min, avg)");
+    refuse("unknown reduction '" + name + "' (sum, prod, max, min, avg)",
+           monarch::ErrorKind::Program);
   return *k;
 }
 
@@ -133,7 +147,7 @@ UnaryOp toUnary(const std::string &n) {
   for (auto &[name, op] : table)
     if (n == name)
       return op;
-  throw NativeError("error: unsupported op '" + n + "'");
+  refuse("unsupported op '" + n + "'", monarch::ErrorKind::Unsupported);
 }
 
 BinaryOp toBinary(const std::string &n) {
@@ -146,7 +160,7 @@ BinaryOp toBinary(const std::string &n) {
   for (auto &[name, op] : table)
     if (n == name)
       return op;
-  throw NativeError("error: unsupported op '" + n + "'");
+  refuse("unsupported op '" + n + "'", monarch::ErrorKind::Unsupported);
 }
 
 CompareOp toCompare(const std::string &n) {
@@ -156,7 +170,7 @@ CompareOp toCompare(const std::string &n) {
   for (auto &[name, op] : table)
     if (n == name)
       return op;
-  throw NativeError("error: unsupported comparison '" + n + "'");
+  refuse("unsupported comparison '" + n + "'", monarch::ErrorKind::Unsupported);
 }
 
 ReduceOp toReduceOp(const std::string &n) {
@@ -170,7 +184,38 @@ ReduceOp toReduceOp(const std::string &n) {
     return ReduceOp::Min;
   if (n == "prod")
     return ReduceOp::Prod;
-  throw NativeError("error: unsupported reduction '" + n + "'");
+  refuse("unsupported reduction '" + n + "'", monarch::ErrorKind::Unsupported);
+}
+
+/// Python's NativeError (an Exception subclass), made once at import.
+PyObject *nativeErrorType = nullptr;
+
+/// Registers NativeError and the translation of a thrown NativeError into
+/// one carrying the Status's fields as attributes.
+void bindNativeError(nb::module_ &m) {
+  nativeErrorType = PyErr_NewException("_monarch_native.NativeError",
+                                       PyExc_Exception, nullptr);
+  m.attr("NativeError") = nb::borrow(nativeErrorType);
+  nb::register_exception_translator([](const std::exception_ptr &p, void *) {
+    try {
+      std::rethrow_exception(p);
+    } catch (const NativeError &e) {
+      const monarch::Status &s = e.status;
+      nb::object err =
+          nb::steal(PyObject_CallFunction(nativeErrorType, "s", e.what()));
+      if (!err.is_valid())
+        return; // (the call's own error stays set)
+      err.attr("code") = nb::str(monarch::statusCodeName(s.code()));
+      err.attr("kind") = nb::str(monarch::errorKindName(s.kind()));
+      err.attr("file") = s.loc().file.empty()
+                             ? nb::none()
+                             : nb::object(nb::str(s.loc().file.c_str()));
+      err.attr("line") = nb::int_(s.loc().line);
+      err.attr("col") = nb::int_(s.loc().col);
+      err.attr("message") = nb::str(s.message().c_str());
+      PyErr_SetObject(nativeErrorType, err.ptr());
+    }
+  });
 }
 
 } // namespace
@@ -182,7 +227,7 @@ void bindKnobs(nb::module_ &m);
 
 NB_MODULE(_monarch_native, m) {
   m.doc() = "Native TraceBuilder of monarch_compile (see frontend/)";
-  nb::exception<NativeError>(m, "NativeError");
+  bindNativeError(m);
   bindExecutor(m);
   bindKnobs(m);
 

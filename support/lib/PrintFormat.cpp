@@ -359,7 +359,13 @@ struct Spec {
   char type = 0;
 };
 
-bool parseSpec(std::string_view s, Spec &spec, std::string &error) {
+/// A format the user wrote wrong (ErrorKind::Program).
+Status malformed(std::string message) {
+  return Status(StatusCode::InvalidArgument, std::move(message), {},
+                ErrorKind::Program);
+}
+
+Status parseSpec(std::string_view s, Spec &spec) {
   size_t i = 0;
   auto isAlign = [](char c) {
     return c == '<' || c == '>' || c == '^' || c == '=';
@@ -381,34 +387,34 @@ bool parseSpec(std::string_view s, Spec &spec, std::string &error) {
   while (i < s.size() && s[i] >= '0' && s[i] <= '9') {
     spec.width = spec.width * 10 + (s[i++] - '0');
     if (spec.width > 1000) {
-      error = "width in '" + std::string(s) + "' is too large";
-      return false;
+      return malformed("width in '" + std::string(s) + "' is too large");
     }
   }
   if (i < s.size() && s[i] == '.') {
     ++i;
     if (i >= s.size() || s[i] < '0' || s[i] > '9') {
-      error = "format spec '" + std::string(s) + "' has a '.' without digits";
-      return false;
+      return malformed("format spec '" + std::string(s) +
+                       "' has a '.' without digits");
     }
     spec.precision = 0;
     while (i < s.size() && s[i] >= '0' && s[i] <= '9') {
       spec.precision = spec.precision * 10 + (s[i++] - '0');
       if (spec.precision > 100) {
-        error = "precision in '" + std::string(s) + "' is too large";
-        return false;
+        return malformed("precision in '" + std::string(s) + "' is too large");
       }
     }
   }
   if (i < s.size() && std::strchr("eEfFgG%d", s[i]) && s[i] != 0)
     spec.type = s[i++];
   if (i != s.size()) {
-    error = "unsupported format spec '" + std::string(s) +
-            "' (supported: [[fill]align][sign][0][width][.precision]"
-            "[e|E|f|F|g|G|%|d])";
-    return false;
+    // (Python's format() may take it: what this printer lacks.)
+    return Status(StatusCode::InvalidArgument,
+                  "unsupported format spec '" + std::string(s) +
+                      "' (supported: [[fill]align][sign][0][width][.precision]"
+                      "[e|E|f|F|g|G|%|d])",
+                  {}, ErrorKind::Unsupported);
   }
-  return true;
+  return Status();
 }
 
 std::string applySpec(DType dtype, const char *p, const Spec &spec) {
@@ -528,13 +534,13 @@ struct ArrayPrinter {
 
 } // namespace
 
-bool validSpec(std::string_view spec, std::string &error) {
+Status validSpec(std::string_view spec) {
   Spec s;
-  return parseSpec(spec, s, error);
+  return parseSpec(spec, s);
 }
 
-bool parse(std::string_view format, size_t numValues,
-           std::vector<Piece> &pieces, std::string &error) {
+Status parse(std::string_view format, size_t numValues,
+             std::vector<Piece> &pieces) {
   pieces.clear();
   Piece cur;
   for (size_t i = 0; i < format.size(); ++i) {
@@ -545,9 +551,8 @@ bool parse(std::string_view format, size_t numValues,
         ++i;
         continue;
       }
-      error = "single '}' in the format at offset " + std::to_string(i) +
-              " (write '}}' for a brace)";
-      return false;
+      return malformed("single '}' in the format at offset " +
+                       std::to_string(i) + " (write '}}' for a brace)");
     }
     if (c != '{') {
       cur.literal += c;
@@ -560,8 +565,8 @@ bool parse(std::string_view format, size_t numValues,
     }
     size_t close = format.find('}', i);
     if (close == std::string_view::npos) {
-      error = "unclosed '{' in the format at offset " + std::to_string(i);
-      return false;
+      return malformed("unclosed '{' in the format at offset " +
+                       std::to_string(i));
     }
     std::string_view field = format.substr(i + 1, close - i - 1);
     size_t colon = field.find(':');
@@ -571,19 +576,17 @@ bool parse(std::string_view format, size_t numValues,
                                 : field.substr(colon + 1);
     if (index.empty() || index.size() > 6 ||
         index.find_first_not_of("0123456789") != std::string_view::npos) {
-      error = "format field '{" + std::string(field) +
-              "}' does not name a value by position";
-      return false;
+      return malformed("format field '{" + std::string(field) +
+                       "}' does not name a value by position");
     }
     int value = std::atoi(std::string(index).c_str());
     if (static_cast<size_t>(value) >= numValues) {
-      error = "format field '{" + std::string(field) + "}' names value " +
-              std::to_string(value) + ", but there are " +
-              std::to_string(numValues);
-      return false;
+      return malformed("format field '{" + std::string(field) +
+                       "}' names value " + std::to_string(value) +
+                       ", but there are " + std::to_string(numValues));
     }
-    if (!validSpec(spec, error))
-      return false;
+    if (Status bad = validSpec(spec); !bad)
+      return bad;
     cur.value = value;
     cur.spec = std::string(spec);
     pieces.push_back(std::move(cur));
@@ -592,13 +595,12 @@ bool parse(std::string_view format, size_t numValues,
   }
   if (!cur.literal.empty())
     pieces.push_back(std::move(cur));
-  return true;
+  return Status();
 }
 
 std::string formatValue(const ValueView &value, std::string_view specText) {
   Spec spec;
-  std::string ignored;
-  if (!parseSpec(specText, spec, ignored))
+  if (!parseSpec(specText, spec))
     spec = Spec();
   size_t elem = dtypeSize(value.dtype);
   const char *p = static_cast<const char *>(value.data);

@@ -322,12 +322,12 @@ loadRankPrograms(const std::string &planBytes, int worldRank, int worldSize) {
         instr.kind = OpKind::Print;
         for (const pm::Buffer &b : in.print.buffers)
           instr.ins.push_back(buffer(b));
-        std::string error;
-        if (!printfmt::parse(in.print.format, in.print.buffers.size(),
-                             instr.printFormat, error))
+        if (Status bad = printfmt::parse(
+                in.print.format, in.print.buffers.size(), instr.printFormat);
+            !bad)
           return Status(StatusCode::InvalidArgument, "plan @" + step.symbol +
                                                          ": " + instr.name +
-                                                         ": " + error);
+                                                         ": " + bad.message());
         break;
       }
       }

@@ -391,3 +391,41 @@ def test_every_builder_call_is_a_primitive():
     with _trace.Trace("t") as t:
         with pytest.raises(mc.MonarchError, match="'made_up' has no primitive"):
             t.call("made_up")
+
+
+def test_native_errors_carry_their_status():
+    # The extension hands a Status over whole: its code, its kind, where the
+    # user caused it and the message, with the diagnostic as its text.
+    from monarch_compile._native import NativeError, TraceBuilder
+
+    t = TraceBuilder()
+    with pytest.raises(NativeError) as e:
+        t.declare_mesh("m", [("gpus", 0)], ("user.py", 7, 9))
+    err = e.value
+    assert (err.code, err.kind) == ("InvalidArgument", "mesh")
+    assert (err.file, err.line, err.col) == ("user.py", 7, 9)
+    assert err.message == "mesh dimension 'gpus' has size 0; sizes must be >= 1"
+    assert str(err) == f"user.py:7:9: error: {err.message}"
+    # The binding's own refusals carry no location.
+    with pytest.raises(NativeError) as e:
+        t.unary("nope", 0, ("user.py", 1, 1))
+    assert (e.value.kind, e.value.file) == ("unsupported", None)
+    assert str(e.value) == "error: unsupported op 'nope'"
+
+
+def test_errors_are_classed_by_kind_not_by_their_words():
+    # Each kind is one class, whatever the message says: an axis out of
+    # range is a ShapeError though its words name no shape.
+    @mc.compile(mesh=mesh)
+    def f(x, i):
+        return mc.take(x, i, axis=5)  # ERR:take-axis
+
+    with pytest.raises(mc.ShapeError) as e:
+        f.ir("traced", f32(4, 4), np.zeros(2, np.int32))
+    msg = check(e, "take-axis")
+    assert "axis 5 is out of range for a tensor of rank 2" in msg
+    from monarch_compile import errors
+
+    assert errors.for_kind("sharding") is mc.ShardingError
+    assert errors.for_kind("program") is mc.TraceError
+    assert not hasattr(errors, "classify")

@@ -42,6 +42,10 @@ protected:
   std::string err(const Status &s) {
     return s ? std::string("<no error>") : s.status().message();
   }
+  /// The kind of a failed result (Unspecified when it succeeded).
+  template <typename T> ErrorKind kind(const Result<T> &r) {
+    return r ? ErrorKind::Unspecified : r.status().kind();
+  }
 
   TraceBuilder tb;
 };
@@ -157,6 +161,16 @@ TEST_F(TraceBuilderTest, ShapeErrorsAreValues) {
       contains(err(tb.transpose(args[0], {0, 0})), "is not a permutation"));
   EXPECT_TRUE(contains(err(tb.reduce(ReduceOp::Sum, args[0], {2})),
                        "axis 2 is out of range"));
+  // Each says its kind, which callers class it by (Python: ShapeError).
+  EXPECT_EQ(bad.status().kind(), ErrorKind::Shape);
+  EXPECT_EQ(kind(tb.binary(BinaryOp::Add, args[0], args[1])), ErrorKind::Shape);
+  EXPECT_EQ(kind(tb.reshape(args[0], {5, 7})), ErrorKind::Shape);
+  EXPECT_EQ(kind(tb.transpose(args[0], {0, 0})), ErrorKind::Shape);
+  EXPECT_EQ(kind(tb.reduce(ReduceOp::Sum, args[0], {2})), ErrorKind::Shape);
+  // Context keeps the kind and the location.
+  Status wrapped = bad.status().withContext("while tracing f");
+  EXPECT_EQ(wrapped.kind(), ErrorKind::Shape);
+  EXPECT_EQ(wrapped.loc().line, 12u);
   // After the errors, tracing goes on and the module verifies.
   auto ok = tb.matmul(args[0], args[2]);
   ASSERT_TRUE(ok.isOk());
@@ -173,6 +187,9 @@ TEST_F(TraceBuilderTest, ShardingErrors) {
             "mesh 'mesh' has no dimension 'gpu' (its dimensions: hosts, gpus)");
   EXPECT_TRUE(contains(err(tb.shard(args[0], {{"gpus", 2}})),
                        "tensor dimension 2 is out of range"));
+  EXPECT_EQ(kind(tb.shard(args[0], {{"gpus", 0}})), ErrorKind::Sharding);
+  EXPECT_EQ(kind(tb.shard(args[0], {{"gpu", 1}})), ErrorKind::Mesh);
+  EXPECT_EQ(kind(tb.shard(args[0], {{"gpus", 2}})), ErrorKind::Shape);
   auto ok = tb.shard(args[0], {{"gpus", 1}});
   ASSERT_TRUE(ok.isOk());
   EXPECT_TRUE(tb.endFunction({*ok}).isOk());
@@ -182,6 +199,7 @@ TEST_F(TraceBuilderTest, ControllerValuesNeedAMesh) {
   auto args = begin({f32({4})}, /*mesh=*/"");
   EXPECT_TRUE(
       contains(err(tb.unary(UnaryOp::Neg, args[0])), "needs a mesh to run on"));
+  EXPECT_EQ(kind(tb.unary(UnaryOp::Neg, args[0])), ErrorKind::Program);
   // Sharding a controller value records the sharding for its feed.
   auto s = tb.shard(args[0], {{"gpus", 0}}, "mesh");
   ASSERT_TRUE(s.isOk()) << s.status().str();

@@ -62,10 +62,11 @@ TEST(PrintFormat, SpecsFollowPythonsFormat) {
   EXPECT_EQ(scalar(DType::F64, 0.25, ".1%"), "25.0%");
   EXPECT_EQ(scalar(DType::F64, 12345.678, ".3e"), "1.235e+04");
   EXPECT_EQ(scalar(DType::I32, int32_t{5}, "^7d"), "   5   ");
-  std::string error;
-  EXPECT_FALSE(validSpec(",.2f", error));
-  EXPECT_NE(error.find("unsupported format spec"), std::string::npos);
-  EXPECT_FALSE(validSpec(".f", error));
+  Status bad = validSpec(",.2f");
+  EXPECT_FALSE(bad.isOk());
+  EXPECT_NE(bad.message().find("unsupported format spec"), std::string::npos);
+  EXPECT_EQ(bad.kind(), monarch::ErrorKind::Unsupported);
+  EXPECT_EQ(validSpec(".f").kind(), monarch::ErrorKind::Program);
 }
 
 TEST(PrintFormat, ArraysPrintAsNumpyPrintsThem) {
@@ -114,19 +115,23 @@ TEST(PrintFormat, ArraysPrintAsNumpyPrintsThem) {
 
 TEST(PrintFormat, ParsesFieldsAndRefusesWhatItCannotPrint) {
   std::vector<Piece> pieces;
-  std::string error;
-  ASSERT_TRUE(parse("step {0} loss {1:.3f} {{literal}}", 2, pieces, error))
-      << error;
+  Status ok = parse("step {0} loss {1:.3f} {{literal}}", 2, pieces);
+  ASSERT_TRUE(ok.isOk()) << ok.message();
   float loss = 0.12345f;
   int32_t step = 3;
   EXPECT_EQ(format(pieces, {{DType::I32, &step, {}}, {DType::F32, &loss, {}}}),
             "step 3 loss 0.123 {literal}");
-  EXPECT_FALSE(parse("{2}", 2, pieces, error));
-  EXPECT_NE(error.find("names value 2, but there are 2"), std::string::npos);
-  EXPECT_FALSE(parse("{x}", 1, pieces, error));
-  EXPECT_FALSE(parse("{0", 1, pieces, error));
-  EXPECT_FALSE(parse("a } b", 0, pieces, error));
-  EXPECT_FALSE(parse("{0:,}", 1, pieces, error));
+  Status past = parse("{2}", 2, pieces);
+  EXPECT_FALSE(past.isOk());
+  EXPECT_NE(past.message().find("names value 2, but there are 2"),
+            std::string::npos);
+  // A format written wrong is the program's mistake; a spec Python's
+  // format() takes but this printer lacks is unsupported.
+  EXPECT_EQ(past.kind(), monarch::ErrorKind::Program);
+  EXPECT_EQ(parse("{x}", 1, pieces).kind(), monarch::ErrorKind::Program);
+  EXPECT_EQ(parse("{0", 1, pieces).kind(), monarch::ErrorKind::Program);
+  EXPECT_EQ(parse("a } b", 0, pieces).kind(), monarch::ErrorKind::Program);
+  EXPECT_EQ(parse("{0:,}", 1, pieces).kind(), monarch::ErrorKind::Unsupported);
 }
 
 } // namespace

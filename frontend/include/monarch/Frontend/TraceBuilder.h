@@ -37,8 +37,10 @@
 namespace monarch::frontend {
 
 /// Errors are support's: a Status carries the message, its code
-/// (InvalidArgument for what the user traced) and the user's SourceLoc,
-/// which is also the location of every op built for them.
+/// (InvalidArgument for what the user traced), its ErrorKind (shape,
+/// sharding, mesh, unsupported, or another mistake in the program) and the
+/// user's SourceLoc, which is also the location of every op built for them.
+using monarch::ErrorKind;
 using monarch::SourceLoc;
 using monarch::Status;
 using monarch::StatusCode;

@@ -63,6 +63,32 @@ inline void printRemark(mlir::Diagnostic &diag) {
                << ": remark: " << diag << "\n";
 }
 
+/// Appends `diag` as the compiler prints diagnostics: `loc: severity:
+/// message`, then `loc: note: message` per note, one per line. The one
+/// format of every handler that collects diagnostics into an error message
+/// (the frontend's verifier and lowering, CompileSession).
+inline void printDiagnostic(mlir::Diagnostic &diag, llvm::raw_ostream &os) {
+  auto severity = [](mlir::DiagnosticSeverity s) {
+    switch (s) {
+    case mlir::DiagnosticSeverity::Error:
+      return "error";
+    case mlir::DiagnosticSeverity::Warning:
+      return "warning";
+    case mlir::DiagnosticSeverity::Remark:
+      return "remark";
+    case mlir::DiagnosticSeverity::Note:
+      return "note";
+    }
+    return "note";
+  };
+  diag.getLocation().print(os);
+  os << ": " << severity(diag.getSeverity()) << ": " << diag << "\n";
+  for (mlir::Diagnostic &note : diag.getNotes()) {
+    note.getLocation().print(os);
+    os << ": note: " << note << "\n";
+  }
+}
+
 } // namespace monarch
 
 #endif // MONARCH_IR_SOURCELOCATION_H

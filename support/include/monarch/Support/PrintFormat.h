@@ -20,6 +20,7 @@
 #define MONARCH_SUPPORT_PRINTFORMAT_H
 
 #include "monarch/Support/DType.h"
+#include "monarch/Support/Status.h"
 
 #include <cstdint>
 #include <string>
@@ -36,14 +37,15 @@ struct Piece {
   std::string spec;
 };
 
-/// Parses `format` for `numValues` values. On failure returns false and sets
-/// `error` (an unbalanced brace, a field that is not a position, a position
-/// past the values, a spec this printer does not support).
-bool parse(std::string_view format, size_t numValues,
-           std::vector<Piece> &pieces, std::string &error);
+/// Parses `format` for `numValues` values into `pieces`. An error says
+/// what is wrong: an unbalanced brace, a field that is not a position, a
+/// position past the values (ErrorKind::Program), or a spec this printer
+/// does not support (ErrorKind::Unsupported).
+Status parse(std::string_view format, size_t numValues,
+             std::vector<Piece> &pieces);
 
 /// Whether `spec` is one this printer supports ("" always is).
-bool validSpec(std::string_view spec, std::string &error);
+Status validSpec(std::string_view spec);
 
 /// A value's bytes: `shape` empty for a scalar, row-major elements.
 struct ValueView {

@@ -56,14 +56,31 @@ enum class StatusCode {
 
 const char *statusCodeName(StatusCode code);
 
+/// What kind of mistake in the user's program an error reports, beside its
+/// code: callers that class errors read it instead of the message (Python
+/// maps each kind to one exception class: ShapeError, ShardingError, ...).
+/// Runtime errors leave it `Unspecified`.
+enum class ErrorKind {
+  Unspecified = 0,
+  Program,     // any other mistake in a traced program
+  Shape,       // incompatible shapes: matmul, broadcasting, reshape, axes
+  Sharding,    // a sharding that does not fit the tensor or the mesh
+  Mesh,        // an unknown mesh, mesh dimension or placement
+  Unsupported, // an op, dtype or form the compiler does not support
+};
+
+const char *errorKindName(ErrorKind kind);
+
 class [[nodiscard]] Status {
 public:
   Status() = default;
   Status(StatusCode code, std::string message)
       : code_(code), message_(std::move(message)) {}
-  /// An error at the user's line.
-  Status(StatusCode code, std::string message, SourceLoc loc)
-      : code_(code), message_(std::move(message)), loc_(std::move(loc)) {}
+  /// An error at the user's line, of `kind`.
+  Status(StatusCode code, std::string message, SourceLoc loc,
+         ErrorKind kind = ErrorKind::Unspecified)
+      : code_(code), message_(std::move(message)), loc_(std::move(loc)),
+        kind_(kind) {}
   static Status ok() { return Status(); }
 
   bool isOk() const { return code_ == StatusCode::Ok; }
@@ -74,6 +91,8 @@ public:
   std::string toString() const;
   /// Where the user caused it (an empty file when not known).
   const SourceLoc &loc() const { return loc_; }
+  /// What kind of mistake it reports (Unspecified for runtime errors).
+  ErrorKind kind() const { return kind_; }
   /// `file:line:col: error: message`, like an MLIR diagnostic (without a
   /// location: `error: message`).
   std::string str() const {
@@ -86,13 +105,15 @@ public:
 
   /// Prefixes the message with context ("while loading plan: ...").
   Status withContext(const std::string &context) const {
-    return isOk() ? *this : Status(code_, context + ": " + message_, loc_);
+    return isOk() ? *this
+                  : Status(code_, context + ": " + message_, loc_, kind_);
   }
 
 private:
   StatusCode code_ = StatusCode::Ok;
   std::string message_;
   SourceLoc loc_;
+  ErrorKind kind_ = ErrorKind::Unspecified;
 };
 
 template <typename T> class [[nodiscard]] StatusOr {
@@ -138,6 +159,24 @@ inline const char *statusCodeName(StatusCode code) {
     return "Internal";
   }
   return "Unknown";
+}
+
+inline const char *errorKindName(ErrorKind kind) {
+  switch (kind) {
+  case ErrorKind::Unspecified:
+    return "unspecified";
+  case ErrorKind::Program:
+    return "program";
+  case ErrorKind::Shape:
+    return "shape";
+  case ErrorKind::Sharding:
+    return "sharding";
+  case ErrorKind::Mesh:
+    return "mesh";
+  case ErrorKind::Unsupported:
+    return "unsupported";
+  }
+  return "unspecified";
 }
 
 inline std::string Status::toString() const {
