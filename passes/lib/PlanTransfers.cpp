@@ -148,6 +148,7 @@ struct MonarchPlanTransfersPass
     for (func::FuncOp worker : workers)
       if (failed(planWorker(worker)))
         return signalPassFailure();
+    shareEqualKernels();
     // Rank coordinates are constants now: fold them out of the kernels.
     LocalCanonicalizer canonicalizer;
     SmallVector<Operation *> roots(kernels.begin(), kernels.end());
@@ -188,10 +189,64 @@ struct MonarchPlanTransfersPass
     return comm;
   }
 
+  /// Ranks of a class run the same code, so most kernels outlined for one
+  /// rank equal another rank's (the GPT step on 64x4: 19,744 kernels, 159
+  /// bodies). Each set of equal kernels is kept once and its launches
+  /// pointed at the one kept, before the per-kernel clean-ups below, which
+  /// then run once per body instead of once per rank (and codegen groups
+  /// bodies, not copies).
+  void shareEqualKernels();
+
   std::map<SmallVector<int64_t>, CommunicatorOp> comms;
   PlanOp currentPlan;
   SmallVector<func::FuncOp> kernels;
 };
+
+/// A hash of `kernel`'s signature and body that equal kernels share: per op
+/// its name, attributes, properties and types, in order (not its location
+/// nor which values it reads; OperationEquivalence decides collisions).
+llvm::hash_code bodyHash(func::FuncOp kernel) {
+  llvm::hash_code h = hash_value(kernel.getFunctionType());
+  kernel.getBody().walk([&](Operation *op) {
+    h = llvm::hash_combine(h, OperationEquivalence::computeHash(
+                                  op, OperationEquivalence::ignoreHashValue,
+                                  OperationEquivalence::ignoreHashValue,
+                                  OperationEquivalence::IgnoreLocations));
+  });
+  return h;
+}
+
+void MonarchPlanTransfersPass::shareEqualKernels() {
+  DenseMap<llvm::hash_code, SmallVector<func::FuncOp, 1>> byHash;
+  DenseMap<StringAttr, FlatSymbolRefAttr> keptFor;
+  SmallVector<func::FuncOp> kept;
+  for (func::FuncOp kernel : kernels) {
+    SmallVector<func::FuncOp, 1> &same = byHash[bodyHash(kernel)];
+    auto equal = llvm::find_if(same, [&](func::FuncOp other) {
+      return other.getFunctionType() == kernel.getFunctionType() &&
+             OperationEquivalence::isRegionEquivalentTo(
+                 &other.getBody(), &kernel.getBody(),
+                 OperationEquivalence::IgnoreLocations);
+    });
+    if (equal == same.end()) {
+      same.push_back(kernel);
+      kept.push_back(kernel);
+      continue;
+    }
+    keptFor[kernel.getSymNameAttr()] =
+        FlatSymbolRefAttr::get(equal->getSymNameAttr());
+    kernel.erase();
+  }
+  if (keptFor.empty())
+    return;
+  tables().invalidateSymbolTable(getOperation());
+  getOperation().walk([&](LaunchOp launch) {
+    auto it = keptFor.find(launch.getKernelAttr().getAttr());
+    if (it != keptFor.end())
+      launch.setKernelAttr(it->second);
+  });
+  kernels = std::move(kept);
+}
 
 /// Buffers, events and waits of one rank program under construction.
 struct StreamState {

@@ -700,6 +700,12 @@ private:
           a.numOutputs == b.numOutputs && a.flops == b.flops)
         same[ref.kernel] = first->second;
     }
+    // (Nothing to merge: the table stays as it is, names and all.)
+    bool merges = false;
+    for (size_t i = 0; i < n; ++i)
+      merges |= same[i] != static_cast<int32_t>(i);
+    if (!merges)
+      return;
     std::vector<int32_t> renumbered(n, -1);
     std::vector<Kernel> kept;
     for (size_t i = 0; i < n; ++i)
@@ -707,8 +713,6 @@ private:
         renumbered[i] = static_cast<int32_t>(kept.size());
         kept.push_back(std::move(plan.kernels[i]));
       }
-    if (kept.size() == n)
-      return;
     for (StepPlan &step : plan.plans)
       for (RankProgram &program : step.programs)
         for (Instruction &in : program.instructions)

@@ -20,6 +20,9 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
+#include <set>
+
 using namespace mlir;
 using namespace monarch::codegen;
 using namespace monarch::plan;
@@ -71,6 +74,7 @@ TEST_P(PlanBuilderTest, PlanMirrorsThePlannedModule) {
   auto planOps = llvm::to_vector(module->getOps<monarch::PlanOp>());
   ASSERT_EQ(plan->plans.size(), planOps.size());
   size_t collectives = 0, withLocation = 0, total = 0, merged = 0;
+  std::map<int32_t, std::set<int64_t>> launchedBy;
   for (auto [step, op] : llvm::zip(plan->plans, planOps)) {
     EXPECT_EQ(step.symbol, op.getSymName());
     auto programs =
@@ -102,13 +106,15 @@ TEST_P(PlanBuilderTest, PlanMirrorsThePlannedModule) {
                     coll.getComm().str());
         }
         if (auto launch = dyn_cast<monarch::LaunchOp>(instrOp)) {
-          // Its own kernel, or (compiled) an earlier rank's that compiled
-          // to the same symbol: the table holds equal kernels once.
+          // Its kernel, or (compiled) an earlier one that compiled to the
+          // same symbol: the table holds equal kernels once, each named.
           const std::string &name = plan->kernels[in.launch.kernel].name;
+          EXPECT_FALSE(name.empty());
           if (name != launch.getKernel().str()) {
             EXPECT_TRUE(kernelCompilerAvailable()) << name;
             ++merged;
           }
+          launchedBy[in.launch.kernel].insert(rp.rank);
           EXPECT_EQ(plan->kernels[in.launch.kernel].numInputs,
                     static_cast<int32_t>(launch.getIns().size()));
         }
@@ -116,8 +122,15 @@ TEST_P(PlanBuilderTest, PlanMirrorsThePlannedModule) {
     }
   }
   EXPECT_GT(collectives, 0u);
-  // Every example has ranks running equal kernels.
-  EXPECT_EQ(merged > 0, kernelCompilerAvailable());
+  // Every example has ranks running equal kernels: one entry of the table
+  // (one func.func since monarch-plan-transfers keeps equal kernels once)
+  // serves several ranks. Merging at build time is left to kernels that
+  // compiled to one symbol though their IR differed.
+  EXPECT_TRUE(llvm::any_of(launchedBy,
+                           [](const auto &k) { return k.second.size() > 1; }));
+  if (!kernelCompilerAvailable()) {
+    EXPECT_EQ(merged, 0u);
+  }
   EXPECT_EQ(withLocation, total) << "every instruction has a file location";
   // With the kernel compiler built in, every launched kernel has code.
   if (kernelCompilerAvailable()) {
