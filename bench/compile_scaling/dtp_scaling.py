@@ -40,7 +40,7 @@ sys.path.insert(0, str(HERE))
 
 import monarch_compile as mc  # noqa: E402
 import dtp_program  # noqa: E402
-from rank_scaling import compile_once, load_ms  # noqa: E402
+from rank_scaling import measure  # noqa: E402
 
 
 def shape(n):
@@ -80,30 +80,19 @@ def simulate(build, plan):
             seconds)
 
 
-def verify_seconds(stderr_passes):
-    m = re.search(r"monarch-verify-plan ([\d.]+) s", stderr_passes)
-    return float(m.group(1)) if m else 0.0
-
-
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--ranks", default="8,64,512,4096")
     args = ap.parse_args()
     build = pathlib.Path(os.environ.get("MONARCH_BUILD_DIR", ROOT / "build"))
-    binary = build / "bin" / "monarch-compile"
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
-        for n in [int(r) for r in args.ranks.split(",")]:
-            text, trace_s = traced(n)
-            source = pathlib.Path(tmp) / f"dtp{n}.mlir"
-            source.write_text(text)
-            plan = pathlib.Path(tmp) / f"dtp{n}.mcplan"
-            wall, peak_kb, passes_s, kernels = compile_once(binary, source,
-                                                            plan)
+        for (n, trace_s, wall, passes_s, peak_kb, size, kernels, load,
+             plan) in measure([int(r) for r in args.ranks.split(",")],
+                              traced, tmp):
             step_us, comm, sim_s = simulate(build, plan)
-            rows.append((n, shape(n), trace_s, wall, passes_s, peak_kb,
-                         plan.stat().st_size, load_ms(build, plan), kernels,
-                         step_us, comm, sim_s))
+            rows.append((n, shape(n), trace_s, wall, passes_s, peak_kb, size,
+                         load, kernels, step_us, comm, sim_s))
     print("dtp scaling: 2 pipeline stages x tensor parallel x data parallel "
           "training step, monarch-compile -v (verification included), caches "
           "off; simulated on dgx-h200")

@@ -83,23 +83,31 @@ def load_ms(build, plan):
     return float(m.group(1)) if m else float("nan")
 
 
+def measure(ranks, traced, tmp):
+    """Per mesh size n in `ranks`: the step `traced(n)` returns (its IR and
+    the seconds tracing took) compiled by `monarch-compile -v` with the
+    caches off into the folder `tmp`, and a worker's load of the plan. Yields
+    (n, trace s, compile s, passes s, peak KB, plan bytes, kernels/distinct,
+    load ms, plan path)."""
+    build = pathlib.Path(os.environ.get("MONARCH_BUILD_DIR", ROOT / "build"))
+    binary = build / "bin" / "monarch-compile"
+    for n in ranks:
+        text, trace_s = traced(n)
+        source = pathlib.Path(tmp) / f"step{n}.mlir"
+        source.write_text(text)
+        plan = pathlib.Path(tmp) / f"step{n}.mcplan"
+        wall, peak_kb, passes_s, kernels = compile_once(binary, source, plan)
+        yield (n, trace_s, wall, passes_s, peak_kb, plan.stat().st_size,
+               kernels, load_ms(build, plan), plan)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--ranks", default="8,64,512,4096")
     args = ap.parse_args()
-    build = pathlib.Path(os.environ.get("MONARCH_BUILD_DIR", ROOT / "build"))
-    binary = build / "bin" / "monarch-compile"
-    rows = []
     with tempfile.TemporaryDirectory() as tmp:
-        for n in [int(r) for r in args.ranks.split(",")]:
-            text, trace_s = traced(n)
-            source = pathlib.Path(tmp) / f"dp{n}.mlir"
-            source.write_text(text)
-            plan = pathlib.Path(tmp) / f"dp{n}.mcplan"
-            wall, peak_kb, passes_s, kernels = compile_once(binary, source,
-                                                            plan)
-            rows.append((n, trace_s, wall, passes_s, peak_kb,
-                         plan.stat().st_size, kernels, load_ms(build, plan)))
+        rows = [row[:-1] for row in measure(
+            [int(r) for r in args.ranks.split(",")], traced, tmp)]
     print("rank scaling: data-parallel MLP step, monarch-compile -v, caches "
           "off (peak KB: largest child so far)")
     print(f"{'ranks':>6}{'trace s':>9}{'compile s':>11}{'passes s':>10}"
