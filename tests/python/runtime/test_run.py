@@ -330,6 +330,32 @@ def test_a_missing_worker_binary_is_a_clear_error(monkeypatch, tmp_path):
     assert worker_children() == []
 
 
+@pytest.mark.parametrize("policy", ["batch", "normal", "auto"])
+def test_workers_run_under_the_scheduling_policy_asked_for(monkeypatch,
+                                                           policy):
+    # MONARCH_WORKER_SCHED (docs/executor.md): every thread of every worker
+    # (they inherit it from the main thread); `auto` is batch when the two
+    # workers and the controller outnumber the cores.
+    monkeypatch.setenv("MONARCH_WORKER_SCHED", policy)
+    cores = len(os.sched_getaffinity(0))
+    batch = policy == "batch" or (policy == "auto" and 2 + 1 > cores)
+    with mc.mesh(gpus=2) as mesh:
+        @mc.compile(mesh=mesh)
+        def inc(x):
+            return x + 1.0
+
+        np.testing.assert_array_equal(inc(np.zeros(4, np.float32)),
+                                      np.ones(4, np.float32))
+        pids = worker_children()
+        assert len(pids) == 2
+        for pid in pids:
+            threads = os.listdir(f"/proc/{pid}/task")
+            assert len(threads) > 1
+            for tid in threads:
+                assert os.sched_getscheduler(int(tid)) == (
+                    os.SCHED_BATCH if batch else os.SCHED_OTHER), (pid, tid)
+
+
 class Holder(mc.Actor):
     def __init__(self, w):
         self.w = mc.param(w)

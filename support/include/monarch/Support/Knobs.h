@@ -226,6 +226,13 @@ enum Component : unsigned {
     false,                                                                     \
     "how long a worker polls for its next request after answering one (20 "    \
     "when the job's workers and controller each have a core, else 0)")         \
+  X(WorkerSched, "MONARCH_WORKER_SCHED", Choice, "auto", 0, 0,                 \
+    "auto|batch|normal", Worker, false,                                        \
+    "the scheduling policy of a worker's threads: `batch` (SCHED_BATCH: a "    \
+    "woken worker does not preempt the thread running, so the controller "     \
+    "handing a step to every worker is not held up by the first it wakes), "   \
+    "`normal`, or `auto`: batch when the job's workers and controller "        \
+    "outnumber the cores")                                                     \
   X(FaultInject, "MONARCH_FAULT_INJECT", String, "", 0, 0, "", Worker, false,  \
     "tests only: `raise|drop|exit:STEP:INSTR` or `sleep:STEP:INSTR:MS` "       \
     "injects that failure at that instruction of a worker's program")          \
