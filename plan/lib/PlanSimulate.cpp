@@ -39,8 +39,10 @@ SimTopology preset(const std::string &name) {
     t.interBytesPerUs = 50e3;
     t.ranksPerHost = 8;
     // A controller reaches each worker with one pipelined message: about a
-    // microsecond a rank, not this 2-core machine's wake-ups.
+    // microsecond a rank, not this 2-core machine's wake-ups; it copies
+    // arrays at a server's memcpy rate.
     t.rankUs = 1;
+    t.controllerBytesPerUs = 10e3;
   } else if (name == "cpu-cluster-25g") {
     // Hosts of 32 cores (one rank each: ~50 GFLOP/s fp32 with AVX2 FMA, 10
     // GB/s of memory bandwidth), shared memory within a host, 25 GbE (3.1
@@ -53,6 +55,7 @@ SimTopology preset(const std::string &name) {
     t.interBytesPerUs = 3.1e3;
     t.ranksPerHost = 32;
     t.rankUs = 1;
+    t.controllerBytesPerUs = 10e3;
   }
   // "this-machine": the defaults, fitted on this 2-vCPU VM: 40 GFLOP/s
   // puts a data-parallel MLP-512 step (BLAS contractions and fused
@@ -118,13 +121,15 @@ Status setTopologyField(SimTopology &t, const std::string &key, double value) {
     return Status::ok();
   }
   // The controller's costs may be zero (a model of the ranks alone).
-  if (key == "call_us" || key == "array_us" || key == "rank_us") {
+  if (key == "call_us" || key == "array_us" || key == "rank_us" ||
+      key == "controller_bytes_per_us") {
     if (!(value >= 0) || !std::isfinite(value))
       return Status(StatusCode::InvalidArgument,
                     "topology field '" + key + "' must be non-negative");
     (key == "call_us"    ? t.callUs
      : key == "array_us" ? t.arrayUs
-                         : t.rankUs) = value;
+     : key == "rank_us"  ? t.rankUs
+                         : t.controllerBytesPerUs) = value;
     return Status::ok();
   }
   const std::pair<const char *, double *> fields[] = {
@@ -273,7 +278,11 @@ StatusOr<SimResult> simulatePlan(const ExecutionPlan &plan,
       bool same = std::all_of(members.begin(), members.end(), [&](int64_t r) {
         return host(r) == host(members.front());
       });
-      return same ? std::make_tuple(t.intraAlphaUs, t.intraBytesPerUs,
+      // Shared memory moves bytes with the ranks' own cores: as slow as
+      // their kernels where the ranks outnumber the host's cores.
+      return same ? std::make_tuple(t.intraAlphaUs,
+                                    t.intraBytesPerUs /
+                                        slowdown(members.front()),
                                     std::string("same host"))
                   : std::make_tuple(t.interAlphaUs, t.interBytesPerUs,
                                     std::string("network"));
@@ -502,10 +511,22 @@ StatusOr<SimResult> simulatePlan(const ExecutionPlan &plan,
         }
       }
     }
+    // The bytes the controller copies: each array it feeds into staging
+    // (or cuts into shards) and each result it reassembles, once whatever
+    // the ranks.
+    double ioBytes = 0;
+    for (const std::vector<ValueType> *values : {&step.inputs, &step.outputs})
+      for (const ValueType &v : *values) {
+        double n = static_cast<double>(dtypeSize(v.dtype));
+        for (int64_t d : v.shape)
+          n *= static_cast<double>(std::max<int64_t>(d, 0));
+        ioBytes += n;
+      }
     out.controllerUs =
         t.callUs +
         t.arrayUs *
             static_cast<double>(step.inputs.size() + step.outputs.size()) +
+        (t.controllerBytesPerUs > 0 ? ioBytes / t.controllerBytesPerUs : 0) +
         t.rankUs *
             static_cast<double>(std::max<size_t>(step.programs.size(), 1) - 1);
     out.stepUs += out.controllerUs;

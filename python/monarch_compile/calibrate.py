@@ -15,6 +15,8 @@ Measured on one local worker, as a step runs there:
   extra time of one with 32 in and 32 out, per array (`array_us`), and of
   the no-op step on 4 workers, per further rank (`rank_us`), each less
   what the simulator predicts the ranks spend on them;
+- `controller_bytes_per_us`: the memory rate above, at which the
+  controller copies the arrays it feeds and fetches;
 The launch and communication rates stay the `base` preset's
 (`dispatch_bench` and `transfer_bench` measure them: docs/executor.md). Prints the rates and the file written.
 """
@@ -71,7 +73,7 @@ def measure(calls=7):
         # predict (each array's feed, fetch and kernel work): the
         # controller's share is the rest.
         ranks_only = {"base": "this-machine", "call_us": 0, "array_us": 0,
-                      "rank_us": 0}
+                      "rank_us": 0, "controller_bytes_per_us": 0}
         s0 = noop.simulate(tiny, topology=ranks_only)["steps"][0]["step_us"]
         s64 = many.simulate(*arrays,
                             topology=ranks_only)["steps"][0]["step_us"]
@@ -93,6 +95,8 @@ def measure(calls=7):
              else os.cpu_count() or 1)
     return {"flops_per_us": round(flops, 1), "mem_bytes_per_us": round(mem, 1),
             "cores_per_host": cores,
+            # The controller stages and reassembles arrays at the same rate.
+            "controller_bytes_per_us": round(mem, 1),
             "call_us": round(max(t0 * 1e6 - s0, 0.0), 1),
             "array_us": round(max((t64 - t0) * 1e6 - (s64 - s0), 0.0) / 62,
                               2),

@@ -114,9 +114,17 @@ def test_calibrate_writes_a_topology_that_simulate_reads(meshes, tmp_path):
     ctl = sim["steps"][0]["controller_us"]
     assert ctl >= topology["call_us"]
     none = step.simulate(*data(64, 16), topology={
-        **topology, "call_us": 0, "array_us": 0, "rank_us": 0})
+        **topology, "call_us": 0, "array_us": 0, "rank_us": 0,
+        "controller_bytes_per_us": 0})
     assert none["steps"][0]["controller_us"] == 0
     assert none["steps"][0]["step_us"] < sim["steps"][0]["step_us"]
+    # The arrays' bytes: copied once by the controller, whatever the ranks.
+    only_bytes = {**topology, "call_us": 0, "array_us": 0, "rank_us": 0,
+                  "controller_bytes_per_us": 1e3}
+    small = step.simulate(*data(64, 16), topology=only_bytes)
+    large = step.simulate(*data(256, 16), topology=only_bytes)
+    assert 0 < small["steps"][0]["controller_us"] < large["steps"][0][
+        "controller_us"]
 
 
 def test_ranks_sharing_cores_compute_slower(meshes):

@@ -20,8 +20,8 @@
 //   all_gather and reduce_scatter (n-1)/n of the whole, all_to_all
 //   (n-1)/n, broadcast 1) with 2(n-1) or (n-1) latencies.
 // - The controller adds its share to each step: `callUs`, `arrayUs` per
-//   array the step plan takes or returns, and `rankUs` per rank beyond the
-//   first.
+//   array the step plan takes or returns, the arrays' bytes at
+//   `controllerBytesPerUs`, and `rankUs` per rank beyond the first.
 //
 // Presets (`topologyPreset`): "this-machine" (the 2-vCPU VMs these numbers
 // come from: docs/benchmarks.md), "dgx-h100", "dgx-h200",
@@ -66,6 +66,11 @@ struct SimTopology {
   /// out, per array, less the ranks' part (2.2 us an array beside the
   /// ranks' 1 us for its feed or fetch).
   double callUs = 11, arrayUs = 2.2;
+  /// And the bytes of each array it feeds or fetches, copied once whatever
+  /// the ranks (staging a feed or cutting it into shards, reassembling a
+  /// result) at this rate (0: not modelled). monarch-calibrate writes its
+  /// measured memory rate; 5 GB/s is this machine kind's.
+  double controllerBytesPerUs = 5e3;
   /// And each rank beyond the first that the call reaches (its message,
   /// its reply, and waking it: a no-op step here took 11.5 us on 1
   /// worker, 56 on 4 and 132 on 8, the workers sharing 2 cores).
@@ -77,7 +82,8 @@ StatusOr<SimTopology> topologyPreset(const std::string &name);
 /// The preset names.
 std::vector<std::string> topologyPresets();
 /// Sets field `key` of a topology file ("flops_per_us", ...,
-/// "ranks_per_host", "cores_per_host", "call_us", "array_us", "rank_us");
+/// "ranks_per_host", "cores_per_host", "call_us", "array_us", "rank_us",
+/// "controller_bytes_per_us");
 /// InvalidArgument for an unknown key or a value out of range.
 Status setTopologyField(SimTopology &topology, const std::string &key,
                         double value);
