@@ -51,8 +51,8 @@ int requestSpinUs(int worldSize) {
 /// step to each worker in turn; preempted by the first worker it woke, it
 /// sent the next one's request a scheduler slice later, and on this 2-core
 /// machine the second of two data-parallel workers started 2-4 ms late in
-/// a tenth or more of the steps (the MLP's 90th-percentile skew 2.0-3.2 ms;
-/// 0.27-0.66 ms under SCHED_BATCH). Called before the worker starts a thread:
+/// a tenth or more of the steps (the MLP's 90th-percentile skew 1.7-3.4 ms;
+/// 60 us under SCHED_BATCH). Called before the worker starts a thread:
 /// every thread it starts inherits the policy. Where the host refuses it, the
 /// worker runs as it is and says so.
 void applySchedulingPolicy(int worldSize) {
