@@ -10,6 +10,7 @@
 
 #include "TraceBuilderImpl.h"
 
+#include "monarch/IR/DeadWork.h"
 #include "monarch/IR/ElementTypes.h"
 #include "monarch/IR/SourceLocation.h"
 #include "monarch/Transforms/Registration.h"
@@ -446,29 +447,6 @@ TraceBuilder::beginFunction(const std::string &name,
   return handles;
 }
 
-/// Drops tensor work nothing uses (shard-partition crashes on dead ops), and
-/// feeds and transfers of values nothing reads (they would move data for
-/// nothing).
-static void eraseDeadTensorOps(func::FuncOp fn) {
-  bool changed = true;
-  while (changed) {
-    changed = false;
-    SmallVector<Operation *> ops;
-    for (Operation &op : fn.getBody().front().without_terminator())
-      ops.push_back(&op);
-    for (Operation *op : llvm::reverse(ops)) {
-      if (op->getNumResults() == 0 || !op->use_empty())
-        continue;
-      StringRef ns = op->getDialect() ? op->getDialect()->getNamespace() : "";
-      if (ns == "linalg" || ns == "tensor" || ns == "arith" || ns == "math" ||
-          ns == "shard" || isa<FeedOp, TransferOp>(op)) {
-        op->erase();
-        changed = true;
-      }
-    }
-  }
-}
-
 bool TraceBuilder::markKept(int64_t index) {
   Impl &I = *pimpl;
   func::FuncOp fn;
@@ -540,7 +518,7 @@ Status TraceBuilder::endFunction(const std::vector<Value> &results,
     resultTypes.push_back(v.getType());
   fn.setFunctionType(
       I.b.getFunctionType(fn.getArgumentTypes(), TypeRange(resultTypes)));
-  eraseDeadTensorOps(fn);
+  eraseDeadWork(fn); // (the IR the user reads shows no dead work)
   scope->open = false;
   I.stack.pop_back();
   I.b.setInsertionPointToEnd(I.module->getBody());

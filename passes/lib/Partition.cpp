@@ -24,6 +24,7 @@
 #include "PartitionPrep.h"
 #include "PassUtils.h"
 
+#include "monarch/IR/DeadWork.h"
 #include "monarch/IR/SourceLocation.h"
 
 #include "mlir/Analysis/SliceAnalysis.h"
@@ -715,27 +716,6 @@ struct MonarchPartitionPass
     }
   }
 
-  /// Erases work nothing uses: side-effect-free ops, and feeds and
-  /// transfers of values nothing reads. A dead feed would otherwise keep a
-  /// controller input that no worker reads (the controller refuses plans
-  /// whose feeds are not 0..N-1), and upstream partitioning crashes on dead
-  /// tensor ops.
-  static void eraseDeadWork(func::FuncOp fn) {
-    bool changed = true;
-    while (changed) {
-      changed = false;
-      SmallVector<Operation *> ops;
-      for (Operation &op : fn.getBody().front().without_terminator())
-        ops.push_back(&op);
-      for (Operation *op : llvm::reverse(ops))
-        if (op->getNumResults() != 0 && op->use_empty() &&
-            (isa<FeedOp, TransferOp>(op) || isOpTriviallyDead(op))) {
-          op->erase();
-          changed = true;
-        }
-    }
-  }
-
   /// Refuses annotations upstream accepts but nothing can mean: a grid
   /// axis the grid does not have, a split entry past the annotated tensor's
   /// last dimension (upstream's verifiers do not check these; partitioning
@@ -825,6 +805,8 @@ struct MonarchPartitionPass
                                  SymbolTableCollection &tables) {
     foldTransfersOfMeshlessValues(fn);
     foldConstantGenerics(fn);
+    // (A dead feed would keep a controller input no worker reads, and
+    // upstream partitioning crashes on dead tensor ops.)
     eraseDeadWork(fn);
     // Upstream shard-partition crashes on a tensor dimension split over
     // several grid axes (partitionTriviallyShardableOperation); say so.
