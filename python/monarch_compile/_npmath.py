@@ -19,7 +19,7 @@ import numbers
 import numpy as np
 
 from . import errors
-from ._autodiff import stop_gradient
+from ._tape import stop_gradient
 from ._tensor import (Tensor, active_trace, as_value, binary, cast, compare,
                       constant_array, getitem, reduce, reshape, unary, wrap)
 

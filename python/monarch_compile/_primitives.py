@@ -5,7 +5,7 @@ A `Primitive` names its builder method, says which of the call's arguments
 are the tensor operands a gradient flows to, whether it makes tensors at
 all (declarations of meshes, actors and functions do not), the name a user
 knows it by in errors, and carries its VJP rule, registered beside the
-rule's code in `_autodiff.py` with `@def_vjp(name)`.
+rule's code in `_vjp_rules.py` with `@def_vjp(name)`.
 
 `Trace.call` looks every call up here (a builder method without an entry is
 refused: a new op cannot reach the transforms unannounced) and hands the

@@ -44,7 +44,7 @@ class Trace:
         self.check_replicated = knobs.check_replicated
         self.replication_probes = []  # (endpoint, index, dtype, loc, d, m)
         # Called as observer(primitive, args, result, loc) after every
-        # builder call: mc.vjp's tapes (_autodiff.Tape).
+        # builder call: mc.vjp's tapes (_tape.Tape).
         self.observers = []
 
     # Activation -------------------------------------------------------------
