@@ -331,8 +331,8 @@ def _gpt_bench(gpt, ranks, steps, numpy_floor, donate=False):
     with mc.mesh(**dims) as mesh:
         step = gpt_train_step(gpt, mesh, ranks, donate)
         state = mc.optim.adamw_init(params)
-        summary = step.plan_summary(params, state, tok, lab)
         first, ours = median_step(step, (params, state, tok, lab), steps)
+        summary = step.plan_summary(params, state, tok, lab)
         peak = max(summary.peak_memory.values())
         shares = list(summary.compute_share.values())
 

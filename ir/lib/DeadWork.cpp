@@ -20,7 +20,7 @@ void eraseDeadWork(func::FuncOp fn) {
     for (Operation &op : fn.getBody().front().without_terminator())
       ops.push_back(&op);
     for (Operation *op : llvm::reverse(ops))
-      if (op->getNumResults() != 0 && op->use_empty() &&
+      if (op->use_empty() &&
           (isa<FeedOp, TransferOp>(op) || isOpTriviallyDead(op))) {
         op->erase();
         changed = true;

@@ -7,11 +7,12 @@
 
 #include "PartitionPrep.h"
 
+#include "monarch/IR/DeadWork.h"
+
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
 #include "mlir/Dialect/Shard/Interfaces/ShardingInterface.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
-#include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Transforms/RegionUtils.h"
 #include "llvm/ADT/MapVector.h"
 
@@ -50,18 +51,6 @@ bool sameSharding(shard::ShardingOp a, shard::ShardingOp b) {
   return a.getGrid() == b.getGrid() && a.getSplitAxes() == b.getSplitAxes() &&
          a.getStaticHaloSizes() == b.getStaticHaloSizes() &&
          a.getStaticShardedDimsOffsets() == b.getStaticShardedDimsOffsets();
-}
-
-void dropDeadOps(Block &block) {
-  bool changed = true;
-  while (changed) {
-    changed = false;
-    for (Operation &op : llvm::make_early_inc_range(llvm::reverse(block)))
-      if (!op.hasTrait<OpTrait::IsTerminator>() && isOpTriviallyDead(&op)) {
-        op.erase();
-        changed = true;
-      }
-  }
 }
 
 /// `shard.shard %v` written after other ops already used %v: propagation
@@ -329,7 +318,7 @@ void prepareForPropagation(func::FuncOp fn, bool replicateInputs,
                            unsigned replicatedTail) {
   Block &block = fn.getBody().front();
   replicateCapturedTensors(block, findGrid(block));
-  dropDeadOps(block);
+  eraseDeadWork(fn);
   dropUnitAxisSplits(block);
   normalizeZeroRankShardings(block);
   // Segment inputs are global values, so replicated is what they are; the

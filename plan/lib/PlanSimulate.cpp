@@ -516,12 +516,9 @@ StatusOr<SimResult> simulatePlan(const ExecutionPlan &plan,
     // the ranks.
     double ioBytes = 0;
     for (const std::vector<ValueType> *values : {&step.inputs, &step.outputs})
-      for (const ValueType &v : *values) {
-        double n = static_cast<double>(dtypeSize(v.dtype));
-        for (int64_t d : v.shape)
-          n *= static_cast<double>(std::max<int64_t>(d, 0));
-        ioBytes += n;
-      }
+      for (const ValueType &v : *values)
+        ioBytes += static_cast<double>(
+            std::max<int64_t>(Buffer{0, v.dtype, v.shape}.sizeInBytes(), 0));
     out.controllerUs =
         t.callUs +
         t.arrayUs *

@@ -38,11 +38,15 @@ namespace {
 /// MONARCH_WORKER_SPIN_US when set, else 20 us when every worker and the
 /// controller can have a core of their own, else 0 (spinning workers would
 /// take the cores the others need).
+/// Whether every worker of a job of `worldSize` and its controller can have
+/// a core of their own here.
+bool aCoreEach(int worldSize) { return worldSize + 1 <= usableCores(); }
+
 int requestSpinUs(int worldSize) {
   if (knobs::Value<int64_t> spin = knobs::getInt(knobs::Id::WorkerSpinUs);
       spin.isSet)
     return static_cast<int>(spin.value);
-  return worldSize + 1 <= usableCores() ? 20 : 0;
+  return aCoreEach(worldSize) ? 20 : 0;
 }
 
 /// MONARCH_WORKER_SCHED: under SCHED_BATCH (`batch`, or `auto` when the
@@ -57,8 +61,7 @@ int requestSpinUs(int worldSize) {
 /// worker runs as it is and says so.
 void applySchedulingPolicy(int worldSize) {
   std::string policy = knobs::getString(knobs::Id::WorkerSched).value;
-  bool batch =
-      policy == "batch" || (policy == "auto" && worldSize + 1 > usableCores());
+  bool batch = policy == "batch" || (policy == "auto" && !aCoreEach(worldSize));
   if (!batch)
     return;
   sched_param param{};
