@@ -94,6 +94,13 @@ LogicalResult MonarchDialect::verifyOperationAttribute(Operation *op,
                              << "' is a unit attribute of monarch.fetch";
     return success();
   }
+  if (attr.getName() == getShardAttrName()) {
+    if (!isa<ChannelSendOp, ChannelRecvOp>(op) ||
+        !isa<DistAttr>(attr.getValue()))
+      return op->emitError() << "'" << getShardAttrName()
+                             << "' is a #monarch.dist on a channel end";
+    return success();
+  }
   if (attr.getName().getValue() == getDistAttrName())
     return op->emitError() << "'" << attr.getName().getValue()
                            << "' is only valid on endpoint arguments and "

@@ -315,6 +315,24 @@ static LogicalResult verifyChannelUse(Operation *op, FlatSymbolRefAttr ref,
   auto channel = tables.lookupNearestSymbolFrom<ChannelOp>(op, ref);
   if (!channel)
     return unresolved(op, ref.getAttr(), "monarch.channel");
+  if (op->hasAttr(MonarchDialect::getShardAttrName())) {
+    // A shard of the channel's value: same element type and rank, each
+    // dimension dividing the channel's.
+    auto shard = dyn_cast<RankedTensorType>(type);
+    auto whole = dyn_cast<RankedTensorType>(channel.getType());
+    bool fits = shard && whole &&
+                shard.getElementType() == whole.getElementType() &&
+                shard.getRank() == whole.getRank() &&
+                isa<DistAttr>(op->getAttr(MonarchDialect::getShardAttrName()));
+    for (int64_t d = 0; fits && d < shard.getRank(); ++d)
+      fits = shard.getDimSize(d) > 0 &&
+             whole.getDimSize(d) % shard.getDimSize(d) == 0;
+    if (!fits)
+      return op->emitOpError("type ")
+             << type << " is not a shard of channel " << ref << " of type "
+             << channel.getType();
+    return success();
+  }
   if (channel.getType() != type)
     return op->emitOpError("type ") << type << " does not match channel " << ref
                                     << " of type " << channel.getType();

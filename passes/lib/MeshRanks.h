@@ -16,7 +16,10 @@
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/SmallBitVector.h"
 
+#include <map>
 #include <memory>
+#include <tuple>
+#include <vector>
 
 namespace monarch {
 
@@ -41,6 +44,10 @@ constexpr llvm::StringLiteral kStatesAttr = "plan.states";
 /// On a mesh collective of a rank function: the proc-mesh ranks of its
 /// group, in group order.
 constexpr llvm::StringLiteral kGroupAttr = "plan.group";
+/// On a rank function's channel_send / channel_recv: the value crosses as
+/// shards of this #monarch.dist, each rank of the destination receiving its
+/// own shard (ShardRoute) instead of the whole value.
+constexpr llvm::StringLiteral kShardAttr = MonarchDialect::getShardAttrName();
 /// Output j of a worker program is returned by one of the ranks holding it
 /// (of one shard's replicas, for a split output): the (j mod min(holders,
 /// kFetchSpread))-th. Spread, the fetches and the compute only they need
@@ -57,11 +64,12 @@ struct MeshRanks {
   MeshOpInterface mesh;
   llvm::SmallVector<int64_t> shape;
   llvm::SmallVector<llvm::StringRef> dims;
-  llvm::SmallVector<int64_t> roots; // Proc-mesh rank of each mesh rank.
+  llvm::SmallVector<int64_t> roots;         // Proc-mesh rank of each mesh rank.
+  llvm::DenseMap<int64_t, int64_t> localOf; // Inverse of `roots`.
 
   int64_t localRank(int64_t root) const {
-    auto it = llvm::find(roots, root);
-    return it == roots.end() ? -1 : it - roots.begin();
+    auto it = localOf.find(root);
+    return it == localOf.end() ? -1 : it->second;
   }
   llvm::SmallVector<int64_t> coords(int64_t rank) const {
     llvm::SmallVector<int64_t> c(shape.size());
@@ -80,16 +88,44 @@ struct MeshRanks {
     for (mlir::Attribute d : dimNames)
       in.set(llvm::find(dims, mlir::cast<mlir::StringAttr>(d).getValue()) -
              dims.begin());
+    // The group's members in rank order: an odometer over the dimensions
+    // in `dimNames`, the others held at `local`'s coordinates (the size of
+    // the group, not of the mesh).
+    for (size_t i = 0; i < c.size(); ++i)
+      if (in.test(i))
+        c[i] = 0;
     llvm::SmallVector<int64_t> group;
-    for (int64_t r = 0, n = roots.size(); r < n; ++r) {
-      llvm::SmallVector<int64_t> rc = coords(r);
-      bool same = true;
-      for (size_t i = 0; i < rc.size(); ++i)
-        same &= in.test(i) || rc[i] == c[i];
-      if (same)
-        group.push_back(roots[r]);
+    while (true) {
+      int64_t r = 0;
+      for (size_t i = 0; i < c.size(); ++i)
+        r = r * shape[i] + c[i];
+      group.push_back(roots[r]);
+      int64_t i = static_cast<int64_t>(c.size()) - 1;
+      for (; i >= 0; --i) {
+        if (!in.test(i))
+          continue;
+        if (++c[i] < shape[i])
+          break;
+        c[i] = 0;
+      }
+      if (i < 0)
+        return group;
     }
-    return group;
+  }
+
+  /// `local`'s coordinates along `names` (in that order).
+  llvm::SmallVector<int64_t>
+  coordsAlong(int64_t local, llvm::ArrayRef<llvm::StringRef> names) const {
+    llvm::SmallVector<int64_t> c = coords(local), out;
+    for (llvm::StringRef d : names)
+      out.push_back(c[llvm::find(dims, d) - dims.begin()]);
+    return out;
+  }
+
+  /// The size of dimension `name`, or -1 when the mesh has none.
+  int64_t sizeOf(llvm::StringRef name) const {
+    auto it = llvm::find(dims, name);
+    return it == dims.end() ? -1 : shape[it - dims.begin()];
   }
 
   /// Index of `local` within the group spanned by `dimNames` (row-major).
@@ -103,6 +139,50 @@ struct MeshRanks {
     }
     return index;
   }
+};
+
+/// The names of the mesh dimensions that split some dimension of a value
+/// distributed as `dist`, in the order the tensor dimensions name them.
+inline llvm::SmallVector<llvm::StringRef> splittingDims(DistAttr dist,
+                                                        int64_t rank) {
+  llvm::SmallVector<llvm::StringRef> names;
+  for (int64_t d = 0; d < rank; ++d)
+    for (llvm::StringRef n : dist.getSplitDims(d))
+      names.push_back(n);
+  return names;
+}
+
+/// A value split as `dist` on mesh `from` crossing to mesh `to` where every
+/// splitting dimension has the same size on both (a shard channel): each
+/// rank of `to` receives its shard (the one at its coordinates along the
+/// splitting dimensions) from a rank of `from` holding that shard. The
+/// k-th receiver of a shard (in rank order) takes it from the (k mod
+/// holders)-th holder, so replicas share the sending.
+struct ShardRoute {
+  ShardRoute(const MeshRanks &from, const MeshRanks &to, DistAttr dist) {
+    llvm::SmallVector<llvm::StringRef> names =
+        splittingDims(dist, dist.getSplit().size());
+    std::map<llvm::SmallVector<int64_t>, llvm::SmallVector<int64_t>> holders;
+    for (int64_t i = 0, n = from.roots.size(); i < n; ++i)
+      holders[from.coordsAlong(i, names)].push_back(i);
+    receiversOf.resize(from.roots.size());
+    senderOf.resize(to.roots.size(), -1);
+    std::map<llvm::SmallVector<int64_t>, int64_t> seen;
+    for (int64_t j = 0, n = to.roots.size(); j < n; ++j) {
+      llvm::SmallVector<int64_t> key = to.coordsAlong(j, names);
+      auto it = holders.find(key);
+      if (it == holders.end())
+        continue;
+      int64_t k = seen[key]++;
+      int64_t i = it->second[k % it->second.size()];
+      senderOf[j] = from.roots[i];
+      receiversOf[i].push_back(to.roots[j]);
+    }
+  }
+  /// Per rank of `to`: the proc-mesh rank it receives its shard from.
+  llvm::SmallVector<int64_t> senderOf;
+  /// Per rank of `from`: the proc-mesh ranks it sends its shard to.
+  std::vector<llvm::SmallVector<int64_t>> receiversOf;
 };
 
 /// Resolves mesh symbols to MeshRanks, once per mesh.
@@ -122,9 +202,26 @@ public:
     auto roots = getRootRanks(mesh, &tables);
     if (mlir::failed(roots))
       return nullptr;
-    info = std::make_unique<MeshRanks>(MeshRanks{
-        mesh, mesh.getMeshShape(), mesh.getDimNames(), std::move(*roots)});
+    info = std::make_unique<MeshRanks>();
+    info->mesh = mesh;
+    info->shape = mesh.getMeshShape();
+    info->dims = mesh.getDimNames();
+    info->roots = std::move(*roots);
+    for (auto [local, root] : llvm::enumerate(info->roots))
+      info->localOf[root] = static_cast<int64_t>(local);
     return info.get();
+  }
+
+  /// Who sends whom each shard of a value split as `dist` on `from` that
+  /// crosses to `to` (a shard channel, rankform::kShardAttr), computed once
+  /// per (from, to, dist).
+  const ShardRoute &shardRoute(const MeshRanks &from, const MeshRanks &to,
+                               DistAttr dist) {
+    std::unique_ptr<ShardRoute> &route =
+        routes[std::make_tuple(&from, &to, dist.getAsOpaquePointer())];
+    if (!route)
+      route = std::make_unique<ShardRoute>(from, to, dist);
+    return *route;
   }
 
   /// The proc mesh at the root of a mesh's slice chain.
@@ -135,6 +232,9 @@ public:
 private:
   mlir::SymbolTableCollection &tables;
   llvm::DenseMap<mlir::Operation *, std::unique_ptr<MeshRanks>> cache;
+  std::map<std::tuple<const MeshRanks *, const MeshRanks *, const void *>,
+           std::unique_ptr<ShardRoute>>
+      routes;
 };
 
 } // namespace monarch

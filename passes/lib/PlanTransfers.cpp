@@ -45,6 +45,7 @@ namespace monarch {
 using namespace mlir;
 using namespace monarch;
 using rankform::kGroupAttr;
+using rankform::kShardAttr;
 
 namespace {
 
@@ -126,6 +127,10 @@ struct MonarchPlanTransfersPass
   /// The monarch.topology of each proc mesh (null when it has none).
   llvm::DenseMap<Attribute, TopologyOp> topologies;
   SymbolTableCollection &tables() { return *tablesPtr; }
+  const ShardRoute &shardRoute(const MeshRanks &from, const MeshRanks &to,
+                               DistAttr dist) {
+    return meshesPtr->shardRoute(from, to, dist);
+  }
   const MeshRanks *resolve(Operation *from, FlatSymbolRefAttr ref) {
     return meshesPtr->resolve(from, ref);
   }
@@ -628,10 +633,17 @@ LogicalResult MonarchPlanTransfersPass::lower(RankCode &code, PlanOp plan,
       const MeshRanks *to = resolve(channel, channel.getToAttr());
       int64_t i = from->localRank(code.rank);
       SmallVector<int64_t> dests;
-      for (int64_t j = 0, n = to->roots.size(); j < n; ++j)
-        if (j % static_cast<int64_t>(from->roots.size()) == i &&
-            to->roots[j] != code.rank) // Self: monarch-specialize-ranks.
-          dests.push_back(to->roots[j]);
+      if (auto dist = send->getAttrOfType<DistAttr>(kShardAttr)) {
+        // Its shard, to the ranks that take it from this one.
+        for (int64_t d : shardRoute(*from, *to, dist).receiversOf[i])
+          if (d != code.rank) // Self: monarch-specialize-ranks.
+            dests.push_back(d);
+      } else {
+        for (int64_t j = 0, n = to->roots.size(); j < n; ++j)
+          if (j % static_cast<int64_t>(from->roots.size()) == i &&
+              to->roots[j] != code.rank) // Self: monarch-specialize-ranks.
+            dests.push_back(to->roots[j]);
+      }
       if (dests.empty())
         continue;
       BufferAttr buf = st.bufferFor(send.getValue());
@@ -658,7 +670,9 @@ LogicalResult MonarchPlanTransfersPass::lower(RankCode &code, PlanOp plan,
       const MeshRanks *from = resolve(channel, channel.getFromAttr());
       const MeshRanks *to = resolve(channel, channel.getToAttr());
       int64_t j = to->localRank(code.rank);
-      int64_t src = from->roots[j % from->roots.size()];
+      auto dist = recv->getAttrOfType<DistAttr>(kShardAttr);
+      int64_t src = dist ? shardRoute(*from, *to, dist).senderOf[j]
+                         : from->roots[j % from->roots.size()];
       BufferAttr buf = st.bufferFor(recv.getResult());
       st.sync({}, {buf}, kP2PStream);
       CommunicatorOp comm =

@@ -207,6 +207,12 @@ public:
 private:
   LogicalResult inlineCall(Operation *op, OpBuilder &b);
   Value globalValue(OpBuilder &b, Value v);
+  /// The distribution the value of `send`'s channel crosses in when it
+  /// crosses as shards: it is a call result split (not partial) on the
+  /// channel's source mesh, and every splitting mesh dimension has the same
+  /// size on the destination, so each destination rank needs one shard
+  /// that some source rank holds. Null when it crosses whole.
+  DistAttr shardChannelDist(ChannelSendOp send);
   Value sliceFor(OpBuilder &b, Location loc, Value global, DistAttr dist,
                  const MeshRanks &mesh, int64_t local);
   Value assemble(OpBuilder &b, Location loc, Value v, DistAttr dist,
@@ -333,6 +339,16 @@ func::FuncOp RankSpecializer::run(OpBuilder &b) {
       }
     }
     if (auto send = dyn_cast<ChannelSendOp>(op)) {
+      if (DistAttr dist = shardChannelDist(send)) {
+        // This rank's shard, to the ranks of the destination that need it.
+        auto it = pending.find(send.getValue());
+        if (it == pending.end())
+          continue; // Not on this rank.
+        auto shard = ChannelSendOp::create(
+            b, send.getLoc(), send.getChannelAttr(), it->second.local);
+        shard->setAttr(rankform::kShardAttr, dist);
+        continue;
+      }
       Value v = globalValue(b, send.getValue());
       if (v)
         ChannelSendOp::create(b, send.getLoc(), send.getChannelAttr(), v);
@@ -344,6 +360,41 @@ func::FuncOp RankSpecializer::run(OpBuilder &b) {
       const MeshRanks *to = meshes.resolve(channel, channel.getToAttr());
       const MeshRanks *from = meshes.resolve(channel, channel.getFromAttr());
       int64_t j = to->localRank(rank);
+      ChannelSendOp send;
+      for (auto s : worker.getBody().front().getOps<ChannelSendOp>())
+        if (s.getChannelAttr() == recv.getChannelAttr())
+          send = s;
+      if (DistAttr dist = send ? shardChannelDist(send) : DistAttr()) {
+        if (j < 0)
+          continue;
+        // This rank's shard, from a rank holding it; held as a pending
+        // result of the destination mesh, so a call there split the same
+        // way takes it as is and any other use assembles the whole value.
+        auto global = cast<RankedTensorType>(recv.getType());
+        int64_t sender = meshes.shardRoute(*from, *to, dist).senderOf[j];
+        Value local;
+        if (sender == rank) {
+          // Overlapping meshes: this rank holds the shard already.
+          auto it = pending.find(send.getValue());
+          if (it == pending.end()) {
+            recv.emitOpError("receives its shard from this rank, which "
+                             "does not hold it");
+            return fail();
+          }
+          local = it->second.local;
+        } else {
+          auto [offsets, sizes] = shardBox(global.getShape(), dist, *to, j);
+          auto shardRecv = ChannelRecvOp::create(
+              b, recv.getLoc(),
+              RankedTensorType::get(sizes, global.getElementType()),
+              recv.getChannelAttr());
+          shardRecv->setAttr(rankform::kShardAttr, dist);
+          local = shardRecv;
+        }
+        pending[recv.getResult()] = {
+            local, dist, to, j, global, LocationAttr(recv.getLoc())};
+        continue;
+      }
       if (j >= 0 && from->roots[j % from->roots.size()] == rank) {
         // Overlapping meshes: this rank sends to itself. The value is
         // already here; a transfer would only copy it (or deadlock).
@@ -521,6 +572,27 @@ LogicalResult RankSpecializer::inlineCall(Operation *op, OpBuilder &b) {
     }
   }
   return success();
+}
+
+DistAttr RankSpecializer::shardChannelDist(ChannelSendOp send) {
+  auto call = send.getValue().getDefiningOp<CallOp>();
+  if (!call)
+    return {};
+  auto channel =
+      tables.lookupNearestSymbolFrom<ChannelOp>(worker, send.getChannelAttr());
+  const MeshRanks *from = meshes.resolve(channel, channel.getFromAttr());
+  const MeshRanks *to = meshes.resolve(channel, channel.getToAttr());
+  auto [actorMesh, endpoint, mesh] = calleeOf(call);
+  DistAttr dist =
+      endpoint.getResultDist(cast<OpResult>(send.getValue()).getResultNumber());
+  auto global = dyn_cast<RankedTensorType>(send.getValue().getType());
+  if (!dist || dist.isReplicated() || dist.getPartial() || !global ||
+      !global.hasStaticShape() || mesh != from || !from || !to)
+    return {};
+  for (StringRef name : splittingDims(dist, global.getRank()))
+    if (to->sizeOf(name) != from->sizeOf(name))
+      return {};
+  return dist;
 }
 
 std::optional<std::pair<SmallVector<int64_t>, RankedTensorType>>

@@ -83,8 +83,32 @@ struct MonarchSplitControlDataPass
     return getRootMesh(lookupMesh(from, ref, &tables), &tables);
   }
 
+  /// A transfer of a fed value becomes a feed to its destination: the
+  /// controller holds the value, so it sends each destination rank what
+  /// that rank needs (its shard, when every use there is split) instead of
+  /// the whole value to every rank of the source mesh and a worker-to-worker
+  /// hop after it. A feed nothing else uses is dropped.
+  static void feedThroughTransfers(func::FuncOp fn) {
+    SmallVector<TransferOp> transfers;
+    for (auto transfer : fn.getBody().front().getOps<TransferOp>())
+      if (transfer.getInput().getDefiningOp<FeedOp>())
+        transfers.push_back(transfer);
+    for (TransferOp transfer : transfers) {
+      auto feed = transfer.getInput().getDefiningOp<FeedOp>();
+      OpBuilder b(transfer);
+      auto direct = FeedOp::create(b, transfer.getLoc(), feed.getInput(),
+                                   transfer.getToAttr());
+      direct->setDiscardableAttrs(feed->getDiscardableAttrDictionary());
+      transfer.getResult().replaceAllUsesWith(direct.getResult());
+      transfer.erase();
+      if (feed->use_empty())
+        feed.erase();
+    }
+  }
+
   LogicalResult split(func::FuncOp fn, SymbolTableCollection &tables) {
     MLIRContext *ctx = &getContext();
+    feedThroughTransfers(fn);
     llvm::MapVector<Operation *, WorkerProgram> workers;
     DenseMap<Value, ProcMeshOp> meshOf;  // Values that live on a mesh.
     DenseSet<Value> fetched;             // Controller values from fetches.

@@ -39,14 +39,19 @@ monarch.actor_class @Sum {
     %y = monarch.all_reduce %x over ["hosts", "gpus"] sum : tensor<256xf32>
     monarch.return %y : tensor<256xf32>
   }
+  monarch.endpoint @same(%x: tensor<256xf32>) -> tensor<256xf32> {
+    monarch.return %x : tensor<256xf32>
+  }
 }
 monarch.actor_mesh @all = @Sum on @mesh
+monarch.actor_mesh @first = @Sum on @h0
 func.func @step(%arg0: tensor<256xf32>) -> (tensor<256xf32>, tensor<256xf32>, tensor<256xf32>) {
   %0 = monarch.feed %arg0 to @mesh : tensor<256xf32>
   %1 = monarch.call @all::@local(%0) : (tensor<256xf32>) -> tensor<256xf32>
   %2 = monarch.call @all::@global(%0) : (tensor<256xf32>) -> tensor<256xf32>
   %3 = monarch.feed %arg0 to @h0 : tensor<256xf32>
-  %4 = monarch.transfer %3 from @h0 to @h1 : tensor<256xf32> -> tensor<256xf32>
+  %5 = monarch.call @first::@same(%3) : (tensor<256xf32>) -> tensor<256xf32>
+  %4 = monarch.transfer %5 from @h0 to @h1 : tensor<256xf32> -> tensor<256xf32>
   %r1 = monarch.fetch %1 from @mesh : tensor<256xf32>
   %r2 = monarch.fetch %2 from @mesh : tensor<256xf32>
   %r3 = monarch.fetch %4 from @h1 : tensor<256xf32>

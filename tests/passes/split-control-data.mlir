@@ -85,3 +85,34 @@ func.func @host_only(%a: f32) -> f32 {
   %b = arith.addf %a, %a : f32
   return %b : f32
 }
+
+// -----
+
+// A transfer of a fed value is a feed to its destination: the controller
+// sends the ranks of @s1_mesh what they need (their shard, when split)
+// instead of the whole value to every rank of @mesh and a hop between
+// workers. The feed nothing else uses goes; no channel remains.
+shard.grid @g(shape = 4)
+shard.grid @half(shape = 2)
+monarch.proc_mesh @mesh(gpus = 4) grid @g
+monarch.mesh_slice @s1_mesh of @mesh(gpus = 2 to 4) grid @half
+monarch.actor_class @Stage {
+  monarch.endpoint @forward(%x: tensor<4x4xf32> {monarch.dist = #monarch.dist<[["gpus"], []]>}) -> (tensor<4x4xf32> {monarch.dist = #monarch.dist<[["gpus"], []]>}) {
+    monarch.return %x : tensor<4x4xf32>
+  }
+}
+monarch.actor_mesh @s1 = @Stage on @s1_mesh
+
+// CHECK-NOT:   monarch.channel
+// CHECK-LABEL: func.func @fed.worker.mesh(%arg0: tensor<8x4xf32>) -> tensor<8x4xf32> attributes {monarch.worker_for = @mesh}
+// CHECK-NEXT:    %[[Y:.*]] = monarch.call @s1::@forward(%arg0)
+// CHECK-NEXT:    return %[[Y]]
+// CHECK-LABEL: func.func @fed(
+// CHECK:         monarch.feed_input %arg0 to @fed.worker.mesh input 0
+func.func @fed(%x: tensor<8x4xf32>) -> tensor<8x4xf32> {
+  %xf = monarch.feed %x to @mesh : tensor<8x4xf32>
+  %x1 = monarch.transfer %xf from @mesh to @s1_mesh : tensor<8x4xf32> -> tensor<8x4xf32>
+  %y = monarch.call @s1::@forward(%x1) : (tensor<8x4xf32>) -> tensor<8x4xf32>
+  %out = monarch.fetch %y from @s1_mesh : tensor<8x4xf32>
+  return %out : tensor<8x4xf32>
+}

@@ -145,6 +145,43 @@ def test_pipeline_of_actors_and_state_across_calls():
         np.testing.assert_allclose(got, w1, rtol=1e-5, atol=1e-5)
 
 
+class Rows(mc.Actor):
+    def __init__(self, k):
+        self.k = np.float32(k)
+
+    @mc.endpoint(out={"hosts": 0})
+    def scale(self, x):
+        return x * self.k + 1.0
+
+
+def test_split_values_cross_between_slices_as_shards():
+    # A value split over "hosts" crosses between actor meshes where "hosts"
+    # has the same size as shards (issue 15): each rank receives the rows it
+    # needs from a rank holding them, with no all_gather to the whole value
+    # anywhere. One holder to two receivers (one of them itself, the slices
+    # overlap) and back, two holders to one receiver.
+    rng = np.random.default_rng(3)
+    x = rand(rng, 8, 3)
+    with mc.mesh(hosts=2, gpus=2) as mesh:
+        a = mesh.slice(gpus=slice(0, 1)).spawn("a", Rows, 2.0)
+        b = mesh.spawn("b", Rows, 3.0)
+
+        @mc.compile(mesh=mesh)
+        def f(x):
+            y = a.scale.call(mc.shard(x, hosts=0))
+            z = b.scale.call(y)
+            return a.scale.call(z)
+
+        want = ((x * 2 + 1) * 3 + 1) * 2 + 1
+        np.testing.assert_allclose(f(x), want, rtol=1e-6)
+        planned = f.ir("planned", x)
+        assert "all_gather" not in planned
+        plan = planned[planned.index("monarch.rank_program"):
+                       planned.index("func.func @f(")]
+        assert plan.count("monarch.rank_program") == 4
+        assert "tensor<8x3xf32>" not in plan
+
+
 class Sharded(mc.Actor):
     def __init__(self, w):
         self.w = mc.param(w, gpus=1)          # columns split over "gpus"

@@ -78,6 +78,13 @@ def Monarch_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral getKeepAttrName() {
       return ::llvm::StringLiteral("monarch.keep");
     }
+    /// On a rank function's `monarch.channel_send` / `channel_recv`
+    /// (monarch-specialize-ranks): the value crosses the channel as shards
+    /// of this `#monarch.dist`, each destination rank receiving only its
+    /// own shard, so the end's type is a shard of the channel's.
+    static constexpr ::llvm::StringLiteral getShardAttrName() {
+      return ::llvm::StringLiteral("monarch.shard");
+    }
   }];
 }
 
