@@ -93,7 +93,9 @@ StatusOr<uint32_t> peekPlanFormatVersion(std::string_view bytes) {
   return static_cast<uint32_t>(getLE(bytes, 8, 4));
 }
 
-StatusOr<ExecutionPlan> decodePlanPayload(std::string_view payload) {
+/// decodePlanPayload, or with `only` the programs of one world rank.
+static StatusOr<ExecutionPlan> decodePayload(std::string_view payload,
+                                             detail::RankFilter *only) {
   if (payload.size() > static_cast<size_t>(INT_MAX))
     return invalid("plan payload of " + std::to_string(payload.size()) +
                    " bytes is too large");
@@ -119,15 +121,22 @@ StatusOr<ExecutionPlan> decodePlanPayload(std::string_view payload) {
                    std::to_string(decoded.formatVersion) +
                    " in the payload does not match this build's version " +
                    std::to_string(kPlanFormatVersion));
-  StatusOr<ExecutionPlan> plan = detail::fromThrift(decoded);
+  StatusOr<ExecutionPlan> plan = detail::fromThrift(decoded, only);
   if (!plan)
     return plan.status().withContext("corrupt plan file");
-  if (Status s = validatePlan(*plan); !s)
+  if (Status s = validatePlan(*plan, only ? ValidateScope::KeptRanks
+                                          : ValidateScope::AllRanks);
+      !s)
     return s.withContext("invalid plan");
   return plan;
 }
 
-StatusOr<ExecutionPlan> deserializePlan(std::string_view bytes) {
+StatusOr<ExecutionPlan> decodePlanPayload(std::string_view payload) {
+  return decodePayload(payload, nullptr);
+}
+
+/// The payload of a plan file whose header checks out.
+static StatusOr<std::string_view> planPayload(std::string_view bytes) {
   StatusOr<uint32_t> version = peekPlanFormatVersion(bytes);
   if (!version)
     return version.status();
@@ -148,7 +157,27 @@ StatusOr<ExecutionPlan> deserializePlan(std::string_view bytes) {
   std::string_view payload = bytes.substr(kPlanHeaderSize);
   if (fnv1a64(payload) != checksum)
     return invalid("corrupt plan file: payload checksum mismatch");
-  return decodePlanPayload(payload);
+  return payload;
+}
+
+StatusOr<ExecutionPlan> deserializePlan(std::string_view bytes) {
+  StatusOr<std::string_view> payload = planPayload(bytes);
+  if (!payload)
+    return payload.status();
+  return decodePayload(*payload, nullptr);
+}
+
+StatusOr<RankPlan> deserializePlanForRank(std::string_view bytes,
+                                          int64_t worldRank) {
+  StatusOr<std::string_view> payload = planPayload(bytes);
+  if (!payload)
+    return payload.status();
+  detail::RankFilter only;
+  only.worldRank = worldRank;
+  StatusOr<ExecutionPlan> plan = decodePayload(*payload, &only);
+  if (!plan)
+    return plan.status();
+  return RankPlan{std::move(*plan), std::move(only.commStreams)};
 }
 
 //===----------------------------------------------------------------------===//

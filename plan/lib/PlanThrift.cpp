@@ -472,7 +472,51 @@ static ControlStep fromT(const t::ControlStep &s) {
   return r;
 }
 
-executor::StatusOr<ExecutionPlan> fromThrift(const t::ExecutionPlan &p) {
+namespace {
+/// The (communicator, stream) of a communicating instruction, by index.
+struct CommUse {
+  int32_t instruction;
+  int32_t communicator;
+  int64_t stream;
+};
+
+std::vector<CommUse> commUses(const std::vector<Instruction> &instructions) {
+  std::vector<CommUse> uses;
+  for (size_t i = 0; i < instructions.size(); ++i) {
+    const Instruction &in = instructions[i];
+    if (in.kind == InstrKind::Send || in.kind == InstrKind::Recv)
+      uses.push_back(
+          {static_cast<int32_t>(i), in.p2p.communicator, in.p2p.stream});
+    else if (in.kind == InstrKind::Collective)
+      uses.push_back({static_cast<int32_t>(i), in.collective.communicator,
+                      in.collective.stream});
+  }
+  return uses;
+}
+
+std::vector<RankPatch> fromT(const std::vector<t::RankPatch> &in) {
+  std::vector<RankPatch> patches;
+  for (const t::RankPatch &z : in) {
+    RankPatch patch;
+    patch.instruction = z.instruction;
+    if (z.__isset.peer)
+      patch.peer = z.peer;
+    if (z.__isset.communicator)
+      patch.communicator = z.communicator;
+    if (z.__isset.root)
+      patch.root = z.root;
+    if (z.__isset.offsets)
+      patch.offsets = z.offsets;
+    if (z.__isset.kernel)
+      patch.kernel = z.kernel;
+    patches.push_back(std::move(patch));
+  }
+  return patches;
+}
+} // namespace
+
+executor::StatusOr<ExecutionPlan> fromThrift(const t::ExecutionPlan &p,
+                                             RankFilter *only) {
   ExecutionPlan r;
   r.formatVersion = p.formatVersion;
   r.compilerVersion = p.compilerVersion;
@@ -510,17 +554,38 @@ executor::StatusOr<ExecutionPlan> fromThrift(const t::ExecutionPlan &p) {
     x.outputs = fromT(s.outputs);
     x.loc = fromT(s.loc);
     std::vector<bool> shared(s.programs.size(), false);
+    // Decoding for one rank: every program's world rank (-1 where the
+    // mesh or the rank is unknown: validatePlan reports those), the
+    // streams of the programs that hold their own (kept aside when the
+    // rank does not run them), and each one's communicating instructions.
+    int32_t mesh = only ? r.findMesh(s.mesh) : -1;
+    auto worldOf = [&](int64_t rank) -> int64_t {
+      if (mesh < 0)
+        return -1;
+      const std::vector<int64_t> &roots = r.meshes[mesh].rootRanks;
+      if (roots.empty())
+        return rank;
+      return rank >= 0 && rank < static_cast<int64_t>(roots.size())
+                 ? roots[rank]
+                 : -1;
+    };
+    std::vector<std::vector<Instruction>> streams(s.programs.size());
+    std::vector<std::vector<CommUse>> uses(s.programs.size());
+    std::map<int32_t, std::set<int64_t>> *commStreams = nullptr;
+    if (only)
+      commStreams = &only->commStreams.emplace_back();
     for (size_t k = 0; k < s.programs.size(); ++k) {
       const t::RankProgram &rp = s.programs[k];
+      std::string where =
+          "plan '" + s.symbol + "' rank " + std::to_string(rp.rank) + ": ";
       RankProgram y;
       y.rank = rp.rank;
       y.arenaBytes = rp.arenaBytes;
       y.peakBytes = rp.peakBytes;
       y.criticalPathUs = rp.criticalPathUs;
+      bool keep = !only || worldOf(rp.rank) == only->worldRank;
       if (rp.__isset.sharesWith) {
         // A rank of a class: the earlier program's stream, patched.
-        std::string where =
-            "plan '" + s.symbol + "' rank " + std::to_string(rp.rank) + ": ";
         int32_t j = rp.sharesWith;
         if (j < 0 || static_cast<size_t>(j) >= k || shared[j])
           return executor::Status(
@@ -532,36 +597,43 @@ executor::StatusOr<ExecutionPlan> fromThrift(const t::ExecutionPlan &p) {
           return executor::Status(
               executor::StatusCode::InvalidArgument,
               where + "a program sharing another's instructions has none");
-        y.instructions = x.programs[j].instructions;
-        std::vector<RankPatch> patches;
-        for (const t::RankPatch &z : rp.patches) {
-          RankPatch patch;
-          patch.instruction = z.instruction;
-          if (z.__isset.peer)
-            patch.peer = z.peer;
-          if (z.__isset.communicator)
-            patch.communicator = z.communicator;
-          if (z.__isset.root)
-            patch.root = z.root;
-          if (z.__isset.offsets)
-            patch.offsets = z.offsets;
-          if (z.__isset.kernel)
-            patch.kernel = z.kernel;
-          patches.push_back(std::move(patch));
+        shared[k] = true;
+        std::vector<RankPatch> patches = fromT(rp.patches);
+        if (!keep) {
+          // Only which communicators it uses on which streams.
+          size_t n = streams[j].size();
+          for (const RankPatch &patch : patches)
+            if (patch.instruction < 0 ||
+                static_cast<size_t>(patch.instruction) >= n)
+              return executor::Status(
+                  executor::StatusCode::InvalidArgument,
+                  where + "patch of instruction " +
+                      std::to_string(patch.instruction) +
+                      ": no such instruction (the shared stream has " +
+                      std::to_string(n) + ")");
+          for (const CommUse &use : uses[j]) {
+            int32_t communicator = use.communicator;
+            for (const RankPatch &patch : patches)
+              if (patch.instruction == use.instruction && patch.communicator)
+                communicator = *patch.communicator;
+            (*commStreams)[communicator].insert(use.stream);
+          }
+          continue;
         }
+        y.instructions = streams[j];
         if (std::optional<std::string> bad =
                 applyRankPatches(y.instructions, patches))
           return executor::Status(executor::StatusCode::InvalidArgument,
                                   where + *bad);
-        shared[k] = true;
+        if (only)
+          for (const CommUse &use : commUses(y.instructions))
+            (*commStreams)[use.communicator].insert(use.stream);
         x.programs.push_back(std::move(y));
         continue;
       }
       if (rp.__isset.patches)
         return executor::Status(executor::StatusCode::InvalidArgument,
-                                "plan '" + s.symbol + "' rank " +
-                                    std::to_string(rp.rank) +
-                                    ": patches without a shared stream");
+                                where + "patches without a shared stream");
       for (size_t i = 0; i < rp.instructions.size(); ++i) {
         std::optional<Instruction> in = fromT(rp.instructions[i]);
         if (!in)
@@ -572,7 +644,14 @@ executor::StatusOr<ExecutionPlan> fromThrift(const t::ExecutionPlan &p) {
                   ": the instruction must hold exactly one operation");
         y.instructions.push_back(std::move(*in));
       }
-      x.programs.push_back(std::move(y));
+      streams[k] = y.instructions;
+      if (only) {
+        uses[k] = commUses(y.instructions);
+        for (const CommUse &use : uses[k])
+          (*commStreams)[use.communicator].insert(use.stream);
+      }
+      if (keep)
+        x.programs.push_back(std::move(y));
     }
     r.plans.push_back(std::move(x));
   }

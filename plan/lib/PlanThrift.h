@@ -15,11 +15,24 @@
 #include "ExecutionPlan_constants.h"
 #include "ExecutionPlan_types.h"
 
+#include <map>
+#include <set>
+#include <vector>
+
 namespace monarch::plan::detail {
 
 wire::ExecutionPlan toThrift(const ExecutionPlan &plan);
+/// Decoding for one world rank (deserializePlanForRank): only the programs
+/// it runs are rebuilt; `commStreams` receives, per step plan, the streams
+/// any rank uses each communicator on.
+struct RankFilter {
+  int64_t worldRank = 0;
+  std::vector<std::map<int32_t, std::set<int64_t>>> commStreams;
+};
+
 /// Fails when an instruction union holds no member or more than one.
-executor::StatusOr<ExecutionPlan> fromThrift(const wire::ExecutionPlan &plan);
+executor::StatusOr<ExecutionPlan> fromThrift(const wire::ExecutionPlan &plan,
+                                             RankFilter *only = nullptr);
 
 } // namespace monarch::plan::detail
 

@@ -206,6 +206,66 @@ TEST(PlanSerialization, RanksOfAClassShareOneStream) {
   EXPECT_TRUE(*oddBack == odd);
 }
 
+std::string payloadOf(const wire::ExecutionPlan &wire);
+
+TEST(PlanSerialization, AWorkerDecodesOnlyItsOwnProgram) {
+  // deserializePlanForRank (what a worker binds): each step keeps only the
+  // rank's program, equal to the full decode's, and collects the streams
+  // every rank uses each communicator on, patched communicators included,
+  // without rebuilding the other ranks' streams.
+  ExecutionPlan plan = classPlan(8);
+  // A rank-dependent stream on a pair: rank 5 broadcasts on stream 3, so
+  // its class splits; the pair's other member must know of it.
+  plan.plans[0].programs[5].instructions[4].collective.stream = 3;
+  std::string bytes = serialized(plan);
+  StatusOr<ExecutionPlan> full = deserializePlan(bytes);
+  ASSERT_TRUE(full.isOk()) << full.status().toString();
+  std::map<int32_t, std::set<int64_t>> expected;
+  for (const RankProgram &program : full->plans[0].programs)
+    for (const Instruction &in : program.instructions)
+      if (in.kind == InstrKind::Send || in.kind == InstrKind::Recv)
+        expected[in.p2p.communicator].insert(in.p2p.stream);
+      else if (in.kind == InstrKind::Collective)
+        expected[in.collective.communicator].insert(in.collective.stream);
+  ASSERT_EQ(expected[3], (std::set<int64_t>{2, 3}));
+  for (int64_t rank = 0; rank < 8; ++rank) {
+    StatusOr<RankPlan> mine = deserializePlanForRank(bytes, rank);
+    ASSERT_TRUE(mine.isOk()) << mine.status().toString();
+    ASSERT_EQ(mine->plan.plans.size(), 1u);
+    ASSERT_EQ(mine->plan.plans[0].programs.size(), 1u) << "rank " << rank;
+    EXPECT_TRUE(mine->plan.plans[0].programs[0] ==
+                full->plans[0].programs[rank])
+        << "rank " << rank;
+    ASSERT_EQ(mine->commStreams.size(), 1u);
+    EXPECT_EQ(mine->commStreams[0], expected) << "rank " << rank;
+    EXPECT_TRUE(mine->plan.communicators == full->communicators);
+  }
+  // A rank the step does not run: no program, the same streams.
+  StatusOr<RankPlan> none = deserializePlanForRank(bytes, 8);
+  ASSERT_TRUE(none.isOk()) << none.status().toString();
+  EXPECT_TRUE(none->plan.plans[0].programs.empty());
+  EXPECT_EQ(none->commStreams[0], expected);
+  // The file is checked as deserializePlan checks it.
+  std::string corrupt = bytes;
+  corrupt.back() ^= 1;
+  EXPECT_FALSE(deserializePlanForRank(corrupt, 0).isOk());
+  // Another rank's patch naming no instruction is refused, though that
+  // rank's stream is never rebuilt.
+  wire::ExecutionPlan bad = detail::toThrift(plan);
+  ASSERT_TRUE(bad.plans[0].programs[6].__isset.sharesWith);
+  bad.plans[0].programs[6].patches[0].__set_instruction(99);
+  std::string file = bytes.substr(0, kPlanHeaderSize) + payloadOf(bad);
+  for (int i = 0; i < 8; ++i)
+    file[16 + i] =
+        static_cast<char>(((file.size() - kPlanHeaderSize) >> (8 * i)) & 0xff);
+  fixChecksum(file);
+  StatusOr<RankPlan> refused = deserializePlanForRank(file, 0);
+  ASSERT_FALSE(refused.isOk());
+  EXPECT_NE(refused.status().message().find("no such instruction"),
+            std::string::npos)
+      << refused.status().message();
+}
+
 /// The Thrift payload of `wire` (what decodePlanPayload reads).
 std::string payloadOf(const wire::ExecutionPlan &wire) {
   auto buffer = std::make_shared<apache::thrift::transport::TMemoryBuffer>();

@@ -23,6 +23,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <map>
+#include <set>
 #include <string>
 #include <string_view>
 
@@ -50,11 +52,34 @@ StatusOr<ExecutionPlan> deserializePlan(std::string_view bytes);
 /// deserializePlan does after checking the header. Exposed for the fuzzer.
 StatusOr<ExecutionPlan> decodePlanPayload(std::string_view payload);
 
+/// What validatePlan checks: the whole plan, or a plan decoded for one rank
+/// (deserializePlanForRank), whose steps hold only that rank's programs, so
+/// that what spans every rank's program (sharded outputs tiling their
+/// value) is left to the controller's full decode.
+enum class ValidateScope { AllRanks, KeptRanks };
+
 /// Checks every index, size and reference of `plan` (kernel, communicator and
 /// plan indices in range, buffers inside their arena, waits naming earlier
 /// asynchronous instructions, peers in the mesh, known enum values), so that
 /// the executor can trust a plan that passed.
-Status validatePlan(const ExecutionPlan &plan);
+Status validatePlan(const ExecutionPlan &plan,
+                    ValidateScope scope = ValidateScope::AllRanks);
+
+/// What one worker binds (issue 15): `plan` holds, in each step, only the
+/// program of world rank `worldRank` (none where it runs nothing);
+/// `commStreams[step][communicator]` lists the streams any rank of the step
+/// uses the communicator on (every member must create it alike). The
+/// other ranks' programs are read only as far as that needs: a rank of a
+/// class of ranks sharing one stream is its patches, never an expanded
+/// copy, so binding costs about the file's bytes instead of ranks x
+/// instructions. The header, decoding and the kept programs are checked as
+/// deserializePlan checks them.
+struct RankPlan {
+  ExecutionPlan plan;
+  std::vector<std::map<int32_t, std::set<int64_t>>> commStreams;
+};
+StatusOr<RankPlan> deserializePlanForRank(std::string_view bytes,
+                                          int64_t worldRank);
 
 /// The format version in a file's header, without decoding the rest.
 StatusOr<uint32_t> peekPlanFormatVersion(std::string_view bytes);
