@@ -18,8 +18,8 @@ shard.grid @tp_grid(shape = 1x4)
 monarch.proc_mesh @mesh(hosts = 1, gpus = 4) grid @tp_grid
 
 monarch.actor_class @TPMLP {
-  monarch.state @w1 : tensor<16x16xf32>   // column shard of the 16x64 w1
-  monarch.state @w2 : tensor<16x8xf32>    // row shard of the 64x8 w2
+  monarch.state @w1 : tensor<16x16xf32> dist #monarch.dist<[[], ["gpus"]]>  // columns of the 16x64 w1
+  monarch.state @w2 : tensor<16x8xf32> dist #monarch.dist<[["gpus"], []]>   // rows of the 64x8 w2
 
   monarch.endpoint @load_weights(
       %w1: tensor<16x16xf32> {monarch.dist = #monarch.dist<[[], ["gpus"]]>},

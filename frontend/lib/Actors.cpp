@@ -74,7 +74,8 @@ bool TraceBuilder::hasActorClass(const std::string &name) const {
 }
 
 Status TraceBuilder::addState(const std::string &cls, const std::string &name,
-                              const ArgType &type, SourceLoc loc) {
+                              const ArgType &type, const Dist &dist,
+                              SourceLoc loc) {
   Impl &I = *pimpl;
   ActorClassOp c = I.lookupClass(cls);
   if (!c)
@@ -82,9 +83,10 @@ Status TraceBuilder::addState(const std::string &cls, const std::string &name,
   if (!isTraceableDType(type.dtype))
     return I.dtypeError(loc, type.dtype);
   Type t = I.typeOf(type);
+  DistAttr d = dist.isReplicated() ? DistAttr() : toDistAttr(&I.ctx, dist);
   if (auto s =
           dyn_cast_or_null<StateOp>(SymbolTable::lookupSymbolIn(c, name))) {
-    if (s.getType() == t)
+    if (s.getType() == t && s.getDistAttr() == d)
       return Status();
     return I.error(loc, "state '" + name + "' of class '" + cls +
                             "' is already declared with another type");
@@ -99,7 +101,7 @@ Status TraceBuilder::addState(const std::string &cls, const std::string &name,
     I.b.setInsertionPointToEnd(&body);
   else
     I.b.setInsertionPoint(*endpoints.begin());
-  StateOp::create(I.b, I.loc(loc), name, t);
+  StateOp::create(I.b, I.loc(loc), name, t, d);
   return Status();
 }
 

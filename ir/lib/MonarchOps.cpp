@@ -400,8 +400,18 @@ LogicalResult StateOp::verify() {
   if (auto tensor = dyn_cast<RankedTensorType>(type)) {
     if (!tensor.hasStaticShape())
       return emitOpError("state must have a static shape, got ") << type;
+    if (DistAttr dist = getDistAttr()) {
+      if (dist.getPartial())
+        return emitOpError("state cannot be a partial sum");
+      if (static_cast<int64_t>(dist.getSplit().size()) != tensor.getRank())
+        return emitOpError("dist ")
+               << dist << " has " << dist.getSplit().size()
+               << " entries for a state of rank " << tensor.getRank();
+    }
     return success();
   }
+  if (getDistAttr())
+    return emitOpError("a scalar state cannot be split");
   if (type.isIntOrFloat())
     return success();
   return emitOpError("state must be a statically shaped tensor or a scalar, "

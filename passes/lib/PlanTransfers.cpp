@@ -127,6 +127,35 @@ struct MonarchPlanTransfersPass
   /// The monarch.topology of each proc mesh (null when it has none).
   llvm::DenseMap<Attribute, TopologyOp> topologies;
   SymbolTableCollection &tables() { return *tablesPtr; }
+  /// Where this rank's shard of split state `ref` (@actor_mesh::@state,
+  /// its declaration carrying a dist) starts in the global value; null for
+  /// state held whole.
+  DenseI64ArrayAttr stateShard(ModuleOp module, int64_t rank, SymbolRefAttr ref,
+                               BufferAttr buf, OpBuilder &b) {
+    auto actorMesh = tables().lookupNearestSymbolFrom<ActorMeshOp>(
+        module, FlatSymbolRefAttr::get(ref.getRootReference()));
+    if (!actorMesh)
+      return {};
+    auto cls = tables().lookupNearestSymbolFrom<ActorClassOp>(
+        actorMesh, actorMesh.getActorClassAttr());
+    auto decl =
+        cls ? tables().lookupSymbolIn<StateOp>(cls, ref.getLeafReference())
+            : StateOp();
+    DistAttr dist = decl ? decl.getDistAttr() : DistAttr();
+    const MeshRanks *mesh = resolve(actorMesh, actorMesh.getMeshAttr());
+    auto type = dyn_cast<RankedTensorType>(buf.getType());
+    if (!dist || !mesh || !type ||
+        static_cast<int64_t>(dist.getSplit().size()) != type.getRank())
+      return {};
+    int64_t local = mesh->localRank(rank);
+    if (local < 0)
+      return {};
+    SmallVector<int64_t> offsets;
+    for (int64_t d = 0; d < type.getRank(); ++d)
+      offsets.push_back(mesh->indexAlong(local, dist.getSplitDims(d)) *
+                        type.getDimSize(d));
+    return b.getDenseI64ArrayAttr(offsets);
+  }
   const ShardRoute &shardRoute(const MeshRanks &from, const MeshRanks &to,
                                DistAttr dist) {
     return meshesPtr->shardRoute(from, to, dist);
@@ -383,8 +412,10 @@ LogicalResult MonarchPlanTransfersPass::lower(RankCode &code, PlanOp plan,
       if (i >= body.getNumArguments())
         break;
       Value arg = body.getArgument(i++);
-      StateBufferOp::create(b, loc, cast<SymbolRefAttr>(ref),
-                            st.bufferFor(arg));
+      BufferAttr buf = st.bufferFor(arg);
+      StateBufferOp::create(
+          b, loc, cast<SymbolRefAttr>(ref), buf,
+          stateShard(module, code.rank, cast<SymbolRefAttr>(ref), buf, b));
       stateOfArg[arg] = ref;
     }
   }

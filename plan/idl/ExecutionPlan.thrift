@@ -187,6 +187,8 @@ struct StateBufferInstr {
   1: string actorMesh,
   2: string state,
   3: Buffer buffer,
+  /// Split state: where this rank's shard starts in the global value.
+  4: optional list<i64> offsets,
 }
 
 /// print_buffers (mc.debug_print): `values` formatted with `format`, whose

@@ -258,6 +258,8 @@ private:
     case InstrKind::StateBuffer:
       operands = "@" + in.stateBuffer.actorMesh + "::@" + in.stateBuffer.state +
                  " at " + in.stateBuffer.buffer.str();
+      if (!in.stateBuffer.offsets.empty())
+        operands += " shard " + ints(in.stateBuffer.offsets);
       break;
     case InstrKind::PrintBuffers: {
       std::string format = in.print.format;

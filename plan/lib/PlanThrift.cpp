@@ -159,6 +159,8 @@ static t::Instruction toT(const Instruction &in) {
     s.__set_actorMesh(in.stateBuffer.actorMesh);
     s.__set_state(in.stateBuffer.state);
     s.__set_buffer(toT(in.stateBuffer.buffer));
+    if (!in.stateBuffer.offsets.empty())
+      s.__set_offsets(in.stateBuffer.offsets);
     op.__set_stateBuffer(s);
     break;
   }
@@ -451,6 +453,7 @@ static std::optional<Instruction> fromT(const t::Instruction &in) {
     r.stateBuffer.actorMesh = op.stateBuffer.actorMesh;
     r.stateBuffer.state = op.stateBuffer.state;
     r.stateBuffer.buffer = fromT(op.stateBuffer.buffer);
+    r.stateBuffer.offsets = op.stateBuffer.offsets;
   }
   return r;
 }

@@ -357,6 +357,18 @@ private:
     case InstrKind::StateBuffer:
       if (in.stateBuffer.actorMesh.empty() || in.stateBuffer.state.empty())
         return invalid(where + ": missing actor mesh or state name");
+      if (!in.stateBuffer.offsets.empty()) {
+        // A shard's start: one per dimension, a multiple of the shard's
+        // size (the controller cuts a global value at it).
+        const std::vector<int64_t> &shape = in.stateBuffer.buffer.shape;
+        bool fits = in.stateBuffer.offsets.size() == shape.size();
+        for (size_t d = 0; fits && d < shape.size(); ++d)
+          fits = in.stateBuffer.offsets[d] >= 0 && shape[d] > 0 &&
+                 in.stateBuffer.offsets[d] % shape[d] == 0;
+        if (!fits)
+          return invalid(where + ": state shard offsets do not fit its " +
+                         in.stateBuffer.buffer.str());
+      }
       return buffer(in.stateBuffer.buffer, arena, where);
     case InstrKind::PrintBuffers: {
       std::vector<printfmt::Piece> pieces;

@@ -19,6 +19,7 @@ Instruction withoutRankFields(Instruction in) {
   in.collective.communicator = 0;
   in.collective.root.reset();
   in.io.offsets.clear();
+  in.stateBuffer.offsets.clear();
   in.launch.kernel = 0;
   return in;
 }
@@ -33,6 +34,7 @@ bool sameButRankFields(const Instruction &a, const Instruction &b) {
   case InstrKind::Collective:
   case InstrKind::FeedBuffer:
   case InstrKind::FetchBuffer:
+  case InstrKind::StateBuffer:
     return withoutRankFields(a) == withoutRankFields(b);
   default:
     return a == b;
@@ -134,6 +136,10 @@ std::vector<RankPatch> rankPatches(const std::vector<Instruction> &shared,
       if (a.io.offsets != b.io.offsets)
         patch.offsets = b.io.offsets, any = true;
       break;
+    case InstrKind::StateBuffer:
+      if (a.stateBuffer.offsets != b.stateBuffer.offsets)
+        patch.offsets = b.stateBuffer.offsets, any = true;
+      break;
     case InstrKind::Launch:
       if (a.launch.kernel != b.launch.kernel)
         patch.kernel = b.launch.kernel, any = true;
@@ -162,6 +168,7 @@ applyRankPatches(std::vector<Instruction> &instructions,
     bool collective = in.kind == InstrKind::Collective;
     bool io =
         in.kind == InstrKind::FeedBuffer || in.kind == InstrKind::FetchBuffer;
+    bool state = in.kind == InstrKind::StateBuffer;
     std::string kind = instrKindName(in.kind);
     if (patch.peer && !p2p)
       return where + "a peer for a " + kind;
@@ -169,7 +176,7 @@ applyRankPatches(std::vector<Instruction> &instructions,
       return where + "a communicator for a " + kind;
     if (patch.root && !collective)
       return where + "a root for a " + kind;
-    if (patch.offsets && !io)
+    if (patch.offsets && !io && !state)
       return where + "offsets for a " + kind;
     if (patch.kernel && in.kind != InstrKind::Launch)
       return where + "a kernel for a " + kind;
@@ -181,7 +188,7 @@ applyRankPatches(std::vector<Instruction> &instructions,
     if (patch.root)
       in.collective.root = *patch.root;
     if (patch.offsets)
-      in.io.offsets = *patch.offsets;
+      (state ? in.stateBuffer.offsets : in.io.offsets) = *patch.offsets;
     if (patch.kernel)
       in.launch.kernel = *patch.kernel;
   }

@@ -7,8 +7,8 @@
 // The file stores each class of ranks' stream once; the other ranks of the
 // class refer to it and list what differs, instruction by instruction: the
 // peer and communicator of a send or receive, the communicator and root of
-// a collective, the shard offsets of a feed or fetch. Everything else
-// (kernels, buffers, streams, events, source locations) must be equal for
+// a collective, the shard offsets of a feed, fetch or split state. Everything
+// else (kernels, buffers, streams, events, source locations) must be equal for
 // two ranks to share a stream. The in-memory ExecutionPlan stays one
 // program per rank: the writer finds the classes, the reader expands them.
 //

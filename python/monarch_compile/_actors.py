@@ -368,7 +368,8 @@ def _class_symbol(trace, actor, mesh_sym, loc):
             split[t].append(d)
         local = trace.call("local_shape", list(p.value.shape), (split, None),
                            mesh_sym, loc=p.loc)
-        states.append((pname, tuple(local), p.dtype))
+        states.append((pname, tuple(local), p.dtype,
+                       tuple(tuple(ds) for ds in split)))
     key = (type(actor), tuple(states))
     if key in trace.class_names:
         return trace.class_names[key]
@@ -378,9 +379,10 @@ def _class_symbol(trace, actor, mesh_sym, loc):
         name, i = f"{base}_{i}", i + 1
     cls_loc = def_loc(type(actor).__init__) if "__init__" in type(actor).__dict__ else loc
     trace.call("declare_actor_class", name, cls_loc, loc=loc)
-    for pname, shape, dtype in states:
+    for pname, shape, dtype, split in states:
         trace.call("add_state", name, pname, (list(shape), dtype, False),
-                   params[pname].loc, loc=params[pname].loc)
+                   ([list(ds) for ds in split], None), params[pname].loc,
+                   loc=params[pname].loc)
     trace.class_names[key] = name
     return name
 

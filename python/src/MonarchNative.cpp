@@ -424,8 +424,9 @@ NB_MODULE(_monarch_native, m) {
       .def("has_actor_class", &TraceBuilder::hasActorClass)
       .def("add_state",
            [](TraceBuilder &t, const std::string &cls, const std::string &name,
-              const PyArg &type, const Loc &loc) {
-             check(t.addState(cls, name, toArgs({type})[0], toLoc(loc)));
+              const PyArg &type, const PyDist &dist, const Loc &loc) {
+             check(t.addState(cls, name, toArgs({type})[0], toDist(dist),
+                              toLoc(loc)));
            })
       .def("begin_endpoint",
            [](TraceBuilder &t, const std::string &cls, const std::string &name,

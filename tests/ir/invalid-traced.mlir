@@ -33,6 +33,27 @@ monarch.actor_class @A {
 // -----
 
 monarch.actor_class @A {
+  // expected-error @+1 {{dist #monarch.dist<[["gpus"]]> has 1 entries for a state of rank 2}}
+  monarch.state @w : tensor<4x4xf32> dist #monarch.dist<[["gpus"]]>
+}
+
+// -----
+
+monarch.actor_class @A {
+  // expected-error @+1 {{state cannot be a partial sum}}
+  monarch.state @w : tensor<4xf32> dist #monarch.dist<[[]] partial sum>
+}
+
+// -----
+
+monarch.actor_class @A {
+  // expected-error @+1 {{a scalar state cannot be split}}
+  monarch.state @n : i64 dist #monarch.dist<[]>
+}
+
+// -----
+
+monarch.actor_class @A {
   // expected-error @+1 {{state must be a statically shaped tensor or a scalar, got 'index'}}
   monarch.state @step : index
 }

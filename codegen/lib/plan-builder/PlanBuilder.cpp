@@ -473,8 +473,11 @@ private:
         if (failed(b))
           return failure();
         SymbolRefAttr ref = state.getState();
-        in.stateBuffer = StateBufferInstr{ref.getRootReference().str(),
-                                          ref.getLeafReference().str(), *b};
+        in.stateBuffer = StateBufferInstr{
+            ref.getRootReference().str(), ref.getLeafReference().str(), *b, {}};
+        if (auto offsets = state.getOffsetsAttr())
+          in.stateBuffer.offsets.assign(offsets.asArrayRef().begin(),
+                                        offsets.asArrayRef().end());
       } else if (auto print = dyn_cast<PrintBuffersOp>(op)) {
         in.kind = InstrKind::PrintBuffers;
         in.print.format = print.getFormat().str();

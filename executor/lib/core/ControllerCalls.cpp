@@ -319,6 +319,14 @@ Controller::loadPlanOnce(const std::string &planBytes) {
         continue;
       for (const pm::RankProgram &program : step.programs)
         for (const pm::Instruction &in : program.instructions) {
+          if (in.kind == pm::InstrKind::StateBuffer &&
+              !in.stateBuffer.offsets.empty()) {
+            auto rank = static_cast<int>(program.rank);
+            sig.stateShards["@" + in.stateBuffer.actorMesh + "::@" +
+                            in.stateBuffer.state][rank] = {
+                rank, in.stateBuffer.offsets, in.stateBuffer.buffer.shape};
+            continue;
+          }
           bool feed = in.kind == pm::InstrKind::FeedBuffer;
           if (!feed && in.kind == pm::InstrKind::FetchBuffer &&
               in.io.index >= 0 &&
@@ -415,6 +423,9 @@ Controller::loadPlanOnce(const std::string &planBytes) {
     PlanSignature &sig = sigs[p];
     for (auto &[key, type] : sig.states)
       s.states[key] = type;
+    for (auto &[key, pieces] : sig.stateShards)
+      for (auto &[rank, piece] : pieces)
+        s.stateShards[key][rank] = piece;
     for (auto &[key, holders] : sig.stateRanks) {
       auto &all = s.stateRanks[key];
       for (int r : holders)
@@ -456,30 +467,67 @@ Status Controller::setActorStateOnce(const std::string &key,
   if (Status h = health(); !h)
     return h;
   std::vector<int> ranks;
+  // Split state given whole (every rank, rank -1): each rank's piece.
+  std::map<int, std::string> pieces;
+  std::vector<int64_t> localShape;
   {
     std::lock_guard<std::mutex> lock(s.mutex);
     auto it = s.states.find(key);
     if (it == s.states.end())
       return Status(StatusCode::NotFound,
                     "no loaded plan declares actor state " + key);
-    if (value.dtype != it->second.first || value.shape != it->second.second)
+    localShape = it->second.second;
+    auto split = s.stateShards.find(key);
+    bool whole = rank < 0 && split != s.stateShards.end() &&
+                 value.shape != it->second.second;
+    if (whole) {
+      // The global shape: where the furthest shard ends, per dimension.
+      std::vector<int64_t> global(it->second.second.size(), 0);
+      for (auto &[r, piece] : split->second)
+        for (size_t d = 0; d < global.size() && d < piece.offsets.size(); ++d)
+          global[d] = std::max(global[d], piece.offsets[d] + piece.shape[d]);
+      if (value.dtype != it->second.first || value.shape != global)
+        return Status(StatusCode::InvalidArgument,
+                      "actor state " + key + " is split: " +
+                          shapeText(it->second.first, global) + " whole, " +
+                          shapeText(it->second.first, it->second.second) +
+                          " per rank; got " + value.describe());
+      for (auto &[r, piece] : split->second) {
+        auto cut = cutShard(value, piece);
+        if (!cut.isOk())
+          return cut.status().withContext("actor state " + key);
+        pieces[r] = std::move(cut).value();
+      }
+    } else if (value.dtype != it->second.first ||
+               value.shape != it->second.second) {
       return Status(StatusCode::InvalidArgument,
                     "actor state " + key + " is " +
                         shapeText(it->second.first, it->second.second) +
                         ", got " + value.describe());
+    }
     for (int r : s.stateRanks[key])
       if (rank < 0 || r == rank)
         ranks.push_back(r);
+    for (int r : ranks)
+      if (whole && !pieces.count(r))
+        return Status(StatusCode::InvalidArgument,
+                      "actor state " + key + " is split, but rank " +
+                          std::to_string(r) + " holds no piece of it");
   }
   if (ranks.empty())
     return Status(StatusCode::NotFound, "rank " + std::to_string(rank) +
                                             " holds no actor state " + key);
   // Refused before anything is sent: a message above the limit is one the
   // worker closes the connection on, which reads as a lost rank.
-  if (static_cast<int64_t>(value.data.size()) + 4096 > s.limits.maxMessageBytes)
+  size_t sent = value.data.size();
+  if (!pieces.empty()) {
+    sent = 0;
+    for (auto &[r, piece] : pieces)
+      sent = std::max(sent, piece.size());
+  }
+  if (static_cast<int64_t>(sent) + 4096 > s.limits.maxMessageBytes)
     return Status(StatusCode::InvalidArgument,
-                  "actor state " + key + " is " +
-                      std::to_string(value.data.size()) +
+                  "actor state " + key + " is " + std::to_string(sent) +
                       " bytes, above the control message limit of " +
                       std::to_string(s.limits.maxMessageBytes) +
                       " (MONARCH_MAX_MESSAGE_BYTES)");
@@ -487,12 +535,23 @@ Status Controller::setActorStateOnce(const std::string &key,
   control::Tensor tensor;
   tensor.dtype = value.dtype;
   tensor.shape = value.shape;
-  tensor.data = value.data;
+  if (pieces.empty())
+    tensor.data = value.data;
+  else
+    tensor.shape = localShape;
+  auto perRank =
+      std::make_shared<const std::map<int, std::string>>(std::move(pieces));
   std::string token = s.token;
   Status status = callAll<int>(
       s, ranks, gather, "setState", {"", -1}, s.options.startTimeout,
-      [token, key, tensor](int, WorkerConnection &conn, int &) {
-        conn.client().setState(token, key, tensor);
+      [token, key, tensor, perRank](int r, WorkerConnection &conn, int &) {
+        if (perRank->empty()) {
+          conn.client().setState(token, key, tensor);
+          return;
+        }
+        control::Tensor piece = tensor;
+        piece.data = perRank->at(r);
+        conn.client().setState(token, key, piece);
       },
       [](const Status &st) {
         return st.code() != StatusCode::InvalidArgument &&

@@ -197,6 +197,8 @@ struct Controller::Impl {
   /// Actor state over every loaded plan: type and holders.
   std::map<std::string, std::pair<std::string, std::vector<int64_t>>> states;
   std::map<std::string, std::vector<int>> stateRanks;
+  /// Split actor state: key -> rank -> its piece of the global value.
+  std::map<std::string, std::map<int, PlanSignature::Shard>> stateShards;
   /// Declared inputs of each step plan (for runStep's argument count).
   std::map<std::string, size_t> planInputs;
   std::map<std::string, int64_t> nextStep;

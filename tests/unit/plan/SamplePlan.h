@@ -56,7 +56,7 @@ inline ExecutionPlan samplePlan() {
     add(feed);
     Instruction state;
     state.kind = InstrKind::StateBuffer;
-    state.stateBuffer = StateBufferInstr{"s0", "w", buf(64, {4, 4})};
+    state.stateBuffer = StateBufferInstr{"s0", "w", buf(64, {4, 4}), {}};
     state.loc = loc(11, "monarch.state_get");
     add(state);
     Instruction launch;

@@ -185,6 +185,9 @@ struct PlanSignature {
   /// per feed index, rank -> its piece, which runStep cuts out of the input
   /// and sends to that rank alone; `feeds` holds the whole input's type.
   std::map<int, std::map<int, Shard>> feedShards;
+  /// Actor state split over ranks (`state_buffer ... shard offsets`): per
+  /// key, rank -> its piece, so that setActorState can cut a global value.
+  std::map<std::string, std::map<int, Shard>> stateShards;
 };
 
 class Controller {

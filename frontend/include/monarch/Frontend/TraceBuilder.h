@@ -345,9 +345,11 @@ public:
   Status declareActorClass(const std::string &name,
                            SourceLoc loc = SourceLoc::current());
   bool hasActorClass(const std::string &name) const;
-  /// Adds state `name` of per-rank type `type` to class `cls`.
+  /// Adds state `name` of per-rank type `type` to class `cls`, split over
+  /// mesh dimensions as `dist` says (replicated: none).
   Status addState(const std::string &cls, const std::string &name,
-                  const ArgType &type, SourceLoc loc = SourceLoc::current());
+                  const ArgType &type, const Dist &dist = {},
+                  SourceLoc loc = SourceLoc::current());
   /// Starts endpoint `name` of class `cls` with per-rank argument types and
   /// their distributions (missing entries: replicated). `mesh` is the mesh
   /// the endpoint is traced for: collectives check their dimensions and

@@ -178,14 +178,26 @@ def Monarch_StateOp : Monarch_Op<"state", [
   let description = [{
     Declares state that each rank of an actor mesh keeps across steps; the
     type is the per-rank type. Endpoints read it with `monarch.state_get` and
-    replace it with `monarch.state_set`.
+    replace it with `monarch.state_set`. A state split over mesh dimensions
+    (`mc.param(w, gpus=1)`) says how in `dist`: each rank holds its shard
+    of the global value, so a global initial value (`monarch-run --state`)
+    can be cut into the ranks' shards.
 
     ```mlir
     monarch.state @w : tensor<4x4xf32>
+    monarch.state @w1 : tensor<4x2xf32> dist #monarch.dist<[[], ["gpus"]]>
     ```
   }];
-  let arguments = (ins SymbolNameAttr:$sym_name, TypeAttr:$type);
-  let assemblyFormat = "$sym_name `:` $type attr-dict";
+  let arguments = (ins SymbolNameAttr:$sym_name, TypeAttr:$type,
+                       OptionalAttr<Monarch_DistAttr>:$dist);
+  let assemblyFormat = "$sym_name `:` $type (`dist` qualified($dist)^)? attr-dict";
+  let builders = [
+    OpBuilder<(ins "::llvm::StringRef":$name, "::mlir::Type":$type,
+                   CArg<"::monarch::DistAttr", "{}">:$dist), [{
+      build($_builder, $_state, $_builder.getStringAttr(name),
+            ::mlir::TypeAttr::get(type), dist);
+    }]>
+  ];
   let hasVerifier = 1;
 }
 
@@ -935,14 +947,25 @@ def Monarch_StateBufferOp : Monarch_PlanInstrOp<"state_buffer", [
   let description = [{
     Actor state lives in the rank's arena across steps: this names the
     buffer holding state `state` of actor mesh `actor` on this rank; kernels
-    read and update it in place.
+    read and update it in place. For split state, `shard` says where this
+    rank's shard starts in the global value (one offset per dimension), so
+    that a global value can be cut into the ranks' shards.
 
     ```mlir
     monarch.state_buffer @s0::@w at #monarch.buf<0, tensor<4x4xf32>>
+    monarch.state_buffer @s0::@w1 at #monarch.buf<64, tensor<4x2xf32>> shard [0, 2]
     ```
   }];
-  let arguments = (ins SymbolRefAttr:$state, Monarch_BufferAttr:$buffer);
-  let assemblyFormat = "$state `at` custom<Buffer>($buffer) attr-dict";
+  let arguments = (ins SymbolRefAttr:$state, Monarch_BufferAttr:$buffer,
+                       OptionalAttr<DenseI64ArrayAttr>:$offsets);
+  let assemblyFormat =
+      "$state `at` custom<Buffer>($buffer) (`shard` $offsets^)? attr-dict";
+  let builders = [
+    OpBuilder<(ins "::mlir::SymbolRefAttr":$state,
+                   "::monarch::BufferAttr":$buffer), [{
+      build($_builder, $_state, state, buffer, ::mlir::DenseI64ArrayAttr());
+    }]>
+  ];
 }
 
 def Monarch_PrintBuffersOp : Monarch_PlanInstrOp<"print_buffers"> {

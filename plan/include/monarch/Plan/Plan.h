@@ -197,6 +197,9 @@ struct IOInstr {
 struct StateBufferInstr {
   std::string actorMesh, state;
   Buffer buffer;
+  /// For split state: where this rank's shard starts in the global value
+  /// (one offset per dimension); empty for state held whole.
+  std::vector<int64_t> offsets;
   bool operator==(const StateBufferInstr &) const = default;
 };
 
