@@ -18,7 +18,7 @@
 
 namespace cpp monarch.plan.wire
 
-const i32 FORMAT_VERSION = 4
+const i32 FORMAT_VERSION = 5
 
 /// Element types of buffers and signature values.
 enum DType {

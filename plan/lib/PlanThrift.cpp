@@ -13,7 +13,7 @@
 namespace monarch::plan::detail {
 namespace t = ::monarch::plan::wire;
 
-static_assert(kPlanFormatVersion == 4,
+static_assert(kPlanFormatVersion == 5,
               "bump FORMAT_VERSION in ExecutionPlan.thrift together with "
               "kPlanFormatVersion");
 
