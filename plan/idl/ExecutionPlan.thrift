@@ -18,7 +18,7 @@
 
 namespace cpp monarch.plan.wire
 
-const i32 FORMAT_VERSION = 5
+const i32 FORMAT_VERSION = 6
 
 /// Element types of buffers and signature values.
 enum DType {
@@ -230,12 +230,27 @@ struct RankPatch {
   6: optional i32 kernel,
 }
 
+/// Format 6: a rank-dependent field of a class computed from the rank
+/// (RankClasses.h): for rank r of the class whose stream is rank s's, the
+/// peer is s's plus (r - s) modulo the mesh's size, the communicator the one of s's family (same
+/// mesh, members a translate of s's) holding r, offsets[d] s's plus
+/// sum_k offsetSlopes[d * dims + k] * (coordinate k of r - coordinate k of
+/// s) on the step's mesh. Patches apply after the rules.
+struct RankRule {
+  1: i32 instruction,
+  2: optional bool peerShift,
+  3: optional bool communicatorOfRank,
+  4: optional list<i64> offsetSlopes,
+}
+
 struct RankProgram {
   1: i64 rank,
-  2: i64 arenaBytes,
-  3: i64 peakBytes,
+  /// Format 6: a rank sharing another's stream leaves out the sizes and
+  /// estimate it shares with it.
+  2: optional i64 arenaBytes,
+  3: optional i64 peakBytes,
   /// Estimated by monarch-schedule, in microseconds (0 when unknown).
-  4: double criticalPathUs,
+  4: optional double criticalPathUs,
   /// Empty when `sharesWith` is set.
   5: list<Instruction> instructions,
   /// Format 3: this rank runs the instructions of the earlier program at
@@ -243,6 +258,8 @@ struct RankProgram {
   /// `patches` applied: ranks of one class are stored once.
   6: optional i32 sharesWith,
   7: optional list<RankPatch> patches,
+  /// On a program holding its own stream: the rules of the ranks sharing it.
+  8: optional list<RankRule> rules,
 }
 
 /// One `monarch.plan`: a step on a mesh, invoked by control messages.

@@ -13,7 +13,7 @@
 namespace monarch::plan::detail {
 namespace t = ::monarch::plan::wire;
 
-static_assert(kPlanFormatVersion == 5,
+static_assert(kPlanFormatVersion == 6,
               "bump FORMAT_VERSION in ExecutionPlan.thrift together with "
               "kPlanFormatVersion");
 
@@ -258,7 +258,7 @@ t::ExecutionPlan toThrift(const ExecutionPlan &p) {
       x.__set_flops(k.flops);
     return x;
   }));
-  r.__set_plans(mapAll<t::StepPlan>(p.plans, [](const StepPlan &s) {
+  r.__set_plans(mapAll<t::StepPlan>(p.plans, [&p](const StepPlan &s) {
     t::StepPlan x;
     x.__set_symbol(s.symbol);
     x.__set_mesh(s.mesh);
@@ -266,22 +266,52 @@ t::ExecutionPlan toThrift(const ExecutionPlan &p) {
     x.__set_outputs(toT(s.outputs));
     // Ranks of one class store their stream once (RankClasses.h).
     std::vector<int32_t> shares = findRankClasses(s);
+    // Fields that follow from the rank are rules of the class, not
+    // patches of each rank (format 6).
+    RankGeometry geo(p, s.mesh);
+    std::vector<std::vector<RankRule>> rules(s.programs.size());
+    for (size_t i = 0; i < s.programs.size(); ++i)
+      if (shares[i] < 0)
+        rules[i] = findRankRules(s, shares, static_cast<int32_t>(i), geo);
     std::vector<t::RankProgram> programs;
     for (size_t i = 0; i < s.programs.size(); ++i) {
       const RankProgram &rp = s.programs[i];
       t::RankProgram y;
       y.__set_rank(rp.rank);
-      y.__set_arenaBytes(rp.arenaBytes);
-      y.__set_peakBytes(rp.peakBytes);
-      y.__set_criticalPathUs(rp.criticalPathUs);
+      const RankProgram *holder =
+          shares[i] < 0 ? nullptr : &s.programs[shares[i]];
+      if (!holder || holder->arenaBytes != rp.arenaBytes)
+        y.__set_arenaBytes(rp.arenaBytes);
+      if (!holder || holder->peakBytes != rp.peakBytes)
+        y.__set_peakBytes(rp.peakBytes);
+      if (!holder || holder->criticalPathUs != rp.criticalPathUs)
+        y.__set_criticalPathUs(rp.criticalPathUs);
       if (shares[i] < 0) {
         y.__set_instructions(mapAll<t::Instruction>(
             rp.instructions, [](const Instruction &in) { return toT(in); }));
+        if (!rules[i].empty()) {
+          std::vector<t::RankRule> wire;
+          for (const RankRule &rule : rules[i]) {
+            t::RankRule z;
+            z.__set_instruction(rule.instruction);
+            if (rule.peerShift)
+              z.__set_peerShift(true);
+            if (rule.communicatorOfRank)
+              z.__set_communicatorOfRank(true);
+            if (!rule.offsetSlopes.empty())
+              z.__set_offsetSlopes(rule.offsetSlopes);
+            wire.push_back(std::move(z));
+          }
+          y.__set_rules(std::move(wire));
+        }
       } else {
         y.__set_sharesWith(shares[i]);
+        std::vector<Instruction> predicted = holder->instructions;
+        // The rules were fitted on this class: they apply.
+        (void)applyRankRules(predicted, rules[shares[i]], holder->rank, rp.rank,
+                             geo);
         std::vector<t::RankPatch> patches;
-        for (const RankPatch &patch :
-             rankPatches(s.programs[shares[i]].instructions, rp.instructions)) {
+        for (const RankPatch &patch : rankPatches(predicted, rp.instructions)) {
           t::RankPatch z;
           z.__set_instruction(patch.instruction);
           if (patch.peer)
@@ -574,6 +604,11 @@ executor::StatusOr<ExecutionPlan> fromThrift(const t::ExecutionPlan &p,
     };
     std::vector<std::vector<Instruction>> streams(s.programs.size());
     std::vector<std::vector<CommUse>> uses(s.programs.size());
+    // Per program holding its stream: its sizes and estimate (which the
+    // ranks sharing it leave out) and its class's rules (format 6).
+    std::vector<RankProgram> heads(s.programs.size());
+    std::vector<std::vector<RankRule>> rules(s.programs.size());
+    std::optional<RankGeometry> geo;
     std::map<int32_t, std::set<int64_t>> *commStreams = nullptr;
     if (only)
       commStreams = &only->commStreams.emplace_back();
@@ -583,9 +618,6 @@ executor::StatusOr<ExecutionPlan> fromThrift(const t::ExecutionPlan &p,
           "plan '" + s.symbol + "' rank " + std::to_string(rp.rank) + ": ";
       RankProgram y;
       y.rank = rp.rank;
-      y.arenaBytes = rp.arenaBytes;
-      y.peakBytes = rp.peakBytes;
-      y.criticalPathUs = rp.criticalPathUs;
       bool keep = !only || worldOf(rp.rank) == only->worldRank;
       if (rp.__isset.sharesWith) {
         // A rank of a class: the earlier program's stream, patched.
@@ -601,6 +633,13 @@ executor::StatusOr<ExecutionPlan> fromThrift(const t::ExecutionPlan &p,
               executor::StatusCode::InvalidArgument,
               where + "a program sharing another's instructions has none");
         shared[k] = true;
+        if (!geo)
+          geo.emplace(r, s.mesh);
+        y.arenaBytes =
+            rp.__isset.arenaBytes ? rp.arenaBytes : heads[j].arenaBytes;
+        y.peakBytes = rp.__isset.peakBytes ? rp.peakBytes : heads[j].peakBytes;
+        y.criticalPathUs = rp.__isset.criticalPathUs ? rp.criticalPathUs
+                                                     : heads[j].criticalPathUs;
         std::vector<RankPatch> patches = fromT(rp.patches);
         if (!keep) {
           // Only which communicators it uses on which streams.
@@ -616,6 +655,20 @@ executor::StatusOr<ExecutionPlan> fromThrift(const t::ExecutionPlan &p,
                       std::to_string(n) + ")");
           for (const CommUse &use : uses[j]) {
             int32_t communicator = use.communicator;
+            for (const RankRule &rule : rules[j])
+              if (rule.instruction == use.instruction &&
+                  rule.communicatorOfRank) {
+                communicator = geo->ofRank(communicator, rp.rank);
+                if (communicator < 0)
+                  return executor::Status(
+                      executor::StatusCode::InvalidArgument,
+                      where + "rule of instruction " +
+                          std::to_string(rule.instruction) +
+                          ": no communicator of communicator " +
+                          std::to_string(use.communicator) +
+                          "'s family holds rank " + std::to_string(rp.rank) +
+                          " alone");
+              }
             for (const RankPatch &patch : patches)
               if (patch.instruction == use.instruction && patch.communicator)
                 communicator = *patch.communicator;
@@ -624,6 +677,10 @@ executor::StatusOr<ExecutionPlan> fromThrift(const t::ExecutionPlan &p,
           continue;
         }
         y.instructions = streams[j];
+        if (std::optional<std::string> bad = applyRankRules(
+                y.instructions, rules[j], heads[j].rank, rp.rank, *geo))
+          return executor::Status(executor::StatusCode::InvalidArgument,
+                                  where + *bad);
         if (std::optional<std::string> bad =
                 applyRankPatches(y.instructions, patches))
           return executor::Status(executor::StatusCode::InvalidArgument,
@@ -637,6 +694,19 @@ executor::StatusOr<ExecutionPlan> fromThrift(const t::ExecutionPlan &p,
       if (rp.__isset.patches)
         return executor::Status(executor::StatusCode::InvalidArgument,
                                 where + "patches without a shared stream");
+      y.arenaBytes = rp.arenaBytes;
+      y.peakBytes = rp.peakBytes;
+      y.criticalPathUs = rp.criticalPathUs;
+      for (const t::RankRule &z : rp.rules) {
+        RankRule rule;
+        rule.instruction = z.instruction;
+        rule.peerShift = z.__isset.peerShift && z.peerShift;
+        rule.communicatorOfRank =
+            z.__isset.communicatorOfRank && z.communicatorOfRank;
+        rule.offsetSlopes = z.offsetSlopes;
+        rules[k].push_back(std::move(rule));
+      }
+
       for (size_t i = 0; i < rp.instructions.size(); ++i) {
         std::optional<Instruction> in = fromT(rp.instructions[i]);
         if (!in)
@@ -648,6 +718,8 @@ executor::StatusOr<ExecutionPlan> fromThrift(const t::ExecutionPlan &p,
         y.instructions.push_back(std::move(*in));
       }
       streams[k] = y.instructions;
+      heads[k] = y;
+      heads[k].instructions.clear();
       if (only) {
         uses[k] = commUses(y.instructions);
         for (const CommUse &use : uses[k])

@@ -6,6 +6,8 @@
 
 #include "RankClasses.h"
 
+#include <climits>
+
 #include <functional>
 #include <unordered_map>
 
@@ -191,6 +193,237 @@ applyRankPatches(std::vector<Instruction> &instructions,
       (state ? in.stateBuffer.offsets : in.io.offsets) = *patch.offsets;
     if (patch.kernel)
       in.launch.kernel = *patch.kernel;
+  }
+  return std::nullopt;
+}
+
+} // namespace monarch::plan::detail
+
+namespace monarch::plan::detail {
+
+RankGeometry::RankGeometry(const ExecutionPlan &plan, const std::string &mesh) {
+  int32_t m = plan.findMesh(mesh);
+  if (m >= 0)
+    for (const MeshDim &d : plan.meshes[m].dims)
+      sizes.push_back(d.size);
+  std::map<std::pair<std::string, std::vector<int64_t>>, int32_t> families;
+  for (size_t i = 0; i < plan.communicators.size(); ++i) {
+    const Communicator &c = plan.communicators[i];
+    if (c.ranks.empty()) {
+      familyOf.push_back(-1);
+      continue;
+    }
+    std::vector<int64_t> shape;
+    for (int64_t r : c.ranks)
+      shape.push_back(r - c.ranks.front());
+    auto [it, fresh] = families.insert(
+        {{c.mesh, std::move(shape)}, static_cast<int32_t>(families.size())});
+    familyOf.push_back(it->second);
+    for (int64_t r : c.ranks) {
+      auto [at, first] =
+          holding.insert({{it->second, r}, static_cast<int32_t>(i)});
+      if (!first && at->second != static_cast<int32_t>(i))
+        at->second = -1;
+    }
+  }
+}
+
+std::vector<int64_t> RankGeometry::coords(int64_t rank) const {
+  std::vector<int64_t> c(sizes.size(), 0);
+  for (size_t i = sizes.size(); i-- > 0;) {
+    if (sizes[i] <= 0)
+      continue;
+    c[i] = rank % sizes[i];
+    rank /= sizes[i];
+  }
+  return c;
+}
+
+int64_t RankGeometry::shiftRank(int64_t rank, int64_t delta) const {
+  int64_t n = 1;
+  for (int64_t s : sizes)
+    n = s > 0 && n <= INT64_MAX / s ? n * s : 0;
+  if (n <= 0)
+    return rank + delta;
+  int64_t r = (rank % n + delta % n) % n;
+  return r < 0 ? r + n : r;
+}
+
+int32_t RankGeometry::ofRank(int32_t c, int64_t rank) const {
+  if (c < 0 || static_cast<size_t>(c) >= familyOf.size() || familyOf[c] < 0)
+    return -1;
+  auto it = holding.find({familyOf[c], rank});
+  return it == holding.end() ? -1 : it->second;
+}
+
+namespace {
+
+bool anyNonZero(const std::vector<int64_t> &v) {
+  for (int64_t x : v)
+    if (x != 0)
+      return true;
+  return false;
+}
+
+/// The offsets a rule-bearing instruction carries (a feed's, a fetch's or
+/// split state's), or null.
+std::vector<int64_t> *offsetsOf(Instruction &in) {
+  if (in.kind == InstrKind::FeedBuffer || in.kind == InstrKind::FetchBuffer)
+    return &in.io.offsets;
+  if (in.kind == InstrKind::StateBuffer)
+    return &in.stateBuffer.offsets;
+  return nullptr;
+}
+
+int32_t *communicatorOf(Instruction &in) {
+  if (in.kind == InstrKind::Send || in.kind == InstrKind::Recv)
+    return &in.p2p.communicator;
+  if (in.kind == InstrKind::Collective)
+    return &in.collective.communicator;
+  return nullptr;
+}
+
+} // namespace
+
+std::vector<RankRule> findRankRules(const StepPlan &step,
+                                    const std::vector<int32_t> &shares,
+                                    int32_t holder, const RankGeometry &geo) {
+  std::vector<size_t> members;
+  for (size_t i = 0; i < shares.size(); ++i)
+    if (shares[i] == holder)
+      members.push_back(i);
+  if (members.empty())
+    return {};
+  const RankProgram &rep = step.programs[holder];
+  size_t nd = geo.numDims();
+  std::vector<int64_t> repCoords = geo.coords(rep.rank);
+  std::vector<std::vector<int64_t>> coords;
+  for (size_t m : members)
+    coords.push_back(geo.coords(step.programs[m].rank));
+  // Per mesh dimension k: a member differing from the holder only there.
+  std::vector<int64_t> along(nd, -1);
+  for (size_t i = 0; i < members.size(); ++i) {
+    int64_t only = -1, count = 0;
+    for (size_t k = 0; k < nd; ++k)
+      if (coords[i][k] != repCoords[k])
+        only = static_cast<int64_t>(k), ++count;
+    if (count == 1 && along[only] < 0)
+      along[only] = static_cast<int64_t>(i);
+  }
+  std::vector<RankRule> rules;
+  for (size_t i = 0; i < rep.instructions.size(); ++i) {
+    Instruction in = rep.instructions[i];
+    RankRule rule;
+    rule.instruction = static_cast<int32_t>(i);
+    // A rule is kept where it gives most members their value; the others
+    // keep a patch (patches apply after the rules: a ring's wrap).
+    bool peerDiffers = false, commDiffers = false, offsetsDiffer = false;
+    size_t peerShifts = 0, commShifts = 0;
+    for (size_t j = 0; j < members.size(); ++j) {
+      Instruction other = step.programs[members[j]].instructions[i];
+      int64_t delta = step.programs[members[j]].rank - rep.rank;
+      if (in.kind == InstrKind::Send || in.kind == InstrKind::Recv) {
+        peerDiffers |= other.p2p.peer != in.p2p.peer;
+        peerShifts += other.p2p.peer == geo.shiftRank(in.p2p.peer, delta);
+      }
+      if (int32_t *c = communicatorOf(in)) {
+        int32_t theirs = *communicatorOf(other);
+        commDiffers |= theirs != *c;
+        commShifts += theirs == geo.ofRank(*c, step.programs[members[j]].rank);
+      }
+      if (std::vector<int64_t> *o = offsetsOf(in))
+        offsetsDiffer |= *offsetsOf(other) != *o;
+    }
+    size_t most = members.size() / 2 + 1;
+    rule.peerShift = peerDiffers && peerShifts >= most;
+    rule.communicatorOfRank = commDiffers && commShifts >= most;
+    if (std::vector<int64_t> *o = offsetsOf(in); o && offsetsDiffer) {
+      // Slopes from the members differing in one coordinate, then checked
+      // on every member.
+      size_t n = o->size();
+      std::vector<int64_t> slopes(n * nd, 0);
+      bool fits = true;
+      for (size_t k = 0; k < nd && fits; ++k) {
+        if (along[k] < 0)
+          continue;
+        const Instruction &other =
+            step.programs[members[along[k]]].instructions[i];
+        std::vector<int64_t> theirs =
+            *offsetsOf(const_cast<Instruction &>(other));
+        int64_t dc = coords[along[k]][k] - repCoords[k];
+        for (size_t d = 0; d < n && fits; ++d) {
+          if (theirs.size() != n || (theirs[d] - (*o)[d]) % dc != 0)
+            fits = false;
+          else
+            slopes[d * nd + k] = (theirs[d] - (*o)[d]) / dc;
+        }
+      }
+      size_t matches = 0;
+      for (size_t j = 0; j < members.size() && fits; ++j) {
+        Instruction other = step.programs[members[j]].instructions[i];
+        const std::vector<int64_t> &theirs = *offsetsOf(other);
+        bool same = theirs.size() == n;
+        for (size_t d = 0; d < n && same; ++d) {
+          int64_t want = (*o)[d];
+          for (size_t k = 0; k < nd; ++k)
+            want += slopes[d * nd + k] * (coords[j][k] - repCoords[k]);
+          same = want == theirs[d];
+        }
+        matches += same;
+      }
+      if (fits && matches >= members.size() / 2 + 1 && anyNonZero(slopes))
+        rule.offsetSlopes = std::move(slopes);
+    }
+    if (rule.peerShift || rule.communicatorOfRank || !rule.offsetSlopes.empty())
+      rules.push_back(std::move(rule));
+  }
+  return rules;
+}
+
+std::optional<std::string>
+applyRankRules(std::vector<Instruction> &instructions,
+               const std::vector<RankRule> &rules, int64_t fromRank,
+               int64_t rank, const RankGeometry &geo) {
+  int64_t delta = rank - fromRank;
+  std::vector<int64_t> from = geo.coords(fromRank), to = geo.coords(rank);
+  size_t nd = geo.numDims();
+  for (const RankRule &rule : rules) {
+    std::string where =
+        "rule of instruction " + std::to_string(rule.instruction) + ": ";
+    if (rule.instruction < 0 ||
+        static_cast<size_t>(rule.instruction) >= instructions.size())
+      return where + "no such instruction (the shared stream has " +
+             std::to_string(instructions.size()) + ")";
+    Instruction &in = instructions[rule.instruction];
+    std::string kind = instrKindName(in.kind);
+    if (rule.peerShift) {
+      if (in.kind != InstrKind::Send && in.kind != InstrKind::Recv)
+        return where + "a peer for a " + kind;
+      in.p2p.peer = geo.shiftRank(in.p2p.peer, delta);
+    }
+    if (rule.communicatorOfRank) {
+      int32_t *c = communicatorOf(in);
+      if (!c)
+        return where + "a communicator for a " + kind;
+      int32_t mine = geo.ofRank(*c, rank);
+      if (mine < 0)
+        return where + "no communicator of communicator " + std::to_string(*c) +
+               "'s family holds rank " + std::to_string(rank) + " alone";
+      *c = mine;
+    }
+    if (!rule.offsetSlopes.empty()) {
+      std::vector<int64_t> *o = offsetsOf(in);
+      if (!o || rule.offsetSlopes.size() != o->size() * nd)
+        return where + "offset slopes that do not fit a " + kind;
+      for (size_t d = 0; d < o->size(); ++d)
+        for (size_t k = 0; k < nd; ++k) {
+          int64_t step = 0;
+          if (__builtin_mul_overflow(rule.offsetSlopes[d * nd + k],
+                                     to[k] - from[k], &step) ||
+              __builtin_add_overflow((*o)[d], step, &(*o)[d]))
+            return where + "offsets overflow";
+        }
+    }
   }
   return std::nullopt;
 }

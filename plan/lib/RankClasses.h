@@ -18,6 +18,7 @@
 
 #include "monarch/Plan/Plan.h"
 
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -50,6 +51,58 @@ std::vector<RankPatch> rankPatches(const std::vector<Instruction> &shared,
 std::optional<std::string>
 applyRankPatches(std::vector<Instruction> &instructions,
                  const std::vector<RankPatch> &patches);
+
+/// Format 6: a rank-dependent field computed from the rank instead of
+/// stored per rank (the file's rules of a class, kept on the program that
+/// holds the stream). For a rank r of the class whose stream is rank s's:
+/// the peer is s's plus (r - s) modulo the mesh's size; the communicator is the
+/// one of s's family (the same mesh, its members a translate of s's: the mesh
+/// groups over the same dimensions) that holds r; offsets[d] are s's plus sum_k
+/// slopes[d][k] * (c_k(r) - c_k(s)) over the step mesh's coordinates.
+/// Patches apply after the rules.
+struct RankRule {
+  int32_t instruction = 0;
+  bool peerShift = false;
+  bool communicatorOfRank = false;
+  /// offsets.size() x mesh dimensions, row-major; empty: no offset rule.
+  std::vector<int64_t> offsetSlopes;
+};
+
+/// What the rules read of the plan: a step mesh's coordinates and the
+/// communicators as translates of one another.
+class RankGeometry {
+public:
+  RankGeometry(const ExecutionPlan &plan, const std::string &mesh);
+  /// `rank`'s coordinates on the step's mesh (row-major).
+  std::vector<int64_t> coords(int64_t rank) const;
+  size_t numDims() const { return sizes.size(); }
+  /// `rank` + `delta` modulo the mesh's size (a ring wraps).
+  int64_t shiftRank(int64_t rank, int64_t delta) const;
+  /// The communicator of communicator `c`'s family that holds `rank`, or
+  /// -1 when none does or two do.
+  int32_t ofRank(int32_t c, int64_t rank) const;
+
+private:
+  std::vector<int64_t> sizes;
+  /// Per communicator: its family (mesh and members relative to the
+  /// first); (family, member) -> communicator (-1 where two hold it).
+  std::vector<int32_t> familyOf;
+  std::map<std::pair<int32_t, int64_t>, int32_t> holding;
+};
+
+/// The rules that reproduce, for every member of the class whose stream is
+/// program `holder`'s (shares[i] == holder), as many of its rank-dependent
+/// fields as hold for all of them.
+std::vector<RankRule> findRankRules(const StepPlan &step,
+                                    const std::vector<int32_t> &shares,
+                                    int32_t holder, const RankGeometry &geo);
+
+/// `instructions` (program `fromRank`'s stream) with `rules` applied for
+/// rank `rank`; an error names the first rule that does not fit.
+std::optional<std::string>
+applyRankRules(std::vector<Instruction> &instructions,
+               const std::vector<RankRule> &rules, int64_t fromRank,
+               int64_t rank, const RankGeometry &geo);
 
 } // namespace monarch::plan::detail
 

@@ -266,6 +266,91 @@ TEST(PlanSerialization, AWorkerDecodesOnlyItsOwnProgram) {
       << refused.status().message();
 }
 
+TEST(PlanSerialization, RankFieldsThatFollowTheRankAreRulesNotPatches) {
+  // Format 6: the ring's peers (rank + 1), the pair's communicator (the
+  // one of its family holding the rank) and the shard offsets (2 x the
+  // rank's coordinate) are rules of the class; only what no rule gives
+  // stays a patch (the wrap of the ring, the broadcast's root, the odd
+  // ranks' kernel). Sizes shared with the stream's holder are left out.
+  ExecutionPlan plan = classPlan(64);
+  wire::ExecutionPlan wire = detail::toThrift(plan);
+  const std::vector<wire::RankProgram> &programs = wire.plans[0].programs;
+  ASSERT_TRUE(programs[0].__isset.rules);
+  size_t peers = 0, communicators = 0, offsets = 0;
+  for (const wire::RankProgram &program : programs) {
+    for (const wire::RankPatch &patch : program.patches) {
+      peers += patch.__isset.peer;
+      communicators += patch.__isset.communicator;
+      offsets += patch.__isset.offsets;
+    }
+    if (program.__isset.sharesWith) {
+      EXPECT_FALSE(program.__isset.arenaBytes || program.__isset.peakBytes);
+    }
+  }
+  EXPECT_LE(peers, 2u); // the last rank's send and the first's receive
+  EXPECT_EQ(communicators, 0u);
+  EXPECT_EQ(offsets, 0u);
+  StatusOr<ExecutionPlan> back = deserializePlan(serialized(plan));
+  ASSERT_TRUE(back.isOk()) << back.status().toString();
+  EXPECT_TRUE(*back == plan);
+  for (int64_t rank : {0, 5, 63}) {
+    StatusOr<RankPlan> mine = deserializePlanForRank(serialized(plan), rank);
+    ASSERT_TRUE(mine.isOk()) << mine.status().toString();
+    EXPECT_TRUE(mine->plan.plans[0].programs[0] ==
+                plan.plans[0].programs[rank]);
+  }
+
+  // Hostile rules: a clear error, never a crash.
+  auto error = [&](auto edit) {
+    wire::ExecutionPlan bad = wire;
+    edit(bad.plans[0].programs[0].rules);
+    StatusOr<ExecutionPlan> decoded = decodePlanPayload(payloadOf(bad));
+    return decoded.isOk() ? std::string("<accepted>")
+                          : decoded.status().message();
+  };
+  auto has = [](const std::string &text, const char *part) {
+    return text.find(part) != std::string::npos;
+  };
+  using Rules = std::vector<wire::RankRule>;
+  EXPECT_TRUE(has(error([](Rules &r) {
+                    wire::RankRule rule;
+                    rule.__set_instruction(1);
+                    rule.__set_peerShift(true);
+                    r.push_back(rule);
+                  }),
+                  "a peer for a launch"));
+  EXPECT_TRUE(has(error([](Rules &r) {
+                    wire::RankRule rule;
+                    rule.__set_instruction(99);
+                    r.push_back(rule);
+                  }),
+                  "no such instruction"));
+  EXPECT_TRUE(has(error([](Rules &r) {
+                    wire::RankRule rule;
+                    rule.__set_instruction(0);
+                    rule.__set_offsetSlopes({1, 2, 3});
+                    r.push_back(rule);
+                  }),
+                  "offset slopes that do not fit"));
+  EXPECT_TRUE(has(error([](Rules &r) {
+                    wire::RankRule rule;
+                    rule.__set_instruction(0);
+                    rule.__set_offsetSlopes({INT64_MAX / 2, INT64_MAX / 2});
+                    r.push_back(rule);
+                  }),
+                  "overflow"));
+  EXPECT_TRUE(has(error([](Rules &r) {
+                    // The world communicator's family is itself: it holds
+                    // every rank, so this rule is harmless; a pair's rule on
+                    // the feed (no communicator) is not.
+                    wire::RankRule rule;
+                    rule.__set_instruction(0);
+                    rule.__set_communicatorOfRank(true);
+                    r.push_back(rule);
+                  }),
+                  "a communicator for a feed_buffer"));
+}
+
 /// The Thrift payload of `wire` (what decodePlanPayload reads).
 std::string payloadOf(const wire::ExecutionPlan &wire) {
   auto buffer = std::make_shared<apache::thrift::transport::TMemoryBuffer>();
@@ -328,9 +413,12 @@ TEST(PlanSerialization, HostileClassReferencesAreRefused) {
   EXPECT_TRUE(has(error([](Programs &p) { p[0].__set_patches(p[2].patches); }),
                   "patches without a shared stream"));
   EXPECT_TRUE(has(error([](Programs &p) {
-                    for (wire::RankPatch &patch : p[2].patches)
-                      if (patch.__isset.peer)
-                        patch.__set_peer(17);
+                    // (The ring's peers are a rule of the class: a patch
+                    // overrides it.)
+                    wire::RankPatch patch;
+                    patch.__set_instruction(2);
+                    patch.__set_peer(17);
+                    p[2].patches.push_back(patch);
                   }),
                   "peer 17"));
   EXPECT_TRUE(has(
