@@ -612,6 +612,13 @@ executor::StatusOr<ExecutionPlan> fromThrift(const t::ExecutionPlan &p,
     std::map<int32_t, std::set<int64_t>> *commStreams = nullptr;
     if (only)
       commStreams = &only->commStreams.emplace_back();
+    // (communicator, stream) pairs already recorded: most ranks repeat
+    // their class's.
+    std::set<std::pair<int32_t, int64_t>> recorded;
+    auto record = [&](int32_t communicator, int64_t stream) {
+      if (recorded.insert({communicator, stream}).second)
+        (*commStreams)[communicator].insert(stream);
+    };
     for (size_t k = 0; k < s.programs.size(); ++k) {
       const t::RankProgram &rp = s.programs[k];
       std::string where =
@@ -672,7 +679,7 @@ executor::StatusOr<ExecutionPlan> fromThrift(const t::ExecutionPlan &p,
             for (const RankPatch &patch : patches)
               if (patch.instruction == use.instruction && patch.communicator)
                 communicator = *patch.communicator;
-            (*commStreams)[communicator].insert(use.stream);
+            record(communicator, use.stream);
           }
           continue;
         }
@@ -687,7 +694,7 @@ executor::StatusOr<ExecutionPlan> fromThrift(const t::ExecutionPlan &p,
                                   where + *bad);
         if (only)
           for (const CommUse &use : commUses(y.instructions))
-            (*commStreams)[use.communicator].insert(use.stream);
+            record(use.communicator, use.stream);
         x.programs.push_back(std::move(y));
         continue;
       }
@@ -723,7 +730,7 @@ executor::StatusOr<ExecutionPlan> fromThrift(const t::ExecutionPlan &p,
       if (only) {
         uses[k] = commUses(y.instructions);
         for (const CommUse &use : uses[k])
-          (*commStreams)[use.communicator].insert(use.stream);
+          record(use.communicator, use.stream);
       }
       if (keep)
         x.programs.push_back(std::move(y));

@@ -207,6 +207,7 @@ RankGeometry::RankGeometry(const ExecutionPlan &plan, const std::string &mesh) {
     for (const MeshDim &d : plan.meshes[m].dims)
       sizes.push_back(d.size);
   std::map<std::pair<std::string, std::vector<int64_t>>, int32_t> families;
+  holding.reserve(plan.communicators.size() * 8);
   for (size_t i = 0; i < plan.communicators.size(); ++i) {
     const Communicator &c = plan.communicators[i];
     if (c.ranks.empty()) {
@@ -221,7 +222,7 @@ RankGeometry::RankGeometry(const ExecutionPlan &plan, const std::string &mesh) {
     familyOf.push_back(it->second);
     for (int64_t r : c.ranks) {
       auto [at, first] =
-          holding.insert({{it->second, r}, static_cast<int32_t>(i)});
+          holding.insert({key(it->second, r), static_cast<int32_t>(i)});
       if (!first && at->second != static_cast<int32_t>(i))
         at->second = -1;
     }
@@ -252,7 +253,7 @@ int64_t RankGeometry::shiftRank(int64_t rank, int64_t delta) const {
 int32_t RankGeometry::ofRank(int32_t c, int64_t rank) const {
   if (c < 0 || static_cast<size_t>(c) >= familyOf.size() || familyOf[c] < 0)
     return -1;
-  auto it = holding.find({familyOf[c], rank});
+  auto it = holding.find(key(familyOf[c], rank));
   return it == holding.end() ? -1 : it->second;
 }
 

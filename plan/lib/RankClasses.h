@@ -21,6 +21,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 namespace monarch::plan::detail {
@@ -87,7 +88,11 @@ private:
   /// Per communicator: its family (mesh and members relative to the
   /// first); (family, member) -> communicator (-1 where two hold it).
   std::vector<int32_t> familyOf;
-  std::map<std::pair<int32_t, int64_t>, int32_t> holding;
+  std::unordered_map<uint64_t, int32_t> holding; // key(family, member)
+  static uint64_t key(int32_t family, int64_t member) {
+    return static_cast<uint64_t>(static_cast<uint32_t>(family)) << 40 ^
+           static_cast<uint64_t>(member);
+  }
 };
 
 /// The rules that reproduce, for every member of the class whose stream is
