@@ -650,16 +650,11 @@ executor::StatusOr<ExecutionPlan> fromThrift(const t::ExecutionPlan &p,
         std::vector<RankPatch> patches = fromT(rp.patches);
         if (!keep) {
           // Only which communicators it uses on which streams.
-          size_t n = streams[j].size();
           for (const RankPatch &patch : patches)
-            if (patch.instruction < 0 ||
-                static_cast<size_t>(patch.instruction) >= n)
-              return executor::Status(
-                  executor::StatusCode::InvalidArgument,
-                  where + "patch of instruction " +
-                      std::to_string(patch.instruction) +
-                      ": no such instruction (the shared stream has " +
-                      std::to_string(n) + ")");
+            if (auto bad =
+                    outOfStream("patch", patch.instruction, streams[j].size()))
+              return executor::Status(executor::StatusCode::InvalidArgument,
+                                      where + *bad);
           for (const CommUse &use : uses[j]) {
             int32_t communicator = use.communicator;
             for (const RankRule &rule : rules[j])

@@ -155,16 +155,23 @@ std::vector<RankPatch> rankPatches(const std::vector<Instruction> &shared,
   return patches;
 }
 
+std::optional<std::string> outOfStream(const char *what, int32_t index,
+                                       size_t size) {
+  if (index >= 0 && static_cast<size_t>(index) < size)
+    return std::nullopt;
+  return std::string(what) + " of instruction " + std::to_string(index) +
+         ": no such instruction (the shared stream has " +
+         std::to_string(size) + ")";
+}
+
 std::optional<std::string>
 applyRankPatches(std::vector<Instruction> &instructions,
                  const std::vector<RankPatch> &patches) {
   for (const RankPatch &patch : patches) {
     std::string where =
         "patch of instruction " + std::to_string(patch.instruction) + ": ";
-    if (patch.instruction < 0 ||
-        static_cast<size_t>(patch.instruction) >= instructions.size())
-      return where + "no such instruction (the shared stream has " +
-             std::to_string(instructions.size()) + ")";
+    if (auto bad = outOfStream("patch", patch.instruction, instructions.size()))
+      return bad;
     Instruction &in = instructions[patch.instruction];
     bool p2p = in.kind == InstrKind::Send || in.kind == InstrKind::Recv;
     bool collective = in.kind == InstrKind::Collective;
@@ -391,10 +398,8 @@ applyRankRules(std::vector<Instruction> &instructions,
   for (const RankRule &rule : rules) {
     std::string where =
         "rule of instruction " + std::to_string(rule.instruction) + ": ";
-    if (rule.instruction < 0 ||
-        static_cast<size_t>(rule.instruction) >= instructions.size())
-      return where + "no such instruction (the shared stream has " +
-             std::to_string(instructions.size()) + ")";
+    if (auto bad = outOfStream("rule", rule.instruction, instructions.size()))
+      return bad;
     Instruction &in = instructions[rule.instruction];
     std::string kind = instrKindName(in.kind);
     if (rule.peerShift) {

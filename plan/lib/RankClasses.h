@@ -46,6 +46,11 @@ std::vector<int32_t> findRankClasses(const StepPlan &step);
 std::vector<RankPatch> rankPatches(const std::vector<Instruction> &shared,
                                    const std::vector<Instruction> &program);
 
+/// The error of a patch or rule (`what`) naming instruction `index` of a
+/// stream of `size` instructions, or nullopt when there is one.
+std::optional<std::string> outOfStream(const char *what, int32_t index,
+                                       size_t size);
+
 /// `shared` with `patches` applied; an error names the first patch that
 /// does not fit (an index out of range, a field the instruction does not
 /// have).
