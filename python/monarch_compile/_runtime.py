@@ -360,28 +360,6 @@ def _load(loaded):
     loaded.loaded = True
 
 
-def _shard_of(param, mesh, index):
-    """The part of `param`'s global value held by the index-th rank of
-    `mesh` (row-major over the mesh's dimensions)."""
-    value = np.ascontiguousarray(param.value)
-    if not param.split:
-        return value
-    dims = mesh.dims
-    coords = dict(zip(dims, np.unravel_index(index, tuple(dims.values()))))
-    per_dim = {}
-    for d, t in param.split.items():
-        per_dim.setdefault(t, []).append(d)
-    slices = [slice(None)] * value.ndim
-    for t, ds in per_dim.items():
-        count, pos = 1, 0
-        for d in ds:                       # outermost first
-            pos = pos * dims[d] + int(coords[d])
-            count *= dims[d]
-        chunk = value.shape[t] // count
-        slices[t] = slice(pos * chunk, (pos + 1) * chunk)
-    return np.ascontiguousarray(value[tuple(slices)])
-
-
 def _init_state(loaded, spec):
     rt = loaded.runtime
     ctl = rt.controller
@@ -391,12 +369,9 @@ def _init_state(loaded, spec):
             key = f"@{actor_name}::@{state}"
             if key in rt.initialized or key not in loaded.state_ranks:
                 continue
-            if not param.split:
-                _call(ctl.set_actor_state, key, _to_host(param.value), -1)
-            else:
-                for i, rank in enumerate(loaded.state_ranks[key]):
-                    part = _shard_of(param, actor._mc_mesh, i)
-                    _call(ctl.set_actor_state, key, _to_host(part), rank)
+            # The global value: for a split parameter the controller cuts
+            # each rank's shard (the plan's state_buffer offsets).
+            _call(ctl.set_actor_state, key, _to_host(param.value), -1)
             rt.initialized.add(key)
 
 
