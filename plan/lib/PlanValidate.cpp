@@ -438,12 +438,35 @@ private:
         return invalid(what + ": its shards hold " + std::to_string(covered) +
                        " elements, the output " +
                        std::to_string(numElements(step.outputs[index].shape)));
+      // Shards of one shape at multiples of it (a mesh's grid, the usual
+      // case) are disjoint exactly when their starts differ: n log n
+      // instead of comparing every pair (8M pairs at 4,096 ranks).
+      if (gridAligned(pieces)) {
+        std::set<std::vector<int64_t>> starts;
+        for (const IOInstr *piece : pieces)
+          if (piece->buffer.numElements() > 0 &&
+              !starts.insert(piece->offsets).second)
+            return invalid(what + ": two of its shards overlap");
+        continue;
+      }
       for (size_t a = 0; a < pieces.size(); ++a)
         for (size_t b = a + 1; b < pieces.size(); ++b)
           if (overlap(*pieces[a], *pieces[b]))
             return invalid(what + ": two of its shards overlap");
     }
     return Status::ok();
+  }
+
+  static bool gridAligned(const std::vector<const IOInstr *> &pieces) {
+    const std::vector<int64_t> &shape = pieces.front()->buffer.shape;
+    for (const IOInstr *piece : pieces) {
+      if (piece->buffer.shape != shape || piece->offsets.size() != shape.size())
+        return false;
+      for (size_t d = 0; d < shape.size(); ++d)
+        if (shape[d] <= 0 || piece->offsets[d] % shape[d] != 0)
+          return false;
+    }
+    return true;
   }
 
   static int64_t numElements(const std::vector<int64_t> &shape) {

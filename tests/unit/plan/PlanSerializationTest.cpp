@@ -476,6 +476,10 @@ TEST(PlanValidation, ShardsMustTileTheirOutput) {
   ExecutionPlan p = shardedSample();
   p.plans[0].programs[1].instructions.back().io.offsets = {0};
   refused(p, "two of its shards overlap");
+  // Off the grid of its shape (elements 1-2 against 0-1): compared pairwise.
+  p = shardedSample();
+  p.plans[0].programs[1].instructions.back().io.offsets = {1};
+  refused(p, "two of its shards overlap");
   // One shard only.
   p = shardedSample();
   p.plans[0].programs[1].instructions.pop_back();
