@@ -612,12 +612,8 @@ executor::StatusOr<ExecutionPlan> fromThrift(const t::ExecutionPlan &p,
     std::map<int32_t, std::set<int64_t>> *commStreams = nullptr;
     if (only)
       commStreams = &only->commStreams.emplace_back();
-    // (communicator, stream) pairs already recorded: most ranks repeat
-    // their class's.
-    std::set<std::pair<int32_t, int64_t>> recorded;
     auto record = [&](int32_t communicator, int64_t stream) {
-      if (recorded.insert({communicator, stream}).second)
-        (*commStreams)[communicator].insert(stream);
+      (*commStreams)[communicator].insert(stream);
     };
     for (size_t k = 0; k < s.programs.size(); ++k) {
       const t::RankProgram &rp = s.programs[k];
@@ -659,18 +655,12 @@ executor::StatusOr<ExecutionPlan> fromThrift(const t::ExecutionPlan &p,
             int32_t communicator = use.communicator;
             for (const RankRule &rule : rules[j])
               if (rule.instruction == use.instruction &&
-                  rule.communicatorOfRank) {
-                communicator = geo->ofRank(communicator, rp.rank);
-                if (communicator < 0)
-                  return executor::Status(
-                      executor::StatusCode::InvalidArgument,
-                      where + "rule of instruction " +
-                          std::to_string(rule.instruction) +
-                          ": no communicator of communicator " +
-                          std::to_string(use.communicator) +
-                          "'s family holds rank " + std::to_string(rp.rank) +
-                          " alone");
-              }
+                  rule.communicatorOfRank)
+                if (auto bad = communicatorOfRank(communicator, rp.rank, *geo))
+                  return executor::Status(executor::StatusCode::InvalidArgument,
+                                          where + "rule of instruction " +
+                                              std::to_string(rule.instruction) +
+                                              ": " + *bad);
             for (const RankPatch &patch : patches)
               if (patch.instruction == use.instruction && patch.communicator)
                 communicator = *patch.communicator;
@@ -699,6 +689,7 @@ executor::StatusOr<ExecutionPlan> fromThrift(const t::ExecutionPlan &p,
       y.arenaBytes = rp.arenaBytes;
       y.peakBytes = rp.peakBytes;
       y.criticalPathUs = rp.criticalPathUs;
+      heads[k] = y; // before its instructions: the sharing ranks' defaults
       for (const t::RankRule &z : rp.rules) {
         RankRule rule;
         rule.instruction = z.instruction;
@@ -720,8 +711,6 @@ executor::StatusOr<ExecutionPlan> fromThrift(const t::ExecutionPlan &p,
         y.instructions.push_back(std::move(*in));
       }
       streams[k] = y.instructions;
-      heads[k] = y;
-      heads[k].instructions.clear();
       if (only) {
         uses[k] = commUses(y.instructions);
         for (const CommUse &use : uses[k])

@@ -388,6 +388,17 @@ std::vector<RankRule> findRankRules(const StepPlan &step,
   return rules;
 }
 
+std::optional<std::string> communicatorOfRank(int32_t &communicator,
+                                              int64_t rank,
+                                              const RankGeometry &geo) {
+  int32_t mine = geo.ofRank(communicator, rank);
+  if (mine < 0)
+    return "no communicator of communicator " + std::to_string(communicator) +
+           "'s family holds rank " + std::to_string(rank) + " alone";
+  communicator = mine;
+  return std::nullopt;
+}
+
 std::optional<std::string>
 applyRankRules(std::vector<Instruction> &instructions,
                const std::vector<RankRule> &rules, int64_t fromRank,
@@ -411,11 +422,8 @@ applyRankRules(std::vector<Instruction> &instructions,
       int32_t *c = communicatorOf(in);
       if (!c)
         return where + "a communicator for a " + kind;
-      int32_t mine = geo.ofRank(*c, rank);
-      if (mine < 0)
-        return where + "no communicator of communicator " + std::to_string(*c) +
-               "'s family holds rank " + std::to_string(rank) + " alone";
-      *c = mine;
+      if (auto bad = communicatorOfRank(*c, rank, geo))
+        return where + *bad;
     }
     if (!rule.offsetSlopes.empty()) {
       std::vector<int64_t> *o = offsetsOf(in);

@@ -107,6 +107,13 @@ std::vector<RankRule> findRankRules(const StepPlan &step,
                                     const std::vector<int32_t> &shares,
                                     int32_t holder, const RankGeometry &geo);
 
+/// A communicatorOfRank rule for `rank`: `communicator` (the stream
+/// holder's) replaced by the one of its family holding `rank`; an error
+/// when none does.
+std::optional<std::string> communicatorOfRank(int32_t &communicator,
+                                              int64_t rank,
+                                              const RankGeometry &geo);
+
 /// `instructions` (program `fromRank`'s stream) with `rules` applied for
 /// rank `rank`; an error names the first rule that does not fit.
 std::optional<std::string>
