@@ -177,7 +177,8 @@ TEST(ExecutorControl, ControllerProgramsFeedRunAndFetch) {
 }
 
 TEST(ExecutorControl, TraceHasEveryRanksOps) {
-  std::string path = ::testing::TempDir() + "monarch-trace.json";
+  std::string path = ::testing::TempDir() + "monarch-trace-" +
+                     std::to_string(::getpid()) + ".json";
   std::remove(path.c_str());
   ControllerOptions o = options(2);
   o.tracePath = path;
@@ -546,7 +547,8 @@ TEST(ExecutorFaults, MalformedFrameIsRejectedAndTheWorkerSurvives) {
 /// Runs monarch-run on a plan whose ranks sleep in step 0, returns its pid.
 pid_t spawnMonarchRun(const std::string &planPath, std::vector<std::string> env,
                       std::vector<std::string> args = {}) {
-  std::string input = ::testing::TempDir() + "input4.npy";
+  std::string input =
+      ::testing::TempDir() + "input4-" + std::to_string(::getpid()) + ".npy";
   EXPECT_TRUE(writeNpyFile(input, floats({1, 2, 3, 4})).isOk());
   std::vector<std::string> argvStrings = {MONARCH_RUN_BIN, planPath, "--inputs",
                                           input};

@@ -23,9 +23,13 @@ using namespace std::chrono_literals;
 
 namespace {
 
-/// Runs `body` with stderr sent to a file; returns what it wrote.
+/// Runs `body` with stderr sent to a file; returns what it wrote. The file
+/// is named by the process: ctest -j runs each test of this file as its own
+/// process at once, and one truncating another's file left NULs where the
+/// other's first line had been.
 template <typename Body> std::string capturedStderr(Body body) {
-  std::string path = ::testing::TempDir() + "progress-stderr.txt";
+  std::string path = ::testing::TempDir() + "progress-stderr-" +
+                     std::to_string(::getpid()) + ".txt";
   std::fflush(stderr);
   int saved = ::dup(STDERR_FILENO);
   FILE *file = std::fopen(path.c_str(), "w");
@@ -38,6 +42,7 @@ template <typename Body> std::string capturedStderr(Body body) {
   std::ifstream in(path);
   std::stringstream text;
   text << in.rdbuf();
+  std::remove(path.c_str());
   return text.str();
 }
 
