@@ -1,10 +1,11 @@
 //===- plan_load.cpp - What a worker pays to load a plan --------*- C++ -*-===//
 //
-// `plan_load FILE.mcplan [RANK]`: the time a worker of the plan's mesh takes
-// to bind its program (monarch::worker::loadRankPrograms: decode, validate,
-// resolve its rank's instructions and every communicator it uses), for
-// RANK (default: the last rank), the median of 5 loads after a warm-up,
-// and the plan's size. rank_scaling.py prints it per mesh size (issue 15:
+// `plan_load FILE.mcplan [RANK [LOADS]]`: the time a worker of the plan's
+// mesh takes to bind its program (monarch::worker::loadRankPrograms:
+// decode, validate, resolve its rank's instructions and every communicator
+// it uses), for RANK (default: the last rank), the median of LOADS
+// (default 5) loads after a warm-up (many, to profile it), and the plan's
+// size. rank_scaling.py prints it per mesh size (issue 15:
 // a worker's load time within 2x of the 8-rank figure). A report, never an
 // assertion.
 //
@@ -21,8 +22,8 @@
 #include <vector>
 
 int main(int argc, char **argv) {
-  if (argc < 2 || argc > 3) {
-    std::fprintf(stderr, "usage: plan_load FILE.mcplan [RANK]\n");
+  if (argc < 2 || argc > 4) {
+    std::fprintf(stderr, "usage: plan_load FILE.mcplan [RANK [LOADS]]\n");
     return 2;
   }
   auto bytes = monarch::plan::readFileBytes(argv[1]);
@@ -40,9 +41,10 @@ int main(int argc, char **argv) {
     return 1;
   }
   int world = static_cast<int>(plan->plan.meshes.front().numRanks());
-  int rank = argc == 3 ? std::atoi(argv[2]) : world - 1;
+  int rank = argc >= 3 ? std::atoi(argv[2]) : world - 1;
+  int loads = argc == 4 ? std::max(1, std::atoi(argv[3])) : 5;
   std::vector<double> ms;
-  for (int i = 0; i < 6; ++i) {
+  for (int i = 0; i <= loads; ++i) {
     auto start = std::chrono::steady_clock::now();
     auto programs = monarch::worker::loadRankPrograms(*bytes, rank, world);
     auto end = std::chrono::steady_clock::now();

@@ -18,7 +18,7 @@
 
 namespace cpp monarch.plan.wire
 
-const i32 FORMAT_VERSION = 6
+const i32 FORMAT_VERSION = 7
 
 /// Element types of buffers and signature values.
 enum DType {
@@ -90,23 +90,35 @@ struct MeshDim {
   2: i64 size,
 }
 
+/// Format 7: a list of ranks. Where it is a box (the ranks offset + sum_k
+/// i_k * strides[k] for 0 <= i_k < sizes[k], the last dimension fastest:
+/// the ranks of a mesh slice, a communicator over some mesh dimensions, a
+/// class of ranks), it is stored as one, in a size independent of how many
+/// ranks it holds; otherwise `ranks` lists them.
+struct RankSet {
+  1: optional list<i64> ranks,
+  2: optional i64 offset,
+  3: optional list<i64> sizes,
+  4: optional list<i64> strides,
+}
+
 /// A proc mesh or a slice of one. A slice lists, for every dimension of its
-/// parent, the half-open range it keeps; `rootRanks[r]` is the rank of the
-/// root proc mesh that rank `r` of this mesh is.
+/// parent, the half-open range it keeps; rank `r` of this mesh is the root
+/// proc mesh's rank `rootRanks[r]`.
 struct ProcMesh {
   1: string name,
   2: list<MeshDim> dims,
   3: optional string parent,
   4: list<i64> sliceStart,
   5: list<i64> sliceEnd,
-  6: list<i64> rootRanks,
+  7: RankSet rootRanks,
 }
 
 /// Which ranks of a root proc mesh share a host. The compiler writes one
 /// host holding every rank; launchers may rewrite it.
 struct Host {
   1: string name,
-  2: list<i64> ranks,
+  3: RankSet ranks,
 }
 
 struct MeshTopology {
@@ -115,11 +127,14 @@ struct MeshTopology {
 }
 
 struct Communicator {
-  1: string name,
-  /// The mesh whose ranks `ranks` lists (in communicator order).
-  2: string mesh,
-  3: list<i64> ranks,
+  /// Format 7: absent where it is the previous communicator's name with its
+  /// trailing number plus one (`@f.comm7` after `@f.comm6`).
+  1: optional string name,
+  /// The mesh whose ranks `ranks` lists (in communicator order); absent
+  /// where it is the previous communicator's.
+  2: optional string mesh,
   4: Backend backend,
+  5: RankSet ranks,
 }
 
 /// One kernel of the module: a `func.func` launched by the plans. Its
@@ -262,7 +277,27 @@ struct RankProgram {
   8: optional list<RankRule> rules,
 }
 
-/// One `monarch.plan`: a step on a mesh, invoked by control messages.
+/// Format 7: ranks that run program `program`'s stream (an entry of
+/// `programs` holding its own) with its rules, its arena, peak and
+/// estimate, and no patch of their own: a class stored without an entry
+/// per rank.
+struct ClassMembers {
+  1: i32 program,
+  2: RankSet ranks,
+}
+
+/// Format 7: the streams on which some rank of the step uses each of
+/// `communicators` (indexes into ExecutionPlan.communicators): what every
+/// member must set up, known to a worker without reading the others'
+/// programs.
+struct CommStreams {
+  1: RankSet communicators,
+  2: list<i64> streams,
+}
+
+/// One `monarch.plan`: a step on a mesh, invoked by control messages. Its
+/// programs are `programs` and, format 7, the ranks of `members` (the
+/// in-memory plan lists them all in rank order).
 struct StepPlan {
   1: string symbol,
   2: string mesh,
@@ -270,6 +305,8 @@ struct StepPlan {
   4: list<ValueType> outputs,
   5: list<RankProgram> programs,
   6: SourceLoc loc,
+  7: optional list<ClassMembers> members,
+  8: list<CommStreams> commStreams,
 }
 
 //===----------------------------------------------------------------------===//

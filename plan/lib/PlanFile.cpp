@@ -177,7 +177,8 @@ StatusOr<RankPlan> deserializePlanForRank(std::string_view bytes,
   StatusOr<ExecutionPlan> plan = decodePayload(*payload, &only);
   if (!plan)
     return plan.status();
-  return RankPlan{std::move(*plan), std::move(only.commStreams)};
+  return RankPlan{std::move(*plan), std::move(only.commStreams),
+                  std::move(only.backends)};
 }
 
 //===----------------------------------------------------------------------===//

@@ -8,12 +8,13 @@
 #include "PlanThrift.h"
 #include "RankClasses.h"
 
+#include <algorithm>
 #include <string>
 
 namespace monarch::plan::detail {
 namespace t = ::monarch::plan::wire;
 
-static_assert(kPlanFormatVersion == 6,
+static_assert(kPlanFormatVersion == 7,
               "bump FORMAT_VERSION in ExecutionPlan.thrift together with "
               "kPlanFormatVersion");
 
@@ -49,6 +50,19 @@ static std::vector<To> mapAll(const std::vector<From> &from, Fn fn) {
 //===----------------------------------------------------------------------===//
 // To Thrift
 //===----------------------------------------------------------------------===//
+
+/// Format 7: `ranks` as a box where it is one (rankBox), else listed.
+static t::RankSet toT(const std::vector<int64_t> &ranks) {
+  t::RankSet set;
+  if (std::optional<RankBox> box = rankBox(ranks)) {
+    set.__set_offset(box->offset);
+    set.__set_sizes(box->sizes);
+    set.__set_strides(box->strides);
+  } else {
+    set.__set_ranks(ranks);
+  }
+  return set;
+}
 
 static t::SourceLoc toT(const SourceLoc &l) {
   t::SourceLoc r;
@@ -225,7 +239,7 @@ t::ExecutionPlan toThrift(const ExecutionPlan &p) {
       x.__set_parent(*m.parent);
     x.__set_sliceStart(m.sliceStart);
     x.__set_sliceEnd(m.sliceEnd);
-    x.__set_rootRanks(m.rootRanks);
+    x.__set_rootRanks(toT(m.rootRanks));
     return x;
   }));
   r.__set_topology(
@@ -235,18 +249,25 @@ t::ExecutionPlan toThrift(const ExecutionPlan &p) {
         x.__set_hosts(mapAll<t::Host>(m.hosts, [](const Host &h) {
           t::Host y;
           y.__set_name(h.name);
-          y.__set_ranks(h.ranks);
+          y.__set_ranks(toT(h.ranks));
           return y;
         }));
         return x;
       }));
-  r.__set_communicators(
-      mapAll<t::Communicator>(p.communicators, [](const Communicator &c) {
+  // A name that numbers on from the previous one and the previous mesh
+  // are left out (format 7): 4,096 ranks have hundreds of communicators.
+  const Communicator *previous = nullptr;
+  r.__set_communicators(mapAll<t::Communicator>(
+      p.communicators, [&previous](const Communicator &c) {
         t::Communicator x;
-        x.__set_name(c.name);
-        x.__set_mesh(c.mesh);
-        x.__set_ranks(c.ranks);
+        if (!previous || c.name.empty() ||
+            c.name != nextNumberedName(previous->name))
+          x.__set_name(c.name);
+        if (!previous || c.mesh != previous->mesh)
+          x.__set_mesh(c.mesh);
+        x.__set_ranks(toT(c.ranks));
         x.__set_backend(cast<t::Backend::type>(c.backend));
+        previous = &c;
         return x;
       }));
   r.__set_kernels(mapAll<t::Kernel>(p.kernels, [](const Kernel &k) {
@@ -273,7 +294,16 @@ t::ExecutionPlan toThrift(const ExecutionPlan &p) {
     for (size_t i = 0; i < s.programs.size(); ++i)
       if (shares[i] < 0)
         rules[i] = findRankRules(s, shares, static_cast<int32_t>(i), geo);
+    // Ranks that run their class's stream exactly (no patch, the holder's
+    // sizes) are listed as the class's members, not one entry each
+    // (format 7), where the programs are in rank order (the reader lists
+    // them so).
+    bool inOrder = true;
+    for (size_t i = 1; i < s.programs.size(); ++i)
+      inOrder = inOrder && s.programs[i - 1].rank < s.programs[i].rank;
     std::vector<t::RankProgram> programs;
+    std::vector<int32_t> wireIndex(s.programs.size(), -1);
+    std::map<int32_t, std::vector<int64_t>> members;
     for (size_t i = 0; i < s.programs.size(); ++i) {
       const RankProgram &rp = s.programs[i];
       t::RankProgram y;
@@ -305,7 +335,7 @@ t::ExecutionPlan toThrift(const ExecutionPlan &p) {
           y.__set_rules(std::move(wire));
         }
       } else {
-        y.__set_sharesWith(shares[i]);
+        y.__set_sharesWith(wireIndex[shares[i]]);
         std::vector<Instruction> predicted = holder->instructions;
         // The rules were fitted on this class: they apply.
         (void)applyRankRules(predicted, rules[shares[i]], holder->rank, rp.rank,
@@ -326,11 +356,46 @@ t::ExecutionPlan toThrift(const ExecutionPlan &p) {
             z.__set_kernel(*patch.kernel);
           patches.push_back(std::move(z));
         }
+        if (patches.empty() && inOrder && !y.__isset.arenaBytes &&
+            !y.__isset.peakBytes && !y.__isset.criticalPathUs) {
+          members[wireIndex[shares[i]]].push_back(rp.rank);
+          continue;
+        }
         if (!patches.empty())
           y.__set_patches(std::move(patches));
       }
+      wireIndex[i] = static_cast<int32_t>(programs.size());
       programs.push_back(std::move(y));
     }
+    if (!members.empty()) {
+      std::vector<t::ClassMembers> wire;
+      for (const auto &[program, ranks] : members) {
+        t::ClassMembers z;
+        z.__set_program(program);
+        z.__set_ranks(toT(ranks));
+        wire.push_back(std::move(z));
+      }
+      x.__set_members(std::move(wire));
+    }
+    // The streams each communicator is used on, grouped by stream set.
+    std::map<int32_t, std::set<int64_t>> used;
+    for (const RankProgram &rp : s.programs)
+      for (const Instruction &in : rp.instructions)
+        if (in.kind == InstrKind::Send || in.kind == InstrKind::Recv)
+          used[in.p2p.communicator].insert(in.p2p.stream);
+        else if (in.kind == InstrKind::Collective)
+          used[in.collective.communicator].insert(in.collective.stream);
+    std::map<std::set<int64_t>, std::vector<int64_t>> byStreams;
+    for (const auto &[c, streams] : used)
+      byStreams[streams].push_back(c);
+    std::vector<t::CommStreams> commStreams;
+    for (const auto &[streams, comms] : byStreams) {
+      t::CommStreams z;
+      z.__set_communicators(toT(comms));
+      z.__set_streams(std::vector<int64_t>(streams.begin(), streams.end()));
+      commStreams.push_back(std::move(z));
+    }
+    x.__set_commStreams(std::move(commStreams));
     x.__set_programs(std::move(programs));
     x.__set_loc(toT(s.loc));
     return x;
@@ -546,10 +611,39 @@ std::vector<RankPatch> fromT(const std::vector<t::RankPatch> &in) {
   }
   return patches;
 }
+
+/// Format 7: a RankSet's ranks appended to `out`, spending `budget`; an
+/// error says what does not fit.
+std::optional<std::string> fromT(const t::RankSet &set, int64_t &budget,
+                                 std::vector<int64_t> &out) {
+  bool box = set.__isset.offset || set.__isset.sizes || set.__isset.strides;
+  if (set.__isset.ranks == box)
+    return std::string("a rank set must either list its ranks or be a box");
+  if (!box) {
+    if (static_cast<int64_t>(set.ranks.size()) > budget)
+      return std::string("more ranks than a plan may hold");
+    budget -= static_cast<int64_t>(set.ranks.size());
+    out.insert(out.end(), set.ranks.begin(), set.ranks.end());
+    return std::nullopt;
+  }
+  if (!set.__isset.offset)
+    return std::string("a rank box without an offset");
+  return expandRankBox(RankBox{set.offset, set.sizes, set.strides}, budget,
+                       out);
+}
+
+/// The ranks a decode may expand from boxes and lists (2^24: a mesh of 16M
+/// ranks); a hostile file's box of 2^60 ranks is refused, not allocated.
+constexpr int64_t kRankBudget = int64_t{1} << 24;
 } // namespace
 
 executor::StatusOr<ExecutionPlan> fromThrift(const t::ExecutionPlan &p,
                                              RankFilter *only) {
+  auto invalid = [](std::string message) {
+    return executor::Status(executor::StatusCode::InvalidArgument,
+                            std::move(message));
+  };
+  int64_t budget = kRankBudget;
   ExecutionPlan r;
   r.formatVersion = p.formatVersion;
   r.compilerVersion = p.compilerVersion;
@@ -563,18 +657,39 @@ executor::StatusOr<ExecutionPlan> fromThrift(const t::ExecutionPlan &p,
       x.parent = m.parent;
     x.sliceStart = m.sliceStart;
     x.sliceEnd = m.sliceEnd;
-    x.rootRanks = m.rootRanks;
+    if (auto bad = fromT(m.rootRanks, budget, x.rootRanks))
+      return invalid("mesh '" + m.name + "' root ranks: " + *bad);
     r.meshes.push_back(std::move(x));
   }
   for (const t::MeshTopology &m : p.topology) {
     MeshTopology x{m.mesh, {}};
-    for (const t::Host &h : m.hosts)
-      x.hosts.push_back(Host{h.name, h.ranks});
+    for (const t::Host &h : m.hosts) {
+      Host host{h.name, {}};
+      if (auto bad = fromT(h.ranks, budget, host.ranks))
+        return invalid("topology of '" + m.mesh + "', host '" + h.name +
+                       "': " + *bad);
+      x.hosts.push_back(std::move(host));
+    }
     r.topology.push_back(std::move(x));
   }
-  for (const t::Communicator &c : p.communicators)
-    r.communicators.push_back(
-        Communicator{c.name, c.mesh, c.ranks, cast<Backend>(c.backend)});
+  for (size_t i = 0; i < p.communicators.size(); ++i) {
+    const t::Communicator &c = p.communicators[i];
+    const Communicator *previous = i ? &r.communicators.back() : nullptr;
+    Communicator x;
+    x.name = c.__isset.name ? c.name
+             : previous     ? nextNumberedName(previous->name)
+                            : std::string();
+    if (!c.__isset.name && x.name.empty())
+      return invalid("communicator " + std::to_string(i) +
+                     " has no name and the previous one none to number on");
+    if (!c.__isset.mesh && !previous)
+      return invalid("communicator " + std::to_string(i) + " names no mesh");
+    x.mesh = c.__isset.mesh ? c.mesh : previous->mesh;
+    x.backend = cast<Backend>(c.backend);
+    if (auto bad = fromT(c.ranks, budget, x.ranks))
+      return invalid("communicator '" + x.name + "': " + *bad);
+    r.communicators.push_back(std::move(x));
+  }
   for (const t::Kernel &k : p.kernels)
     r.kernels.push_back(Kernel{k.name, k.numInputs, k.numOutputs,
                                k.__isset.flops ? k.flops : 0});
@@ -588,9 +703,8 @@ executor::StatusOr<ExecutionPlan> fromThrift(const t::ExecutionPlan &p,
     x.loc = fromT(s.loc);
     std::vector<bool> shared(s.programs.size(), false);
     // Decoding for one rank: every program's world rank (-1 where the
-    // mesh or the rank is unknown: validatePlan reports those), the
-    // streams of the programs that hold their own (kept aside when the
-    // rank does not run them), and each one's communicating instructions.
+    // mesh or the rank is unknown: validatePlan reports those); the other
+    // ranks' programs are not rebuilt.
     int32_t mesh = only ? r.findMesh(s.mesh) : -1;
     auto worldOf = [&](int64_t rank) -> int64_t {
       if (mesh < 0)
@@ -602,18 +716,42 @@ executor::StatusOr<ExecutionPlan> fromThrift(const t::ExecutionPlan &p,
                  ? roots[rank]
                  : -1;
     };
+    // The streams each communicator is used on (format 7: stored, so a
+    // worker need not read the other ranks' programs to know them).
+    std::vector<std::pair<std::vector<int64_t>, const std::vector<int64_t> *>>
+        table;
+    for (const t::CommStreams &z : s.commStreams) {
+      std::vector<int64_t> comms;
+      if (auto bad = fromT(z.communicators, budget, comms))
+        return invalid("plan '" + s.symbol + "' communicator streams: " + *bad);
+      for (int64_t c : comms)
+        if (c < 0 || c >= static_cast<int64_t>(r.communicators.size()))
+          return invalid("plan '" + s.symbol +
+                         "' lists the streams of "
+                         "communicator " +
+                         std::to_string(c) + " of " +
+                         std::to_string(r.communicators.size()));
+      table.emplace_back(std::move(comms), &z.streams);
+    }
     std::vector<std::vector<Instruction>> streams(s.programs.size());
-    std::vector<std::vector<CommUse>> uses(s.programs.size());
     // Per program holding its stream: its sizes and estimate (which the
     // ranks sharing it leave out) and its class's rules (format 6).
     std::vector<RankProgram> heads(s.programs.size());
     std::vector<std::vector<RankRule>> rules(s.programs.size());
     std::optional<RankGeometry> geo;
-    std::map<int32_t, std::set<int64_t>> *commStreams = nullptr;
-    if (only)
-      commStreams = &only->commStreams.emplace_back();
-    auto record = [&](int32_t communicator, int64_t stream) {
-      (*commStreams)[communicator].insert(stream);
+    // A rank of program j's class: j's stream with the rules and `patches`.
+    auto member = [&](size_t j, RankProgram &y,
+                      const std::vector<RankPatch> &patches,
+                      const std::string &where) -> std::optional<std::string> {
+      if (!geo)
+        geo.emplace(r, s.mesh);
+      y.instructions = streams[j];
+      if (auto bad = applyRankRules(y.instructions, rules[j], heads[j].rank,
+                                    y.rank, *geo))
+        return where + *bad;
+      if (auto bad = applyRankPatches(y.instructions, patches))
+        return where + *bad;
+      return std::nullopt;
     };
     for (size_t k = 0; k < s.programs.size(); ++k) {
       const t::RankProgram &rp = s.programs[k];
@@ -626,18 +764,13 @@ executor::StatusOr<ExecutionPlan> fromThrift(const t::ExecutionPlan &p,
         // A rank of a class: the earlier program's stream, patched.
         int32_t j = rp.sharesWith;
         if (j < 0 || static_cast<size_t>(j) >= k || shared[j])
-          return executor::Status(
-              executor::StatusCode::InvalidArgument,
-              where + "it shares the instructions of program " +
-                  std::to_string(j) +
-                  ", which is not an earlier program holding its own");
+          return invalid(where + "it shares the instructions of program " +
+                         std::to_string(j) +
+                         ", which is not an earlier program holding its own");
         if (!rp.instructions.empty())
-          return executor::Status(
-              executor::StatusCode::InvalidArgument,
-              where + "a program sharing another's instructions has none");
+          return invalid(where +
+                         "a program sharing another's instructions has none");
         shared[k] = true;
-        if (!geo)
-          geo.emplace(r, s.mesh);
         y.arenaBytes =
             rp.__isset.arenaBytes ? rp.arenaBytes : heads[j].arenaBytes;
         y.peakBytes = rp.__isset.peakBytes ? rp.peakBytes : heads[j].peakBytes;
@@ -645,47 +778,19 @@ executor::StatusOr<ExecutionPlan> fromThrift(const t::ExecutionPlan &p,
                                                      : heads[j].criticalPathUs;
         std::vector<RankPatch> patches = fromT(rp.patches);
         if (!keep) {
-          // Only which communicators it uses on which streams.
           for (const RankPatch &patch : patches)
             if (auto bad =
                     outOfStream("patch", patch.instruction, streams[j].size()))
-              return executor::Status(executor::StatusCode::InvalidArgument,
-                                      where + *bad);
-          for (const CommUse &use : uses[j]) {
-            int32_t communicator = use.communicator;
-            for (const RankRule &rule : rules[j])
-              if (rule.instruction == use.instruction &&
-                  rule.communicatorOfRank)
-                if (auto bad = communicatorOfRank(communicator, rp.rank, *geo))
-                  return executor::Status(executor::StatusCode::InvalidArgument,
-                                          where + "rule of instruction " +
-                                              std::to_string(rule.instruction) +
-                                              ": " + *bad);
-            for (const RankPatch &patch : patches)
-              if (patch.instruction == use.instruction && patch.communicator)
-                communicator = *patch.communicator;
-            record(communicator, use.stream);
-          }
+              return invalid(where + *bad);
           continue;
         }
-        y.instructions = streams[j];
-        if (std::optional<std::string> bad = applyRankRules(
-                y.instructions, rules[j], heads[j].rank, rp.rank, *geo))
-          return executor::Status(executor::StatusCode::InvalidArgument,
-                                  where + *bad);
-        if (std::optional<std::string> bad =
-                applyRankPatches(y.instructions, patches))
-          return executor::Status(executor::StatusCode::InvalidArgument,
-                                  where + *bad);
-        if (only)
-          for (const CommUse &use : commUses(y.instructions))
-            record(use.communicator, use.stream);
+        if (auto bad = member(static_cast<size_t>(j), y, patches, where))
+          return invalid(*bad);
         x.programs.push_back(std::move(y));
         continue;
       }
       if (rp.__isset.patches)
-        return executor::Status(executor::StatusCode::InvalidArgument,
-                                where + "patches without a shared stream");
+        return invalid(where + "patches without a shared stream");
       y.arenaBytes = rp.arenaBytes;
       y.peakBytes = rp.peakBytes;
       y.criticalPathUs = rp.criticalPathUs;
@@ -703,21 +808,107 @@ executor::StatusOr<ExecutionPlan> fromThrift(const t::ExecutionPlan &p,
       for (size_t i = 0; i < rp.instructions.size(); ++i) {
         std::optional<Instruction> in = fromT(rp.instructions[i]);
         if (!in)
-          return executor::Status(
-              executor::StatusCode::InvalidArgument,
-              "plan '" + s.symbol + "' rank " + std::to_string(rp.rank) +
-                  " instruction " + std::to_string(i) +
-                  ": the instruction must hold exactly one operation");
+          return invalid("plan '" + s.symbol + "' rank " +
+                         std::to_string(rp.rank) + " instruction " +
+                         std::to_string(i) +
+                         ": the instruction must hold exactly one operation");
         y.instructions.push_back(std::move(*in));
       }
       streams[k] = y.instructions;
-      if (only) {
-        uses[k] = commUses(y.instructions);
-        for (const CommUse &use : uses[k])
-          record(use.communicator, use.stream);
-      }
       if (keep)
         x.programs.push_back(std::move(y));
+    }
+    // Format 7: the ranks that run a class's stream as it is.
+    for (const t::ClassMembers &z : s.members) {
+      std::string where = "plan '" + s.symbol + "' class of program " +
+                          std::to_string(z.program) + ": ";
+      if (z.program < 0 ||
+          static_cast<size_t>(z.program) >= s.programs.size() ||
+          shared[z.program])
+        return invalid(where + "not a program holding its own stream");
+      std::vector<int64_t> ranks;
+      if (auto bad = fromT(z.ranks, budget, ranks))
+        return invalid(where + *bad);
+      size_t j = static_cast<size_t>(z.program);
+      for (int64_t rank : ranks) {
+        if (only && worldOf(rank) != only->worldRank)
+          continue;
+        RankProgram y = heads[j];
+        y.rank = rank;
+        if (auto bad =
+                member(j, y, {}, where + "rank " + std::to_string(rank) + ": "))
+          return invalid(*bad);
+        x.programs.push_back(std::move(y));
+      }
+    }
+    if (!s.members.empty())
+      std::stable_sort(x.programs.begin(), x.programs.end(),
+                       [](const RankProgram &a, const RankProgram &b) {
+                         return a.rank < b.rank;
+                       });
+    // The stored streams are what the programs use: all of them (a full
+    // decode) or, for one rank, at least its own.
+    std::map<int32_t, std::set<int64_t>> uses;
+    for (const RankProgram &program : x.programs)
+      for (const CommUse &use : commUses(program.instructions))
+        uses[use.communicator].insert(use.stream);
+    auto listed = [&](int32_t c, int64_t stream) {
+      for (const auto &[comms, streams] : table)
+        if (std::find(comms.begin(), comms.end(), c) != comms.end() &&
+            std::find(streams->begin(), streams->end(), stream) !=
+                streams->end())
+          return true;
+      return false;
+    };
+    for (const auto &[c, streams] : uses)
+      for (int64_t stream : streams)
+        if (!listed(c, stream))
+          return invalid("plan '" + s.symbol + "' uses communicator " +
+                         std::to_string(c) + " on stream " +
+                         std::to_string(stream) +
+                         ", which its communicator streams do not list");
+    if (!only) {
+      std::map<int32_t, std::set<int64_t>> stored;
+      for (const auto &[comms, streams] : table)
+        for (int64_t c : comms)
+          stored[static_cast<int32_t>(c)].insert(streams->begin(),
+                                                 streams->end());
+      if (uses != stored)
+        return invalid("plan '" + s.symbol +
+                       "' lists communicator streams "
+                       "that no instruction uses");
+    } else {
+      // The communicators this rank is a member of (its rank on each
+      // communicator's mesh, found once per mesh).
+      std::map<std::string, int64_t> local;
+      auto localOf = [&](const std::string &name) {
+        auto [it, fresh] = local.insert({name, -1});
+        if (!fresh)
+          return it->second;
+        int32_t m = r.findMesh(name);
+        if (m < 0)
+          return it->second;
+        const std::vector<int64_t> &roots = r.meshes[m].rootRanks;
+        if (roots.empty())
+          return it->second = only->worldRank;
+        auto at = std::find(roots.begin(), roots.end(), only->worldRank);
+        if (at != roots.end())
+          it->second = at - roots.begin();
+        return it->second;
+      };
+      std::map<int32_t, std::set<int64_t>> &mine =
+          only->commStreams.emplace_back();
+      std::set<Backend> &backends = only->backends.emplace_back();
+      for (const auto &[comms, streams] : table)
+        for (int64_t c : comms) {
+          const Communicator &comm = r.communicators[c];
+          backends.insert(comm.backend);
+          int64_t me = localOf(comm.mesh);
+          if (me >= 0 && std::find(comm.ranks.begin(), comm.ranks.end(), me) !=
+                             comm.ranks.end())
+            mine[static_cast<int32_t>(c)].insert(streams->begin(),
+                                                 streams->end());
+        }
     }
     r.plans.push_back(std::move(x));
   }

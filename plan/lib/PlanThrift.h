@@ -23,11 +23,13 @@ namespace monarch::plan::detail {
 
 wire::ExecutionPlan toThrift(const ExecutionPlan &plan);
 /// Decoding for one world rank (deserializePlanForRank): only the programs
-/// it runs are rebuilt; `commStreams` receives, per step plan, the streams
-/// any rank uses each communicator on.
+/// it runs are rebuilt; per step plan, `commStreams` receives the streams
+/// of each communicator the rank is a member of and `backends` those of
+/// every communicator the step uses.
 struct RankFilter {
   int64_t worldRank = 0;
   std::vector<std::map<int32_t, std::set<int64_t>>> commStreams;
+  std::vector<std::set<Backend>> backends;
 };
 
 /// Fails when an instruction union holds no member or more than one.

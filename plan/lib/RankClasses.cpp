@@ -6,6 +6,7 @@
 
 #include "RankClasses.h"
 
+#include <algorithm>
 #include <climits>
 
 #include <functional>
@@ -208,32 +209,51 @@ applyRankPatches(std::vector<Instruction> &instructions,
 
 namespace monarch::plan::detail {
 
-RankGeometry::RankGeometry(const ExecutionPlan &plan, const std::string &mesh) {
+RankGeometry::RankGeometry(const ExecutionPlan &plan, const std::string &mesh)
+    : plan(plan), familyOf(plan.communicators.size(), -2),
+      ascending(plan.communicators.size(), -1) {
   int32_t m = plan.findMesh(mesh);
   if (m >= 0)
     for (const MeshDim &d : plan.meshes[m].dims)
       sizes.push_back(d.size);
-  std::map<std::pair<std::string, std::vector<int64_t>>, int32_t> families;
-  holding.reserve(plan.communicators.size() * 8);
-  for (size_t i = 0; i < plan.communicators.size(); ++i) {
-    const Communicator &c = plan.communicators[i];
-    if (c.ranks.empty()) {
-      familyOf.push_back(-1);
-      continue;
-    }
-    std::vector<int64_t> shape;
-    for (int64_t r : c.ranks)
-      shape.push_back(r - c.ranks.front());
-    auto [it, fresh] = families.insert(
-        {{c.mesh, std::move(shape)}, static_cast<int32_t>(families.size())});
-    familyOf.push_back(it->second);
-    for (int64_t r : c.ranks) {
-      auto [at, first] =
-          holding.insert({key(it->second, r), static_cast<int32_t>(i)});
-      if (!first && at->second != static_cast<int32_t>(i))
-        at->second = -1;
-    }
+}
+
+void RankGeometry::indexFamily(int32_t c) const {
+  const Communicator &first = plan.communicators[c];
+  if (first.ranks.empty()) {
+    familyOf[c] = -1;
+    return;
   }
+  int32_t index = static_cast<int32_t>(families.size());
+  Family &family = families.emplace_back();
+  // Every communicator that is a translate of `first` (being a translate
+  // is an equivalence: one indexed already belongs to another family).
+  for (size_t i = 0; i < plan.communicators.size(); ++i) {
+    const Communicator &other = plan.communicators[i];
+    if (familyOf[i] != -2 || other.ranks.size() != first.ranks.size() ||
+        other.mesh != first.mesh)
+      continue;
+    bool translate = true;
+    for (size_t k = 1; k < other.ranks.size() && translate; ++k)
+      translate =
+          other.ranks[k] - other.ranks[0] == first.ranks[k] - first.ranks[0];
+    if (!translate)
+      continue;
+    familyOf[i] = index;
+    family.members.push_back(static_cast<int32_t>(i));
+  }
+  if (family.members.size() > first.ranks.size())
+    for (int32_t i : family.members)
+      family.byFirst.insert({plan.communicators[i].ranks.front(), i});
+}
+
+bool RankGeometry::holds(int32_t c, int64_t rank) const {
+  const std::vector<int64_t> &ranks = plan.communicators[c].ranks;
+  if (ascending[c] < 0)
+    ascending[c] = std::is_sorted(ranks.begin(), ranks.end());
+  return ascending[c]
+             ? std::binary_search(ranks.begin(), ranks.end(), rank)
+             : std::find(ranks.begin(), ranks.end(), rank) != ranks.end();
 }
 
 std::vector<int64_t> RankGeometry::coords(int64_t rank) const {
@@ -258,10 +278,41 @@ int64_t RankGeometry::shiftRank(int64_t rank, int64_t delta) const {
 }
 
 int32_t RankGeometry::ofRank(int32_t c, int64_t rank) const {
-  if (c < 0 || static_cast<size_t>(c) >= familyOf.size() || familyOf[c] < 0)
+  if (c < 0 || static_cast<size_t>(c) >= familyOf.size())
     return -1;
-  auto it = holding.find(key(familyOf[c], rank));
-  return it == holding.end() ? -1 : it->second;
+  if (familyOf[c] == -2)
+    indexFamily(c);
+  if (familyOf[c] < 0)
+    return -1;
+  // Ask each communicator of the family, or, where the family has more
+  // communicators than each has members, each translate that could hold
+  // `rank` (the communicator starting at rank minus a member's offset).
+  const Family &family = families[familyOf[c]];
+  const std::vector<int64_t> &shape = plan.communicators[c].ranks;
+  int32_t found = -1;
+  auto hit = [&found](int32_t i) {
+    if (found >= 0 && found != i)
+      return false; // two hold it
+    found = i;
+    return true;
+  };
+  if (family.byFirst.empty()) {
+    for (int32_t i : family.members)
+      if (holds(i, rank) && !hit(i))
+        return -1;
+    return found;
+  }
+  for (int64_t member : shape) {
+    int64_t start;
+    if (__builtin_sub_overflow(member, shape.front(), &start) ||
+        __builtin_sub_overflow(rank, start, &start))
+      continue;
+    auto [from, to] = family.byFirst.equal_range(start);
+    for (auto it = from; it != to; ++it)
+      if (!hit(it->second))
+        return -1;
+  }
+  return found;
 }
 
 namespace {
@@ -440,6 +491,108 @@ applyRankRules(std::vector<Instruction> &instructions,
     }
   }
   return std::nullopt;
+}
+
+//===----------------------------------------------------------------------===//
+// Rank boxes (format 7)
+//===----------------------------------------------------------------------===//
+
+std::optional<RankBox> rankBox(const std::vector<int64_t> &ranks) {
+  if (ranks.empty())
+    return std::nullopt;
+  // Innermost dimension first: the run of equal steps that starts the list
+  // is one row; the list must be whole rows, each with that step; their
+  // first elements are the list of the next dimension out.
+  RankBox box;
+  std::vector<int64_t> level = ranks;
+  while (level.size() > 1) {
+    if (box.sizes.size() == 16)
+      return std::nullopt;
+    int64_t stride;
+    if (__builtin_sub_overflow(level[1], level[0], &stride))
+      return std::nullopt;
+    auto steps = [&](size_t i) {
+      int64_t d;
+      return !__builtin_sub_overflow(level[i], level[i - 1], &d) && d == stride;
+    };
+    size_t row = 2;
+    while (row < level.size() && steps(row))
+      ++row;
+    if (level.size() % row)
+      return std::nullopt;
+    std::vector<int64_t> next;
+    for (size_t start = 0; start < level.size(); start += row) {
+      for (size_t i = start + 1; i < start + row; ++i)
+        if (!steps(i))
+          return std::nullopt;
+      next.push_back(level[start]);
+    }
+    box.sizes.push_back(static_cast<int64_t>(row));
+    box.strides.push_back(stride);
+    level = std::move(next);
+  }
+  box.offset = level[0];
+  std::reverse(box.sizes.begin(), box.sizes.end());
+  std::reverse(box.strides.begin(), box.strides.end());
+  return box;
+}
+
+std::optional<std::string> expandRankBox(const RankBox &box, int64_t &budget,
+                                         std::vector<int64_t> &out) {
+  if (box.sizes.size() != box.strides.size() || box.sizes.size() > 16)
+    return "a rank box of " + std::to_string(box.sizes.size()) + " sizes and " +
+           std::to_string(box.strides.size()) + " strides";
+  int64_t count = 1;
+  for (int64_t size : box.sizes)
+    if (size < 1 || size > budget || count > budget / size)
+      return "a rank box of sizes that are not positive or hold more ranks "
+             "than the plan may (" +
+             std::to_string(budget) + " left)";
+    else
+      count *= size;
+  budget -= count;
+  if (box.sizes.empty()) {
+    out.push_back(box.offset);
+    return std::nullopt;
+  }
+  // The innermost dimension as runs: one start per row, then its steps
+  // (the row's last rank checked for overflow, so none between overflows).
+  size_t outer = box.sizes.size() - 1;
+  int64_t row = box.sizes.back(), step = box.strides.back(), span;
+  if (__builtin_mul_overflow(row - 1, step, &span))
+    return std::string("a rank box whose ranks overflow");
+  std::vector<int64_t> index(outer, 0);
+  out.reserve(out.size() + static_cast<size_t>(count));
+  for (int64_t n = 0; n < count / row; ++n) {
+    int64_t start = box.offset, last;
+    for (size_t d = 0; d < outer; ++d) {
+      int64_t term;
+      if (__builtin_mul_overflow(index[d], box.strides[d], &term) ||
+          __builtin_add_overflow(start, term, &start))
+        return std::string("a rank box whose ranks overflow");
+    }
+    if (__builtin_add_overflow(start, span, &last))
+      return std::string("a rank box whose ranks overflow");
+    for (int64_t i = 0; i < row; ++i)
+      out.push_back(start + i * step);
+    for (size_t d = outer; d-- > 0;) {
+      if (++index[d] < box.sizes[d])
+        break;
+      index[d] = 0;
+    }
+  }
+  return std::nullopt;
+}
+
+std::string nextNumberedName(const std::string &name) {
+  size_t end = name.size(), start = end;
+  while (start > 0 && name[start - 1] >= '0' && name[start - 1] <= '9')
+    --start;
+  if (start == end || end - start > 15 ||
+      (name[start] == '0' && end - start > 1))
+    return "";
+  uint64_t number = std::stoull(name.substr(start));
+  return name.substr(0, start) + std::to_string(number + 1);
 }
 
 } // namespace monarch::plan::detail

@@ -75,7 +75,10 @@ struct RankRule {
 };
 
 /// What the rules read of the plan: a step mesh's coordinates and the
-/// communicators as translates of one another.
+/// communicators as translates of one another. A family (the communicators
+/// of one mesh whose members are a translate of one another's) is indexed
+/// when a rule first asks for it: a worker decoding its own program asks
+/// for its own communicators' families, not all of them.
 class RankGeometry {
 public:
   RankGeometry(const ExecutionPlan &plan, const std::string &mesh);
@@ -89,15 +92,24 @@ public:
   int32_t ofRank(int32_t c, int64_t rank) const;
 
 private:
+  /// Indexes communicator `c`'s family (which communicators are in it).
+  void indexFamily(int32_t c) const;
+  /// Whether communicator `c` holds `rank`.
+  bool holds(int32_t c, int64_t rank) const;
+
+  const ExecutionPlan &plan;
   std::vector<int64_t> sizes;
-  /// Per communicator: its family (mesh and members relative to the
-  /// first); (family, member) -> communicator (-1 where two hold it).
-  std::vector<int32_t> familyOf;
-  std::unordered_map<uint64_t, int32_t> holding; // key(family, member)
-  static uint64_t key(int32_t family, int64_t member) {
-    return static_cast<uint64_t>(static_cast<uint32_t>(family)) << 40 ^
-           static_cast<uint64_t>(member);
-  }
+  /// Per communicator: its family, -1 for none (no members), -2 while
+  /// not indexed; and whether its members ascend (-1 while unknown).
+  mutable std::vector<int32_t> familyOf;
+  mutable std::vector<int8_t> ascending;
+  struct Family {
+    std::vector<int32_t> members;
+    /// First member -> the communicators starting there, for a family of
+    /// more communicators than each has members.
+    std::unordered_multimap<int64_t, int32_t> byFirst;
+  };
+  mutable std::vector<Family> families;
 };
 
 /// The rules that reproduce, for every member of the class whose stream is
@@ -120,6 +132,28 @@ std::optional<std::string>
 applyRankRules(std::vector<Instruction> &instructions,
                const std::vector<RankRule> &rules, int64_t fromRank,
                int64_t rank, const RankGeometry &geo);
+
+/// Format 7: a list of ranks that is a box: offset + sum_k i_k * strides[k]
+/// for 0 <= i_k < sizes[k], row-major (the last dimension fastest).
+struct RankBox {
+  int64_t offset = 0;
+  std::vector<int64_t> sizes, strides;
+};
+
+/// `ranks` as a box of at most 16 dimensions, or nullopt when it is none
+/// (or empty). The box expands to exactly `ranks`.
+std::optional<RankBox> rankBox(const std::vector<int64_t> &ranks);
+
+/// Appends `box`'s ranks to `out`, spending its size from `budget` (the
+/// ranks a decode may still expand: a hostile file's box of 2^60 ranks
+/// is refused, not allocated); an error says what does not fit.
+std::optional<std::string> expandRankBox(const RankBox &box, int64_t &budget,
+                                         std::vector<int64_t> &out);
+
+/// `name` with its trailing number plus one (`@f.comm7` -> `@f.comm8`), or
+/// "" when it ends in no number (or one with a leading zero, or too long):
+/// the communicators' names the file leaves out (format 7).
+std::string nextNumberedName(const std::string &name);
 
 } // namespace monarch::plan::detail
 

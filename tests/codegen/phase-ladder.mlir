@@ -23,7 +23,7 @@
 // PLANNED: monarch.plan @step.worker.mesh on @mesh
 // PLANNED: monarch.collective all_reduce sum
 
-// PLAN: ExecutionPlan format 6, monarch-compile {{.*}}, from {{.*}}phase-ladder.mlir
+// PLAN: ExecutionPlan format 7, monarch-compile {{.*}}, from {{.*}}phase-ladder.mlir
 // PLAN: meshes:
 // PLAN-NEXT: @mesh  gpus=2  2 ranks
 // PLAN: topology:

@@ -183,8 +183,9 @@ loadRankPrograms(const std::string &planBytes, int worldRank, int worldSize) {
                         std::to_string(worldSize) + " workers");
     program.meshSize = worldSize;
 
-    // Streams using each communicator, over every rank's program (the
-    // decoder collected them without rebuilding the others' streams).
+    // Streams using each communicator this rank is a member of, over every
+    // rank's program (the plan file's table: the others' programs are not
+    // read).
     std::map<int32_t, std::set<int>> commStreams;
     for (const auto &[c, streams] : decoded->commStreams[stepIndex])
       for (int64_t st : streams) {
@@ -205,10 +206,7 @@ loadRankPrograms(const std::string &planBytes, int worldRank, int worldSize) {
     }
     // NCCL moves device memory: a plan using an NCCL communicator keeps
     // every buffer on the device, so all its communicators must be NCCL.
-    std::set<pm::Backend> used;
-    for (auto &[c, streams] : commStreams)
-      if (c >= 0 && c < static_cast<int32_t>(plan.communicators.size()))
-        used.insert(plan.communicators[c].backend);
+    const std::set<pm::Backend> &used = decoded->backends[stepIndex];
     program.device = used.count(pm::Backend::Nccl) != 0;
     if (program.device && used.size() > 1)
       return Status(StatusCode::InvalidArgument,
@@ -223,16 +221,19 @@ loadRankPrograms(const std::string &planBytes, int worldRank, int worldSize) {
       spec.name = comm.name;
       spec.backend =
           comm.backend == pm::Backend::Nccl ? Backend::Nccl : Backend::Gloo;
-      // Communicators the plan does not use are not created.
-      if (commStreams.count(static_cast<int32_t>(c)))
+      // Communicators the plan does not use, or that this rank is not a
+      // member of, are not created (their members are not resolved: a
+      // worker of 4,096 ranks is in a few of hundreds).
+      auto streams = commStreams.find(static_cast<int32_t>(c));
+      if (streams != commStreams.end()) {
         for (int64_t r : comm.ranks) {
           auto w = ranks.world(comm.mesh, r);
           if (!w.isOk())
             return w.status().withContext("communicator @" + comm.name);
           spec.ranks.push_back(*w);
         }
-      for (int s : commStreams[static_cast<int32_t>(c)])
-        spec.streams.push_back(s);
+        spec.streams.assign(streams->second.begin(), streams->second.end());
+      }
       program.communicators.push_back(std::move(spec));
     }
     if (!mine) {

@@ -13,12 +13,14 @@
 #include "monarch/Plan/PlanPrinter.h"
 
 #include "PlanThrift.h"
+#include "RankClasses.h"
 
 #include <thrift/protocol/TCompactProtocol.h>
 #include <thrift/transport/TBufferTransports.h>
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <random>
@@ -210,9 +212,10 @@ std::string payloadOf(const wire::ExecutionPlan &wire);
 
 TEST(PlanSerialization, AWorkerDecodesOnlyItsOwnProgram) {
   // deserializePlanForRank (what a worker binds): each step keeps only the
-  // rank's program, equal to the full decode's, and collects the streams
-  // every rank uses each communicator on, patched communicators included,
-  // without rebuilding the other ranks' streams.
+  // rank's program, equal to the full decode's, and, from the file's table
+  // (format 7), the streams every rank uses each communicator the rank is
+  // a member of on, patched communicators included, without rebuilding
+  // the other ranks' streams.
   ExecutionPlan plan = classPlan(8);
   // A rank-dependent stream on a pair: rank 5 broadcasts on stream 3, so
   // its class splits; the pair's other member must know of it.
@@ -228,6 +231,9 @@ TEST(PlanSerialization, AWorkerDecodesOnlyItsOwnProgram) {
       else if (in.kind == InstrKind::Collective)
         expected[in.collective.communicator].insert(in.collective.stream);
   ASSERT_EQ(expected[3], (std::set<int64_t>{2, 3}));
+  std::set<Backend> backends;
+  for (const auto &[c, streams] : expected)
+    backends.insert(plan.communicators[c].backend);
   for (int64_t rank = 0; rank < 8; ++rank) {
     StatusOr<RankPlan> mine = deserializePlanForRank(bytes, rank);
     ASSERT_TRUE(mine.isOk()) << mine.status().toString();
@@ -236,15 +242,63 @@ TEST(PlanSerialization, AWorkerDecodesOnlyItsOwnProgram) {
     EXPECT_TRUE(mine->plan.plans[0].programs[0] ==
                 full->plans[0].programs[rank])
         << "rank " << rank;
+    std::map<int32_t, std::set<int64_t>> member;
+    for (const auto &[c, streams] : expected) {
+      const std::vector<int64_t> &ranks = plan.communicators[c].ranks;
+      if (std::find(ranks.begin(), ranks.end(), rank) != ranks.end())
+        member[c] = streams;
+    }
+    ASSERT_FALSE(member.empty());
     ASSERT_EQ(mine->commStreams.size(), 1u);
-    EXPECT_EQ(mine->commStreams[0], expected) << "rank " << rank;
+    EXPECT_EQ(mine->commStreams[0], member) << "rank " << rank;
+    EXPECT_EQ(mine->backends, std::vector<std::set<Backend>>{backends});
     EXPECT_TRUE(mine->plan.communicators == full->communicators);
   }
-  // A rank the step does not run: no program, the same streams.
+  // A rank the step does not run: no program, no communicator of its own.
   StatusOr<RankPlan> none = deserializePlanForRank(bytes, 8);
   ASSERT_TRUE(none.isOk()) << none.status().toString();
   EXPECT_TRUE(none->plan.plans[0].programs.empty());
-  EXPECT_EQ(none->commStreams[0], expected);
+  EXPECT_TRUE(none->commStreams[0].empty());
+  // The table must list what the programs use: a rank whose stream it
+  // leaves out is refused, and so is, in a full decode, a stream no
+  // program uses.
+  auto withTable = [&](auto edit) {
+    wire::ExecutionPlan wire = detail::toThrift(plan);
+    edit(wire.plans[0].commStreams);
+    std::string file = bytes.substr(0, kPlanHeaderSize) + payloadOf(wire);
+    for (int i = 0; i < 8; ++i)
+      file[16 + i] = static_cast<char>(
+          ((file.size() - kPlanHeaderSize) >> (8 * i)) & 0xff);
+    fixChecksum(file);
+    return file;
+  };
+  std::string dropped = withTable([](std::vector<wire::CommStreams> &table) {
+    for (wire::CommStreams &z : table)
+      z.streams.erase(std::remove(z.streams.begin(), z.streams.end(), 3),
+                      z.streams.end());
+  });
+  StatusOr<RankPlan> five = deserializePlanForRank(dropped, 5);
+  ASSERT_FALSE(five.isOk());
+  EXPECT_NE(five.status().message().find("on stream 3, which its "
+                                         "communicator streams do not list"),
+            std::string::npos)
+      << five.status().message();
+  std::string extra = withTable([](std::vector<wire::CommStreams> &table) {
+    table[0].streams.push_back(9);
+  });
+  EXPECT_NE(errorOf(extra).find("communicator streams that no instruction "
+                                "uses"),
+            std::string::npos)
+      << errorOf(extra);
+  std::string outside = withTable([](std::vector<wire::CommStreams> &table) {
+    table[0].communicators.__set_ranks({99});
+    table[0].communicators.__isset.offset = false;
+    table[0].communicators.__isset.sizes = false;
+    table[0].communicators.__isset.strides = false;
+  });
+  EXPECT_NE(errorOf(outside).find("the streams of communicator 99"),
+            std::string::npos)
+      << errorOf(outside);
   // The file is checked as deserializePlan checks it.
   std::string corrupt = bytes;
   corrupt.back() ^= 1;
@@ -359,6 +413,147 @@ std::string payloadOf(const wire::ExecutionPlan &wire) {
       protocol(buffer);
   wire.write(&protocol);
   return buffer->getBufferAsString();
+}
+
+TEST(PlanSerialization, RankListsAreBoxesAndClassMembersOneEntry) {
+  // Format 7: a list of ranks that is a box is stored as one (its size does
+  // not grow with the ranks), communicators numbered on from the previous
+  // leave their names out, and ranks running their class's stream as it is
+  // are listed as the class's members, not an entry each.
+  using detail::RankBox;
+  auto box = [](std::vector<int64_t> ranks) { return detail::rankBox(ranks); };
+  ASSERT_TRUE(box({5}));
+  EXPECT_EQ(box({5})->offset, 5);
+  EXPECT_TRUE(box({5})->sizes.empty());
+  std::optional<RankBox> grid = box({0, 1, 2, 3, 8, 9, 10, 11});
+  ASSERT_TRUE(grid);
+  EXPECT_EQ(grid->sizes, (std::vector<int64_t>{2, 4}));
+  EXPECT_EQ(grid->strides, (std::vector<int64_t>{8, 1}));
+  EXPECT_TRUE(box({3, 1}));
+  EXPECT_FALSE(box({0, 1, 2, 5}));
+  EXPECT_FALSE(box({}));
+  EXPECT_FALSE(box({INT64_MIN, INT64_MAX}));
+  // A box expands to exactly the list it came from (random lists, some
+  // boxes, most not).
+  std::mt19937_64 rng(7);
+  for (int trial = 0; trial < 2000; ++trial) {
+    std::vector<int64_t> ranks;
+    if (trial % 2) {
+      int64_t offset = static_cast<int64_t>(rng() % 50) - 25;
+      std::vector<int64_t> sizes, strides;
+      for (int d = 0, n = 1 + static_cast<int>(rng() % 3); d < n; ++d) {
+        sizes.push_back(1 + static_cast<int64_t>(rng() % 4));
+        strides.push_back(static_cast<int64_t>(rng() % 9) - 4);
+      }
+      int64_t budget = 1 << 20;
+      ASSERT_FALSE(detail::expandRankBox(RankBox{offset, sizes, strides},
+                                         budget, ranks));
+    } else {
+      for (int i = 0, n = 1 + static_cast<int>(rng() % 8); i < n; ++i)
+        ranks.push_back(static_cast<int64_t>(rng() % 6));
+    }
+    std::optional<RankBox> b = box(ranks);
+    if (!b)
+      continue;
+    std::vector<int64_t> back;
+    int64_t budget = 1 << 20;
+    ASSERT_FALSE(detail::expandRankBox(*b, budget, back));
+    EXPECT_EQ(back, ranks) << "trial " << trial;
+  }
+  EXPECT_EQ(detail::nextNumberedName("f.comm9"), "f.comm10");
+  EXPECT_EQ(detail::nextNumberedName("world"), "");
+  EXPECT_EQ(detail::nextNumberedName("f.comm07"), "");
+
+  // On a plan of 64 ranks: boxes, names left out, members, and the plan
+  // read back as it was.
+  ExecutionPlan plan = classPlan(64);
+  for (size_t c = 1; c < plan.communicators.size(); ++c)
+    plan.communicators[c].name = "pair" + std::to_string(c - 1);
+  wire::ExecutionPlan wire = detail::toThrift(plan);
+  EXPECT_TRUE(wire.meshes[0].rootRanks.__isset.sizes);
+  EXPECT_FALSE(wire.meshes[0].rootRanks.__isset.ranks);
+  EXPECT_TRUE(wire.topology[0].hosts[0].ranks.__isset.sizes);
+  ASSERT_EQ(wire.communicators.size(), 33u);
+  EXPECT_TRUE(wire.communicators[0].__isset.name); // world
+  EXPECT_TRUE(wire.communicators[1].__isset.name); // pair0: not world + 1
+  EXPECT_TRUE(wire.communicators[1].ranks.__isset.sizes);
+  for (size_t c = 2; c < 33; ++c)
+    EXPECT_FALSE(wire.communicators[c].__isset.name ||
+                 wire.communicators[c].__isset.mesh)
+        << c;
+  size_t entries = wire.plans[0].programs.size(), members = 0;
+  for (const wire::ClassMembers &z : wire.plans[0].members) {
+    std::vector<int64_t> ranks;
+    int64_t budget = 1 << 20;
+    ASSERT_FALSE(detail::expandRankBox(
+        RankBox{z.ranks.offset, z.ranks.sizes, z.ranks.strides}, budget,
+        ranks));
+    members += ranks.size();
+  }
+  EXPECT_GT(members, 0u);
+  EXPECT_EQ(entries + members, 64u);
+  StatusOr<ExecutionPlan> back = deserializePlan(serialized(plan));
+  ASSERT_TRUE(back.isOk()) << back.status().toString();
+  EXPECT_TRUE(*back == plan);
+  for (int64_t rank : {4, 8, 60}) {
+    StatusOr<RankPlan> mine = deserializePlanForRank(serialized(plan), rank);
+    ASSERT_TRUE(mine.isOk()) << mine.status().toString();
+    ASSERT_EQ(mine->plan.plans[0].programs.size(), 1u);
+    EXPECT_TRUE(mine->plan.plans[0].programs[0] ==
+                plan.plans[0].programs[rank]);
+  }
+
+  // Hostile sets: a clear error, never a crash or a huge allocation.
+  auto error = [&](auto edit) {
+    wire::ExecutionPlan bad = wire;
+    edit(bad);
+    StatusOr<ExecutionPlan> decoded = decodePlanPayload(payloadOf(bad));
+    return decoded.isOk() ? std::string("<accepted>")
+                          : decoded.status().message();
+  };
+  auto has = [](const std::string &text, const char *part) {
+    return text.find(part) != std::string::npos;
+  };
+  using W = wire::ExecutionPlan;
+  EXPECT_TRUE(has(error([](W &w) {
+                    w.meshes[0].rootRanks.__set_sizes({1 << 30, 1 << 30});
+                    w.meshes[0].rootRanks.__set_strides({1, 1});
+                  }),
+                  "hold more ranks than the plan may"));
+  EXPECT_TRUE(has(error([](W &w) {
+                    w.communicators[0].ranks.__set_sizes({-3});
+                    w.communicators[0].ranks.__set_strides({1});
+                  }),
+                  "not positive"));
+  EXPECT_TRUE(
+      has(error([](W &w) { w.communicators[0].ranks.__set_ranks({0, 1}); }),
+          "must either list its ranks or be a box"));
+  EXPECT_TRUE(has(error([](W &w) { w.communicators[0].ranks = {}; }),
+                  "must either list its ranks or be a box"));
+  EXPECT_TRUE(has(error([](W &w) {
+                    w.communicators[0].ranks.__set_offset(INT64_MAX);
+                    w.communicators[0].ranks.__set_sizes({2});
+                    w.communicators[0].ranks.__set_strides({1});
+                  }),
+                  "overflow"));
+  EXPECT_TRUE(has(error([](W &w) {
+                    w.communicators[0].ranks.__set_sizes({2, 2});
+                    w.communicators[0].ranks.__set_strides({1});
+                  }),
+                  "rank box of 2 sizes and 1 strides"));
+  EXPECT_TRUE(has(error([](W &w) { w.communicators[0].__isset.name = false; }),
+                  "has no name"));
+  EXPECT_TRUE(has(error([](W &w) { w.communicators[0].__isset.mesh = false; }),
+                  "names no mesh"));
+  EXPECT_TRUE(has(error([](W &w) { w.plans[0].members[0].__set_program(1); }),
+                  "not a program holding its own stream"));
+  EXPECT_TRUE(has(error([](W &w) { w.plans[0].members[0].__set_program(-1); }),
+                  "not a program holding its own stream"));
+  EXPECT_TRUE(has(error([](W &w) {
+                    // A member listed twice: the rank repeats.
+                    w.plans[0].members.push_back(w.plans[0].members[0]);
+                  }),
+                  "repeated"));
 }
 
 TEST(PlanSerialization, HostileClassReferencesAreRefused) {
@@ -548,14 +743,19 @@ TEST(PlanSerialization, WrongMagicVersionChecksumAndTrailingBytes) {
                 .find("not a monarch plan file"),
             std::string::npos);
 
-  std::string version = bytes;
-  version[8] = 7;
-  EXPECT_NE(errorOf(version).find("plan format version 7 is not supported"),
-            std::string::npos)
-      << errorOf(version);
-  StatusOr<uint32_t> peek = peekPlanFormatVersion(version);
-  ASSERT_TRUE(peek.isOk());
-  EXPECT_EQ(*peek, 7u);
+  // Another version: the one before this build's (what an older compiler
+  // wrote) and the one after.
+  for (int other : {kPlanFormatVersion - 1, kPlanFormatVersion + 1}) {
+    std::string version = bytes;
+    version[8] = static_cast<char>(other);
+    std::string expected =
+        "plan format version " + std::to_string(other) + " is not supported";
+    EXPECT_NE(errorOf(version).find(expected), std::string::npos)
+        << errorOf(version);
+    StatusOr<uint32_t> peek = peekPlanFormatVersion(version);
+    ASSERT_TRUE(peek.isOk());
+    EXPECT_EQ(*peek, static_cast<uint32_t>(other));
+  }
 
   std::string flipped = bytes;
   flipped[bytes.size() / 2] ^= 0x40;

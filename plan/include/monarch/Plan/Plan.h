@@ -24,7 +24,7 @@ namespace monarch::plan {
 
 /// The plan format this build reads and writes (ExecutionPlan.thrift's
 /// FORMAT_VERSION; a static_assert in the serializer keeps them equal).
-inline constexpr int32_t kPlanFormatVersion = 6;
+inline constexpr int32_t kPlanFormatVersion = 7;
 
 /// Element types: support's one DType, whose values are the IDL's.
 using monarch::DType;

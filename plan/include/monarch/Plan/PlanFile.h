@@ -67,16 +67,18 @@ Status validatePlan(const ExecutionPlan &plan,
 
 /// What one worker binds (issue 15): `plan` holds, in each step, only the
 /// program of world rank `worldRank` (none where it runs nothing);
-/// `commStreams[step][communicator]` lists the streams any rank of the step
-/// uses the communicator on (every member must create it alike). The
-/// other ranks' programs are read only as far as that needs: a rank of a
-/// class of ranks sharing one stream is its patches, never an expanded
-/// copy, so binding costs about the file's bytes instead of ranks x
-/// instructions. The header, decoding and the kept programs are checked as
-/// deserializePlan checks them.
+/// `commStreams[step][communicator]` lists, for each communicator the rank
+/// is a member of, the streams any rank of the step uses it on (every
+/// member must create it alike), and `backends[step]` the backends of
+/// every communicator the step uses. Both come from the file's table
+/// (format 7), so the other ranks' programs are not read, nor the members
+/// of communicators the rank is not in: binding costs about the file's
+/// bytes instead of ranks x instructions. The header, decoding and the kept
+/// programs are checked as deserializePlan checks them.
 struct RankPlan {
   ExecutionPlan plan;
   std::vector<std::map<int32_t, std::set<int64_t>>> commStreams;
+  std::vector<std::set<Backend>> backends;
 };
 StatusOr<RankPlan> deserializePlanForRank(std::string_view bytes,
                                           int64_t worldRank);
