@@ -91,15 +91,15 @@ struct MeshDim {
 }
 
 /// Format 7: a list of ranks. Where it is a box (the ranks offset + sum_k
-/// i_k * strides[k] for 0 <= i_k < sizes[k], the last dimension fastest:
+/// i_k * stride_k for 0 <= i_k < size_k, the last dimension fastest:
 /// the ranks of a mesh slice, a communicator over some mesh dimensions, a
 /// class of ranks), it is stored as one, in a size independent of how many
 /// ranks it holds; otherwise `ranks` lists them.
 struct RankSet {
   1: optional list<i64> ranks,
-  2: optional i64 offset,
-  3: optional list<i64> sizes,
-  4: optional list<i64> strides,
+  /// [offset, size_0, stride_0, size_1, stride_1, ...]: one list, so a box
+  /// decodes with one allocation.
+  5: optional list<i64> box,
 }
 
 /// A proc mesh or a slice of one. A slice lists, for every dimension of its
@@ -135,6 +135,12 @@ struct Communicator {
   2: optional string mesh,
   4: Backend backend,
   5: RankSet ranks,
+  /// Format 7: this entry stands for `repeat` communicators (default 1):
+  /// the k-th has the members `ranks` plus k * `shift`, the entry's mesh
+  /// and backend, and names numbering on (the tensor-parallel groups of a
+  /// 4,096-rank mesh are one entry).
+  6: optional i64 repeat,
+  7: optional i64 shift,
 }
 
 /// One kernel of the module: a `func.func` launched by the plans. Its

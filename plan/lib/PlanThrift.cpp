@@ -55,9 +55,12 @@ static std::vector<To> mapAll(const std::vector<From> &from, Fn fn) {
 static t::RankSet toT(const std::vector<int64_t> &ranks) {
   t::RankSet set;
   if (std::optional<RankBox> box = rankBox(ranks)) {
-    set.__set_offset(box->offset);
-    set.__set_sizes(box->sizes);
-    set.__set_strides(box->strides);
+    std::vector<int64_t> flat = {box->offset};
+    for (size_t d = 0; d < box->sizes.size(); ++d) {
+      flat.push_back(box->sizes[d]);
+      flat.push_back(box->strides[d]);
+    }
+    set.__set_box(std::move(flat));
   } else {
     set.__set_ranks(ranks);
   }
@@ -255,21 +258,50 @@ t::ExecutionPlan toThrift(const ExecutionPlan &p) {
         return x;
       }));
   // A name that numbers on from the previous one and the previous mesh
-  // are left out (format 7): 4,096 ranks have hundreds of communicators.
-  const Communicator *previous = nullptr;
-  r.__set_communicators(mapAll<t::Communicator>(
-      p.communicators, [&previous](const Communicator &c) {
-        t::Communicator x;
-        if (!previous || c.name.empty() ||
-            c.name != nextNumberedName(previous->name))
-          x.__set_name(c.name);
-        if (!previous || c.mesh != previous->mesh)
-          x.__set_mesh(c.mesh);
-        x.__set_ranks(toT(c.ranks));
-        x.__set_backend(cast<t::Backend::type>(c.backend));
-        previous = &c;
-        return x;
-      }));
+  // are left out, and a communicator that is the previous one shifted by
+  // the same amount as that one from its own previous joins its entry
+  // (format 7): 4,096 ranks have hundreds of communicators.
+  std::vector<t::Communicator> communicators;
+  for (size_t i = 0; i < p.communicators.size(); ++i) {
+    const Communicator &c = p.communicators[i];
+    const Communicator *previous = i ? &p.communicators[i - 1] : nullptr;
+    bool numbered = previous && !c.name.empty() &&
+                    c.name == nextNumberedName(previous->name);
+    // The shift from the previous communicator, when every member moved
+    // by it.
+    std::optional<int64_t> shift;
+    int64_t first;
+    if (numbered && c.mesh == previous->mesh &&
+        c.backend == previous->backend && !c.ranks.empty() &&
+        c.ranks.size() == previous->ranks.size() &&
+        !__builtin_sub_overflow(c.ranks[0], previous->ranks[0], &first)) {
+      shift = first;
+      for (size_t k = 1; k < c.ranks.size() && shift; ++k) {
+        int64_t d;
+        if (__builtin_sub_overflow(c.ranks[k], previous->ranks[k], &d) ||
+            d != first)
+          shift.reset();
+      }
+    }
+    if (shift && !communicators.empty()) {
+      t::Communicator &run = communicators.back();
+      int64_t repeat = run.__isset.repeat ? run.repeat : 1;
+      if (repeat == 1 || (run.__isset.shift && run.shift == *shift)) {
+        run.__set_repeat(repeat + 1);
+        run.__set_shift(*shift);
+        continue;
+      }
+    }
+    t::Communicator x;
+    if (!numbered)
+      x.__set_name(c.name);
+    if (!previous || c.mesh != previous->mesh)
+      x.__set_mesh(c.mesh);
+    x.__set_ranks(toT(c.ranks));
+    x.__set_backend(cast<t::Backend::type>(c.backend));
+    communicators.push_back(std::move(x));
+  }
+  r.__set_communicators(std::move(communicators));
   r.__set_kernels(mapAll<t::Kernel>(p.kernels, [](const Kernel &k) {
     t::Kernel x;
     x.__set_name(k.name);
@@ -616,20 +648,25 @@ std::vector<RankPatch> fromT(const std::vector<t::RankPatch> &in) {
 /// error says what does not fit.
 std::optional<std::string> fromT(const t::RankSet &set, int64_t &budget,
                                  std::vector<int64_t> &out) {
-  bool box = set.__isset.offset || set.__isset.sizes || set.__isset.strides;
-  if (set.__isset.ranks == box)
+  if (set.__isset.ranks == set.__isset.box)
     return std::string("a rank set must either list its ranks or be a box");
-  if (!box) {
+  if (set.__isset.ranks) {
     if (static_cast<int64_t>(set.ranks.size()) > budget)
       return std::string("more ranks than a plan may hold");
     budget -= static_cast<int64_t>(set.ranks.size());
     out.insert(out.end(), set.ranks.begin(), set.ranks.end());
     return std::nullopt;
   }
-  if (!set.__isset.offset)
-    return std::string("a rank box without an offset");
-  return expandRankBox(RankBox{set.offset, set.sizes, set.strides}, budget,
-                       out);
+  if (set.box.size() % 2 == 0)
+    return "a rank box of " + std::to_string(set.box.size()) +
+           " numbers (an offset and a size and stride per dimension)";
+  RankBox box;
+  box.offset = set.box[0];
+  for (size_t i = 1; i < set.box.size(); i += 2) {
+    box.sizes.push_back(set.box[i]);
+    box.strides.push_back(set.box[i + 1]);
+  }
+  return expandRankBox(box, budget, out);
 }
 
 /// The ranks a decode may expand from boxes and lists (2^24: a mesh of 16M
@@ -674,21 +711,48 @@ executor::StatusOr<ExecutionPlan> fromThrift(const t::ExecutionPlan &p,
   }
   for (size_t i = 0; i < p.communicators.size(); ++i) {
     const t::Communicator &c = p.communicators[i];
-    const Communicator *previous = i ? &r.communicators.back() : nullptr;
+    std::string which = "communicator entry " + std::to_string(i);
+    const Communicator *previous =
+        r.communicators.empty() ? nullptr : &r.communicators.back();
     Communicator x;
     x.name = c.__isset.name ? c.name
              : previous     ? nextNumberedName(previous->name)
                             : std::string();
     if (!c.__isset.name && x.name.empty())
-      return invalid("communicator " + std::to_string(i) +
+      return invalid(which +
                      " has no name and the previous one none to number on");
     if (!c.__isset.mesh && !previous)
-      return invalid("communicator " + std::to_string(i) + " names no mesh");
+      return invalid(which + " names no mesh");
     x.mesh = c.__isset.mesh ? c.mesh : previous->mesh;
     x.backend = cast<Backend>(c.backend);
     if (auto bad = fromT(c.ranks, budget, x.ranks))
       return invalid("communicator '" + x.name + "': " + *bad);
+    int64_t repeat = c.__isset.repeat ? c.repeat : 1;
+    int64_t shift = c.__isset.shift ? c.shift : 0;
+    if (repeat < 1 ||
+        repeat - 1 >
+            budget / std::max<int64_t>(1, static_cast<int64_t>(x.ranks.size())))
+      return invalid(which + " repeats " + std::to_string(repeat) +
+                     " times: not positive, or more ranks than a plan may "
+                     "hold");
+    budget -= (repeat - 1) * static_cast<int64_t>(x.ranks.size());
+    r.communicators.reserve(r.communicators.size() +
+                            static_cast<size_t>(repeat));
     r.communicators.push_back(std::move(x));
+    for (int64_t k = 1; k < repeat; ++k) {
+      const Communicator &last = r.communicators.back();
+      Communicator next;
+      next.name = nextNumberedName(last.name);
+      if (next.name.empty())
+        return invalid(which + " repeats a name that does not number on");
+      next.mesh = last.mesh;
+      next.backend = last.backend;
+      next.ranks = last.ranks;
+      for (int64_t &rank : next.ranks)
+        if (__builtin_add_overflow(rank, shift, &rank))
+          return invalid(which + ": its shifted ranks overflow");
+      r.communicators.push_back(std::move(next));
+    }
   }
   for (const t::Kernel &k : p.kernels)
     r.kernels.push_back(Kernel{k.name, k.numInputs, k.numOutputs,
@@ -702,20 +766,18 @@ executor::StatusOr<ExecutionPlan> fromThrift(const t::ExecutionPlan &p,
     x.outputs = fromT(s.outputs);
     x.loc = fromT(s.loc);
     std::vector<bool> shared(s.programs.size(), false);
-    // Decoding for one rank: every program's world rank (-1 where the
-    // mesh or the rank is unknown: validatePlan reports those); the other
-    // ranks' programs are not rebuilt.
-    int32_t mesh = only ? r.findMesh(s.mesh) : -1;
-    auto worldOf = [&](int64_t rank) -> int64_t {
-      if (mesh < 0)
-        return -1;
-      const std::vector<int64_t> &roots = r.meshes[mesh].rootRanks;
-      if (roots.empty())
-        return rank;
-      return rank >= 0 && rank < static_cast<int64_t>(roots.size())
-                 ? roots[rank]
-                 : -1;
-    };
+    // Decoding for one rank: the rank of the step's mesh that the world
+    // rank is (none where the mesh is unknown or does not hold it); the
+    // other ranks' programs are not rebuilt.
+    int64_t mine = INT64_MIN;
+    if (only)
+      if (int32_t mesh = r.findMesh(s.mesh); mesh >= 0) {
+        const std::vector<int64_t> &roots = r.meshes[mesh].rootRanks;
+        auto at = std::find(roots.begin(), roots.end(), only->worldRank);
+        mine = roots.empty()       ? only->worldRank
+               : at != roots.end() ? at - roots.begin()
+                                   : INT64_MIN;
+      }
     // The streams each communicator is used on (format 7: stored, so a
     // worker need not read the other ranks' programs to know them).
     std::vector<std::pair<std::vector<int64_t>, const std::vector<int64_t> *>>
@@ -759,7 +821,7 @@ executor::StatusOr<ExecutionPlan> fromThrift(const t::ExecutionPlan &p,
           "plan '" + s.symbol + "' rank " + std::to_string(rp.rank) + ": ";
       RankProgram y;
       y.rank = rp.rank;
-      bool keep = !only || worldOf(rp.rank) == only->worldRank;
+      bool keep = !only || rp.rank == mine;
       if (rp.__isset.sharesWith) {
         // A rank of a class: the earlier program's stream, patched.
         int32_t j = rp.sharesWith;
@@ -805,6 +867,7 @@ executor::StatusOr<ExecutionPlan> fromThrift(const t::ExecutionPlan &p,
         rules[k].push_back(std::move(rule));
       }
 
+      y.instructions.reserve(rp.instructions.size());
       for (size_t i = 0; i < rp.instructions.size(); ++i) {
         std::optional<Instruction> in = fromT(rp.instructions[i]);
         if (!in)
@@ -831,7 +894,7 @@ executor::StatusOr<ExecutionPlan> fromThrift(const t::ExecutionPlan &p,
         return invalid(where + *bad);
       size_t j = static_cast<size_t>(z.program);
       for (int64_t rank : ranks) {
-        if (only && worldOf(rank) != only->worldRank)
+        if (only && rank != mine)
           continue;
         RankProgram y = heads[j];
         y.rank = rank;

@@ -439,17 +439,6 @@ std::vector<RankRule> findRankRules(const StepPlan &step,
   return rules;
 }
 
-std::optional<std::string> communicatorOfRank(int32_t &communicator,
-                                              int64_t rank,
-                                              const RankGeometry &geo) {
-  int32_t mine = geo.ofRank(communicator, rank);
-  if (mine < 0)
-    return "no communicator of communicator " + std::to_string(communicator) +
-           "'s family holds rank " + std::to_string(rank) + " alone";
-  communicator = mine;
-  return std::nullopt;
-}
-
 std::optional<std::string>
 applyRankRules(std::vector<Instruction> &instructions,
                const std::vector<RankRule> &rules, int64_t fromRank,
@@ -473,8 +462,11 @@ applyRankRules(std::vector<Instruction> &instructions,
       int32_t *c = communicatorOf(in);
       if (!c)
         return where + "a communicator for a " + kind;
-      if (auto bad = communicatorOfRank(*c, rank, geo))
-        return where + *bad;
+      // Where no communicator of the family holds the rank alone, the
+      // holder's stays and a patch gives the rank's (validatePlan checks
+      // the rank is a member of whichever it ends up with).
+      if (int32_t mine = geo.ofRank(*c, rank); mine >= 0)
+        *c = mine;
     }
     if (!rule.offsetSlopes.empty()) {
       std::vector<int64_t> *o = offsetsOf(in);
@@ -588,11 +580,19 @@ std::string nextNumberedName(const std::string &name) {
   size_t end = name.size(), start = end;
   while (start > 0 && name[start - 1] >= '0' && name[start - 1] <= '9')
     --start;
-  if (start == end || end - start > 15 ||
-      (name[start] == '0' && end - start > 1))
+  if (start == end || (name[start] == '0' && end - start > 1))
     return "";
-  uint64_t number = std::stoull(name.substr(start));
-  return name.substr(0, start) + std::to_string(number + 1);
+  // Decimal increment in place (one allocation: a name is read per
+  // communicator of the plan).
+  std::string next = name;
+  size_t i = end;
+  while (i > start && next[i - 1] == '9')
+    next[--i] = '0';
+  if (i == start)
+    next.insert(start, 1, '1');
+  else
+    ++next[i - 1];
+  return next;
 }
 
 } // namespace monarch::plan::detail

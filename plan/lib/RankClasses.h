@@ -63,7 +63,8 @@ applyRankPatches(std::vector<Instruction> &instructions,
 /// holds the stream). For a rank r of the class whose stream is rank s's:
 /// the peer is s's plus (r - s) modulo the mesh's size; the communicator is the
 /// one of s's family (the same mesh, its members a translate of s's: the mesh
-/// groups over the same dimensions) that holds r; offsets[d] are s's plus sum_k
+/// groups over the same dimensions) that holds r (s's where none holds it
+/// alone: a patch gives r's); offsets[d] are s's plus sum_k
 /// slopes[d][k] * (c_k(r) - c_k(s)) over the step mesh's coordinates.
 /// Patches apply after the rules.
 struct RankRule {
@@ -118,13 +119,6 @@ private:
 std::vector<RankRule> findRankRules(const StepPlan &step,
                                     const std::vector<int32_t> &shares,
                                     int32_t holder, const RankGeometry &geo);
-
-/// A communicatorOfRank rule for `rank`: `communicator` (the stream
-/// holder's) replaced by the one of its family holding `rank`; an error
-/// when none does.
-std::optional<std::string> communicatorOfRank(int32_t &communicator,
-                                              int64_t rank,
-                                              const RankGeometry &geo);
 
 /// `instructions` (program `fromRank`'s stream) with `rules` applied for
 /// rank `rank`; an error names the first rule that does not fit.

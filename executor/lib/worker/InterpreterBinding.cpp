@@ -72,8 +72,12 @@ StatusOr<std::unique_ptr<Interpreter>> Interpreter::create(RankProgram program,
         return bad("names no communicator");
       const CommunicatorSpec &spec = p.communicators[instr.communicator];
       if (memberIndex(spec, p.rank) < 0)
-        return bad("runs on @" + spec.name + ", which rank " +
-                   std::to_string(p.rank) + " is not a member of");
+        return bad("runs on " +
+                   (spec.name.empty()
+                        ? "communicator " + std::to_string(instr.communicator)
+                        : "@" + spec.name) +
+                   ", which rank " + std::to_string(p.rank) +
+                   " is not a member of");
       if (instr.kind != OpKind::Collective &&
           (memberIndex(spec, instr.peer) < 0 || instr.peer == p.rank))
         return bad("has peer " + std::to_string(instr.peer) +

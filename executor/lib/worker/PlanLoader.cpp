@@ -67,16 +67,31 @@ class RankMap {
 public:
   explicit RankMap(const pm::ExecutionPlan &plan) : plan_(plan) {}
   StatusOr<int> world(const std::string &mesh, int64_t rank) const {
+    std::vector<int> out;
+    if (Status s = worlds(mesh, {rank}, out); !s.isOk())
+      return s;
+    return out[0];
+  }
+  /// world() of each of `ranks`, appended to `out` (one mesh lookup: a
+  /// communicator's members are resolved together).
+  Status worlds(const std::string &mesh, const std::vector<int64_t> &ranks,
+                std::vector<int> &out) const {
     int32_t m = plan_.findMesh(mesh);
     if (m < 0)
       return Status(StatusCode::InvalidArgument, "unknown mesh @" + mesh);
-    const pm::ProcMesh &pm = plan_.meshes[m];
-    if (pm.rootRanks.empty())
-      return static_cast<int>(rank);
-    if (rank < 0 || rank >= static_cast<int64_t>(pm.rootRanks.size()))
-      return Status(StatusCode::InvalidArgument,
-                    "rank " + std::to_string(rank) + " outside @" + mesh);
-    return static_cast<int>(pm.rootRanks[rank]);
+    const std::vector<int64_t> &roots = plan_.meshes[m].rootRanks;
+    out.reserve(out.size() + ranks.size());
+    for (int64_t rank : ranks) {
+      if (roots.empty()) {
+        out.push_back(static_cast<int>(rank));
+        continue;
+      }
+      if (rank < 0 || rank >= static_cast<int64_t>(roots.size()))
+        return Status(StatusCode::InvalidArgument,
+                      "rank " + std::to_string(rank) + " outside @" + mesh);
+      out.push_back(static_cast<int>(roots[rank]));
+    }
+    return Status::ok();
   }
   StatusOr<int64_t> rootSize(const std::string &mesh) const {
     std::string name = mesh;
@@ -215,23 +230,21 @@ loadRankPrograms(const std::string &planBytes, int worldRank, int worldSize) {
                         "either on the device (nccl) or on the host (gloo)");
     const std::map<int32_t, std::string> &symbols =
         program.device ? cudaSymbols : cpuSymbols;
+    program.communicators.reserve(plan.communicators.size());
     for (size_t c = 0; c < plan.communicators.size(); ++c) {
       const pm::Communicator &comm = plan.communicators[c];
       CommunicatorSpec spec;
-      spec.name = comm.name;
       spec.backend =
           comm.backend == pm::Backend::Nccl ? Backend::Nccl : Backend::Gloo;
       // Communicators the plan does not use, or that this rank is not a
-      // member of, are not created (their members are not resolved: a
-      // worker of 4,096 ranks is in a few of hundreds).
+      // member of, are not created: neither their members nor their names
+      // are copied (a worker of 4,096 ranks is in a few of hundreds).
       auto streams = commStreams.find(static_cast<int32_t>(c));
       if (streams != commStreams.end()) {
-        for (int64_t r : comm.ranks) {
-          auto w = ranks.world(comm.mesh, r);
-          if (!w.isOk())
-            return w.status().withContext("communicator @" + comm.name);
-          spec.ranks.push_back(*w);
-        }
+        spec.name = comm.name;
+        if (Status s = ranks.worlds(comm.mesh, comm.ranks, spec.ranks);
+            !s.isOk())
+          return s.withContext("communicator @" + comm.name);
         spec.streams.assign(streams->second.begin(), streams->second.end());
       }
       program.communicators.push_back(std::move(spec));

@@ -96,8 +96,12 @@ StatusOr<std::string> readFileBytes(const std::string &path);
 /// readFileBytes + deserializePlan; messages name the file.
 StatusOr<ExecutionPlan> readPlanFile(const std::string &path);
 
-/// FNV-1a 64 of `bytes` (the header checksum; also used for cache keys).
+/// FNV-1a 64 of `bytes`.
 uint64_t fnv1a64(std::string_view bytes, uint64_t seed = 0xcbf29ce484222325ULL);
+/// The header's checksum of the payload (format 7): FNV-1a's xor-multiply
+/// over 8-byte words in four lanes (docs/plan.md), fast enough that a
+/// worker's bind does not notice it.
+uint64_t planChecksum(std::string_view bytes);
 
 } // namespace monarch::plan
 
