@@ -55,6 +55,42 @@ std::string ints(const std::vector<int64_t> &v) {
   return "[" + join(v, [](int64_t x) { return std::to_string(x); }) + "]";
 }
 
+/// A list of ranks for people: as it is up to 16 ranks; a box as its
+/// formula ("2048 ranks: 16i + j (i < 256, j < 8)", "4096 ranks: 0..4095");
+/// otherwise its ends and its count. A 4,096-rank plan printed every
+/// member of every communicator (20 MB).
+std::string rankList(const std::vector<int64_t> &v) {
+  if (v.size() <= 16)
+    return ints(v);
+  std::string count = std::to_string(v.size()) + " ranks: ";
+  std::optional<detail::RankBox> box = detail::rankBox(v);
+  if (!box) {
+    std::vector<int64_t> head(v.begin(), v.begin() + 8),
+        tail(v.end() - 4, v.end());
+    return count + "[" +
+           join(head, [](int64_t x) { return std::to_string(x); }) + ", ..., " +
+           join(tail, [](int64_t x) { return std::to_string(x); }) + "]";
+  }
+  if (box->sizes.size() == 1 && box->strides[0] == 1)
+    return count + std::to_string(v.front()) + ".." + std::to_string(v.back());
+  static const char *names[] = {"i", "j", "k", "l", "m", "n", "p", "q"};
+  std::string formula = box->offset ? std::to_string(box->offset) : "";
+  std::string bounds;
+  for (size_t d = 0; d < box->sizes.size(); ++d) {
+    std::string name = d < 8 ? names[d] : "i" + std::to_string(d);
+    int64_t stride = box->strides[d];
+    std::string term = stride == 1    ? name
+                       : stride == -1 ? "-" + name
+                                      : std::to_string(stride) + name;
+    if (!formula.empty())
+      formula += term[0] == '-' ? " - " + term.substr(1) : " + " + term;
+    else
+      formula = term;
+    bounds += (d ? ", " : "") + name + " < " + std::to_string(box->sizes[d]);
+  }
+  return count + formula + " (" + bounds + ")";
+}
+
 std::string types(const std::vector<ValueType> &v) {
   return "(" + join(v, [](const ValueType &t) { return t.str(); }) + ")";
 }
@@ -115,7 +151,7 @@ private:
       });
       std::string of;
       if (m.parent) {
-        of = "slice of @" + *m.parent + " ranks " + ints(m.rootRanks);
+        of = "slice of @" + *m.parent + " ranks " + rankList(m.rootRanks);
       }
       rows.push_back(
           {"@" + m.name, dims, std::to_string(m.numRanks()) + " ranks", of});
@@ -126,16 +162,50 @@ private:
     for (const MeshTopology &t : plan.topology)
       for (const Host &h : t.hosts)
         rows.push_back(
-            {"@" + t.mesh, "host " + h.name, "ranks " + ints(h.ranks)});
+            {"@" + t.mesh, "host " + h.name, "ranks " + rankList(h.ranks)});
     printTable(os, rows, "  ");
   }
 
   void communicators() {
     os << "communicators:\n";
     std::vector<Row> rows;
-    for (const Communicator &c : plan.communicators)
-      rows.push_back({"@" + c.name, "on @" + c.mesh, "ranks " + ints(c.ranks),
-                      backendName(c.backend)});
+    // A run of 4 or more communicators numbered on, each the previous one
+    // shifted alike (the groups over some mesh dimensions), is one row.
+    const std::vector<Communicator> &all = plan.communicators;
+    auto shiftFrom = [&all](size_t i) -> std::optional<int64_t> {
+      const Communicator &a = all[i - 1], &b = all[i];
+      if (b.name != detail::nextNumberedName(a.name) || b.mesh != a.mesh ||
+          b.backend != a.backend || b.ranks.size() != a.ranks.size() ||
+          b.ranks.empty())
+        return std::nullopt;
+      int64_t shift = b.ranks[0] - a.ranks[0];
+      for (size_t k = 1; k < b.ranks.size(); ++k)
+        if (b.ranks[k] - a.ranks[k] != shift)
+          return std::nullopt;
+      return shift;
+    };
+    for (size_t i = 0; i < all.size();) {
+      const Communicator &c = all[i];
+      size_t end = i + 1;
+      std::optional<int64_t> shift =
+          end < all.size() ? shiftFrom(end) : std::nullopt;
+      if (shift)
+        while (end < all.size() && shiftFrom(end) == shift)
+          ++end;
+      if (shift && end - i >= 4) {
+        rows.push_back(
+            {"@" + c.name + " .. @" + all[end - 1].name, "on @" + c.mesh,
+             "ranks " + rankList(c.ranks) + " + " +
+                 (*shift == 1 ? std::string() : std::to_string(*shift)) +
+                 "c (c < " + std::to_string(end - i) + ")",
+             backendName(c.backend)});
+        i = end;
+        continue;
+      }
+      rows.push_back({"@" + c.name, "on @" + c.mesh,
+                      "ranks " + rankList(c.ranks), backendName(c.backend)});
+      ++i;
+    }
     if (rows.empty())
       os << "  (none)\n";
     printTable(os, rows, "  ");
@@ -284,38 +354,137 @@ private:
     os << "\nplan @" << step.symbol << " on @" << step.mesh << " "
        << types(step.inputs) << " -> " << types(step.outputs) << "  "
        << location(step.loc) << "\n";
-    // A rank that runs an earlier rank's stream (RankClasses.h) shows the
-    // instructions where it differs; --rank R prints one rank in full.
+    // A class of ranks running one stream (RankClasses.h) prints the
+    // stream once with the rules that give each member its rank-dependent
+    // fields, the members the rules give entirely, and for the others the
+    // instructions where they differ from the rules; --rank R prints one
+    // rank in full.
     std::vector<int32_t> shares = detail::findRankClasses(step);
+    detail::RankGeometry geo(plan, step.mesh);
+    std::vector<std::string> dims;
+    if (int32_t m = plan.findMesh(step.mesh); m >= 0)
+      for (const MeshDim &d : plan.meshes[m].dims)
+        dims.push_back(d.name);
+    std::vector<Row> header{
+        {"#", "instruction", "operands", "stream", "group", "location"}};
     for (size_t k = 0; k < step.programs.size(); ++k) {
       const RankProgram &p = step.programs[k];
-      if (options.rank && p.rank != *options.rank)
+      if (options.rank ? p.rank != *options.rank : shares[k] >= 0)
         continue;
       os << "  rank " << p.rank << ": arena " << p.arenaBytes << " B, peak "
          << p.peakBytes << " B, critical path " << number(p.criticalPathUs)
-         << " us, " << p.instructions.size() << " instructions";
-      std::vector<Row> rows{
-          {"#", "instruction", "operands", "stream", "group", "location"}};
-      if (shares[k] < 0 || options.rank) {
-        os << "\n";
-        for (size_t i = 0; i < p.instructions.size(); ++i)
-          rows.push_back(instruction(p.instructions[i], i));
-      } else {
-        const RankProgram &q = step.programs[shares[k]];
+         << " us, " << p.instructions.size() << " instructions\n";
+      std::vector<Row> rows = header;
+      for (size_t i = 0; i < p.instructions.size(); ++i)
+        rows.push_back(instruction(p.instructions[i], i));
+      printTable(os, rows, "    ");
+      if (options.rank)
+        continue;
+      std::vector<detail::RankRule> rules =
+          detail::findRankRules(step, shares, static_cast<int32_t>(k), geo);
+      std::vector<int64_t> plain;
+      std::vector<
+          std::pair<const RankProgram *, std::vector<detail::RankPatch>>>
+          patched;
+      for (size_t j = 0; j < step.programs.size(); ++j) {
+        if (shares[j] != static_cast<int32_t>(k))
+          continue;
+        const RankProgram &q = step.programs[j];
+        std::vector<Instruction> predicted = p.instructions;
+        (void)detail::applyRankRules(predicted, rules, p.rank, q.rank, geo);
         std::vector<detail::RankPatch> patches =
-            detail::rankPatches(q.instructions, p.instructions);
-        os << ": rank " << q.rank << "'s stream";
+            detail::rankPatches(predicted, q.instructions);
+        if (patches.empty() && q.arenaBytes == p.arenaBytes &&
+            q.peakBytes == p.peakBytes)
+          plain.push_back(q.rank);
+        else
+          patched.push_back({&q, std::move(patches)});
+      }
+      if (plain.empty() && patched.empty())
+        continue;
+      if (!rules.empty()) {
+        os << "    rules (rank r of the class; Δ: r's mesh coordinate minus "
+              "rank "
+           << p.rank << "'s):\n";
+        for (const detail::RankRule &rule : rules)
+          os << "      #" << rule.instruction << " "
+             << ruleText(rule, p.instructions, dims, p.rank) << "\n";
+      }
+      if (!plain.empty()) {
+        plain.push_back(p.rank);
+        std::sort(plain.begin(), plain.end());
+        os << "    ranks running this stream"
+           << (rules.empty() ? "" : " by the rules") << ": " << rankList(plain)
+           << "\n";
+      }
+      for (const auto &[q, patches] : patched) {
+        os << "    rank " << q->rank << ": arena " << q->arenaBytes
+           << " B, peak " << q->peakBytes << " B, rank " << p.rank
+           << "'s stream";
         if (patches.empty()) {
           os << "\n";
           continue;
         }
-        os << ", differing in\n";
+        os << (rules.empty() ? "" : " and rules") << ", differing in\n";
+        std::vector<Row> diff = header;
         for (const detail::RankPatch &patch : patches)
-          rows.push_back(instruction(p.instructions[patch.instruction],
+          diff.push_back(instruction(q->instructions[patch.instruction],
                                      patch.instruction));
+        printTable(os, diff, "      ");
       }
-      printTable(os, rows, "    ");
     }
+  }
+
+  /// What a rule gives rank r ("peer = r + 8 (mod the mesh)", "on the
+  /// communicator of @c's family holding r", "offsets [0, 0] + [0,
+  /// 8Δgpus]").
+  std::string ruleText(const detail::RankRule &rule,
+                       const std::vector<Instruction> &stream,
+                       const std::vector<std::string> &dims,
+                       int64_t holder) const {
+    std::vector<std::string> parts;
+    const Instruction *in =
+        rule.instruction >= 0 &&
+                static_cast<size_t>(rule.instruction) < stream.size()
+            ? &stream[rule.instruction]
+            : nullptr;
+    std::string kind = in ? instrKindName(in->kind) : "?";
+    if (rule.peerShift && in) {
+      int64_t delta = in->p2p.peer - holder;
+      parts.push_back("peer = r" +
+                      (delta == 0  ? std::string()
+                       : delta > 0 ? " + " + std::to_string(delta)
+                                   : " - " + std::to_string(-delta)) +
+                      " (around the mesh)");
+    }
+    if (rule.communicatorOfRank && in) {
+      int32_t c = in->kind == InstrKind::Collective
+                      ? in->collective.communicator
+                      : in->p2p.communicator;
+      parts.push_back("on the communicator of " + commName(c) +
+                      "'s family holding r");
+    }
+    if (!rule.offsetSlopes.empty() && in) {
+      const std::vector<int64_t> *base = in->kind == InstrKind::StateBuffer
+                                             ? &in->stateBuffer.offsets
+                                             : &in->io.offsets;
+      size_t nd = dims.size();
+      std::vector<std::string> terms;
+      for (size_t d = 0; d < base->size(); ++d) {
+        std::string t;
+        for (size_t k = 0; k < nd && d * nd + k < rule.offsetSlopes.size(); ++k)
+          if (int64_t slope = rule.offsetSlopes[d * nd + k])
+            t += (t.empty() ? "" : " + ") +
+                 (slope == 1 ? std::string() : std::to_string(slope)) + "Δ" +
+                 dims[k];
+        terms.push_back(t.empty() ? "0" : t);
+      }
+      parts.push_back("offsets " + ints(*base) + " + [" +
+                      join(terms, [](const std::string &x) { return x; }) +
+                      "]");
+    }
+    return kind + ": " +
+           join(parts, [](const std::string &x) { return x; }, "; ");
   }
 
   std::string value(const ValueRef &v) const {

@@ -905,10 +905,10 @@ executor::StatusOr<ExecutionPlan> fromThrift(const t::ExecutionPlan &p,
       }
     }
     if (!s.members.empty())
-      std::stable_sort(x.programs.begin(), x.programs.end(),
-                       [](const RankProgram &a, const RankProgram &b) {
-                         return a.rank < b.rank;
-                       });
+      std::sort(x.programs.begin(), x.programs.end(),
+                [](const RankProgram &a, const RankProgram &b) {
+                  return a.rank < b.rank;
+                });
     // The stored streams are what the programs use: all of them (a full
     // decode) or, for one rank, at least its own.
     std::map<int32_t, std::set<int64_t>> uses;

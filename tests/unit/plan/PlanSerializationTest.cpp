@@ -941,6 +941,50 @@ TEST(PlanPrinter, PrintsATablePerRank) {
   EXPECT_NE(text.find("controller @train"), std::string::npos);
 }
 
+TEST(PlanPrinter, PrintsAClassOnceWithItsRules) {
+  // A class of ranks prints its stream once, the rules that give each
+  // member its peers, communicators and offsets, the members the rules give
+  // entirely, and only the fields a rule does not give for the others;
+  // rank lists print as boxes and runs of shifted communicators as one row
+  // (a 4,096-rank plan printed 20 MB of each rank's differences and of
+  // every member of every communicator).
+  ExecutionPlan plan = classPlan(64);
+  for (size_t c = 1; c < plan.communicators.size(); ++c)
+    plan.communicators[c].name = "pair" + std::to_string(c - 1);
+  std::string text = planToString(plan);
+  auto has = [&text](const char *part) {
+    return text.find(part) != std::string::npos;
+  };
+  EXPECT_TRUE(has("@mesh  host localhost  ranks 64 ranks: 0..63")) << text;
+  EXPECT_TRUE(has("@pair0 .. @pair31  on @mesh  ranks [0, 1] + 2c (c < 32)"))
+      << text;
+  EXPECT_TRUE(has("rules (rank r of the class; Δ: r's mesh coordinate minus "
+                  "rank 0's):"))
+      << text;
+  EXPECT_TRUE(has("#0 feed_buffer: offsets [0] + [2Δgpus]")) << text;
+  EXPECT_TRUE(has("#2 send: peer = r + 1 (around the mesh)")) << text;
+  EXPECT_TRUE(has("#4 collective: on the communicator of @pair0's family "
+                  "holding r"))
+      << text;
+  // Ranks 4k run the stream by the rules alone; the odd ranks differ in
+  // their kernel, ranks 2 and 3 mod 4 in their broadcast's root.
+  EXPECT_TRUE(has("ranks running this stream by the rules: [0, 4, 8, 12, 16, "
+                  "20, 24, 28, 32, 36, 40, 44, 48, 52, 56, 60]"))
+      << text;
+  EXPECT_TRUE(has("rank 2: arena 64 B, peak 64 B, rank 0's stream and rules, "
+                  "differing in"))
+      << text;
+  EXPECT_FALSE(has("rank 4: arena")) << text;
+  EXPECT_LT(std::count(text.begin(), text.end(), '\n'), 250) << text;
+  // --rank prints one rank in full.
+  PrintOptions one;
+  one.rank = 5;
+  std::string five = planToString(plan, one);
+  EXPECT_NE(five.find("rank 5: arena 64 B"), std::string::npos) << five;
+  EXPECT_EQ(five.find("rules"), std::string::npos) << five;
+  EXPECT_NE(five.find("to 6 on @world"), std::string::npos) << five;
+}
+
 } // namespace
 
 // A rank's copy of an output kept resident (donation): round trips, is
