@@ -168,6 +168,7 @@ struct MonarchPlanTransfersPass
     tablesPtr = std::make_unique<SymbolTableCollection>();
     meshesPtr = std::make_unique<MeshResolver>(*tablesPtr);
     kernels.clear();
+    copyKernels.clear();
     comms.clear();
     topologies.clear();
     if (backend != "gloo" && backend != "nccl") {
@@ -208,8 +209,9 @@ struct MonarchPlanTransfersPass
 
   CommunicatorOp communicator(OpBuilder &b, Location loc, StringRef planName,
                               FlatSymbolRefAttr mesh, ArrayRef<int64_t> ranks) {
-    SmallVector<int64_t> key(ranks);
-    auto it = comms.find(key);
+    // Looked up by the members themselves (hashed, not copied: a world
+    // communicator's key is every rank, asked for by every rank's sends).
+    auto it = comms.find(ranks);
     if (it != comms.end())
       return it->second;
     OpBuilder::InsertionGuard guard(b);
@@ -219,7 +221,9 @@ struct MonarchPlanTransfersPass
         b, loc, b.getStringAttr(name), mesh, b.getDenseI64ArrayAttr(ranks),
         BackendAttr::get(b.getContext(),
                          backend == "nccl" ? Backend::Nccl : Backend::Gloo));
-    comms[key] = comm;
+    // The key views the members stored in the op's attribute (uniqued in
+    // the context: they live as long as it).
+    comms[comm.getRanks()] = comm;
     return comm;
   }
 
@@ -231,7 +235,9 @@ struct MonarchPlanTransfersPass
   /// bodies, not copies).
   void shareEqualKernels();
 
-  std::map<SmallVector<int64_t>, CommunicatorOp> comms;
+  DenseMap<ArrayRef<int64_t>, CommunicatorOp> comms;
+  /// The state write-back copy kernel of each type.
+  DenseMap<FunctionType, func::FuncOp> copyKernels;
   PlanOp currentPlan;
   SmallVector<func::FuncOp> kernels;
 };
@@ -783,16 +789,23 @@ LogicalResult MonarchPlanTransfersPass::lower(RankCode &code, PlanOp plan,
     kb.setInsertionPoint(plan);
     auto memref = MemRefType::get(dst.getType().getShape(),
                                   dst.getType().getElementType());
-    auto kernel = func::FuncOp::create(
-        kb, loc, name, kb.getFunctionType({src.getType(), memref}, {}));
-    kernel.setPrivate();
-    Block *entry = kernel.addEntryBlock();
-    kb.setInsertionPointToStart(entry);
-    auto m = bufferization::MaterializeInDestinationOp::create(
-        kb, loc, entry->getArgument(0), entry->getArgument(1));
-    m.setRestrict(true);
-    m.setWritable(true);
-    func::ReturnOp::create(kb, loc);
+    // A copy kernel is its type: one per type for the whole module (every
+    // rank of a 4,096-rank step wrote its state back through its own,
+    // 8,192 kernels that reached codegen).
+    FunctionType type = kb.getFunctionType({src.getType(), memref}, {});
+    func::FuncOp &kernel = copyKernels[type];
+    if (!kernel) {
+      kernel = func::FuncOp::create(kb, loc, name, type);
+      kernel.setPrivate();
+      Block *entry = kernel.addEntryBlock();
+      kb.setInsertionPointToStart(entry);
+      auto m = bufferization::MaterializeInDestinationOp::create(
+          kb, loc, entry->getArgument(0), entry->getArgument(1));
+      m.setRestrict(true);
+      m.setWritable(true);
+      func::ReturnOp::create(kb, loc);
+      kernels.push_back(kernel);
+    }
     st.sync({src}, {dst}, kComputeStream);
     Value e = LaunchOp::create(b, loc, EventType::get(ctx),
                                FlatSymbolRefAttr::get(kernel.getSymNameAttr()),

@@ -18,6 +18,7 @@
 #include <climits>
 #include <cstring>
 #include <deque>
+#include <optional>
 
 namespace pm = monarch::plan;
 
@@ -466,54 +467,60 @@ Status Controller::setActorStateOnce(const std::string &key,
   std::lock_guard<std::recursive_mutex> call(s.callMutex);
   if (Status h = health(); !h)
     return h;
-  std::vector<int> ranks;
-  // Split state given whole (every rank, rank -1): each rank's piece.
-  std::map<int, std::string> pieces;
+  // What the loaded plans say of the state, copied under the lock; the
+  // checks and the cutting of a global value into the ranks' pieces run
+  // after it (cutting 4,096 shards held the controller's mutex).
+  std::string dtype;
   std::vector<int64_t> localShape;
+  std::optional<std::map<int, PlanSignature::Shard>> shards;
+  std::vector<int> holders;
   {
     std::lock_guard<std::mutex> lock(s.mutex);
     auto it = s.states.find(key);
     if (it == s.states.end())
       return Status(StatusCode::NotFound,
                     "no loaded plan declares actor state " + key);
+    dtype = it->second.first;
     localShape = it->second.second;
     auto split = s.stateShards.find(key);
-    bool whole = rank < 0 && split != s.stateShards.end() &&
-                 value.shape != it->second.second;
-    if (whole) {
-      // The global shape: where the furthest shard ends, per dimension.
-      std::vector<int64_t> global(it->second.second.size(), 0);
-      for (auto &[r, piece] : split->second)
-        for (size_t d = 0; d < global.size() && d < piece.offsets.size(); ++d)
-          global[d] = std::max(global[d], piece.offsets[d] + piece.shape[d]);
-      if (value.dtype != it->second.first || value.shape != global)
-        return Status(StatusCode::InvalidArgument,
-                      "actor state " + key + " is split: " +
-                          shapeText(it->second.first, global) + " whole, " +
-                          shapeText(it->second.first, it->second.second) +
-                          " per rank; got " + value.describe());
-      for (auto &[r, piece] : split->second) {
-        auto cut = cutShard(value, piece);
-        if (!cut.isOk())
-          return cut.status().withContext("actor state " + key);
-        pieces[r] = std::move(cut).value();
-      }
-    } else if (value.dtype != it->second.first ||
-               value.shape != it->second.second) {
-      return Status(StatusCode::InvalidArgument,
-                    "actor state " + key + " is " +
-                        shapeText(it->second.first, it->second.second) +
-                        ", got " + value.describe());
-    }
-    for (int r : s.stateRanks[key])
-      if (rank < 0 || r == rank)
-        ranks.push_back(r);
-    for (int r : ranks)
-      if (whole && !pieces.count(r))
-        return Status(StatusCode::InvalidArgument,
-                      "actor state " + key + " is split, but rank " +
-                          std::to_string(r) + " holds no piece of it");
+    if (rank < 0 && split != s.stateShards.end() && value.shape != localShape)
+      shards = split->second;
+    holders = s.stateRanks[key];
   }
+  // Split state given whole (every rank, rank -1): each rank's piece.
+  std::map<int, std::string> pieces;
+  if (shards) {
+    // The global shape: where the furthest shard ends, per dimension.
+    std::vector<int64_t> global(localShape.size(), 0);
+    for (auto &[r, piece] : *shards)
+      for (size_t d = 0; d < global.size() && d < piece.offsets.size(); ++d)
+        global[d] = std::max(global[d], piece.offsets[d] + piece.shape[d]);
+    if (value.dtype != dtype || value.shape != global)
+      return Status(StatusCode::InvalidArgument,
+                    "actor state " + key +
+                        " is split: " + shapeText(dtype, global) + " whole, " +
+                        shapeText(dtype, localShape) + " per rank; got " +
+                        value.describe());
+    for (auto &[r, piece] : *shards) {
+      auto cut = cutShard(value, piece);
+      if (!cut.isOk())
+        return cut.status().withContext("actor state " + key);
+      pieces[r] = std::move(cut).value();
+    }
+  } else if (value.dtype != dtype || value.shape != localShape) {
+    return Status(StatusCode::InvalidArgument,
+                  "actor state " + key + " is " + shapeText(dtype, localShape) +
+                      ", got " + value.describe());
+  }
+  std::vector<int> ranks;
+  for (int r : holders)
+    if (rank < 0 || r == rank)
+      ranks.push_back(r);
+  for (int r : ranks)
+    if (shards && !pieces.count(r))
+      return Status(StatusCode::InvalidArgument,
+                    "actor state " + key + " is split, but rank " +
+                        std::to_string(r) + " holds no piece of it");
   if (ranks.empty())
     return Status(StatusCode::NotFound, "rank " + std::to_string(rank) +
                                             " holds no actor state " + key);

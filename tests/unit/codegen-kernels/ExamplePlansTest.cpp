@@ -60,9 +60,11 @@ TEST_P(ExamplePlansTest, OptimizedKernelsMatchReferenceLowering) {
   ASSERT_TRUE(mlir::succeeded(pm.run(*module))) << "pipeline failed";
 
   llvm::SetVector<mlir::func::FuncOp> kernels;
+  size_t launches = 0;
   module->walk([&](mlir::Operation *op) {
     if (op->getName().getStringRef() != "monarch.launch")
       return;
+    ++launches;
     auto sym = op->getAttrOfType<mlir::FlatSymbolRefAttr>("kernel");
     if (auto fn = module->lookupSymbol<mlir::func::FuncOp>(sym))
       kernels.insert(fn);
@@ -142,7 +144,10 @@ TEST_P(ExamplePlansTest, OptimizedKernelsMatchReferenceLowering) {
     EXPECT_TRUE(inserted) << "identical kernels got " << it->second << " and "
                           << entry.first().str();
   }
-  EXPECT_LT(bodyOfSymbol.size(), kernels.size())
+  // The ranks run the same code: fewer compiled bodies than launches (the
+  // sharing is in the IR, one func.func for equal kernels, and at codegen,
+  // one symbol for kernels equal once their constants are folded).
+  EXPECT_LT(bodyOfSymbol.size(), launches)
       << "the example's ranks repeat kernels; expected some sharing";
 }
 

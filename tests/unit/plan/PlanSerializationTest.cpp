@@ -210,6 +210,23 @@ TEST(PlanSerialization, RanksOfAClassShareOneStream) {
 
 std::string payloadOf(const wire::ExecutionPlan &wire);
 
+/// `plan` read back whole equals it, and so does each of `ranks`' program
+/// decoded for that rank alone (the worker's decode).
+void expectReadsBack(const ExecutionPlan &plan,
+                     std::initializer_list<int64_t> ranks) {
+  std::string bytes = serialized(plan);
+  StatusOr<ExecutionPlan> back = deserializePlan(bytes);
+  ASSERT_TRUE(back.isOk()) << back.status().toString();
+  EXPECT_TRUE(*back == plan);
+  for (int64_t rank : ranks) {
+    StatusOr<RankPlan> mine = deserializePlanForRank(bytes, rank);
+    ASSERT_TRUE(mine.isOk()) << mine.status().toString();
+    ASSERT_EQ(mine->plan.plans[0].programs.size(), 1u) << "rank " << rank;
+    EXPECT_TRUE(mine->plan.plans[0].programs[0] == plan.plans[0].programs[rank])
+        << "rank " << rank;
+  }
+}
+
 TEST(PlanSerialization, AWorkerDecodesOnlyItsOwnProgram) {
   // deserializePlanForRank (what a worker binds): each step keeps only the
   // rank's program, equal to the full decode's, and, from the file's table
@@ -342,15 +359,7 @@ TEST(PlanSerialization, RankFieldsThatFollowTheRankAreRulesNotPatches) {
   EXPECT_LE(peers, 2u); // the last rank's send and the first's receive
   EXPECT_EQ(communicators, 0u);
   EXPECT_EQ(offsets, 0u);
-  StatusOr<ExecutionPlan> back = deserializePlan(serialized(plan));
-  ASSERT_TRUE(back.isOk()) << back.status().toString();
-  EXPECT_TRUE(*back == plan);
-  for (int64_t rank : {0, 5, 63}) {
-    StatusOr<RankPlan> mine = deserializePlanForRank(serialized(plan), rank);
-    ASSERT_TRUE(mine.isOk()) << mine.status().toString();
-    EXPECT_TRUE(mine->plan.plans[0].programs[0] ==
-                plan.plans[0].programs[rank]);
-  }
+  expectReadsBack(plan, {0, 5, 63});
 
   // Hostile rules: a clear error, never a crash.
   auto error = [&](auto edit) {
@@ -493,13 +502,7 @@ TEST(PlanSerialization, RankListsAreBoxesAndClassMembersOneEntry) {
   // (Ranks 18 and 19's pair is no longer a translate of the others: the
   // class's communicator rule gives them none, so a patch gives theirs; a
   // file whose rule found no communicator was refused by its own reader.)
-  EXPECT_TRUE(*brokenBack == broken);
-  for (int64_t rank : {18, 19}) {
-    StatusOr<RankPlan> mine = deserializePlanForRank(serialized(broken), rank);
-    ASSERT_TRUE(mine.isOk()) << mine.status().toString();
-    EXPECT_TRUE(mine->plan.plans[0].programs[0] ==
-                broken.plans[0].programs[rank]);
-  }
+  expectReadsBack(broken, {18, 19});
   size_t entries = wire.plans[0].programs.size(), members = 0;
   for (const wire::ClassMembers &z : wire.plans[0].members) {
     ASSERT_TRUE(z.ranks.__isset.box);
@@ -510,16 +513,7 @@ TEST(PlanSerialization, RankListsAreBoxesAndClassMembersOneEntry) {
   }
   EXPECT_GT(members, 0u);
   EXPECT_EQ(entries + members, 64u);
-  StatusOr<ExecutionPlan> back = deserializePlan(serialized(plan));
-  ASSERT_TRUE(back.isOk()) << back.status().toString();
-  EXPECT_TRUE(*back == plan);
-  for (int64_t rank : {4, 8, 60}) {
-    StatusOr<RankPlan> mine = deserializePlanForRank(serialized(plan), rank);
-    ASSERT_TRUE(mine.isOk()) << mine.status().toString();
-    ASSERT_EQ(mine->plan.plans[0].programs.size(), 1u);
-    EXPECT_TRUE(mine->plan.plans[0].programs[0] ==
-                plan.plans[0].programs[rank]);
-  }
+  expectReadsBack(plan, {4, 8, 60});
 
   // Hostile sets: a clear error, never a crash or a huge allocation.
   auto error = [&](auto edit) {
