@@ -55,30 +55,16 @@ std::string ints(const std::vector<int64_t> &v) {
   return "[" + join(v, [](int64_t x) { return std::to_string(x); }) + "]";
 }
 
-/// A list of ranks for people: as it is up to 16 ranks; a box as its
-/// formula ("2048 ranks: 16i + j (i < 256, j < 8)", "4096 ranks: 0..4095");
-/// otherwise its ends and its count. A 4,096-rank plan printed every
-/// member of every communicator (20 MB).
-std::string rankList(const std::vector<int64_t> &v) {
-  if (v.size() <= 16)
-    return ints(v);
-  std::string count = std::to_string(v.size()) + " ranks: ";
-  std::optional<detail::RankBox> box = detail::rankBox(v);
-  if (!box) {
-    std::vector<int64_t> head(v.begin(), v.begin() + 8),
-        tail(v.end() - 4, v.end());
-    return count + "[" +
-           join(head, [](int64_t x) { return std::to_string(x); }) + ", ..., " +
-           join(tail, [](int64_t x) { return std::to_string(x); }) + "]";
-  }
-  if (box->sizes.size() == 1 && box->strides[0] == 1)
-    return count + std::to_string(v.front()) + ".." + std::to_string(v.back());
+/// A box's formula for people: "0..4095", "8 + 16i + j (i < 256, j < 8)".
+std::string boxText(const detail::RankBox &box, int64_t first, int64_t last) {
+  if (box.sizes.size() == 1 && box.strides[0] == 1)
+    return std::to_string(first) + ".." + std::to_string(last);
   static const char *names[] = {"i", "j", "k", "l", "m", "n", "p", "q"};
-  std::string formula = box->offset ? std::to_string(box->offset) : "";
+  std::string formula = box.offset ? std::to_string(box.offset) : "";
   std::string bounds;
-  for (size_t d = 0; d < box->sizes.size(); ++d) {
+  for (size_t d = 0; d < box.sizes.size(); ++d) {
     std::string name = d < 8 ? names[d] : "i" + std::to_string(d);
-    int64_t stride = box->strides[d];
+    int64_t stride = box.strides[d];
     std::string term = stride == 1    ? name
                        : stride == -1 ? "-" + name
                                       : std::to_string(stride) + name;
@@ -86,9 +72,46 @@ std::string rankList(const std::vector<int64_t> &v) {
       formula += term[0] == '-' ? " - " + term.substr(1) : " + " + term;
     else
       formula = term;
-    bounds += (d ? ", " : "") + name + " < " + std::to_string(box->sizes[d]);
+    bounds += (d ? ", " : "") + name + " < " + std::to_string(box.sizes[d]);
   }
-  return count + formula + " (" + bounds + ")";
+  return formula + " (" + bounds + ")";
+}
+
+/// A list of ranks for people: as it is up to 16 ranks; a box as its
+/// formula ("2048 ranks: 16i + j (i < 256, j < 8)", "4096 ranks: 0..4095");
+/// a box but for a few of `holes` (ascending list, the box with them
+/// added: "2047 ranks: 8 + 16i + j (i < 256, j < 8) but [8]"); otherwise
+/// its ends and its count. A 4,096-rank plan printed every member of every
+/// communicator (20 MB).
+std::string rankList(const std::vector<int64_t> &v,
+                     const std::vector<int64_t> &holes = {}) {
+  if (v.size() <= 16)
+    return ints(v);
+  std::string count = std::to_string(v.size()) + " ranks: ";
+  if (std::optional<detail::RankBox> box = detail::rankBox(v))
+    return count + boxText(*box, v.front(), v.back());
+  if (std::is_sorted(v.begin(), v.end())) {
+    // All the holes not in the list, or those between its ends.
+    for (bool inside : {false, true}) {
+      std::vector<int64_t> added, filled;
+      for (int64_t h : holes)
+        if ((!inside || (h > v.front() && h < v.back())) &&
+            !std::binary_search(v.begin(), v.end(), h))
+          added.push_back(h);
+      if (added.empty() || added.size() > 16)
+        continue;
+      std::merge(v.begin(), v.end(), added.begin(), added.end(),
+                 std::back_inserter(filled));
+      if (std::optional<detail::RankBox> box = detail::rankBox(filled))
+        return count + boxText(*box, filled.front(), filled.back()) + " but " +
+               ints(added);
+    }
+  }
+  std::vector<int64_t> head(v.begin(), v.begin() + 8),
+      tail(v.end() - 4, v.end());
+  return count + "[" + join(head, [](int64_t x) { return std::to_string(x); }) +
+         ", ..., " + join(tail, [](int64_t x) { return std::to_string(x); }) +
+         "]";
 }
 
 std::string types(const std::vector<ValueType> &v) {
@@ -367,6 +390,19 @@ private:
         dims.push_back(d.name);
     std::vector<Row> header{
         {"#", "instruction", "operands", "stream", "group", "location"}};
+    // Ranks running a stream of their own that no other rank shares (rank
+    // 0 returning the loss): a class's list may be a box but for them.
+    std::vector<int64_t> alone;
+    {
+      std::vector<bool> shared(step.programs.size(), false);
+      for (int32_t h : shares)
+        if (h >= 0)
+          shared[h] = true;
+      for (size_t k = 0; k < step.programs.size(); ++k)
+        if (shares[k] < 0 && !shared[k])
+          alone.push_back(step.programs[k].rank);
+      std::sort(alone.begin(), alone.end());
+    }
     for (size_t k = 0; k < step.programs.size(); ++k) {
       const RankProgram &p = step.programs[k];
       if (options.rank ? p.rank != *options.rank : shares[k] >= 0)
@@ -414,8 +450,8 @@ private:
         plain.push_back(p.rank);
         std::sort(plain.begin(), plain.end());
         os << "    ranks running this stream"
-           << (rules.empty() ? "" : " by the rules") << ": " << rankList(plain)
-           << "\n";
+           << (rules.empty() ? "" : " by the rules") << ": "
+           << rankList(plain, alone) << "\n";
       }
       for (const auto &[q, patches] : patched) {
         os << "    rank " << q->rank << ": arena " << q->arenaBytes

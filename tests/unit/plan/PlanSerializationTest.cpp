@@ -970,6 +970,20 @@ TEST(PlanPrinter, PrintsAClassOnceWithItsRules) {
       << text;
   EXPECT_FALSE(has("rank 4: arena")) << text;
   EXPECT_LT(std::count(text.begin(), text.end(), '\n'), 250) << text;
+  // A class that is a box but for a rank running a stream of its own
+  // prints as the box and that rank.
+  ExecutionPlan holed = classPlan(64);
+  for (RankProgram &program : holed.plans[0].programs) {
+    program.instructions[1].launch.kernel = 0;
+    program.instructions[4].collective.root = 0;
+  }
+  holed.plans[0].programs[20].instructions[1].launch.outs[0].offset = 40;
+  std::string holedText = planToString(holed);
+  EXPECT_NE(holedText.find("ranks running this stream by the rules: 63 ranks: "
+                           "0..63 but [20]"),
+            std::string::npos)
+      << holedText;
+  EXPECT_NE(holedText.find("  rank 20: arena 64 B"), std::string::npos);
   // --rank prints one rank in full.
   PrintOptions one;
   one.rank = 5;
