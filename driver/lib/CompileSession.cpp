@@ -289,6 +289,9 @@ struct CompileSession::Impl {
       return mlir::failure();
     line.update("building the plan and compiling its kernels");
     PlanBuildOptions build;
+    // runStages ends with the IR verifier (after every pass, or at the end
+    // of the last stage).
+    build.moduleVerified = true;
     build.kernels = options.kernels;
     build.kernels.profile |=
         !knobs::getString(knobs::Id::KernelProfile).value.empty();

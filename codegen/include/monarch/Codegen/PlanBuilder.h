@@ -31,6 +31,11 @@ struct PlanBuildOptions {
   /// Told each kernel library once it is compiled (its kernels' sizes,
   /// stage times and cache hits; formatKernelReport prints them).
   std::function<void(const KernelLibrary &)> onKernelsCompiled;
+  /// The module is what the stage pipelines just produced, verified at the
+  /// end of their last stage: the IR verifier need not run again (at 4,096
+  /// ranks a second pass of it was 6% of the compile). The planned-stage
+  /// checks still run.
+  bool moduleVerified = false;
 };
 
 /// True when this build can compile kernels (the kernel compiler library
@@ -38,10 +43,12 @@ struct PlanBuildOptions {
 /// their kernel table but no kernel library.
 bool kernelCompilerAvailable();
 
-/// Checks that `module` verifies and is at the `planned` stage: no traced or
-/// split operations left outside actor classes, every worker program
-/// replaced by a `monarch.plan`, every control message invoking plans.
-mlir::LogicalResult verifyPlannedModule(mlir::ModuleOp module);
+/// Checks that `module` verifies (unless `verified`: it did just now) and is
+/// at the `planned` stage: no traced or split operations left outside actor
+/// classes, every worker program replaced by a `monarch.plan`, every
+/// control message invoking plans.
+mlir::LogicalResult verifyPlannedModule(mlir::ModuleOp module,
+                                        bool verified = false);
 
 /// verifyPlannedModule, then the plan. `module` is not modified.
 mlir::FailureOr<plan::ExecutionPlan>
