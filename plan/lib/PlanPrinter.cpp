@@ -195,17 +195,8 @@ private:
     // A run of 4 or more communicators numbered on, each the previous one
     // shifted alike (the groups over some mesh dimensions), is one row.
     const std::vector<Communicator> &all = plan.communicators;
-    auto shiftFrom = [&all](size_t i) -> std::optional<int64_t> {
-      const Communicator &a = all[i - 1], &b = all[i];
-      if (b.name != detail::nextNumberedName(a.name) || b.mesh != a.mesh ||
-          b.backend != a.backend || b.ranks.size() != a.ranks.size() ||
-          b.ranks.empty())
-        return std::nullopt;
-      int64_t shift = b.ranks[0] - a.ranks[0];
-      for (size_t k = 1; k < b.ranks.size(); ++k)
-        if (b.ranks[k] - a.ranks[k] != shift)
-          return std::nullopt;
-      return shift;
+    auto shiftFrom = [&all](size_t i) {
+      return detail::shiftedCommunicator(all[i - 1], all[i]);
     };
     for (size_t i = 0; i < all.size();) {
       const Communicator &c = all[i];
@@ -426,10 +417,8 @@ private:
         if (shares[j] != static_cast<int32_t>(k))
           continue;
         const RankProgram &q = step.programs[j];
-        std::vector<Instruction> predicted = p.instructions;
-        (void)detail::applyRankRules(predicted, rules, p.rank, q.rank, geo);
         std::vector<detail::RankPatch> patches =
-            detail::rankPatches(predicted, q.instructions);
+            detail::patchesAfterRules(p, rules, q, geo);
         if (patches.empty() && q.arenaBytes == p.arenaBytes &&
             q.peakBytes == p.peakBytes)
           plain.push_back(q.rank);

@@ -51,6 +51,30 @@ static std::vector<To> mapAll(const std::vector<From> &from, Fn fn) {
 // To Thrift
 //===----------------------------------------------------------------------===//
 
+namespace {
+/// The (communicator, stream) of a communicating instruction, by index.
+struct CommUse {
+  int32_t instruction;
+  int32_t communicator;
+  int64_t stream;
+};
+
+std::vector<CommUse> commUses(const std::vector<Instruction> &instructions) {
+  std::vector<CommUse> uses;
+  for (size_t i = 0; i < instructions.size(); ++i) {
+    const Instruction &in = instructions[i];
+    if (in.kind == InstrKind::Send || in.kind == InstrKind::Recv)
+      uses.push_back(
+          {static_cast<int32_t>(i), in.p2p.communicator, in.p2p.stream});
+    else if (in.kind == InstrKind::Collective)
+      uses.push_back({static_cast<int32_t>(i), in.collective.communicator,
+                      in.collective.stream});
+  }
+  return uses;
+}
+
+} // namespace
+
 /// Format 7: `ranks` as a box where it is one (rankBox), else listed.
 static t::RankSet toT(const std::vector<int64_t> &ranks) {
   t::RankSet set;
@@ -267,22 +291,8 @@ t::ExecutionPlan toThrift(const ExecutionPlan &p) {
     const Communicator *previous = i ? &p.communicators[i - 1] : nullptr;
     bool numbered = previous && !c.name.empty() &&
                     c.name == nextNumberedName(previous->name);
-    // The shift from the previous communicator, when every member moved
-    // by it.
-    std::optional<int64_t> shift;
-    int64_t first;
-    if (numbered && c.mesh == previous->mesh &&
-        c.backend == previous->backend && !c.ranks.empty() &&
-        c.ranks.size() == previous->ranks.size() &&
-        !__builtin_sub_overflow(c.ranks[0], previous->ranks[0], &first)) {
-      shift = first;
-      for (size_t k = 1; k < c.ranks.size() && shift; ++k) {
-        int64_t d;
-        if (__builtin_sub_overflow(c.ranks[k], previous->ranks[k], &d) ||
-            d != first)
-          shift.reset();
-      }
-    }
+    std::optional<int64_t> shift =
+        previous ? shiftedCommunicator(*previous, c) : std::nullopt;
     if (shift && !communicators.empty()) {
       t::Communicator &run = communicators.back();
       int64_t repeat = run.__isset.repeat ? run.repeat : 1;
@@ -368,12 +378,9 @@ t::ExecutionPlan toThrift(const ExecutionPlan &p) {
         }
       } else {
         y.__set_sharesWith(wireIndex[shares[i]]);
-        std::vector<Instruction> predicted = holder->instructions;
-        // The rules were fitted on this class: they apply.
-        (void)applyRankRules(predicted, rules[shares[i]], holder->rank, rp.rank,
-                             geo);
         std::vector<t::RankPatch> patches;
-        for (const RankPatch &patch : rankPatches(predicted, rp.instructions)) {
+        for (const RankPatch &patch :
+             patchesAfterRules(*holder, rules[shares[i]], rp, geo)) {
           t::RankPatch z;
           z.__set_instruction(patch.instruction);
           if (patch.peer)
@@ -412,11 +419,8 @@ t::ExecutionPlan toThrift(const ExecutionPlan &p) {
     // The streams each communicator is used on, grouped by stream set.
     std::map<int32_t, std::set<int64_t>> used;
     for (const RankProgram &rp : s.programs)
-      for (const Instruction &in : rp.instructions)
-        if (in.kind == InstrKind::Send || in.kind == InstrKind::Recv)
-          used[in.p2p.communicator].insert(in.p2p.stream);
-        else if (in.kind == InstrKind::Collective)
-          used[in.collective.communicator].insert(in.collective.stream);
+      for (const CommUse &use : commUses(rp.instructions))
+        used[use.communicator].insert(use.stream);
     std::map<std::set<int64_t>, std::vector<int64_t>> byStreams;
     for (const auto &[c, streams] : used)
       byStreams[streams].push_back(c);
@@ -603,27 +607,6 @@ static ControlStep fromT(const t::ControlStep &s) {
 }
 
 namespace {
-/// The (communicator, stream) of a communicating instruction, by index.
-struct CommUse {
-  int32_t instruction;
-  int32_t communicator;
-  int64_t stream;
-};
-
-std::vector<CommUse> commUses(const std::vector<Instruction> &instructions) {
-  std::vector<CommUse> uses;
-  for (size_t i = 0; i < instructions.size(); ++i) {
-    const Instruction &in = instructions[i];
-    if (in.kind == InstrKind::Send || in.kind == InstrKind::Recv)
-      uses.push_back(
-          {static_cast<int32_t>(i), in.p2p.communicator, in.p2p.stream});
-    else if (in.kind == InstrKind::Collective)
-      uses.push_back({static_cast<int32_t>(i), in.collective.communicator,
-                      in.collective.stream});
-  }
-  return uses;
-}
-
 std::vector<RankPatch> fromT(const std::vector<t::RankPatch> &in) {
   std::vector<RankPatch> patches;
   for (const t::RankPatch &z : in) {
@@ -769,15 +752,9 @@ executor::StatusOr<ExecutionPlan> fromThrift(const t::ExecutionPlan &p,
     // Decoding for one rank: the rank of the step's mesh that the world
     // rank is (none where the mesh is unknown or does not hold it); the
     // other ranks' programs are not rebuilt.
-    int64_t mine = INT64_MIN;
-    if (only)
-      if (int32_t mesh = r.findMesh(s.mesh); mesh >= 0) {
-        const std::vector<int64_t> &roots = r.meshes[mesh].rootRanks;
-        auto at = std::find(roots.begin(), roots.end(), only->worldRank);
-        mine = roots.empty()       ? only->worldRank
-               : at != roots.end() ? at - roots.begin()
-                                   : INT64_MIN;
-      }
+    int64_t mine = only ? meshRankOf(r, s.mesh, only->worldRank) : -1;
+    if (mine < 0)
+      mine = INT64_MIN; // no program's rank, however hostile
     // The streams each communicator is used on (format 7: stored, so a
     // worker need not read the other ranks' programs to know them).
     std::vector<std::pair<std::vector<int64_t>, const std::vector<int64_t> *>>
@@ -946,20 +923,11 @@ executor::StatusOr<ExecutionPlan> fromThrift(const t::ExecutionPlan &p,
       std::map<std::string, int64_t> local;
       auto localOf = [&](const std::string &name) {
         auto [it, fresh] = local.insert({name, -1});
-        if (!fresh)
-          return it->second;
-        int32_t m = r.findMesh(name);
-        if (m < 0)
-          return it->second;
-        const std::vector<int64_t> &roots = r.meshes[m].rootRanks;
-        if (roots.empty())
-          return it->second = only->worldRank;
-        auto at = std::find(roots.begin(), roots.end(), only->worldRank);
-        if (at != roots.end())
-          it->second = at - roots.begin();
+        if (fresh)
+          it->second = meshRankOf(r, name, only->worldRank);
         return it->second;
       };
-      std::map<int32_t, std::set<int64_t>> &mine =
+      std::map<int32_t, std::set<int64_t>> &own =
           only->commStreams.emplace_back();
       std::set<Backend> &backends = only->backends.emplace_back();
       for (const auto &[comms, streams] : table)
@@ -969,8 +937,8 @@ executor::StatusOr<ExecutionPlan> fromThrift(const t::ExecutionPlan &p,
           int64_t me = localOf(comm.mesh);
           if (me >= 0 && std::find(comm.ranks.begin(), comm.ranks.end(), me) !=
                              comm.ranks.end())
-            mine[static_cast<int32_t>(c)].insert(streams->begin(),
-                                                 streams->end());
+            own[static_cast<int32_t>(c)].insert(streams->begin(),
+                                                streams->end());
         }
     }
     r.plans.push_back(std::move(x));

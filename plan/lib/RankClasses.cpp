@@ -576,6 +576,45 @@ std::optional<std::string> expandRankBox(const RankBox &box, int64_t &budget,
   return std::nullopt;
 }
 
+std::optional<int64_t> shiftedCommunicator(const Communicator &previous,
+                                           const Communicator &c) {
+  if (c.ranks.empty() || c.ranks.size() != previous.ranks.size() ||
+      c.mesh != previous.mesh || c.backend != previous.backend ||
+      c.name.empty() || c.name != nextNumberedName(previous.name))
+    return std::nullopt;
+  int64_t shift;
+  if (__builtin_sub_overflow(c.ranks[0], previous.ranks[0], &shift))
+    return std::nullopt;
+  for (size_t k = 1; k < c.ranks.size(); ++k) {
+    int64_t d;
+    if (__builtin_sub_overflow(c.ranks[k], previous.ranks[k], &d) || d != shift)
+      return std::nullopt;
+  }
+  return shift;
+}
+
+std::vector<RankPatch> patchesAfterRules(const RankProgram &holder,
+                                         const std::vector<RankRule> &rules,
+                                         const RankProgram &member,
+                                         const RankGeometry &geo) {
+  std::vector<Instruction> predicted = holder.instructions;
+  // The rules were fitted on this class: they apply.
+  (void)applyRankRules(predicted, rules, holder.rank, member.rank, geo);
+  return rankPatches(predicted, member.instructions);
+}
+
+int64_t meshRankOf(const ExecutionPlan &plan, const std::string &mesh,
+                   int64_t worldRank) {
+  int32_t m = plan.findMesh(mesh);
+  if (m < 0)
+    return -1;
+  const std::vector<int64_t> &roots = plan.meshes[m].rootRanks;
+  if (roots.empty())
+    return worldRank;
+  auto at = std::find(roots.begin(), roots.end(), worldRank);
+  return at == roots.end() ? -1 : at - roots.begin();
+}
+
 std::string nextNumberedName(const std::string &name) {
   size_t end = name.size(), start = end;
   while (start > 0 && name[start - 1] >= '0' && name[start - 1] <= '9')

@@ -144,6 +144,26 @@ std::optional<RankBox> rankBox(const std::vector<int64_t> &ranks);
 std::optional<std::string> expandRankBox(const RankBox &box, int64_t &budget,
                                          std::vector<int64_t> &out);
 
+/// When `c` follows `previous` in a run of communicators (its name
+/// numbering on, the same mesh and backend, the same number of members),
+/// the amount every member moved by; nullopt when they did not all move
+/// alike. Format 7 stores such a run as one entry; --print-plan prints it
+/// as one row.
+std::optional<int64_t> shiftedCommunicator(const Communicator &previous,
+                                           const Communicator &c);
+
+/// What `member`'s stream changes in `holder`'s once `rules` (the class's)
+/// gave it its rank's fields: the patches the file stores for it.
+std::vector<RankPatch> patchesAfterRules(const RankProgram &holder,
+                                         const std::vector<RankRule> &rules,
+                                         const RankProgram &member,
+                                         const RankGeometry &geo);
+
+/// The rank of mesh `mesh` that world rank `worldRank` is, or -1 (an
+/// unknown mesh, or one not holding it).
+int64_t meshRankOf(const ExecutionPlan &plan, const std::string &mesh,
+                   int64_t worldRank);
+
 /// `name` with its trailing number plus one (`@f.comm7` -> `@f.comm8`), or
 /// "" when it ends in no number (or one with a leading zero, or too long):
 /// the communicators' names the file leaves out (format 7).

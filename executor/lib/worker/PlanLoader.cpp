@@ -67,10 +67,10 @@ class RankMap {
 public:
   explicit RankMap(const pm::ExecutionPlan &plan) : plan_(plan) {}
   StatusOr<int> world(const std::string &mesh, int64_t rank) const {
-    std::vector<int> out;
-    if (Status s = worlds(mesh, {rank}, out); !s.isOk())
-      return s;
-    return out[0];
+    int32_t m = plan_.findMesh(mesh);
+    if (m < 0)
+      return Status(StatusCode::InvalidArgument, "unknown mesh @" + mesh);
+    return worldIn(plan_.meshes[m], rank);
   }
   /// world() of each of `ranks`, appended to `out` (one mesh lookup: a
   /// communicator's members are resolved together).
@@ -79,17 +79,12 @@ public:
     int32_t m = plan_.findMesh(mesh);
     if (m < 0)
       return Status(StatusCode::InvalidArgument, "unknown mesh @" + mesh);
-    const std::vector<int64_t> &roots = plan_.meshes[m].rootRanks;
     out.reserve(out.size() + ranks.size());
     for (int64_t rank : ranks) {
-      if (roots.empty()) {
-        out.push_back(static_cast<int>(rank));
-        continue;
-      }
-      if (rank < 0 || rank >= static_cast<int64_t>(roots.size()))
-        return Status(StatusCode::InvalidArgument,
-                      "rank " + std::to_string(rank) + " outside @" + mesh);
-      out.push_back(static_cast<int>(roots[rank]));
+      StatusOr<int> w = worldIn(plan_.meshes[m], rank);
+      if (!w.isOk())
+        return w.status();
+      out.push_back(*w);
     }
     return Status::ok();
   }
@@ -108,6 +103,15 @@ public:
   }
 
 private:
+  static StatusOr<int> worldIn(const pm::ProcMesh &mesh, int64_t rank) {
+    if (mesh.rootRanks.empty())
+      return static_cast<int>(rank);
+    if (rank < 0 || rank >= static_cast<int64_t>(mesh.rootRanks.size()))
+      return Status(StatusCode::InvalidArgument,
+                    "rank " + std::to_string(rank) + " outside @" + mesh.name);
+    return static_cast<int>(mesh.rootRanks[rank]);
+  }
+
   const pm::ExecutionPlan &plan_;
 };
 
