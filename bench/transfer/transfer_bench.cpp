@@ -22,8 +22,10 @@
 // (sizes from K KB, default 4, by powers of 4 up to M MB, default 256).
 // With --netns, rank r runs in network namespace PREFIX-h<r / (N/H)> (made
 // by scripts/netns-hosts.sh; needs root) and everything binds that
-// namespace's address: the same rows across hosts (the "shm" communicator
-// then spans hosts, so its all-reduce is Gloo; see HybridCommunicator.h).
+// namespace's address: the same rows across hosts. The "shm" communicator
+// then spans hosts: with as many ranks on every host (two or more) its
+// all_reduce is hierarchical (shared memory within each host, Gloo across,
+// a slice per member; HybridCommunicator.h), else Gloo.
 //
 //===----------------------------------------------------------------------===//
 

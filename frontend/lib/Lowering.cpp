@@ -179,8 +179,33 @@ TraceBuilder::planSummary(const std::string &backend) const {
   std::map<std::tuple<std::string, std::string, std::string>,
            std::pair<int64_t, int64_t>>
       colls;
+  SymbolTableCollection tables;
+  // A mesh's root proc mesh and each of its ranks there (empty when the
+  // chain does not resolve; a verified module always does).
+  auto rootOf = [&](Operation *from, FlatSymbolRefAttr mesh)
+      -> std::pair<std::string, SmallVector<int64_t>> {
+    MeshOpInterface m = lookupMesh(from, mesh, &tables);
+    ProcMeshOp root = m ? getRootMesh(m, &tables) : ProcMeshOp();
+    auto ranks = m ? getRootRanks(m, &tables)
+                   : FailureOr<SmallVector<int64_t>>(failure());
+    if (!root || failed(ranks))
+      return {};
+    return {root.getSymName().str(), *ranks};
+  };
+  std::map<std::string, std::pair<std::string, std::vector<int64_t>>>
+      commMembers;
+  std::map<std::string, std::pair<std::string, SmallVector<int64_t>>> planRoots;
+  (*copy)->walk([&](CommunicatorOp comm) {
+    auto [root, ranks] = rootOf(comm, comm.getMeshAttr());
+    std::vector<int64_t> members;
+    for (int64_t r : comm.getRanks())
+      members.push_back(
+          r >= 0 && r < static_cast<int64_t>(ranks.size()) ? ranks[r] : r);
+    commMembers[comm.getSymName().str()] = {root, members};
+  });
   (*copy)->walk([&](PlanOp plan) {
     std::string name = plan.getSymName().str();
+    planRoots[name] = rootOf(plan, plan.getMeshAttr());
     for (auto program : plan.getBody().front().getOps<RankProgramOp>()) {
       PlanSummary::Rank rank;
       rank.plan = name;
@@ -213,13 +238,27 @@ TraceBuilder::planSummary(const std::string &backend) const {
       summary.ranks.push_back(rank);
     }
   });
-  for (auto &[key, bytes] : links)
-    summary.links.push_back(
-        {std::get<0>(key), std::get<1>(key), std::get<2>(key), bytes});
-  for (auto &[key, value] : colls)
-    summary.collectives.push_back({std::get<0>(key), std::get<1>(key),
-                                   std::get<2>(key), value.first,
-                                   value.second});
+  for (auto &[key, bytes] : links) {
+    PlanSummary::Link link;
+    std::tie(link.plan, link.from, link.to) = key;
+    link.bytes = bytes;
+    const auto &[root, ranks] = planRoots[link.plan];
+    auto rootRank = [&](int64_t r) {
+      return r >= 0 && r < static_cast<int64_t>(ranks.size()) ? ranks[r] : r;
+    };
+    link.root = root;
+    link.fromRoot = rootRank(link.from);
+    link.toRoot = rootRank(link.to);
+    summary.links.push_back(std::move(link));
+  }
+  for (auto &[key, value] : colls) {
+    PlanSummary::Collective c;
+    std::tie(c.plan, c.communicator, c.kind) = key;
+    c.bytes = value.first;
+    c.count = value.second;
+    std::tie(c.root, c.members) = commMembers[c.communicator];
+    summary.collectives.push_back(std::move(c));
+  }
   return summary;
 }
 

@@ -94,14 +94,73 @@ class Specialization:
         return out
 
 
-class PlanSummary:
-    """Ranks, ops, bytes moved per link and peak memory per rank."""
+def _host_of(mesh, rank):
+    """The host rank `rank` of root mesh `mesh` runs on (0, 1, ...), or None
+    when only the run decides it. The local launcher runs every rank here;
+    the others place a mesh's ranks by its `hosts` dimension, in blocks of
+    the processes per host (docs/executor.md, "Across hosts")."""
+    if mesh is None:
+        return None
+    if mesh.launcher == "local":
+        return 0
+    hosts = mesh.dims.get("hosts")
+    if not hosts:
+        return None
+    return rank // (mesh.size // hosts)
 
-    def __init__(self, data):
+
+def _transport(backend, hosts, kind=None):
+    """How the bytes between ranks on `hosts` move, as the worker's data
+    plane decides it (executor/lib/data/Factory.cpp): `kind` is a
+    collective's, None for a send between two ranks."""
+    if backend == "nccl":
+        return "nccl"
+    if None in hosts:
+        return "shm or gloo (decided where the ranks run)"
+    if not knobs.shm:
+        return "gloo"
+    if len(set(hosts)) == 1:
+        return "shm"
+    if kind in ("all_reduce", "broadcast") and knobs.hierarchical:
+        per_host = [hosts.count(h) for h in set(hosts)]
+        if min(per_host) >= 2 and len(set(per_host)) == 1:
+            return "shm+gloo"
+    return "gloo"
+
+
+class PlanSummary:
+    """Ranks, ops, bytes moved per link and peak memory per rank, and how
+    each link and collective moves its bytes."""
+
+    def __init__(self, data, meshes=None, backend="gloo"):
         self.ranks = data["ranks"]
         self.links = data["links"]
         self.collectives = data["collectives"]
         self.global_work = data["global_work"]
+        meshes = meshes or {}
+        for l in self.links:
+            root = meshes.get(l.get("root"))
+            l["transport"] = _transport(
+                backend, [_host_of(root, l["from_root"]),
+                          _host_of(root, l["to_root"])])
+        for c in self.collectives:
+            root = meshes.get(c.get("root"))
+            c["transport"] = _transport(
+                backend, [_host_of(root, m) for m in c.get("members", [])],
+                c["kind"])
+
+    @property
+    def transports(self):
+        """{(plan, communicator, kind): transport} of the collectives and
+        {(plan, from, to): transport} of the point-to-point links: "shm"
+        (one host), "gloo" (TCP), "shm+gloo" (hierarchical: within each host
+        over shared memory, across hosts over TCP) or "nccl", from where the
+        mesh's launcher and `hosts` dimension put the ranks."""
+        out = {(c["plan"], c["communicator"], c["kind"]): c["transport"]
+               for c in self.collectives}
+        out.update({(l["plan"], l["from"], l["to"]): l["transport"]
+                    for l in self.links})
+        return out
 
     @property
     def compute_share(self):
@@ -142,12 +201,13 @@ class PlanSummary:
             out.append("point-to-point links (bytes per step):")
             for l in self.links:
                 out.append(f"  {l['plan']}: rank {l['from']} -> rank {l['to']}: "
-                           f"{l['bytes']}")
+                           f"{l['bytes']} via {l['transport']}")
         if self.collectives:
             out.append("collectives (bytes per step, summed over ranks):")
             for c in self.collectives:
                 out.append(f"  {c['plan']}: {c['kind']} on {c['communicator']}: "
-                           f"{c['count']} x, {c['bytes']} bytes")
+                           f"{c['count']} x, {c['bytes']} bytes via "
+                           f"{c['transport']}")
         return "\n".join(out)
 
     __repr__ = __str__
@@ -410,11 +470,13 @@ class Compiled:
 
     def plan_summary(self, *args, backend=None):
         """Ranks, ops, bytes moved per link and peak memory per rank of the
-        planned program (for `args`, or the last specialisation)."""
+        planned program (for `args`, or the last specialisation), and the
+        transport of each link and collective (`.transports`)."""
         try:
             spec = self._spec_for(args, user_loc())
-            return PlanSummary(spec.trace.call("plan_summary",
-                                               backend or knobs.backend))
+            backend = backend or knobs.backend
+            return PlanSummary(spec.trace.call("plan_summary", backend),
+                               spec.meshes, backend)
         except errors.TraceError as err:
             raise err.with_traceback(None) from None
 

@@ -556,6 +556,9 @@ NB_MODULE(_monarch_native, m) {
           d["from"] = l.from;
           d["to"] = l.to;
           d["bytes"] = l.bytes;
+          d["root"] = l.root;
+          d["from_root"] = l.fromRoot;
+          d["to_root"] = l.toRoot;
           links.append(d);
         }
         for (const auto &c : s.collectives) {
@@ -565,6 +568,11 @@ NB_MODULE(_monarch_native, m) {
           d["kind"] = c.kind;
           d["bytes"] = c.bytes;
           d["count"] = c.count;
+          d["root"] = c.root;
+          nb::list members;
+          for (int64_t m : c.members)
+            members.append(m);
+          d["members"] = members;
           colls.append(d);
         }
         nb::dict out;

@@ -6,7 +6,9 @@
 // host (decided during the shm rendezvous) unless MONARCH_SHM=0 or a
 // network interface was named, and over Gloo TCP otherwise; when the
 // members span hosts, the members of one host still send to each other
-// over shared memory (HybridCommunicator.h).
+// over shared memory, and when every host holds as many members (two or
+// more), all_reduce and broadcast run within the hosts over shared memory
+// and across them over Gloo (HybridCommunicator.h; MONARCH_HIERARCHICAL).
 //
 //===----------------------------------------------------------------------===//
 
@@ -14,6 +16,8 @@
 #include "HybridCommunicator.h"
 #include "NcclCommunicator.h"
 #include "ShmCommunicator.h"
+
+#include "monarch/Support/Knobs.h"
 
 #include <algorithm>
 #include <numeric>
@@ -69,19 +73,56 @@ createCommunicator(Backend backend, Store &store, int worldRank, int worldSize,
       return gloo;
     // The members span hosts: this host's members (the same set for each of
     // them, from the rendezvous above) also get shared memory between them.
-    std::vector<int> local = shm_backend::sameHostMembers(
+    std::vector<std::vector<int>> hosts = shm_backend::hostGroups(
         store, worldRank, members, name, options.timeout);
-    if (local.size() < 2)
-      return gloo;
-    auto near = shm_backend::createShmCommunicator(
-        store, worldRank, local, name + "/host" + std::to_string(local.front()),
-        options);
+    std::vector<int> local = {worldRank};
+    for (const std::vector<int> &h : hosts)
+      if (std::find(h.begin(), h.end(), worldRank) != h.end())
+        local = h;
+    std::unique_ptr<Communicator> near;
+    if (local.size() >= 2) {
+      auto made = shm_backend::createShmCommunicator(
+          store, worldRank, local,
+          name + "/host" + std::to_string(local.front()), options);
+      if (!made)
+        return made.status();
+      near = std::move(made).value();
+    }
+    // Hierarchical collectives need every host to hold the same number of
+    // members (two or more, on two or more hosts) and every member its
+    // shared memory; every member must reach the same answer, so they
+    // agree on it through the store.
+    bool even = hosts.size() >= 2 && hosts.front().size() >= 2 &&
+                std::all_of(hosts.begin(), hosts.end(), [&](const auto &h) {
+                  return h.size() == hosts.front().size();
+                });
+    bool hierarchical = shm_backend::allAgree(
+        store, worldRank, members, name, "hierarchical",
+        even && near && knobs::getBool(knobs::Id::Hierarchical).value,
+        options.timeout);
     if (!near)
-      return near.status();
-    if (!*near)
       return gloo;
-    return makeHybridCommunicator(std::move(gloo).value(),
-                                  std::move(near).value());
+    Hierarchy hierarchy;
+    if (hierarchical) {
+      size_t position =
+          std::find(local.begin(), local.end(), worldRank) - local.begin();
+      std::vector<int> cross;
+      for (const std::vector<int> &h : hosts)
+        cross.push_back(h[position]);
+      auto made = gloo_backend::createGlooCommunicator(
+          store, worldRank, cross, name + "/cross" + std::to_string(position),
+          options);
+      if (!made)
+        return made.status();
+      hierarchy.cross = std::move(made).value();
+      hierarchy.hosts = std::move(hosts);
+      hierarchy.timeout = options.timeout;
+      hierarchy.explicitTagsInOrder = shm_backend::allAgree(
+          store, worldRank, members, name, "in-order",
+          options.collectivesInPostingOrder, options.timeout);
+    }
+    return makeHybridCommunicator(std::move(gloo).value(), std::move(near),
+                                  std::move(hierarchy));
   }
   case Backend::Nccl:
     return nccl_backend::createNcclCommunicator(store, worldRank, members, name,

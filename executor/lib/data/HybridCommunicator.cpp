@@ -1,25 +1,50 @@
 //===- HybridCommunicator.cpp - One communicator over two transports ------===//
 //
-// See HybridCommunicator.h. A posted group is split by op: send/recv with a
-// member of this host go to `near` (peer renumbered among its members),
-// everything else to `wide`; a group with both halves posts both and
-// completes when both have, with the first failure.
+// See HybridCommunicator.h. Without `cross`, a posted group is split by op:
+// send/recv with a member of this host go to `near` (peer renumbered among
+// its members), everything else to `wide`; a group with both halves posts
+// both and completes when both have, with the first failure.
+//
+// With `cross`, each group runs on this object's queue in up to three steps:
+//   1. `near`: all_reduce of every hierarchical all_reduce (within the
+//      host); `cross`: the first hop of every broadcast whose root holds this
+//      member's position;
+//   2. `cross`: all_reduce of this member's slice of each all_reduce;
+//      `near`: the second hop of every broadcast (from the root's position);
+//   3. `near`: each position's slice of each all_reduce, broadcast by its
+//      owner; then the group's sends and receives with this host's members.
+// The group's other ops (send/recv across hosts, the other collectives) go
+// to `wide` at the start and run beside the steps. The sends and receives
+// on `near` come after the steps, never before: a receive waiting for a
+// peer's later group must not hold up a step that peer needs (the plan's
+// deadlock freedom assumes a group's collectives progress while its
+// receives wait). Every member posts the same steps in the same order on
+// `near` and on `cross`, so their collectives match by posting order.
 //
 //===----------------------------------------------------------------------===//
 #include "HybridCommunicator.h"
 
+#include "core/WorkQueue.h"
+
 #include <algorithm>
 #include <atomic>
 #include <mutex>
+#include <optional>
+#include <unordered_map>
 
 namespace monarch::executor {
 namespace {
 
+using Clock = std::chrono::steady_clock;
+
 class HybridCommunicator final : public Communicator {
 public:
   HybridCommunicator(std::unique_ptr<Communicator> wide,
-                     std::unique_ptr<Communicator> near)
-      : wide_(std::move(wide)), near_(std::move(near)) {
+                     std::unique_ptr<Communicator> near, Hierarchy hierarchy)
+      : wide_(std::move(wide)), near_(std::move(near)),
+        cross_(std::move(hierarchy.cross)), hosts_(std::move(hierarchy.hosts)),
+        explicitTagsInOrder_(hierarchy.explicitTagsInOrder),
+        timeout_(hierarchy.timeout) {
     const std::vector<int> &all = wide_->worldRanks();
     const std::vector<int> &local = near_->worldRanks();
     nearIndex_.assign(all.size(), -1);
@@ -28,12 +53,32 @@ public:
       if (it != local.end())
         nearIndex_[i] = static_cast<int>(it - local.begin());
     }
+    if (!cross_)
+      return;
+    for (size_t h = 0; h < hosts_.size(); ++h)
+      for (size_t i = 0; i < hosts_[h].size(); ++i)
+        place_[hosts_[h][i]] = {static_cast<int>(h), static_cast<int>(i)};
+    withinText_ = "hierarchical step within the host (" + members(*near_) + ")";
+    acrossText_ = "hierarchical step across hosts (" + members(*cross_) + ")";
+    queue_ = std::make_unique<data::WorkQueue<Entry>>(
+        [this](Entry &e) { return run(e); });
+  }
+
+  ~HybridCommunicator() override {
+    if (queue_)
+      queue_->stop([this] { abortAll("communicator destroyed"); });
   }
 
   Backend backend() const override { return wide_->backend(); }
   const char *transport() const override { return wide_->transport(); }
   const char *transportTo(int peer) const override {
     return nearPeer(peer) >= 0 ? near_->transport() : wide_->transport();
+  }
+  const char *collectiveTransport(CommOpKind kind) const override {
+    return cross_ && (kind == CommOpKind::AllReduce ||
+                      kind == CommOpKind::Broadcast)
+               ? "shm+gloo"
+               : wide_->transport();
   }
   int rank() const override { return wide_->rank(); }
   int size() const override { return wide_->size(); }
@@ -43,34 +88,46 @@ public:
   const std::string &name() const override { return wide_->name(); }
 
   std::shared_ptr<Work> post(std::vector<CommOp> ops) override {
-    return route(std::move(ops), [](Communicator &c, std::vector<CommOp> o) {
-      return c.post(std::move(o));
-    });
+    if (!queue_)
+      return route(std::move(ops), [](Communicator &c, std::vector<CommOp> o) {
+        return c.post(std::move(o));
+      });
+    auto work = std::make_shared<Work>();
+    queue_->push([&](bool) { return Entry{std::move(ops), work, {}}; });
+    return work;
   }
   std::shared_ptr<Work> postAndRun(std::vector<CommOp> ops) override {
-    return route(std::move(ops), [](Communicator &c, std::vector<CommOp> o) {
-      return c.postAndRun(std::move(o));
+    if (!queue_)
+      return route(std::move(ops), [](Communicator &c, std::vector<CommOp> o) {
+        return c.postAndRun(std::move(o));
+      });
+    return queue_->pushOrRun([&](bool) {
+      return Entry{std::move(ops), std::make_shared<Work>(), {}};
     });
   }
   std::shared_ptr<Work>
   postAndRunUntil(std::vector<CommOp> ops,
                   std::chrono::steady_clock::time_point deadline) override {
-    return route(std::move(ops),
-                 [deadline](Communicator &c, std::vector<CommOp> o) {
-                   return c.postAndRunUntil(std::move(o), deadline);
-                 });
+    if (!queue_)
+      return route(std::move(ops),
+                   [deadline](Communicator &c, std::vector<CommOp> o) {
+                     return c.postAndRunUntil(std::move(o), deadline);
+                   });
+    return queue_->pushOrRun([&](bool) {
+      return Entry{std::move(ops), std::make_shared<Work>(), deadline};
+    });
   }
 
   void registerMemory(const void *base, size_t bytes, int fd) override {
     near_->registerMemory(base, bytes, fd);
     wide_->registerMemory(base, bytes, fd);
+    if (cross_)
+      cross_->registerMemory(base, bytes, fd);
   }
-  void abort(const std::string &reason) override {
-    near_->abort(reason);
-    wide_->abort(reason);
-  }
+  void abort(const std::string &reason) override { abortAll(reason); }
   bool isAborted() const override {
-    return wide_->isAborted() || near_->isAborted();
+    return wide_->isAborted() || near_->isAborted() ||
+           (cross_ && cross_->isAborted());
   }
 
   StatusOr<std::unique_ptr<Communicator>>
@@ -81,11 +138,35 @@ public:
     auto near = near_->duplicate(name + "/near");
     if (!near.isOk())
       return near.status();
+    Hierarchy h;
+    if (cross_) {
+      auto cross = cross_->duplicate(name + "/cross");
+      if (!cross.isOk())
+        return cross.status();
+      h.cross = std::move(cross).value();
+      h.hosts = hosts_;
+      h.explicitTagsInOrder = explicitTagsInOrder_;
+      h.timeout = timeout_;
+    }
     return std::unique_ptr<Communicator>(std::make_unique<HybridCommunicator>(
-        std::move(wide).value(), std::move(near).value()));
+        std::move(wide).value(), std::move(near).value(), std::move(h)));
   }
 
 private:
+  struct Entry {
+    std::vector<CommOp> ops;
+    std::shared_ptr<Work> work;
+    /// The caller's deadline (postAndRunUntil).
+    std::optional<Clock::time_point> deadline;
+  };
+
+  void abortAll(const std::string &reason) {
+    near_->abort(reason);
+    wide_->abort(reason);
+    if (cross_)
+      cross_->abort(reason);
+  }
+
   /// `peer`'s rank in `near`, -1 when it is on another host.
   int nearPeer(int peer) const {
     return peer >= 0 && peer < static_cast<int>(nearIndex_.size())
@@ -93,13 +174,25 @@ private:
                : -1;
   }
 
+  /// Whether `op` runs in steps over `near` and `cross`.
+  bool hierarchical(const CommOp &op) const {
+    if (op.kind != CommOpKind::AllReduce && op.kind != CommOpKind::Broadcast)
+      return false;
+    if (op.tag != kAutoTag && !explicitTagsInOrder_)
+      return false;
+    // An average of averages is the average for floats (every host has
+    // the same number of members); integers would round twice.
+    if (op.kind == CommOpKind::AllReduce && op.reduce == ReduceOp::Avg &&
+        !isFloatDType(op.dtype))
+      return false;
+    return true;
+  }
+
   template <typename Post>
   std::shared_ptr<Work> route(std::vector<CommOp> ops, Post post) {
     std::vector<CommOp> nearOps, wideOps;
     for (CommOp &op : ops) {
-      bool pointToPoint =
-          op.kind == CommOpKind::Send || op.kind == CommOpKind::Recv;
-      int local = pointToPoint ? nearPeer(op.peer) : -1;
+      int local = data::isP2P(op) ? nearPeer(op.peer) : -1;
       if (local >= 0) {
         op.peer = local;
         nearOps.push_back(std::move(op));
@@ -127,17 +220,162 @@ private:
     return both;
   }
 
-  std::unique_ptr<Communicator> wide_, near_;
+  /// "world ranks 1, 3": the members of `c`.
+  static std::string members(const Communicator &c) {
+    std::string out = "world ranks ";
+    for (size_t i = 0; i < c.worldRanks().size(); ++i)
+      out += (i ? ", " : "") + std::to_string(c.worldRanks()[i]);
+    return out;
+  }
+
+  /// One group of the queue, on its thread (or the poster's).
+  Status run(Entry &e) {
+    std::vector<CommOp> wideOps, nearP2P, near1, cross1, cross2, near2, near3;
+    int positions = near_->size(), position = near_->rank();
+    for (CommOp &op : e.ops) {
+      if (data::isP2P(op)) {
+        int local = nearPeer(op.peer);
+        if (local >= 0) {
+          op.peer = local;
+          nearP2P.push_back(op);
+        } else {
+          wideOps.push_back(op);
+        }
+      } else if (!hierarchical(op)) {
+        wideOps.push_back(op);
+      } else if (op.kind == CommOpKind::AllReduce) {
+        near1.push_back(CommOp::allReduce(op.input, op.output, op.count,
+                                          op.dtype, op.reduce));
+        size_t esize = dtypeSize(op.dtype);
+        char *out = static_cast<char *>(op.output);
+        auto slice = [&](int p) {
+          size_t base = op.count / positions, extra = op.count % positions;
+          size_t lo = base * p + std::min<size_t>(p, extra);
+          return std::make_pair(lo, base + (size_t(p) < extra ? 1 : 0));
+        };
+        auto [lo, len] = slice(position);
+        if (len)
+          cross2.push_back(CommOp::allReduce(out + lo * esize, out + lo * esize,
+                                             len, op.dtype, op.reduce));
+        for (int p = 0; p < positions; ++p) {
+          auto [plo, plen] = slice(p);
+          if (plen)
+            near3.push_back(CommOp::broadcast(
+                out + plo * esize, out + plo * esize, plen, op.dtype, p));
+        }
+      } else { // broadcast
+        if (op.peer < 0 || op.peer >= size())
+          return Status(StatusCode::InvalidArgument,
+                        "gloo broadcast on '" + name() + "': root " +
+                            std::to_string(op.peer) + " is not a member of " +
+                            std::to_string(size()));
+        auto [host, at] = place_.at(wide_->worldRanks()[op.peer]);
+        if (at == position)
+          cross1.push_back(
+              CommOp::broadcast(op.input, op.output, op.count, op.dtype, host));
+        near2.push_back(
+            CommOp::broadcast(op.output, op.output, op.count, op.dtype, at));
+      }
+    }
+
+    std::vector<std::pair<std::shared_ptr<Work>, std::string>> pending;
+    std::shared_ptr<Work> wide;
+    if (!wideOps.empty())
+      wide = wide_->post(std::move(wideOps));
+    auto start = [&](Communicator &c, std::vector<CommOp> &ops,
+                     const std::string &what) {
+      if (!ops.empty())
+        pending.emplace_back(c.post(std::move(ops)), what);
+    };
+    // Waits for this step's groups. A refused op (a type or reduction a
+    // transport lacks) fails alike on every member and breaks nothing; any
+    // other failure breaks every transport at once, so that what is still
+    // posted fails too and no step is left writing the caller's buffers.
+    auto settle = [&](const Status &st) {
+      if (!st && st.code() != StatusCode::InvalidArgument &&
+          st.code() != StatusCode::Unimplemented)
+        abortAll(st.message());
+    };
+    auto finish = [&]() -> Status {
+      Status first;
+      for (auto &[work, what] : pending) {
+        Status st = waitFor(*work, e);
+        settle(st);
+        if (!st && first)
+          first = st.withContext(what);
+      }
+      pending.clear();
+      return first;
+    };
+    const std::string &within = withinText_, &across = acrossText_;
+    start(*near_, near1, within);
+    start(*cross_, cross1, across);
+    Status st = finish();
+    if (st) {
+      start(*cross_, cross2, across);
+      start(*near_, near2, within);
+      st = finish();
+    }
+    if (st) {
+      start(*near_, near3, within);
+      start(*near_, nearP2P, "send/recv within the host");
+      st = finish();
+    }
+    if (wide) {
+      Status w = waitFor(*wide, e);
+      settle(w);
+      if (!w && st)
+        st = w;
+    }
+    return st;
+  }
+
+  /// Waits for `work`: the steps' ops fail at their own deadline (the
+  /// communicators' timeout); this bound is the caller's deadline, or a
+  /// second past the timeout. Past it, breaks every transport so that
+  /// nothing still writes the caller's buffers.
+  Status waitFor(Work &work, const Entry &e) {
+    Clock::time_point deadline =
+        e.deadline.value_or(Clock::now() + timeout_ + std::chrono::seconds(1));
+    for (;;) {
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+          deadline - Clock::now());
+      Status st = work.wait(std::max(left, std::chrono::milliseconds(1)));
+      if (st.code() != StatusCode::DeadlineExceeded || work.isCompleted())
+        return st;
+      if (Clock::now() >= deadline) {
+        std::string why = "gloo communicator '" + name() +
+                          "': a hierarchical collective did not finish "
+                          "within its deadline";
+        abortAll(why);
+        (void)work.wait(std::chrono::milliseconds(1000));
+        return Status(StatusCode::DeadlineExceeded, why);
+      }
+    }
+  }
+
+  std::unique_ptr<Communicator> wide_, near_, cross_;
+  std::vector<std::vector<int>> hosts_;
+  bool explicitTagsInOrder_ = false;
+  std::chrono::milliseconds timeout_;
   /// Per member of `wide`: its rank in `near`, or -1.
   std::vector<int> nearIndex_;
+  /// What a failed step's message begins with.
+  std::string withinText_, acrossText_;
+  /// World rank -> (host, position on it), with `cross`.
+  std::unordered_map<int, std::pair<int, int>> place_;
+  /// Last: its thread runs groups with the members above.
+  std::unique_ptr<data::WorkQueue<Entry>> queue_;
 };
 
 } // namespace
 
 std::unique_ptr<Communicator>
 makeHybridCommunicator(std::unique_ptr<Communicator> wide,
-                       std::unique_ptr<Communicator> near) {
-  return std::make_unique<HybridCommunicator>(std::move(wide), std::move(near));
+                       std::unique_ptr<Communicator> near,
+                       Hierarchy hierarchy) {
+  return std::make_unique<HybridCommunicator>(std::move(wide), std::move(near),
+                                              std::move(hierarchy));
 }
 
 } // namespace monarch::executor

@@ -128,7 +128,7 @@ void Interpreter::Impl::record(const Instruction &instr, int stream,
       name +=
           std::string(" via ") +
           (instr.kind == OpKind::Collective
-               ? comm->second->transport()
+               ? comm->second->collectiveTransport(instr.collective)
                : comm->second->transportTo(memberIndex(
                      program->communicators[instr.communicator], instr.peer)));
   }

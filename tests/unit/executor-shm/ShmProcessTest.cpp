@@ -63,8 +63,10 @@ void runScenario(const std::string &scenario, int ranks,
     EXPECT_EQ(group.process(r).exitCode, 0) << group.describe();
 }
 
-/// The transport each rank reports for its "world" communicator.
-std::vector<std::string> transports(int ranks, const std::string &arg = "") {
+/// The transport each rank reports for its "world" communicator (`key`
+/// TRANSPORT), or for its all_reduce (ALL_REDUCE).
+std::vector<std::string> transports(int ranks, const std::string &arg = "",
+                                    const std::string &which = "TRANSPORT") {
   RankGroup group;
   group.start("transport", ranks, /*timeoutMs=*/10000, arg);
   EXPECT_TRUE(group.waitAll(Clock::now() + 30s)) << group.describe();
@@ -72,7 +74,7 @@ std::vector<std::string> transports(int ranks, const std::string &arg = "") {
   for (int r = 0; r < ranks; ++r) {
     EXPECT_EQ(group.process(r).exitCode, 0) << group.describe();
     std::string text = group.process(r).out;
-    std::string key = "TRANSPORT " + std::to_string(r) + " ";
+    std::string key = which + " " + std::to_string(r) + " ";
     size_t at = text.find(key);
     out.push_back(at == std::string::npos
                       ? "?"
@@ -97,6 +99,37 @@ TEST_P(ShmProcess, MembersOnTwoHostsUseGloo) {
   // Every member must reach the same answer, or the creation would hang.
   for (const std::string &t : transports(GetParam(), "two-hosts"))
     EXPECT_EQ(t, "gloo");
+}
+
+TEST_P(ShmProcess, TwoHostsRunAllReduceAndBroadcastHierarchically) {
+  // 4 ranks: two hosts of two members each, so all_reduce and broadcast
+  // run within each host over shared memory and across them over Gloo
+  // (HybridCommunicator.h); 2 ranks: one member per host, Gloo alone.
+  std::string want = GetParam() == 4 ? "shm+gloo" : "gloo";
+  for (const std::string &t : transports(GetParam(), "two-hosts", "ALL_REDUCE"))
+    EXPECT_EQ(t, want);
+  for (const std::string &t : transports(GetParam(), "two-hosts"))
+    EXPECT_EQ(t, "gloo");
+  // Every op, type, reduction and size, exactly; in place; large buffers
+  // within float rounding; sends and receives within and across hosts
+  // beside them; explicit tags in posting order (the worker's way) and
+  // without that promise (then on Gloo); buffers in registered memory.
+  runScenario("shm-collectives", GetParam(), "two-hosts");
+  runScenario("collectives", GetParam(), "two-hosts");
+  runScenario("large", GetParam(), "two-hosts");
+  runScenario("duplicate", GetParam(), "two-hosts");
+  runScenario("p2p-shm", GetParam(), "two-hosts");
+  runScenario("tagged", GetParam(), "two-hosts in-order");
+  runScenario("tagged", GetParam(), "two-hosts");
+  runScenario("windows", GetParam(), "two-hosts");
+}
+
+TEST_P(ShmProcess, MonarchHierarchicalZeroKeepsCollectivesOnGloo) {
+  ::setenv("MONARCH_HIERARCHICAL", "0", 1);
+  for (const std::string &t : transports(GetParam(), "two-hosts", "ALL_REDUCE"))
+    EXPECT_EQ(t, "gloo");
+  runScenario("collectives", GetParam(), "two-hosts");
+  ::unsetenv("MONARCH_HIERARCHICAL");
 }
 
 TEST_P(ShmProcess, EveryOpEveryDTypeOddSizesAndSlices) {
@@ -197,6 +230,41 @@ INSTANTIATE_TEST_SUITE_P(Ranks, ShmProcess, ::testing::Values(2, 4),
                          });
 
 using ShmFault = ShmTest;
+using ShmHosts = ShmTest;
+
+TEST_F(ShmHosts, UnevenHostsKeepCollectivesOnGloo) {
+  // Ranks 0 and 2 on one host, rank 1 alone on the other: no hierarchy
+  // (every member agrees), the pair still sends over shared memory.
+  for (const std::string &t : transports(3, "two-hosts", "ALL_REDUCE"))
+    EXPECT_EQ(t, "gloo");
+  runScenario("collectives", 3, "two-hosts");
+  runScenario("p2p-shm", 3, "two-hosts");
+}
+
+TEST_F(ShmHosts, PeerKilledMidHierarchicalAllReduceFailsEveryone) {
+  // Rank 3 (host "odd") dies inside a hierarchical all_reduce: its host's
+  // member fails on shared memory, the other host's on Gloo or when the
+  // step within its host is broken; nobody hangs.
+  RankGroup group;
+  group.start("kill", 4, /*timeoutMs=*/20000, "3 two-hosts");
+  for (int r = 0; r < 4; ++r)
+    ASSERT_TRUE(group.waitForLine(r, "READY", Clock::now() + 20s))
+        << group.describe();
+  auto killed = Clock::now();
+  group.kill(3);
+  ASSERT_TRUE(group.waitAll(killed + 10s)) << group.describe();
+  for (int r = 0; r < 3; ++r) {
+    RankProcess &p = group.process(r);
+    auto after = std::chrono::duration_cast<std::chrono::milliseconds>(
+        p.exitTime - killed);
+    EXPECT_LT(after.count(), 5000)
+        << "rank " << r << " took " << after.count() << " ms\n"
+        << group.describe();
+    auto st = group.statuses(r);
+    ASSERT_EQ(st.size(), 1u) << group.describe();
+    EXPECT_NE(st[0].code, "Ok") << group.describe();
+  }
+}
 
 TEST_F(ShmFault, PeerNeverArrivesIsDeadlineExceededNamingIt) {
   RankGroup group;

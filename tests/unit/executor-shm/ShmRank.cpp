@@ -412,6 +412,11 @@ int main(int argc, char **argv) {
     return 2;
   }
   std::string scenario = argv[1];
+  std::string arg = argc > 6 ? argv[6] : "";
+  // Even and odd ranks claim different hosts ("two-hosts", also in
+  // "two-hosts in-order"); set before handing over to DataPlaneRank too.
+  if (arg.find("two-hosts") != std::string::npos)
+    ::setenv("MONARCH_SHM_HOST", std::atoi(argv[2]) % 2 ? "odd" : "even", 1);
   if (scenario != "shm-collectives" && scenario != "p2p-shm" &&
       scenario != "concurrent" && scenario != "transport" &&
       scenario != "tagged" && scenario != "windows") {
@@ -429,10 +434,7 @@ int main(int argc, char **argv) {
   }
   CommOptions options;
   options.timeout = std::chrono::milliseconds(std::atoi(argv[5]));
-  std::string arg = argc > 6 ? argv[6] : "";
-  if (arg == "two-hosts") // even and odd ranks claim different hosts
-    ::setenv("MONARCH_SHM_HOST", gRank % 2 ? "odd" : "even", 1);
-  if (arg == "in-order")
+  if (arg.find("in-order") != std::string::npos)
     options.collectivesInPostingOrder = true;
   if (arg == "oversubscribed") // waiters yield the core instead of spinning
     options.processesOnHost = 1 << 20;
@@ -449,6 +451,8 @@ int main(int argc, char **argv) {
   Communicator &c = **comm;
   if (scenario == "transport") {
     std::printf("TRANSPORT %d %s\n", gRank, c.transport());
+    std::printf("ALL_REDUCE %d %s\n", gRank,
+                c.collectiveTransport(CommOpKind::AllReduce));
     // Still a working communicator.
     std::vector<float> v(3, 1.0f);
     expectOk(c.allReduce(v.data(), v.data(), 3, DType::F32)->wait(kWait),

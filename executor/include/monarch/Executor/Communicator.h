@@ -170,6 +170,13 @@ public:
     (void)peer;
     return transport();
   }
+  /// The transport a collective of `kind` takes: transport(), or for a
+  /// communicator spanning hosts that runs it within each host over shared
+  /// memory and across hosts over TCP, "shm+gloo".
+  virtual const char *collectiveTransport(CommOpKind kind) const {
+    (void)kind;
+    return transport();
+  }
   /// This process's rank in the communicator and the number of members.
   virtual int rank() const = 0;
   virtual int size() const = 0;

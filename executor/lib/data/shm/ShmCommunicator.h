@@ -164,13 +164,25 @@ createShmCommunicator(Store &store, int worldRank,
                       const CommOptions &options);
 
 /// After createShmCommunicator() answered "not one host" for `name`: the
-/// members (world ranks, in `ranks` order) on this process's host, read
-/// from the host identities that rendezvous published; {worldRank} alone
-/// when they cannot be read.
-std::vector<int> sameHostMembers(Store &store, int worldRank,
-                                 const std::vector<int> &ranks,
-                                 const std::string &name,
-                                 std::chrono::milliseconds timeout);
+/// members (world ranks) grouped by host, read from the host identities
+/// that rendezvous published: groups in the order of their first member in
+/// `ranks`, members in `ranks` order (a member that could not publish one
+/// is a group of its own). {{worldRank}} when they cannot be read. Every
+/// member that reads them gets the same groups.
+std::vector<std::vector<int>> hostGroups(Store &store, int worldRank,
+                                         const std::vector<int> &ranks,
+                                         const std::string &name,
+                                         std::chrono::milliseconds timeout);
+
+/// One more store round under `name`, keyed by `question` (a word): every
+/// member says `mine`; true when
+/// all said yes (false for every member otherwise, and when a member does
+/// not answer within `timeout`). Members that must all take the same path
+/// (a hierarchical collective needs every member's sub-communicators)
+/// decide with it.
+bool allAgree(Store &store, int worldRank, const std::vector<int> &ranks,
+              const std::string &name, const std::string &question, bool mine,
+              std::chrono::milliseconds timeout);
 
 } // namespace monarch::executor::shm_backend
 

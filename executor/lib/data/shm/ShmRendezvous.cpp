@@ -162,28 +162,51 @@ ShmGroup::connect(Store &store, int worldRank, const std::vector<int> &ranks,
   return group;
 }
 
-std::vector<int> sameHostMembers(Store &store, int worldRank,
-                                 const std::vector<int> &ranks,
-                                 const std::string &name,
-                                 std::chrono::milliseconds timeout) {
+std::vector<std::vector<int>> hostGroups(Store &store, int worldRank,
+                                         const std::vector<int> &ranks,
+                                         const std::string &name,
+                                         std::chrono::milliseconds timeout) {
   std::string prefix = "shm/" + name + "/";
   auto infos = gather(store, prefix, "info", ranks, Clock::now() + timeout,
                       timeout, name);
-  auto mine = std::find(ranks.begin(), ranks.end(), worldRank);
-  if (!infos || mine == ranks.end())
-    return {worldRank};
-  auto hostOf = [&](size_t r) {
+  if (!infos || std::find(ranks.begin(), ranks.end(), worldRank) == ranks.end())
+    return {{worldRank}};
+  std::vector<std::string> hosts;
+  std::vector<std::vector<int>> groups;
+  for (size_t r = 0; r < ranks.size(); ++r) {
     MemberInfo m = parseInfo((*infos)[r]);
-    return m.ok ? m.host : std::string();
-  };
-  std::string host = hostOf(mine - ranks.begin());
-  if (host.empty())
-    return {worldRank};
-  std::vector<int> members;
-  for (size_t r = 0; r < ranks.size(); ++r)
-    if (hostOf(r) == host)
-      members.push_back(ranks[r]);
-  return members;
+    if (!m.ok) { // a member without a segment shares with nobody
+      groups.push_back({ranks[r]});
+      hosts.emplace_back();
+      continue;
+    }
+    auto at = std::find(hosts.begin(), hosts.end(), m.host);
+    if (at == hosts.end()) {
+      hosts.push_back(m.host);
+      groups.push_back({ranks[r]});
+    } else {
+      groups[at - hosts.begin()].push_back(ranks[r]);
+    }
+  }
+  return groups;
+}
+
+bool allAgree(Store &store, int worldRank, const std::vector<int> &ranks,
+              const std::string &name, const std::string &question, bool mine,
+              std::chrono::milliseconds timeout) {
+  auto at = std::find(ranks.begin(), ranks.end(), worldRank);
+  if (at == ranks.end())
+    return false;
+  std::string prefix = "shm/" + name + "/";
+  if (!store.set(prefix + question + "/" + std::to_string(at - ranks.begin()),
+                 mine ? "yes" : "no"))
+    return false;
+  auto answers = gather(store, prefix, question, ranks, Clock::now() + timeout,
+                        timeout, name);
+  if (!answers)
+    return false;
+  return std::all_of(answers->begin(), answers->end(),
+                     [](const std::string &a) { return a == "yes"; });
 }
 
 } // namespace monarch::executor::shm_backend

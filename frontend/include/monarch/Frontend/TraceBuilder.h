@@ -143,11 +143,19 @@ struct PlanSummary {
     int64_t from = 0;
     int64_t to = 0;
     int64_t bytes = 0;
+    /// `from` and `to` as ranks of `root` (the proc mesh at the root of the
+    /// plan's mesh: the ranks workers run), where the transport is decided.
+    std::string root;
+    int64_t fromRoot = 0;
+    int64_t toRoot = 0;
   };
   struct Collective {
     std::string plan;
     std::string communicator;
     std::string kind;
+    /// The communicator's members as ranks of its root proc mesh `root`.
+    std::string root;
+    std::vector<int64_t> members;
     /// Input bytes and instructions, summed over the participating ranks.
     int64_t bytes = 0;
     int64_t count = 0;
