@@ -8,9 +8,12 @@ the same run between the same namespaces:
   between the namespaces into a numpy buffer that is then summed. Both are
   N / (time(N) - time(4 KB)): the fixed cost of a step (or of a round trip)
   is left out of both.
-- dispatch: a no-op compiled step on 4 workers (2 per host), against a TCP
-  fan-out floor (one small request to each of 4 peers, 2 per host, and
-  their replies).
+- dispatch: a no-op compiled step on 4 workers (2 per host: each adds one
+  to its shard of a 4 x 4 input, the controller gathers the shards),
+  against a TCP fan-out floor (one small request to each of 4 peers, 2 per
+  host, and their replies). Beside it, for information, the same step
+  replicated on the ranks first (an all_gather across the hosts between
+  the workers: more than dispatch).
 
 Needs root (network namespaces). Usage: python3 bench/hosts/hosts_bench.py
 [--quick]. Prints a table with the ratios (targets: bandwidth >= 0.9x raw
@@ -124,9 +127,17 @@ procs = start(4, 2, "dispatch")
 mesh = mc.mesh(hosts=2, gpus=2, launcher="env")
 @mc.compile(mesh=mesh)
 def nop(x):
+    # Each rank gets its shard and returns it plus one; the controller
+    # gathers the result from the shards: nothing between the workers.
+    return mc.shard(x, hosts=0, gpus=1) + 1.0
+@mc.compile(mesh=mesh)
+def gathered(x):
+    # The same, replicated on the ranks first: an all_gather over all four.
     return mc.replicate(mc.shard(x, hosts=0, gpus=1) + 1.0)
 x = np.zeros((4, 4), np.float32)
+assert (nop(x) == 1.0).all() and (gathered(x) == 1.0).all()
 out["ours_dispatch"] = median(lambda: nop(x), reps * 10)
+out["ours_gathered"] = median(lambda: gathered(x), reps * 10)
 mesh.stop()
 for p in procs: p.wait(timeout=20)
 print("RESULT " + json.dumps(out))
@@ -229,6 +240,9 @@ def main():
     d, fd = o["ours_dispatch"] * 1e6, f["floor_dispatch"] * 1e6
     print(f"dispatch, 4 workers on 2 hosts  {d:7.1f} us       {fd:7.1f} us  "
           f"      {d / fd:4.2f}x (target <= 1.5)")
+    g = o["ours_gathered"] * 1e6
+    print(f"  the same with an all_gather   {g:7.1f} us       {fd:7.1f} us  "
+          f"      {g / fd:4.2f}x (a step, not dispatch)")
     return 0
 
 

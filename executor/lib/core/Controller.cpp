@@ -191,7 +191,9 @@ Controller::start(ControllerOptions options) {
   auto impl = std::make_unique<Impl>();
   Impl &s = *impl;
   s.options = std::move(options);
-  s.replySpinUs = static_cast<int>(knobs::getInt(knobs::Id::ReplySpinUs).value);
+  if (knobs::Value<int64_t> spin = knobs::getInt(knobs::Id::ReplySpinUs);
+      spin.isSet)
+    s.replySpinUs = static_cast<int>(spin.value);
   s.token =
       s.options.jobToken.empty() ? generateJobToken() : s.options.jobToken;
   s.limits = WireOptions::fromEnv(s.token);

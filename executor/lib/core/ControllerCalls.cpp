@@ -893,6 +893,7 @@ Controller::runStepOnce(const std::string &plan,
       conns[r] = s.ranks[r].conn.get();
   }
   std::vector<bool> sent(n, false);
+  int spinUs = s.replySpin(n);
   for (int phase = 0; phase < 2; ++phase)
     for (int r = 0; r < n; ++r) {
       if (phase == 1 && !sent[r])
@@ -905,7 +906,7 @@ Controller::runStepOnce(const std::string &plan,
             if (phase == 0)
               conns[r]->client().send_runStep((*shared)[r]);
             else {
-              conns[r]->spinUntilReadable(s.replySpinUs);
+              conns[r]->spinUntilReadable(spinUs);
               conns[r]->client().recv_runStep(gather->replies[r]);
             }
           },

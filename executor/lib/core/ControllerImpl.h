@@ -11,6 +11,7 @@
 #define MONARCH_EXECUTOR_CORE_CONTROLLERIMPL_H
 
 #include "monarch/Executor/BufferPool.h"
+#include "monarch/Executor/Communicator.h"
 #include "monarch/Executor/Controller.h"
 #include "monarch/Executor/Store.h"
 #include "monarch/Plan/Plan.h"
@@ -206,7 +207,16 @@ struct Controller::Impl {
   std::recursive_mutex callMutex;
   /// How long runStep spins for each reply before blocking (ms-long steps
   /// lose nothing; a short step skips a wake-up). MONARCH_REPLY_SPIN_US.
-  int replySpinUs = 30;
+  /// MONARCH_REPLY_SPIN_US; -1 when unset: replySpin() decides.
+  int replySpinUs = -1;
+  /// How long runStep polls for each of `worldSize` workers' replies: the
+  /// knob, else 30 us when the workers and this controller can each have a
+  /// core here, else 0 (the rule of the workers' own polling).
+  int replySpin(int worldSize) const {
+    if (replySpinUs >= 0)
+      return replySpinUs;
+    return worldSize + 1 <= usableCores() ? 30 : 0;
+  }
   /// Ours, compared with each worker's at registration.
   std::string hostIdentity = executor::hostIdentity();
   /// Per same-host rank: the area its large feeds and fetches go through

@@ -106,6 +106,34 @@ def pipeline_within_and_across_hosts(mesh):
         np.testing.assert_allclose(three(v), want, rtol=1e-5, atol=1e-5)
 
 
+def train_data_parallel_over_every_rank(mesh, steps=3):
+    """Data parallel over both dimensions: the gradients' all_reduce spans
+    the 2 x 2 mesh, two members per host, so it is hierarchical (shared
+    memory within each host, Gloo across); against float64 numpy. Returns
+    what plan_summary() says of the step's transports."""
+    @mc.compile(mesh=mesh)
+    def train_step(w, x, t):
+        def loss_fn(w, x, t):
+            y = mc.shard(x, hosts=0, gpus=0) @ w
+            return ((y - t) ** 2).mean()
+        loss, g = mc.value_and_grad(loss_fn)(w, x, t)
+        return loss, w - 0.1 * g
+
+    rng = np.random.default_rng(1)
+    w = rng.standard_normal((16, 4)).astype(np.float32) / 4
+    x = rng.standard_normal((8, 16)).astype(np.float32)
+    t = rng.standard_normal((8, 4)).astype(np.float32)
+    r = w.astype(np.float64)
+    for _ in range(steps):
+        loss, w = train_step(w, x, t)
+        y = x @ r
+        want = ((y - t) ** 2).mean()
+        r = r - 0.1 * (x.T @ (2 * (y - t) / y.size))
+        np.testing.assert_allclose(loss, want, rtol=1e-4)
+        np.testing.assert_allclose(w, r, rtol=1e-4, atol=1e-5)
+    return sorted(set(train_step.plan_summary(w, x, t).transports.values()))
+
+
 def transports(trace_path):
     """{transport: [slice names]} of the communication in a MONARCH_TRACE."""
     import json

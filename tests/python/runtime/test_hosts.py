@@ -87,6 +87,7 @@ if scenario == "train":
     _multihost.train_data_x_tensor_parallel(mesh)
     _multihost.pipeline_across_hosts(mesh)
     _multihost.pipeline_within_and_across_hosts(mesh)
+    result["planned"] = _multihost.train_data_parallel_over_every_rank(mesh)
     ctl = _runtime.controller_of(mesh)
     result["pids"] = [ctl.worker_pid(r) for r in range(4)]
 else:
@@ -150,6 +151,8 @@ def test_a_mesh_across_two_hosts_trains_and_pipelines_as_numpy(hosts,
     assert "<Path: @monarch-worker" not in proc.stderr, proc.stderr[-4000:]
 
     assert_transports(tmp_path / "trace.json")
+    # What plan_summary() said before the run is what the trace shows.
+    assert "shm+gloo" in out["planned"], out["planned"]
 
 
 def assert_transports(trace):
@@ -157,9 +160,11 @@ def assert_transports(trace):
     communicators (data-parallel gradients) and the pipelines' transfers
     from host 0 to host 1 cross the network; the three-stage pipeline's
     hand-off between host 0's two ranks, in the same communicator as its
-    hand-off to host 1, stays in shared memory (transport per pair)."""
+    hand-off to host 1, stays in shared memory (transport per pair). The
+    all_reduce over every rank (two per host) is hierarchical."""
     via = transports(trace)
-    assert set(via) == {"shm", "gloo"}, via
+    assert set(via) == {"shm", "gloo", "shm+gloo"}, via
+    assert all(n.startswith("all_reduce") for n in via["shm+gloo"]), via
     three = [n for t in via for n in via[t] if "@three." in n]
     assert "send to 1 on @three.worker.mesh.comm0 via shm" in three, three
     assert "send to 2 on @three.worker.mesh.comm0 via gloo" in three, three

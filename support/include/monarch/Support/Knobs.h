@@ -224,10 +224,12 @@ enum Component : unsigned {
     Controller, false,                                                         \
     "the most workers the local launcher starts on this host; a larger mesh "  \
     "is refused before anything starts")                                       \
-  X(ReplySpinUs, "MONARCH_REPLY_SPIN_US", Int, "30", 0, 1000000, "",           \
-    Controller, false,                                                         \
-    "how long a step polls for each worker's reply before blocking (`0` "      \
-    "blocks at once)")                                                         \
+  X(ReplySpinUs, "MONARCH_REPLY_SPIN_US", Int, "", 0, 1000000, "", Controller, \
+    false,                                                                     \
+    "how long a step polls for each worker's reply before blocking (30 when "  \
+    "the job's workers and the controller each have a core, else 0: a "        \
+    "polling controller would take the core a worker needs; `0` blocks at "    \
+    "once)")                                                                   \
   X(WorkerSpinUs, "MONARCH_WORKER_SPIN_US", Int, "", 0, 1000000, "", Worker,   \
     false,                                                                     \
     "how long a worker polls for its next request after answering one (20 "    \
