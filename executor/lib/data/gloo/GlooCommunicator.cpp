@@ -89,33 +89,19 @@ void glooAllReduce(const std::shared_ptr<::gloo::Context> &ctx, const void *in,
 
 GlooCommunicator::GlooCommunicator(std::shared_ptr<GlooGroup> group,
                                    std::string name, uint32_t duplicateId)
-    : group_(std::move(group)), name_(std::move(name)),
-      duplicateId_(duplicateId) {
+    : GroupCommunicator(std::move(group), std::move(name), duplicateId,
+                        "gloo") {
   group_->attach(this);
 }
 
 GlooCommunicator::~GlooCommunicator() {
-  // Work still running would block the join until its deadline: break the
-  // connections instead (peers see this rank leave, as they would on exit).
-  queue_.stop([&] {
-    group_->breakWith(Status(StatusCode::Aborted,
-                             "communicator '" + name_ +
-                                 "' destroyed with work pending on rank " +
-                                 std::to_string(rank())));
-  });
+  shutDown();
   group_->detach(this);
 }
 
 std::shared_ptr<Work> GlooCommunicator::post(std::vector<CommOp> ops) {
-  for (const CommOp &op : ops) {
-    Status st = data::validateOp(op, rank(), size(), "gloo");
-    if (!st)
-      return Work::completed(st);
-  }
-  if (group_->isBroken())
-    return Work::completed(Status(
-        StatusCode::Aborted, "gloo communicator '" + name_ + "' is broken: " +
-                                 group_->brokenStatus().message()));
+  if (std::shared_ptr<Work> refused = refusal(ops))
+    return refused;
   Entry entry;
   entry.ops = std::move(ops);
   entry.work = std::make_shared<Work>();
@@ -126,49 +112,6 @@ std::shared_ptr<Work> GlooCommunicator::post(std::vector<CommOp> ops) {
     return std::move(entry);
   });
   return work;
-}
-
-void GlooCommunicator::abort(const std::string &reason) {
-  group_->breakWith(
-      Status(StatusCode::Aborted,
-             "aborted on rank " + std::to_string(rank()) + ": " + reason));
-}
-
-StatusOr<std::unique_ptr<Communicator>>
-GlooCommunicator::duplicate(const std::string &name) {
-  if (group_->isBroken())
-    return Status(StatusCode::Aborted,
-                  "gloo communicator '" + name_ +
-                      "' is broken: " + group_->brokenStatus().message());
-  uint32_t id = group_->nextDuplicateId();
-  if (id > kMaxDuplicateId)
-    return Status(StatusCode::InvalidArgument,
-                  "gloo communicator '" + name_ +
-                      "': more than 126 duplicates of one connection group");
-  try {
-    return std::unique_ptr<Communicator>(
-        std::make_unique<GlooCommunicator>(group_, name, id));
-  } catch (const std::exception &e) {
-    return Status(StatusCode::Internal,
-                  "gloo communicator '" + name + "': " + e.what());
-  }
-}
-
-void GlooCommunicator::takePending(
-    const Status &status,
-    std::vector<std::pair<std::shared_ptr<Work>, Status>> &out) {
-  queue_.takePending(
-      Status(StatusCode::Aborted, "gloo communicator '" + name_ +
-                                      "' is broken: " + status.message()),
-      out);
-}
-
-Status GlooCommunicator::run(Entry &entry) {
-  if (group_->isBroken())
-    return Status(StatusCode::Aborted,
-                  "gloo communicator '" + name_ +
-                      "' is broken: " + group_->brokenStatus().message());
-  return runEntry(entry);
 }
 
 void GlooCommunicator::ringReduceScatter(const CommOp &op, uint32_t tag) {

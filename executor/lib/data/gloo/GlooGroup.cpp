@@ -335,43 +335,15 @@ GlooGroup::connect(Store &store, int worldRank, const std::vector<int> &ranks,
 
 GlooGroup::~GlooGroup() = default;
 
-Status GlooGroup::brokenStatus() const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  return brokenStatus_;
-}
-
-void GlooGroup::breakWith(const Status &status) {
-  std::vector<std::pair<std::shared_ptr<Work>, Status>> pending;
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (!broken_.exchange(true))
-      brokenStatus_ = status;
-    // Shutting the sockets down (rather than closing the pairs) lets Gloo's
-    // event loop see the end of each stream: it fails this rank's blocked
-    // waits at once, and the peers see the connection drop.
-    // Gloo may have closed a failed pair's socket already and the number
-    // been reused since: only shut down what is still the same socket.
-    for (const auto &[fd, inode] : sockets_)
-      if (fdTarget(fd) == inode)
-        ::shutdown(fd, SHUT_RDWR);
-    for (GlooCommunicator *comm : attached_)
-      comm->takePending(brokenStatus_, pending);
-  }
-  // Completion callbacks may call back into the communicator (post, abort):
-  // run them without holding any of our locks.
-  for (auto &[work, st] : pending)
-    work->complete(st);
-}
-
-void GlooGroup::attach(GlooCommunicator *comm) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  attached_.push_back(comm);
-}
-
-void GlooGroup::detach(GlooCommunicator *comm) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  attached_.erase(std::remove(attached_.begin(), attached_.end(), comm),
-                  attached_.end());
+void GlooGroup::breakLocked() {
+  // Shutting the sockets down (rather than closing the pairs) lets Gloo's
+  // event loop see the end of each stream: it fails this rank's blocked
+  // waits at once, and the peers see the connection drop.
+  // Gloo may have closed a failed pair's socket already and the number
+  // been reused since: only shut down what is still the same socket.
+  for (const auto &[fd, inode] : sockets_)
+    if (fdTarget(fd) == inode)
+      ::shutdown(fd, SHUT_RDWR);
 }
 
 std::string GlooGroup::rankOfAddressIn(const std::string &message) const {

@@ -20,42 +20,19 @@ namespace {
 
 using data::isP2P;
 
-std::string brokenText(const std::string &name, const Status &why) {
-  return "shm communicator '" + name + "' is broken: " + why.message();
-}
-
 } // namespace
 
 bool shmEnabled() { return knobs::getBool(knobs::Id::Shm).value; }
 
 ShmCommunicator::ShmCommunicator(std::shared_ptr<ShmGroup> group,
                                  std::string name, uint32_t duplicateId)
-    : group_(std::move(group)), name_(std::move(name)),
-      duplicateId_(duplicateId) {
+    : GroupCommunicator(std::move(group), std::move(name), duplicateId, "shm") {
   group_->attach(this);
 }
 
 ShmCommunicator::~ShmCommunicator() {
-  queue_.stop([&] {
-    group_->breakWith(Status(StatusCode::Aborted,
-                             "communicator '" + name_ +
-                                 "' destroyed with work pending on rank " +
-                                 std::to_string(rank())));
-  });
+  shutDown();
   group_->detach(this);
-}
-
-std::shared_ptr<Work>
-ShmCommunicator::refusal(const std::vector<CommOp> &ops) const {
-  for (const CommOp &op : ops) {
-    Status st = data::validateOp(op, rank(), size(), "shm");
-    if (!st)
-      return Work::completed(st);
-  }
-  if (group_->isBroken())
-    return Work::completed(
-        Status(StatusCode::Aborted, brokenText(name_, group_->brokenStatus())));
-  return nullptr;
 }
 
 std::shared_ptr<Work> ShmCommunicator::post(std::vector<CommOp> ops) {
@@ -113,45 +90,6 @@ ShmCommunicator::postAndRunUntil(std::vector<CommOp> ops,
         data::collectiveTags(entry.ops, duplicateId_, collectiveSeq_);
     return std::move(entry);
   });
-}
-
-void ShmCommunicator::abort(const std::string &reason) {
-  group_->breakWith(
-      Status(StatusCode::Aborted,
-             "aborted on rank " + std::to_string(rank()) + ": " + reason));
-}
-
-StatusOr<std::unique_ptr<Communicator>>
-ShmCommunicator::duplicate(const std::string &name) {
-  if (group_->isBroken())
-    return Status(StatusCode::Aborted,
-                  brokenText(name_, group_->brokenStatus()));
-  uint32_t id = group_->nextDuplicateId();
-  if (id > 126)
-    return Status(StatusCode::InvalidArgument,
-                  "shm communicator '" + name_ +
-                      "': more than 126 duplicates of one connection group");
-  try {
-    return std::unique_ptr<Communicator>(
-        std::make_unique<ShmCommunicator>(group_, name, id));
-  } catch (const std::exception &e) {
-    return Status(StatusCode::Internal,
-                  "shm communicator '" + name + "': " + e.what());
-  }
-}
-
-void ShmCommunicator::takePending(
-    const Status &status,
-    std::vector<std::pair<std::shared_ptr<Work>, Status>> &out) {
-  queue_.takePending(Status(StatusCode::Aborted, brokenText(name_, status)),
-                     out);
-}
-
-Status ShmCommunicator::run(Entry &entry) {
-  if (group_->isBroken())
-    return Status(StatusCode::Aborted,
-                  brokenText(name_, group_->brokenStatus()));
-  return runEntry(entry);
 }
 
 Status ShmCommunicator::failed(Status st, const CommOp *op,

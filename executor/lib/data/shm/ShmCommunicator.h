@@ -14,8 +14,8 @@
 
 #include "ShmGroup.h"
 
+#include "core/GroupCommunicator.h"
 #include "core/SharedArea.h"
-#include "core/WorkQueue.h"
 
 namespace monarch::executor::shm_backend {
 
@@ -25,7 +25,24 @@ inline uint64_t collectiveMatchTag(uint32_t tag, uint32_t step) {
   return uint64_t(1) << 63 | uint64_t(tag) << 24 | (step & 0xffffff);
 }
 
-class ShmCommunicator final : public Communicator {
+/// One posted group on a shared-memory communicator's queue.
+struct ShmEntry {
+  std::vector<CommOp> ops;
+  std::vector<uint32_t> collectiveTags; // one per collective, in order
+  std::shared_ptr<Work> work;
+  /// The group's sends and receives to peers (their buffers keep their
+  /// addresses when the entry moves), and whether post() already handed
+  /// them to the ShmGroup.
+  std::vector<ShmRequest> p2p;
+  std::vector<const CommOp *> p2pOps;
+  bool preposted = false;
+  /// The caller's deadline where earlier than the group's timeout
+  /// (postAndRunUntil).
+  std::optional<Clock::time_point> deadline;
+};
+
+class ShmCommunicator final
+    : public data::GroupCommunicator<ShmGroup, ShmEntry> {
 public:
   ShmCommunicator(std::shared_ptr<ShmGroup> group, std::string name,
                   uint32_t duplicateId);
@@ -33,12 +50,6 @@ public:
 
   Backend backend() const override { return Backend::Gloo; }
   const char *transport() const override { return "shm"; }
-  int rank() const override { return group_->rank(); }
-  int size() const override { return group_->size(); }
-  const std::vector<int> &worldRanks() const override {
-    return group_->worldRanks();
-  }
-  const std::string &name() const override { return name_; }
 
   std::shared_ptr<Work> post(std::vector<CommOp> ops) override;
   /// Groups of collectives only run on the caller's thread when idle.
@@ -46,16 +57,11 @@ public:
   std::shared_ptr<Work>
   postAndRunUntil(std::vector<CommOp> ops,
                   std::chrono::steady_clock::time_point deadline) override;
-  void abort(const std::string &reason) override;
-  bool isAborted() const override { return group_->isBroken(); }
   StatusOr<std::unique_ptr<Communicator>>
-  duplicate(const std::string &name) override;
+  duplicate(const std::string &name) override {
+    return duplicateAs<ShmCommunicator>(name);
+  }
   void registerMemory(const void *base, size_t bytes, int fd) override;
-
-  /// Hands over queued and in-flight work (called by the group when it
-  /// breaks, with its lock held).
-  void takePending(const Status &status,
-                   std::vector<std::pair<std::shared_ptr<Work>, Status>> &out);
 
   /// Direct collectives (ShmDirect.cpp): this object's mapped area of
   /// every member, set up by its first collective.
@@ -76,20 +82,7 @@ public:
   enum class Counter { Posted, Reduced, Consumed };
 
 private:
-  struct Entry {
-    std::vector<CommOp> ops;
-    std::vector<uint32_t> collectiveTags; // one per collective, in order
-    std::shared_ptr<Work> work;
-    /// The group's sends and receives to peers (their buffers keep their
-    /// addresses when the entry moves), and whether post() already handed
-    /// them to the ShmGroup.
-    std::vector<ShmRequest> p2p;
-    std::vector<const CommOp *> p2pOps;
-    bool preposted = false;
-    /// The caller's deadline where earlier than the group's timeout
-    /// (postAndRunUntil).
-    std::optional<Clock::time_point> deadline;
-  };
+  using Entry = ShmEntry;
   static void prepareP2P(Entry &entry, int rank);
   /// The sends and receives of one step of a collective.
   struct Exchange {
@@ -98,12 +91,7 @@ private:
     void recv(int peer, uint64_t tag, void *dst, size_t bytes);
   };
 
-  /// A completed Work failing `ops` when one is invalid or the group is
-  /// broken; null when they may run.
-  std::shared_ptr<Work> refusal(const std::vector<CommOp> &ops) const;
-  /// One entry on the queue's thread.
-  Status run(Entry &entry);
-  Status runEntry(Entry &entry);
+  Status runEntry(Entry &entry) override;
   Status runCollective(const CommOp &op, uint32_t tag,
                        Clock::time_point deadline);
   Status exchange(Exchange &ex, const CommOp &op, Clock::time_point deadline);
@@ -137,19 +125,12 @@ private:
   Status checkDescriptors(uint64_t k, const CommOp &op);
   std::string describeDirect(const CommOp &op) const;
 
-  std::shared_ptr<ShmGroup> group_;
-  std::string name_;
-  uint32_t duplicateId_;
-  uint32_t collectiveSeq_ = 0; // guarded by the queue's lock
-  std::vector<char> scratch_;  // the worker thread's, reused across ops
   std::unique_ptr<Direct> direct_;
   bool directTried_ = false;
   /// registerMemory(): where, and its memfd (-1: none).
   const char *windowBase_ = nullptr;
   size_t windowBytes_ = 0;
   int windowFd_ = -1;
-  /// Last: its thread runs entries with the members above.
-  data::WorkQueue<Entry> queue_{[this](Entry &e) { return run(e); }};
 };
 
 /// False when MONARCH_SHM=0 (read at every call).

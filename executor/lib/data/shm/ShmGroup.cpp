@@ -458,11 +458,6 @@ Status ShmGroup::wait(const std::vector<ShmRequest *> &reqs,
   }
 }
 
-Status ShmGroup::brokenStatus() const {
-  std::lock_guard<std::mutex> lock(stateMutex_);
-  return brokenStatus_;
-}
-
 void ShmGroup::clearLocked() {
   for (Peer &peer : peers_) {
     peer.out.clear();
@@ -475,42 +470,22 @@ void ShmGroup::clearLocked() {
   }
 }
 
-void ShmGroup::breakWith(const Status &status) {
-  std::vector<std::pair<std::shared_ptr<Work>, Status>> pending;
-  {
-    std::lock_guard<std::mutex> lock(stateMutex_);
-    if (!broken_.exchange(true))
-      brokenStatus_ = status;
-    SegmentHeader &mine = segments_[rank_].header();
-    uint32_t expected = 0;
-    if (mine.stateClaim.compare_exchange_strong(expected, 1)) {
-      std::snprintf(mine.reason, sizeof(mine.reason), "rank %d aborted: %s",
-                    rank_, brokenStatus_.message().c_str());
-      mine.state.store(uint32_t(PeerState::Aborted), std::memory_order_release);
-    }
-    for (int p = 0; p < size(); ++p)
-      ringDoorbell(segments_[p].header());
-    for (ShmCommunicator *comm : attached_)
-      comm->takePending(brokenStatus_, pending);
+void ShmGroup::breakLocked() {
+  SegmentHeader &mine = segments_[rank_].header();
+  uint32_t expected = 0;
+  if (mine.stateClaim.compare_exchange_strong(expected, 1)) {
+    std::snprintf(mine.reason, sizeof(mine.reason), "rank %d aborted: %s",
+                  rank_, brokenStatus_.message().c_str());
+    mine.state.store(uint32_t(PeerState::Aborted), std::memory_order_release);
   }
-  {
-    // Waits for a progress pass in flight; then no request is referenced.
-    std::lock_guard<std::mutex> lock(mu_);
-    clearLocked();
-  }
-  for (auto &[work, st] : pending)
-    work->complete(st);
+  for (int p = 0; p < size(); ++p)
+    ringDoorbell(segments_[p].header());
 }
 
-void ShmGroup::attach(ShmCommunicator *comm) {
-  std::lock_guard<std::mutex> lock(stateMutex_);
-  attached_.push_back(comm);
-}
-
-void ShmGroup::detach(ShmCommunicator *comm) {
-  std::lock_guard<std::mutex> lock(stateMutex_);
-  attached_.erase(std::remove(attached_.begin(), attached_.end(), comm),
-                  attached_.end());
+void ShmGroup::afterBreak() {
+  // Waits for a progress pass in flight; then no request is referenced.
+  std::lock_guard<std::mutex> lock(mu_);
+  clearLocked();
 }
 
 } // namespace monarch::executor::shm_backend

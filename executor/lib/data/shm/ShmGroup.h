@@ -25,7 +25,7 @@
 #define MONARCH_EXECUTOR_DATA_SHM_SHMGROUP_H
 
 #include "ShmSegment.h"
-#include "monarch/Executor/Communicator.h"
+#include "core/ConnectionGroup.h"
 
 #include <deque>
 #include <map>
@@ -58,7 +58,7 @@ inline constexpr size_t kRingBytes = size_t(2) << 20;
 inline constexpr size_t kEagerBytes = size_t(64) << 10;
 inline constexpr size_t kChunkBytes = size_t(256) << 10;
 
-class ShmGroup {
+class ShmGroup final : public data::ConnectionGroup<ShmCommunicator> {
 public:
   /// Rendezvous through `store` under "shm/<name>". Returns a null pointer
   /// (and leaves nothing behind) when the members cannot share memory: not
@@ -69,11 +69,6 @@ public:
           const std::string &name, const CommOptions &options);
   ~ShmGroup();
 
-  int rank() const { return rank_; }
-  int size() const { return static_cast<int>(worldRanks_.size()); }
-  const std::vector<int> &worldRanks() const { return worldRanks_; }
-  const std::string &name() const { return name_; }
-  std::chrono::milliseconds timeout() const { return timeout_; }
   /// CommOptions::collectivesInPostingOrder at creation.
   bool collectivesInPostingOrder() const { return collectivesInPostingOrder_; }
   /// The job's processes on this host (CommOptions::processesOnHost, at
@@ -92,17 +87,6 @@ public:
   Status wait(const std::vector<ShmRequest *> &reqs, Clock::time_point deadline,
               const std::string &what, const ShmRequest **culprit);
 
-  Status brokenStatus() const;
-  bool isBroken() const { return broken_.load(); }
-  /// Breaks the group with `status` (first one wins): peers waiting on this
-  /// rank see it at once, local waiters return, every pending work of the
-  /// attached communicators fails.
-  void breakWith(const Status &status);
-
-  void attach(ShmCommunicator *comm);
-  void detach(ShmCommunicator *comm);
-  uint32_t nextDuplicateId() { return nextDuplicate_++; }
-
   /// "rank 1 (world rank 3)".
   std::string describeRank(int r) const;
   /// The header of member `r`'s segment (its doorbell and liveness).
@@ -114,6 +98,11 @@ public:
 
 private:
   ShmGroup() = default;
+  /// breakWith(): marks this member's segment aborted (peers waiting on
+  /// this rank see it at once) and rings every doorbell (local waiters
+  /// return); then forgets every request.
+  void breakLocked() override;
+  void afterBreak() override;
 
   enum class FrameType : uint32_t { Eager = 1, Rts, Data, Ack, Cts };
   struct FrameHeader {
@@ -167,10 +156,6 @@ private:
   void matchRecv(int p, ShmRequest *req, bool &completed);
   void clearLocked();
 
-  int rank_ = 0;
-  std::vector<int> worldRanks_;
-  std::string name_;
-  std::chrono::milliseconds timeout_{0};
   bool collectivesInPostingOrder_ = false;
   bool oversubscribed_ = false;
   std::vector<Segment> segments_; // [rank]: ours at rank_, the peers' others
@@ -178,12 +163,6 @@ private:
   std::mutex mu_; // the engine state below, and progress
   std::vector<Peer> peers_;
   std::atomic<int> localWaiters_{0};
-
-  std::atomic<bool> broken_{false};
-  mutable std::mutex stateMutex_;
-  Status brokenStatus_;
-  std::vector<ShmCommunicator *> attached_;
-  std::atomic<uint32_t> nextDuplicate_{1};
 };
 
 } // namespace monarch::executor::shm_backend
