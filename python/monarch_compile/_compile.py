@@ -121,7 +121,7 @@ def _transport(backend, hosts, kind=None):
         return "gloo"
     if len(set(hosts)) == 1:
         return "shm"
-    if kind in ("all_reduce", "broadcast") and knobs.hierarchical:
+    if kind is not None and kind != "all_to_all" and knobs.hierarchical:
         per_host = [hosts.count(h) for h in set(hosts)]
         if min(per_host) >= 2 and len(set(per_host)) == 1:
             return "shm+gloo"
@@ -154,7 +154,8 @@ class PlanSummary:
         """{(plan, communicator, kind): transport} of the collectives and
         {(plan, from, to): transport} of the point-to-point links: "shm"
         (one host), "gloo" (TCP), "shm+gloo" (hierarchical: within each host
-        over shared memory, across hosts over TCP) or "nccl", from where the
+        over shared memory, across hosts over TCP; every collective but
+        all_to_all) or "nccl", from where the
         mesh's launcher and `hosts` dimension put the ranks."""
         out = {(c["plan"], c["communicator"], c["kind"]): c["transport"]
                for c in self.collectives}

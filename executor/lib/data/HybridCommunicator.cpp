@@ -7,10 +7,14 @@
 //
 // With `cross`, each group runs on this object's queue in up to three steps:
 //   1. `near`: all_reduce of every hierarchical all_reduce (within the
-//      host); `cross`: the first hop of every broadcast whose root holds this
-//      member's position;
-//   2. `cross`: all_reduce of this member's slice of each all_reduce;
-//      `near`: the second hop of every broadcast (from the root's position);
+//      host), reduce_scatter of every reduce_scatter's blocks ordered by
+//      position; `cross`: the first hop of every broadcast whose root holds
+//      this member's position, all_gather of every all_gather's block
+//      among this position's members;
+//   2. `cross`: all_reduce of this member's slice of each all_reduce,
+//      reduce_scatter of what step 1 left; `near`: the second hop of every
+//      broadcast (from the root's position), all_gather of what step 1
+//      gathered (then each block is copied to its place);
 //   3. `near`: each position's slice of each all_reduce, broadcast by its
 //      owner; then the group's sends and receives with this host's members.
 // The group's other ops (send/recv across hosts, the other collectives) go
@@ -26,8 +30,12 @@
 
 #include "core/WorkQueue.h"
 
+#include "core/Reduction.h"
+
 #include <algorithm>
 #include <atomic>
+#include <cstring>
+#include <functional>
 #include <mutex>
 #include <optional>
 #include <unordered_map>
@@ -58,6 +66,13 @@ public:
     for (size_t h = 0; h < hosts_.size(); ++h)
       for (size_t i = 0; i < hosts_[h].size(); ++i)
         place_[hosts_[h][i]] = {static_cast<int>(h), static_cast<int>(i)};
+    wideIndex_.assign(hosts_.size(), {});
+    for (size_t h = 0; h < hosts_.size(); ++h)
+      for (int w : hosts_[h]) {
+        const std::vector<int> &all = wide_->worldRanks();
+        wideIndex_[h].push_back(static_cast<int>(
+            std::find(all.begin(), all.end(), w) - all.begin()));
+      }
     withinText_ = "hierarchical step within the host (" + members(*near_) + ")";
     acrossText_ = "hierarchical step across hosts (" + members(*cross_) + ")";
     queue_ = std::make_unique<data::WorkQueue<Entry>>(
@@ -75,10 +90,8 @@ public:
     return nearPeer(peer) >= 0 ? near_->transport() : wide_->transport();
   }
   const char *collectiveTransport(CommOpKind kind) const override {
-    return cross_ && (kind == CommOpKind::AllReduce ||
-                      kind == CommOpKind::Broadcast)
-               ? "shm+gloo"
-               : wide_->transport();
+    return cross_ && kind != CommOpKind::AllToAll ? "shm+gloo"
+                                                  : wide_->transport();
   }
   int rank() const override { return wide_->rank(); }
   int size() const override { return wide_->size(); }
@@ -176,16 +189,38 @@ private:
 
   /// Whether `op` runs in steps over `near` and `cross`.
   bool hierarchical(const CommOp &op) const {
-    if (op.kind != CommOpKind::AllReduce && op.kind != CommOpKind::Broadcast)
+    if (op.kind == CommOpKind::AllToAll || data::isP2P(op))
       return false;
     if (op.tag != kAutoTag && !explicitTagsInOrder_)
       return false;
     // An average of averages is the average for floats (every host has
     // the same number of members); integers would round twice.
-    if (op.kind == CommOpKind::AllReduce && op.reduce == ReduceOp::Avg &&
-        !isFloatDType(op.dtype))
+    bool reduces = op.kind == CommOpKind::AllReduce ||
+                   op.kind == CommOpKind::ReduceScatter;
+    if (reduces && op.reduce == ReduceOp::Avg && !isFloatDType(op.dtype))
       return false;
     return true;
+  }
+
+  /// Member `k` of `wide` as (host, position), and the member at (host,
+  /// position) as a rank of `wide`.
+  std::pair<int, int> placeOf(int k) const {
+    return place_.at(wide_->worldRanks()[k]);
+  }
+  int memberAt(int host, int position) const {
+    return wideIndex_[host][position];
+  }
+
+  /// A buffer of `bytes` for one op of the running group: kept by this
+  /// object (a transport broken mid-op may still touch it until it is
+  /// destroyed), reused by the next group.
+  char *scratch(size_t bytes) {
+    if (scratchUsed_ == scratch_.size())
+      scratch_.emplace_back();
+    std::vector<char> &s = scratch_[scratchUsed_++];
+    if (s.size() < bytes)
+      s.resize(bytes);
+    return s.data();
   }
 
   template <typename Post>
@@ -230,9 +265,22 @@ private:
 
   /// One group of the queue, on its thread (or the poster's).
   Status run(Entry &e) {
+    // A broken transport fails what is posted to it at once; the scratch
+    // buffers may still be in use by what broke it.
+    if (isAborted())
+      return Status(StatusCode::Aborted,
+                    "gloo communicator '" + name() + "' is broken");
+    for (const CommOp &op : e.ops)
+      if (Status st = data::validateOp(op, rank(), size(), "gloo"); !st)
+        return st;
+    scratchUsed_ = 0;
     std::vector<CommOp> wideOps, nearP2P, near1, cross1, cross2, near2, near3;
+    // Copies after step 2 (an all_gather's blocks into their places).
+    std::vector<std::function<void()>> afterStep2;
     int positions = near_->size(), position = near_->rank();
+    int hosts = cross_->size();
     for (CommOp &op : e.ops) {
+      size_t esize = dtypeSize(op.dtype), block = op.count * esize;
       if (data::isP2P(op)) {
         int local = nearPeer(op.peer);
         if (local >= 0) {
@@ -263,13 +311,42 @@ private:
             near3.push_back(CommOp::broadcast(
                 out + plo * esize, out + plo * esize, plen, op.dtype, p));
         }
+      } else if (op.kind == CommOpKind::AllGather) {
+        // My block to my position on every host, then those blocks to my
+        // host: every block once over the network, then into its place.
+        if (!block)
+          continue;
+        char *mine = scratch(block * hosts);
+        char *all = scratch(block * hosts * positions);
+        cross1.push_back(CommOp::allGather(op.input, mine, op.count, op.dtype));
+        near2.push_back(
+            CommOp::allGather(mine, all, op.count * hosts, op.dtype));
+        char *out = static_cast<char *>(op.output);
+        afterStep2.push_back([this, all, out, block, hosts, positions] {
+          for (int q = 0; q < positions; ++q)
+            for (int h = 0; h < hosts; ++h)
+              std::memcpy(out + size_t(memberAt(h, q)) * block,
+                          all + (size_t(q) * hosts + h) * block, block);
+        });
+      } else if (op.kind == CommOpKind::ReduceScatter) {
+        // The blocks ordered by position, then host: reduced within the
+        // host, each member keeping its position's (one per host), then
+        // across hosts, each keeping its own.
+        if (!block)
+          continue;
+        char *ordered = scratch(block * hosts * positions);
+        char *partial = scratch(block * hosts);
+        const char *in = static_cast<const char *>(op.input);
+        for (int q = 0; q < positions; ++q)
+          for (int h = 0; h < hosts; ++h)
+            std::memcpy(ordered + (size_t(q) * hosts + h) * block,
+                        in + size_t(memberAt(h, q)) * block, block);
+        near1.push_back(CommOp::reduceScatter(
+            ordered, partial, op.count * hosts, op.dtype, op.reduce));
+        cross2.push_back(CommOp::reduceScatter(partial, op.output, op.count,
+                                               op.dtype, op.reduce));
       } else { // broadcast
-        if (op.peer < 0 || op.peer >= size())
-          return Status(StatusCode::InvalidArgument,
-                        "gloo broadcast on '" + name() + "': root " +
-                            std::to_string(op.peer) + " is not a member of " +
-                            std::to_string(size()));
-        auto [host, at] = place_.at(wide_->worldRanks()[op.peer]);
+        auto [host, at] = placeOf(op.peer);
         if (at == position)
           cross1.push_back(
               CommOp::broadcast(op.input, op.output, op.count, op.dtype, host));
@@ -316,6 +393,9 @@ private:
       start(*near_, near2, within);
       st = finish();
     }
+    if (st)
+      for (auto &copy : afterStep2)
+        copy();
     if (st) {
       start(*near_, near3, within);
       start(*near_, nearP2P, "send/recv within the host");
@@ -362,8 +442,13 @@ private:
   std::vector<int> nearIndex_;
   /// What a failed step's message begins with.
   std::string withinText_, acrossText_;
-  /// World rank -> (host, position on it), with `cross`.
+  /// World rank -> (host, position on it), with `cross`; and the member of
+  /// `wide` at [host][position].
   std::unordered_map<int, std::pair<int, int>> place_;
+  std::vector<std::vector<int>> wideIndex_;
+  /// scratch(): buffers of the running group's ops (the queue's thread).
+  std::vector<std::vector<char>> scratch_;
+  size_t scratchUsed_ = 0;
   /// Last: its thread runs groups with the members above.
   std::unique_ptr<data::WorkQueue<Entry>> queue_;
 };

@@ -22,10 +22,18 @@
 //    bits (the last step copies them).
 //  * broadcast goes from the root to the member of its position on every
 //    other host (`cross`), then from that member to its host (`near`).
-// The other collectives stay on `wide`. With `cross`, this object runs its
-// groups one after another on a thread of its own (the steps of a group
-// are posted on three communicators, which must see every member's groups
-// in the same order).
+//  * all_gather: each member's block to the members of its position on the
+//    other hosts (`cross`), then those to its host (`near`), then into
+//    place: every block crosses the network once per host, not once per
+//    member.
+//  * reduce_scatter: reduced within the host first (`near`, each member
+//    keeping the blocks of its position on every host), then across
+//    (`cross`, each keeping its own): the network carries (H-1)/H of a
+//    member's share.
+// all_to_all (and averages of integers) stay on `wide`. With `cross`, this
+// object runs its groups one after another on a thread of its own (the steps of
+// a group are posted on three communicators, which must see every member's
+// groups in the same order).
 //
 //===----------------------------------------------------------------------===//
 #ifndef MONARCH_EXECUTOR_DATA_HYBRIDCOMMUNICATOR_H

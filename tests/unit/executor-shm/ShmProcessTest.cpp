@@ -101,10 +101,10 @@ TEST_P(ShmProcess, MembersOnTwoHostsUseGloo) {
     EXPECT_EQ(t, "gloo");
 }
 
-TEST_P(ShmProcess, TwoHostsRunAllReduceAndBroadcastHierarchically) {
-  // 4 ranks: two hosts of two members each, so all_reduce and broadcast
-  // run within each host over shared memory and across them over Gloo
-  // (HybridCommunicator.h); 2 ranks: one member per host, Gloo alone.
+TEST_P(ShmProcess, TwoHostsRunCollectivesHierarchically) {
+  // 4 ranks: two hosts of two members each, so every collective but
+  // all_to_all runs within each host over shared memory and across them
+  // over Gloo (HybridCommunicator.h); 2 ranks: one member per host, Gloo.
   std::string want = GetParam() == 4 ? "shm+gloo" : "gloo";
   for (const std::string &t : transports(GetParam(), "two-hosts", "ALL_REDUCE"))
     EXPECT_EQ(t, want);

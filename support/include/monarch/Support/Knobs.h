@@ -198,10 +198,10 @@ enum Component : unsigned {
     "see the same value")                                                      \
   X(Hierarchical, "MONARCH_HIERARCHICAL", Bool, "1", 0, 0, "", Worker, false,  \
     "`1`: a CPU communicator spanning hosts with the same number of members "  \
-    "on each runs all_reduce and broadcast within each host over shared "      \
-    "memory and across hosts over Gloo TCP, each host's members carrying a "   \
-    "slice (docs/executor.md, \"Across hosts\"); `0` runs them over Gloo "     \
-    "between every member")                                                    \
+    "on each runs its collectives (all but all_to_all) within each host over " \
+    "shared memory and across hosts over Gloo TCP, each host's members "       \
+    "carrying a share (docs/executor.md, \"Across hosts\"); `0` runs them "    \
+    "over Gloo between every member")                                          \
   X(ShmHost, "MONARCH_SHM_HOST", String, "", 0, 0, "", Worker, false,          \
     "pretend to run on this host when deciding whether the members of a "      \
     "communicator share one (tests; ranks with different values use TCP)")     \
