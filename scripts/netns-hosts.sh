@@ -3,6 +3,7 @@
 #
 #   scripts/netns-hosts.sh up --hosts N [--prefix P] [--subnet 10.77.0]
 #   scripts/netns-hosts.sh down [--prefix P]
+#   scripts/netns-hosts.sh reap
 #
 # `up` makes N "hosts" on this machine: network namespaces P-h0 .. P-h<N-1>,
 # each with loopback and one veth into a bridge that lives in a namespace
@@ -11,14 +12,16 @@
 # one line per host, "P-h<i> <address>", for the caller (run a process on
 # host i with `nsenter --net=/run/netns/P-h<i> CMD`; not `ip netns exec`,
 # which remounts /sys). `down` deletes the namespaces, and with them the
-# veths and the bridge. Needs root; measured facts: ../shared/notes or
+# veths and the bridge. `reap` deletes the namespaces of prefixes
+# `mc<letters><pid>` (the tests' and benches' prefixes) whose process is
+# gone: what a killed test could not take down. Needs root; measured facts: ../shared/notes or
 # docs/executor.md, "Across hosts".
 #
 #===------------------------------------------------------------------------===#
 set -euo pipefail
 
 usage() {
-  echo "usage: $0 up --hosts N [--prefix P] [--subnet A.B.C] | down [--prefix P]" >&2
+  echo "usage: $0 up --hosts N [--prefix P] [--subnet A.B.C] | down [--prefix P] | reap" >&2
   exit 2
 }
 
@@ -87,6 +90,14 @@ up)
   ;;
 down)
   down
+  ;;
+reap)
+  for ns in $(ip netns list | awk '{print $1}'); do
+    if [[ "$ns" =~ ^mc[a-z]*([0-9]+)-(h[0-9]+|br)$ ]] &&
+      ! kill -0 "${BASH_REMATCH[1]}" 2>/dev/null; then
+      ip netns del "$ns"
+    fi
+  done
   ;;
 *)
   usage

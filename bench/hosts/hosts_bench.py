@@ -192,6 +192,7 @@ def main():
     reps = 5 if args.quick else 9
     prefix = f"mcb{os.getpid()}"
     script = ROOT / "scripts" / "netns-hosts.sh"
+    subprocess.run([script, "reap"], capture_output=True, timeout=60)
     up = subprocess.run([script, "up", "--hosts", "2", "--prefix", prefix],
                         capture_output=True, text=True, check=True)
     hosts = [line.split() for line in up.stdout.splitlines()]

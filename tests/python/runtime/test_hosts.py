@@ -40,6 +40,8 @@ def hosts():
         if shutil.which(tool) is None:
             pytest.skip(f"network namespaces as hosts need `{tool}`")
     prefix = f"mct{os.getpid()}"
+    # Namespaces a killed earlier run left behind go first.
+    subprocess.run([SCRIPT, "reap"], capture_output=True, timeout=60)
     up = subprocess.run([SCRIPT, "up", "--hosts", "2", "--prefix", prefix],
                         capture_output=True, text=True, timeout=60)
     if up.returncode == 77 or "Operation not permitted" in up.stderr:
@@ -192,3 +194,26 @@ def test_a_one_second_outage_is_survived(hosts, tmp_path):
     assert "survived" in out, (out, proc.stderr[-3000:])
     assert out["survived"] > 10, out
     assert out["codes"] == [0, 0, 0, 0], out
+
+
+def test_reap_takes_down_what_a_killed_run_left_and_nothing_else():
+    """`netns-hosts.sh reap` deletes the namespaces of test prefixes whose
+    process is gone (a run killed before its teardown), and keeps those of
+    live ones."""
+    if os.geteuid() != 0 or shutil.which("ip") is None:
+        pytest.skip("network namespaces need root and `ip`")
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    gone, live = f"mcr{dead.pid}", f"mcr{os.getpid()}"
+    try:
+        for prefix in (gone, live):
+            subprocess.run([SCRIPT, "up", "--hosts", "1", "--prefix", prefix],
+                           capture_output=True, check=True, timeout=60)
+        subprocess.run([SCRIPT, "reap"], check=True, timeout=60)
+        left = subprocess.run(["ip", "netns", "list"], capture_output=True,
+                              text=True).stdout
+        assert f"{gone}-" not in left, left
+        assert f"{live}-h0" in left and f"{live}-br" in left, left
+    finally:
+        for prefix in (gone, live):
+            subprocess.run([SCRIPT, "down", "--prefix", prefix], timeout=60)
