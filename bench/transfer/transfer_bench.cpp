@@ -12,7 +12,9 @@
 //    rank 0 to rank 1, answered by a one-byte send;
 //  * all_reduce (float32 sum) over every rank: ours on shm, ours on Gloo,
 //    and plain Gloo (gloo::allreduce on its own context) in the same run;
-//    algbw = bytes / time, busbw = algbw * 2(n-1)/n.
+//    algbw = bytes / time, busbw = algbw * 2(n-1)/n;
+//  * all_gather (ours on shm and on Gloo, plain gloo::allgather) and
+//    reduce_scatter (ours on shm and on Gloo; Gloo has none of its own).
 // Prints a table of GB/s and ratios; asserts nothing.
 //
 // Ours is posted with postAndRun, as a worker's stream does.
@@ -31,6 +33,7 @@
 
 #include "monarch/Executor/Communicator.h"
 
+#include <gloo/allgather.h>
 #include <gloo/allreduce.h>
 #include <gloo/math.h>
 #include <gloo/rendezvous/context.h>
@@ -150,7 +153,21 @@ int itersFor(size_t bytes) {
   return int(std::clamp<size_t>((size_t(16) << 20) / bytes, 1, 1000));
 }
 
-enum Method { Memcpy, Tcp, ShmP2P, GlooP2P, ShmAR, GlooAR, PlainAR, kMethods };
+enum Method {
+  Memcpy,
+  Tcp,
+  ShmP2P,
+  GlooP2P,
+  ShmAR,
+  GlooAR,
+  PlainAR,
+  ShmAG,
+  GlooAG,
+  PlainAG,
+  ShmRS,
+  GlooRS,
+  kMethods
+};
 struct Options {
   int ranks = 2;
   /// --netns PREFIX --hosts H: ranks in network namespaces as hosts.
@@ -297,6 +314,34 @@ void run(int rank, const Options &o, const std::string &dir,
               "all_reduce");
         break;
       }
+      case ShmAG:
+      case GlooAG: {
+        // `bytes` is the gathered output; each rank brings 1/n of it.
+        Communicator &c = m == ShmAG ? **shm : **tcp;
+        check(c.postAndRun({CommOp::allGather(buf, out, count / n, DType::F32)})
+                  ->wait(kTimeout),
+              "all_gather");
+        break;
+      }
+      case PlainAG: {
+        ::gloo::AllgatherOptions opts(plain);
+        opts.setInput<float>(buf, count / n);
+        opts.setOutput<float>(out, count / n * n);
+        opts.setTag(plainTag++);
+        opts.setTimeout(kTimeout);
+        ::gloo::allgather(opts);
+        break;
+      }
+      case ShmRS:
+      case GlooRS: {
+        // `bytes` is the input; each rank keeps its 1/n, reduced.
+        Communicator &c = m == ShmRS ? **shm : **tcp;
+        check(c.postAndRun({CommOp::reduceScatter(buf, out, count / n,
+                                                  DType::F32, ReduceOp::Sum)})
+                  ->wait(kTimeout),
+              "reduce_scatter");
+        break;
+      }
       case PlainAR: {
         ::gloo::AllreduceOptions opts(plain);
         opts.setInput<float>(buf, count);
@@ -440,5 +485,20 @@ int main(int argc, char **argv) {
   }
   std::printf("(send: rank 0 -> rank 1, answered by a 1-byte send; plain: "
               "gloo::allreduce on its own context)\n");
+  std::printf("\nall_gather (size: the gathered output) and reduce_scatter "
+              "(size: the input) float32 over %d ranks, time per op in us\n",
+              o.ranks);
+  std::printf("%7s | %9s %9s %9s %8s | %9s %9s %8s\n", "size", "ag shm",
+              "ag gloo", "ag plain", "shm/pl", "rs shm", "rs gloo", "shm/gl");
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    const auto &r = results[i];
+    auto ratio = [](double a, double b) { return a > 0 ? b / a : 0.0; };
+    std::printf("%7s | %9.1f %9.1f %9.1f %7.2fx | %9.1f %9.1f %7.2fx\n",
+                sizeText(sizes[i]).c_str(), r[ShmAG] * 1e6, r[GlooAG] * 1e6,
+                r[PlainAG] * 1e6, ratio(r[ShmAG], r[PlainAG]), r[ShmRS] * 1e6,
+                r[GlooRS] * 1e6, ratio(r[ShmRS], r[GlooRS]));
+  }
+  std::printf("(shm/pl, shm/gl: how many times faster the shm column is; "
+              "plain: gloo::allgather; Gloo has no reduce_scatter)\n");
   return 0;
 }

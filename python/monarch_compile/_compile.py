@@ -109,10 +109,16 @@ def _host_of(mesh, rank):
     return rank // (mesh.size // hosts)
 
 
-def _transport(backend, hosts, kind=None):
+# all_gather and reduce_scatter run hierarchically up to this many bytes
+# (HybridCommunicator.h, kHierarchicalGatherMaxBytes).
+_HIERARCHICAL_GATHER_MAX_BYTES = 4 << 20
+
+
+def _transport(backend, hosts, kind=None, op_bytes=0):
     """How the bytes between ranks on `hosts` move, as the worker's data
     plane decides it (executor/lib/data/Factory.cpp): `kind` is a
-    collective's, None for a send between two ranks."""
+    collective's (`op_bytes` the larger of one instruction's input and
+    output), None for a send between two ranks."""
     if backend == "nccl":
         return "nccl"
     if None in hosts:
@@ -121,7 +127,9 @@ def _transport(backend, hosts, kind=None):
         return "gloo"
     if len(set(hosts)) == 1:
         return "shm"
-    if kind is not None and kind != "all_to_all" and knobs.hierarchical:
+    gathers = kind in ("all_gather", "reduce_scatter")
+    if (kind is not None and kind != "all_to_all" and knobs.hierarchical
+            and not (gathers and op_bytes > _HIERARCHICAL_GATHER_MAX_BYTES)):
         per_host = [hosts.count(h) for h in set(hosts)]
         if min(per_host) >= 2 and len(set(per_host)) == 1:
             return "shm+gloo"
@@ -145,9 +153,14 @@ class PlanSummary:
                           _host_of(root, l["to_root"])])
         for c in self.collectives:
             root = meshes.get(c.get("root"))
+            members = c.get("members", [])
+            # One instruction's input; an all_gather's output is n times it.
+            per_op = c["bytes"] // max(1, c["count"])
+            if c["kind"] == "all_gather":
+                per_op *= max(1, len(members))
             c["transport"] = _transport(
-                backend, [_host_of(root, m) for m in c.get("members", [])],
-                c["kind"])
+                backend, [_host_of(root, m) for m in members], c["kind"],
+                per_op)
 
     @property
     def transports(self):

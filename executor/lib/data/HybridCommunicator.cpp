@@ -89,9 +89,14 @@ public:
   const char *transportTo(int peer) const override {
     return nearPeer(peer) >= 0 ? near_->transport() : wide_->transport();
   }
-  const char *collectiveTransport(CommOpKind kind) const override {
-    return cross_ && kind != CommOpKind::AllToAll ? "shm+gloo"
-                                                  : wide_->transport();
+  const char *collectiveTransport(CommOpKind kind,
+                                  size_t bytes) const override {
+    bool gathers =
+        kind == CommOpKind::AllGather || kind == CommOpKind::ReduceScatter;
+    return cross_ && kind != CommOpKind::AllToAll &&
+                   !(gathers && bytes > kHierarchicalGatherMaxBytes)
+               ? "shm+gloo"
+               : wide_->transport();
   }
   int rank() const override { return wide_->rank(); }
   int size() const override { return wide_->size(); }
@@ -198,6 +203,13 @@ private:
     bool reduces = op.kind == CommOpKind::AllReduce ||
                    op.kind == CommOpKind::ReduceScatter;
     if (reduces && op.reduce == ReduceOp::Avg && !isFloatDType(op.dtype))
+      return false;
+    // The larger of input and output (all_gather: the output,
+    // reduce_scatter: the input), the same on every member.
+    if ((op.kind == CommOpKind::AllGather ||
+         op.kind == CommOpKind::ReduceScatter) &&
+        op.count * dtypeSize(op.dtype) * size_t(size()) >
+            kHierarchicalGatherMaxBytes)
       return false;
     return true;
   }

@@ -30,7 +30,8 @@
 //    keeping the blocks of its position on every host), then across
 //    (`cross`, each keeping its own): the network carries (H-1)/H of a
 //    member's share.
-// all_to_all (and averages of integers) stay on `wide`. With `cross`, this
+// all_gather and reduce_scatter above kHierarchicalGatherMaxBytes,
+// all_to_all and averages of integers stay on `wide`. With `cross`, this
 // object runs its groups one after another on a thread of its own (the steps of
 // a group are posted on three communicators, which must see every member's
 // groups in the same order).
@@ -45,6 +46,16 @@
 #include <vector>
 
 namespace monarch::executor {
+
+/// all_gather and reduce_scatter run hierarchically up to this many bytes
+/// (the gathered output, the scattered input). Their step within the host
+/// works on buffers of this object's, which the shared-memory transport
+/// moves through its rings rather than reading in place: on two network
+/// namespaces of a 2-core VM (transfer_bench --netns, 2 hosts x 2 ranks)
+/// hierarchical was 2.0-2.9x plain Gloo's all_gather up to 1 MB and 1.18x
+/// at 4 MB, but 0.65x at 16 MB (reduce_scatter 1.14-2.02x up to 4 MB,
+/// 0.77x at 16 MB).
+inline constexpr size_t kHierarchicalGatherMaxBytes = size_t(4) << 20;
 
 /// What the hierarchical collectives need besides the communicators.
 struct Hierarchy {

@@ -128,7 +128,10 @@ void Interpreter::Impl::record(const Instruction &instr, int stream,
       name +=
           std::string(" via ") +
           (instr.kind == OpKind::Collective
-               ? comm->second->collectiveTransport(instr.collective)
+               ? comm->second->collectiveTransport(
+                     instr.collective,
+                     static_cast<size_t>(
+                         std::max(instr.buffer.bytes(), instr.output.bytes())))
                : comm->second->transportTo(memberIndex(
                      program->communicators[instr.communicator], instr.peer)));
   }

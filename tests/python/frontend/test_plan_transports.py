@@ -119,3 +119,39 @@ def test_nccl_plans_say_nccl():
     summary = data_parallel(mc.mesh(hosts=1, gpus=2)).plan_summary(
         X, W, backend="nccl")
     assert set(collective_transports(summary).values()) == {"nccl"}
+
+
+def test_large_gathers_stay_on_gloo(env_launcher):
+    # all_gather and reduce_scatter run hierarchically up to 4 MB
+    # (HybridCommunicator.h); explicit collectives of an endpoint over both
+    # dimensions of a 2 x 2 mesh.
+    mesh = mc.mesh(hosts=2, gpus=2, launcher="env")
+
+    class Shards(mc.Actor):
+        def __init__(self):
+            pass
+
+        @mc.endpoint
+        def gather(self, x):
+            return mc.all_gather(x, ("hosts", "gpus"))
+
+        @mc.endpoint
+        def scatter(self, x):
+            return mc.reduce_scatter(x, ("hosts", "gpus"))
+
+    actors = mesh.spawn("shards", Shards)
+
+    @mc.compile
+    def both(x):
+        return actors.gather.call(x), actors.scatter.call(x)
+
+    def transports(rows):
+        summary = both.plan_summary(np.ones((rows, 1024), np.float32))
+        got = collective_transports(summary)
+        assert {"all_gather", "reduce_scatter"} <= set(got), summary
+        return got
+
+    small = transports(8)      # 32 KB per rank: gathered 128 KB
+    assert small["all_gather"] == small["reduce_scatter"] == "shm+gloo"
+    big = transports(2048)     # 8 MB per rank: gathered 32 MB, scattered 8 MB
+    assert big["all_gather"] == big["reduce_scatter"] == "gloo"

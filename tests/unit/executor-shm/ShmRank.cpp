@@ -452,7 +452,7 @@ int main(int argc, char **argv) {
   if (scenario == "transport") {
     std::printf("TRANSPORT %d %s\n", gRank, c.transport());
     std::printf("ALL_REDUCE %d %s\n", gRank,
-                c.collectiveTransport(CommOpKind::AllReduce));
+                c.collectiveTransport(CommOpKind::AllReduce, 12));
     // Still a working communicator.
     std::vector<float> v(3, 1.0f);
     expectOk(c.allReduce(v.data(), v.data(), 3, DType::F32)->wait(kWait),

@@ -170,11 +170,13 @@ public:
     (void)peer;
     return transport();
   }
-  /// The transport a collective of `kind` takes: transport(), or for a
-  /// communicator spanning hosts that runs it within each host over shared
-  /// memory and across hosts over TCP, "shm+gloo".
-  virtual const char *collectiveTransport(CommOpKind kind) const {
+  /// The transport a collective of `kind` moving `bytes` (the larger of
+  /// its input and output) takes: transport(), or for a communicator
+  /// spanning hosts that runs it within each host over shared memory and
+  /// across hosts over TCP, "shm+gloo".
+  virtual const char *collectiveTransport(CommOpKind kind, size_t bytes) const {
     (void)kind;
+    (void)bytes;
     return transport();
   }
   /// This process's rank in the communicator and the number of members.
