@@ -111,7 +111,7 @@ def _host_of(mesh, rank):
 
 # all_gather and reduce_scatter run hierarchically up to this many bytes
 # (HybridCommunicator.h, kHierarchicalGatherMaxBytes).
-_HIERARCHICAL_GATHER_MAX_BYTES = 4 << 20
+_HIERARCHICAL_GATHER_MAX_BYTES = 1 << 20
 
 
 def _transport(backend, hosts, kind=None, op_bytes=0):

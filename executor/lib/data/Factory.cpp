@@ -7,8 +7,8 @@
 // network interface was named, and over Gloo TCP otherwise; when the
 // members span hosts, the members of one host still send to each other
 // over shared memory, and when every host holds as many members (two or
-// more), all_reduce and broadcast run within the hosts over shared memory
-// and across them over Gloo (HybridCommunicator.h; MONARCH_HIERARCHICAL).
+// more), the collectives run within the hosts over shared memory and
+// across them over Gloo (HybridCommunicator.h; MONARCH_HIERARCHICAL).
 //
 //===----------------------------------------------------------------------===//
 

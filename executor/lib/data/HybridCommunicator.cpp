@@ -28,9 +28,8 @@
 //===----------------------------------------------------------------------===//
 #include "HybridCommunicator.h"
 
-#include "core/WorkQueue.h"
-
 #include "core/Reduction.h"
+#include "core/WorkQueue.h"
 
 #include <algorithm>
 #include <atomic>

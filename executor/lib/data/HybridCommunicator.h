@@ -52,10 +52,10 @@ namespace monarch::executor {
 /// works on buffers of this object's, which the shared-memory transport
 /// moves through its rings rather than reading in place: on two network
 /// namespaces of a 2-core VM (transfer_bench --netns, 2 hosts x 2 ranks)
-/// hierarchical was 2.0-2.9x plain Gloo's all_gather up to 1 MB and 1.18x
-/// at 4 MB, but 0.65x at 16 MB (reduce_scatter 1.14-2.02x up to 4 MB,
-/// 0.77x at 16 MB).
-inline constexpr size_t kHierarchicalGatherMaxBytes = size_t(4) << 20;
+/// hierarchical was 1.9-2.9x plain Gloo's all_gather from 64 KB to 1 MB,
+/// 0.88-1.18x at 4 MB (the crossover) and 0.65x at 16 MB (reduce_scatter
+/// 1.18-2.49x up to 1 MB, 1.01-1.14x at 4 MB, 0.77x at 16 MB).
+inline constexpr size_t kHierarchicalGatherMaxBytes = size_t(1) << 20;
 
 /// What the hierarchical collectives need besides the communicators.
 struct Hierarchy {

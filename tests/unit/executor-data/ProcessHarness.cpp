@@ -160,6 +160,25 @@ bool RankGroup::waitAll(Clock::time_point deadline) {
 
 void RankGroup::kill(int rank) { ::kill(process(rank).pid, SIGKILL); }
 
+std::optional<Clock::time_point>
+RankGroup::killWhenReady(int victim, std::chrono::milliseconds within) {
+  for (const RankProcess &p : procs_)
+    if (!waitForLine(p.rank, "READY", Clock::now() + std::chrono::seconds(20)))
+      return std::nullopt;
+  Clock::time_point killed = Clock::now();
+  kill(victim);
+  if (!waitAll(killed + within))
+    return std::nullopt;
+  return killed;
+}
+
+long RankGroup::exitedAfterMs(int rank, Clock::time_point since) {
+  return static_cast<long>(
+      std::chrono::duration_cast<std::chrono::milliseconds>(
+          process(rank).exitTime - since)
+          .count());
+}
+
 std::vector<RankStatus> RankGroup::statuses(int rank) {
   std::vector<RankStatus> out;
   std::istringstream in(process(rank).out);

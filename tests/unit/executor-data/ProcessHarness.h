@@ -10,6 +10,7 @@
 #define MONARCH_TESTS_EXECUTOR_DATA_PROCESSHARNESS_H
 
 #include <chrono>
+#include <optional>
 #include <string>
 #include <sys/types.h>
 #include <vector>
@@ -56,6 +57,13 @@ public:
   /// when some are still running at `deadline`.
   bool waitAll(Clock::time_point deadline);
   void kill(int rank);
+  /// Waits until every process printed READY (20 s), kills `victim`, then
+  /// waits up to `within` for all to exit. Returns the moment of the kill;
+  /// nullopt when a process was not ready or did not exit in time.
+  std::optional<Clock::time_point>
+  killWhenReady(int victim, std::chrono::milliseconds within);
+  /// Milliseconds process `rank` took to exit after `since`.
+  long exitedAfterMs(int rank, Clock::time_point since);
 
   RankProcess &process(int rank);
   std::vector<RankStatus> statuses(int rank);

@@ -193,22 +193,15 @@ TEST_P(ShmProcess, PeerKilledMidCollectiveFailsOthersFastNamingIt) {
   int victim = 1;
   RankGroup group;
   group.start("kill", n, /*timeoutMs=*/20000, std::to_string(victim));
-  for (int r = 0; r < n; ++r)
-    ASSERT_TRUE(group.waitForLine(r, "READY", Clock::now() + 20s))
-        << group.describe();
-  auto killed = Clock::now();
-  group.kill(victim);
-  ASSERT_TRUE(group.waitAll(killed + 5s)) << group.describe();
+  std::optional<Clock::time_point> killed = group.killWhenReady(victim, 5s);
+  ASSERT_TRUE(killed) << group.describe();
   bool someoneNamedVictim = false;
   for (int r = 0; r < n; ++r) {
     if (r == victim)
       continue;
-    RankProcess &p = group.process(r);
-    auto after = std::chrono::duration_cast<std::chrono::milliseconds>(
-        p.exitTime - killed);
-    EXPECT_LT(after.count(), 2000)
-        << "rank " << r << " took " << after.count() << " ms\n"
-        << group.describe();
+    long after = group.exitedAfterMs(r, *killed);
+    EXPECT_LT(after, 2000) << "rank " << r << " took " << after << " ms\n"
+                           << group.describe();
     auto st = group.statuses(r);
     ASSERT_EQ(st.size(), 1u) << group.describe();
     EXPECT_TRUE(st[0].code == "Unavailable" || st[0].code == "Aborted")
@@ -247,19 +240,12 @@ TEST_F(ShmHosts, PeerKilledMidHierarchicalAllReduceFailsEveryone) {
   // step within its host is broken; nobody hangs.
   RankGroup group;
   group.start("kill", 4, /*timeoutMs=*/20000, "3 two-hosts");
-  for (int r = 0; r < 4; ++r)
-    ASSERT_TRUE(group.waitForLine(r, "READY", Clock::now() + 20s))
-        << group.describe();
-  auto killed = Clock::now();
-  group.kill(3);
-  ASSERT_TRUE(group.waitAll(killed + 10s)) << group.describe();
+  std::optional<Clock::time_point> killed = group.killWhenReady(3, 10s);
+  ASSERT_TRUE(killed) << group.describe();
   for (int r = 0; r < 3; ++r) {
-    RankProcess &p = group.process(r);
-    auto after = std::chrono::duration_cast<std::chrono::milliseconds>(
-        p.exitTime - killed);
-    EXPECT_LT(after.count(), 5000)
-        << "rank " << r << " took " << after.count() << " ms\n"
-        << group.describe();
+    long after = group.exitedAfterMs(r, *killed);
+    EXPECT_LT(after, 5000) << "rank " << r << " took " << after << " ms\n"
+                           << group.describe();
     auto st = group.statuses(r);
     ASSERT_EQ(st.size(), 1u) << group.describe();
     EXPECT_NE(st[0].code, "Ok") << group.describe();
