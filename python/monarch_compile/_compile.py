@@ -109,9 +109,10 @@ def _host_of(mesh, rank):
     return rank // (mesh.size // hosts)
 
 
-# all_gather and reduce_scatter run hierarchically up to this many bytes
-# (HybridCommunicator.h, kHierarchicalGatherMaxBytes).
-_HIERARCHICAL_GATHER_MAX_BYTES = 1 << 20
+# all_gather and reduce_scatter run hierarchically up to these many bytes
+# (HybridCommunicator.h, kHierarchicalAllGatherMaxBytes and
+# kHierarchicalReduceScatterMaxBytes).
+_HIERARCHICAL_MAX_BYTES = {"all_gather": 4 << 20, "reduce_scatter": 16 << 20}
 
 
 def _transport(backend, hosts, kind=None, op_bytes=0):
@@ -127,9 +128,9 @@ def _transport(backend, hosts, kind=None, op_bytes=0):
         return "gloo"
     if len(set(hosts)) == 1:
         return "shm"
-    gathers = kind in ("all_gather", "reduce_scatter")
+    bound = _HIERARCHICAL_MAX_BYTES.get(kind, op_bytes)
     if (kind is not None and kind != "all_to_all" and knobs.hierarchical
-            and not (gathers and op_bytes > _HIERARCHICAL_GATHER_MAX_BYTES)):
+            and op_bytes <= bound):
         per_host = [hosts.count(h) for h in set(hosts)]
         if min(per_host) >= 2 and len(set(per_host)) == 1:
             return "shm+gloo"

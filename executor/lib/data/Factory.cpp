@@ -115,6 +115,10 @@ createCommunicator(Backend backend, Store &store, int worldRank, int worldSize,
       if (!made)
         return made.status();
       hierarchy.cross = std::move(made).value();
+      auto gather = near->duplicate(name + "/gather");
+      if (!gather)
+        return gather.status();
+      hierarchy.nearGather = std::move(gather).value();
       hierarchy.hosts = std::move(hosts);
       hierarchy.timeout = options.timeout;
       hierarchy.explicitTagsInOrder = shm_backend::allAgree(

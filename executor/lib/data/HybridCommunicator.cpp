@@ -29,6 +29,7 @@
 #include "HybridCommunicator.h"
 
 #include "core/Reduction.h"
+#include "core/SharedArea.h"
 #include "core/WorkQueue.h"
 
 #include <algorithm>
@@ -49,7 +50,9 @@ public:
   HybridCommunicator(std::unique_ptr<Communicator> wide,
                      std::unique_ptr<Communicator> near, Hierarchy hierarchy)
       : wide_(std::move(wide)), near_(std::move(near)),
-        cross_(std::move(hierarchy.cross)), hosts_(std::move(hierarchy.hosts)),
+        cross_(std::move(hierarchy.cross)),
+        nearGather_(std::move(hierarchy.nearGather)),
+        hosts_(std::move(hierarchy.hosts)),
         explicitTagsInOrder_(hierarchy.explicitTagsInOrder),
         timeout_(hierarchy.timeout) {
     const std::vector<int> &all = wide_->worldRanks();
@@ -72,6 +75,17 @@ public:
         wideIndex_[h].push_back(static_cast<int>(
             std::find(all.begin(), all.end(), w) - all.begin()));
       }
+    // The gathers' buffers within the host: sparse until touched, read in
+    // place by the peers once registered (before any collective on it).
+    if (nearGather_) {
+      auto area = SharedArea::create("monarch-hierarchical",
+                                     2 * kHierarchicalReduceScatterMaxBytes);
+      if (area.isOk()) {
+        gatherArea_ = std::move(area).value();
+        nearGather_->registerMemory(gatherArea_.data(), gatherArea_.bytes(),
+                                    gatherArea_.fd());
+      }
+    }
     withinText_ = "hierarchical step within the host (" + members(*near_) + ")";
     acrossText_ = "hierarchical step across hosts (" + members(*cross_) + ")";
     queue_ = std::make_unique<data::WorkQueue<Entry>>(
@@ -90,10 +104,8 @@ public:
   }
   const char *collectiveTransport(CommOpKind kind,
                                   size_t bytes) const override {
-    bool gathers =
-        kind == CommOpKind::AllGather || kind == CommOpKind::ReduceScatter;
     return cross_ && kind != CommOpKind::AllToAll &&
-                   !(gathers && bytes > kHierarchicalGatherMaxBytes)
+                   bytes <= hierarchicalMaxBytes(kind)
                ? "shm+gloo"
                : wide_->transport();
   }
@@ -161,6 +173,12 @@ public:
       if (!cross.isOk())
         return cross.status();
       h.cross = std::move(cross).value();
+      if (nearGather_) {
+        auto gather = near_->duplicate(name + "/gather");
+        if (!gather.isOk())
+          return gather.status();
+        h.nearGather = std::move(gather).value();
+      }
       h.hosts = hosts_;
       h.explicitTagsInOrder = explicitTagsInOrder_;
       h.timeout = timeout_;
@@ -178,6 +196,8 @@ private:
   };
 
   void abortAll(const std::string &reason) {
+    if (nearGather_)
+      nearGather_->abort(reason);
     near_->abort(reason);
     wide_->abort(reason);
     if (cross_)
@@ -205,12 +225,18 @@ private:
       return false;
     // The larger of input and output (all_gather: the output,
     // reduce_scatter: the input), the same on every member.
-    if ((op.kind == CommOpKind::AllGather ||
-         op.kind == CommOpKind::ReduceScatter) &&
-        op.count * dtypeSize(op.dtype) * size_t(size()) >
-            kHierarchicalGatherMaxBytes)
-      return false;
-    return true;
+    return op.count * dtypeSize(op.dtype) * size_t(size()) <=
+           hierarchicalMaxBytes(op.kind);
+  }
+
+  /// The largest all_gather and reduce_scatter (by the larger of input and
+  /// output) that run hierarchically; no bound for the other kinds.
+  static size_t hierarchicalMaxBytes(CommOpKind kind) {
+    if (kind == CommOpKind::AllGather)
+      return kHierarchicalAllGatherMaxBytes;
+    if (kind == CommOpKind::ReduceScatter)
+      return kHierarchicalReduceScatterMaxBytes;
+    return ~size_t(0);
   }
 
   /// Member `k` of `wide` as (host, position), and the member at (host,
@@ -226,6 +252,13 @@ private:
   /// object (a transport broken mid-op may still touch it until it is
   /// destroyed), reused by the next group.
   char *scratch(size_t bytes) {
+    size_t aligned = (bytes + 63) & ~size_t(63);
+    if (gatherArea_.valid() &&
+        gatherAreaUsed_ + aligned <= gatherArea_.bytes()) {
+      char *p = gatherArea_.data() + gatherAreaUsed_;
+      gatherAreaUsed_ += aligned;
+      return p;
+    }
     if (scratchUsed_ == scratch_.size())
       scratch_.emplace_back();
     std::vector<char> &s = scratch_[scratchUsed_++];
@@ -285,6 +318,10 @@ private:
       if (Status st = data::validateOp(op, rank(), size(), "gloo"); !st)
         return st;
     scratchUsed_ = 0;
+    gatherAreaUsed_ = 0;
+    // The gathers' steps within the host, on `nearGather_` (or `near_`).
+    std::vector<CommOp> gatherNear1, gatherNear2;
+    Communicator &gatherNear = nearGather_ ? *nearGather_ : *near_;
     std::vector<CommOp> wideOps, nearP2P, near1, cross1, cross2, near2, near3;
     // Copies after step 2 (an all_gather's blocks into their places).
     std::vector<std::function<void()>> afterStep2;
@@ -330,7 +367,7 @@ private:
         char *mine = scratch(block * hosts);
         char *all = scratch(block * hosts * positions);
         cross1.push_back(CommOp::allGather(op.input, mine, op.count, op.dtype));
-        near2.push_back(
+        gatherNear2.push_back(
             CommOp::allGather(mine, all, op.count * hosts, op.dtype));
         char *out = static_cast<char *>(op.output);
         afterStep2.push_back([this, all, out, block, hosts, positions] {
@@ -352,7 +389,7 @@ private:
           for (int h = 0; h < hosts; ++h)
             std::memcpy(ordered + (size_t(q) * hosts + h) * block,
                         in + size_t(memberAt(h, q)) * block, block);
-        near1.push_back(CommOp::reduceScatter(
+        gatherNear1.push_back(CommOp::reduceScatter(
             ordered, partial, op.count * hosts, op.dtype, op.reduce));
         cross2.push_back(CommOp::reduceScatter(partial, op.output, op.count,
                                                op.dtype, op.reduce));
@@ -397,11 +434,13 @@ private:
     };
     const std::string &within = withinText_, &across = acrossText_;
     start(*near_, near1, within);
+    start(gatherNear, gatherNear1, within);
     start(*cross_, cross1, across);
     Status st = finish();
     if (st) {
       start(*cross_, cross2, across);
       start(*near_, near2, within);
+      start(gatherNear, gatherNear2, within);
       st = finish();
     }
     if (st)
@@ -445,7 +484,7 @@ private:
     }
   }
 
-  std::unique_ptr<Communicator> wide_, near_, cross_;
+  std::unique_ptr<Communicator> wide_, near_, cross_, nearGather_;
   std::vector<std::vector<int>> hosts_;
   bool explicitTagsInOrder_ = false;
   std::chrono::milliseconds timeout_;
@@ -460,6 +499,9 @@ private:
   /// scratch(): buffers of the running group's ops (the queue's thread).
   std::vector<std::vector<char>> scratch_;
   size_t scratchUsed_ = 0;
+  /// Registered on `nearGather_`; scratch() takes from it first.
+  SharedArea gatherArea_;
+  size_t gatherAreaUsed_ = 0;
   /// Last: its thread runs groups with the members above.
   std::unique_ptr<data::WorkQueue<Entry>> queue_;
 };

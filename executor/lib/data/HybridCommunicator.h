@@ -30,8 +30,9 @@
 //    keeping the blocks of its position on every host), then across
 //    (`cross`, each keeping its own): the network carries (H-1)/H of a
 //    member's share.
-// all_gather and reduce_scatter above kHierarchicalGatherMaxBytes,
-// all_to_all and averages of integers stay on `wide`. With `cross`, this
+// all_gather and reduce_scatter above kHierarchicalAllGatherMaxBytes and
+// kHierarchicalReduceScatterMaxBytes, all_to_all and averages of integers
+// stay on `wide`. With `cross`, this
 // object runs its groups one after another on a thread of its own (the steps of
 // a group are posted on three communicators, which must see every member's
 // groups in the same order).
@@ -47,21 +48,28 @@
 
 namespace monarch::executor {
 
-/// all_gather and reduce_scatter run hierarchically up to this many bytes
-/// (the gathered output, the scattered input). Their step within the host
-/// works on buffers of this object's, which the shared-memory transport
-/// moves through its rings rather than reading in place: on two network
-/// namespaces of a 2-core VM (transfer_bench --netns, 2 hosts x 2 ranks)
-/// hierarchical was 1.9-2.9x plain Gloo's all_gather from 64 KB to 1 MB,
-/// 0.88-1.18x at 4 MB (the crossover) and 0.65x at 16 MB (reduce_scatter
-/// 1.18-2.49x up to 1 MB, 1.01-1.14x at 4 MB, 0.77x at 16 MB).
-inline constexpr size_t kHierarchicalGatherMaxBytes = size_t(1) << 20;
+/// all_gather runs hierarchically up to this many bytes (its gathered
+/// output), reduce_scatter up to the second (its input); larger ones stay on
+/// Gloo. Their steps within the host work on buffers of the hybrid's own,
+/// registered with shared memory so that the peers read them in place. On
+/// two network namespaces of a 2-core VM (transfer_bench --netns, 2 hosts x
+/// 2 ranks, two runs): all_gather 1.9-4.0x plain Gloo up to 1 MB, 1.01-1.46x
+/// at 4 MB, 0.69-1.04x at 16 MB; reduce_scatter 1.5-1.8x up to 4 MB,
+/// 1.01-1.28x at 16 MB, 1.18x at 64 MB (whose scratch, 1.5x the input,
+/// stays resident: 16 MB bounds it).
+inline constexpr size_t kHierarchicalAllGatherMaxBytes = size_t(4) << 20;
+inline constexpr size_t kHierarchicalReduceScatterMaxBytes = size_t(16) << 20;
 
 /// What the hierarchical collectives need besides the communicators.
 struct Hierarchy {
   /// `cross`: Gloo over the members at this member's position on every
   /// host, in host order.
   std::unique_ptr<Communicator> cross;
+  /// A duplicate of `near` for the steps of all_gather and reduce_scatter
+  /// within the host, whose buffers lie in memory of the hybrid's own that
+  /// it registers there (so shared memory reads them in place); null: they
+  /// use `near` and plain buffers.
+  std::unique_ptr<Communicator> nearGather;
   /// The members (world ranks) of every host, in host order (`cross`'s
   /// order); every host holds `near`'s number of them.
   std::vector<std::vector<int>> hosts;

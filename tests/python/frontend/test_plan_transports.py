@@ -119,7 +119,7 @@ def test_nccl_plans_say_nccl():
 
 
 def test_large_gathers_stay_on_gloo(env_launcher):
-    # all_gather and reduce_scatter run hierarchically up to 1 MB
+    # all_gather runs hierarchically up to 4 MB, reduce_scatter up to 16 MB
     # (HybridCommunicator.h); explicit collectives of an endpoint over both
     # dimensions of a 2 x 2 mesh.
     mesh = mc.mesh(hosts=2, gpus=2, launcher="env")
@@ -150,5 +150,7 @@ def test_large_gathers_stay_on_gloo(env_launcher):
 
     small = transports(8)      # 32 KB per rank: gathered 128 KB
     assert small["all_gather"] == small["reduce_scatter"] == "shm+gloo"
-    big = transports(2048)     # 8 MB per rank: gathered 32 MB, scattered 8 MB
+    mid = transports(2048)     # 8 MB per rank: gathered 32 MB, scattered 8 MB
+    assert mid["all_gather"] == "gloo" and mid["reduce_scatter"] == "shm+gloo"
+    big = transports(8192)     # 32 MB per rank
     assert big["all_gather"] == big["reduce_scatter"] == "gloo"
