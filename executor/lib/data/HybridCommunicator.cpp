@@ -342,7 +342,6 @@ private:
       } else if (op.kind == CommOpKind::AllReduce) {
         near1.push_back(CommOp::allReduce(op.input, op.output, op.count,
                                           op.dtype, op.reduce));
-        size_t esize = dtypeSize(op.dtype);
         char *out = static_cast<char *>(op.output);
         auto slice = [&](int p) {
           size_t base = op.count / positions, extra = op.count % positions;
