@@ -215,7 +215,7 @@ struct Controller::Impl {
   int replySpin(int worldSize) const {
     if (replySpinUs >= 0)
       return replySpinUs;
-    return worldSize + 1 <= usableCores() ? 30 : 0;
+    return aCoreEach(worldSize) ? 30 : 0;
   }
   /// Ours, compared with each worker's at registration.
   std::string hostIdentity = executor::hostIdentity();

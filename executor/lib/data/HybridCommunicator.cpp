@@ -38,7 +38,6 @@
 #include <functional>
 #include <mutex>
 #include <optional>
-#include <unordered_map>
 
 namespace monarch::executor {
 namespace {
@@ -65,15 +64,15 @@ public:
     }
     if (!cross_)
       return;
-    for (size_t h = 0; h < hosts_.size(); ++h)
-      for (size_t i = 0; i < hosts_[h].size(); ++i)
-        place_[hosts_[h][i]] = {static_cast<int>(h), static_cast<int>(i)};
+    place_.resize(all.size());
     wideIndex_.assign(hosts_.size(), {});
     for (size_t h = 0; h < hosts_.size(); ++h)
       for (int w : hosts_[h]) {
-        const std::vector<int> &all = wide_->worldRanks();
-        wideIndex_[h].push_back(static_cast<int>(
-            std::find(all.begin(), all.end(), w) - all.begin()));
+        int k = static_cast<int>(std::find(all.begin(), all.end(), w) -
+                                 all.begin());
+        place_[k] = {static_cast<int>(h),
+                     static_cast<int>(wideIndex_[h].size())};
+        wideIndex_[h].push_back(k);
       }
     // The gathers' buffers within the host: sparse until touched, read in
     // place by the peers once registered (before any collective on it).
@@ -210,6 +209,14 @@ private:
                ? nearIndex_[peer]
                : -1;
   }
+  /// Whether `op` is a send/recv with a member of this host; then its peer
+  /// is renumbered as a rank of `near`.
+  bool toNear(CommOp &op) const {
+    int local = data::isP2P(op) ? nearPeer(op.peer) : -1;
+    if (local >= 0)
+      op.peer = local;
+    return local >= 0;
+  }
 
   /// Whether `op` runs in steps over `near` and `cross`.
   bool hierarchical(const CommOp &op) const {
@@ -241,9 +248,7 @@ private:
 
   /// Member `k` of `wide` as (host, position), and the member at (host,
   /// position) as a rank of `wide`.
-  std::pair<int, int> placeOf(int k) const {
-    return place_.at(wide_->worldRanks()[k]);
-  }
+  std::pair<int, int> placeOf(int k) const { return place_[k]; }
   int memberAt(int host, int position) const {
     return wideIndex_[host][position];
   }
@@ -270,15 +275,8 @@ private:
   template <typename Post>
   std::shared_ptr<Work> route(std::vector<CommOp> ops, Post post) {
     std::vector<CommOp> nearOps, wideOps;
-    for (CommOp &op : ops) {
-      int local = data::isP2P(op) ? nearPeer(op.peer) : -1;
-      if (local >= 0) {
-        op.peer = local;
-        nearOps.push_back(std::move(op));
-      } else {
-        wideOps.push_back(std::move(op));
-      }
-    }
+    for (CommOp &op : ops)
+      (toNear(op) ? nearOps : wideOps).push_back(std::move(op));
     if (nearOps.empty())
       return post(*wide_, std::move(wideOps));
     if (wideOps.empty())
@@ -329,14 +327,8 @@ private:
     int hosts = cross_->size();
     for (CommOp &op : e.ops) {
       size_t esize = dtypeSize(op.dtype), block = op.count * esize;
-      if (data::isP2P(op)) {
-        int local = nearPeer(op.peer);
-        if (local >= 0) {
-          op.peer = local;
-          nearP2P.push_back(op);
-        } else {
-          wideOps.push_back(op);
-        }
+      if (toNear(op)) {
+        nearP2P.push_back(op);
       } else if (!hierarchical(op)) {
         wideOps.push_back(op);
       } else if (op.kind == CommOpKind::AllReduce) {
@@ -491,9 +483,9 @@ private:
   std::vector<int> nearIndex_;
   /// What a failed step's message begins with.
   std::string withinText_, acrossText_;
-  /// World rank -> (host, position on it), with `cross`; and the member of
-  /// `wide` at [host][position].
-  std::unordered_map<int, std::pair<int, int>> place_;
+  /// With `cross`: per member of `wide`, its (host, position on it); and
+  /// the member of `wide` at [host][position].
+  std::vector<std::pair<int, int>> place_;
   std::vector<std::vector<int>> wideIndex_;
   /// scratch(): buffers of the running group's ops (the queue's thread).
   std::vector<std::vector<char>> scratch_;

@@ -38,10 +38,6 @@ namespace {
 /// MONARCH_WORKER_SPIN_US when set, else 20 us when every worker and the
 /// controller can have a core of their own, else 0 (spinning workers would
 /// take the cores the others need).
-/// Whether every worker of a job of `worldSize` and its controller can have
-/// a core of their own here.
-bool aCoreEach(int worldSize) { return worldSize + 1 <= usableCores(); }
-
 int requestSpinUs(int worldSize) {
   if (knobs::Value<int64_t> spin = knobs::getInt(knobs::Id::WorkerSpinUs);
       spin.isSet)

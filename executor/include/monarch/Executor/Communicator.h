@@ -312,6 +312,11 @@ inline int usableCores() {
   return n > 0 ? static_cast<int>(n) : 1;
 }
 
+/// Whether every worker of a job of `worldSize` and its controller can have
+/// a core of their own here: then a short wait may poll rather than block
+/// (the controller for replies, a worker for its next request).
+inline bool aCoreEach(int worldSize) { return worldSize + 1 <= usableCores(); }
+
 /// Whether the job's processes on this host (`options.processesOnHost`, at
 /// least `members`) outnumber this process's cores: then a waiting thread
 /// should give its core to the peer it waits for, and handing work to
