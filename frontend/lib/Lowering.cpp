@@ -192,6 +192,10 @@ TraceBuilder::planSummary(const std::string &backend) const {
       return {};
     return {root.getSymName().str(), *ranks};
   };
+  // Rank `r` of a mesh as a rank of its root (itself when out of range).
+  auto rootRank = [](ArrayRef<int64_t> ranks, int64_t r) {
+    return r >= 0 && r < static_cast<int64_t>(ranks.size()) ? ranks[r] : r;
+  };
   std::map<std::string, std::pair<std::string, std::vector<int64_t>>>
       commMembers;
   std::map<std::string, std::pair<std::string, SmallVector<int64_t>>> planRoots;
@@ -199,8 +203,7 @@ TraceBuilder::planSummary(const std::string &backend) const {
     auto [root, ranks] = rootOf(comm, comm.getMeshAttr());
     std::vector<int64_t> members;
     for (int64_t r : comm.getRanks())
-      members.push_back(
-          r >= 0 && r < static_cast<int64_t>(ranks.size()) ? ranks[r] : r);
+      members.push_back(rootRank(ranks, r));
     commMembers[comm.getSymName().str()] = {root, members};
   });
   (*copy)->walk([&](PlanOp plan) {
@@ -243,12 +246,9 @@ TraceBuilder::planSummary(const std::string &backend) const {
     std::tie(link.plan, link.from, link.to) = key;
     link.bytes = bytes;
     const auto &[root, ranks] = planRoots[link.plan];
-    auto rootRank = [&](int64_t r) {
-      return r >= 0 && r < static_cast<int64_t>(ranks.size()) ? ranks[r] : r;
-    };
     link.root = root;
-    link.fromRoot = rootRank(link.from);
-    link.toRoot = rootRank(link.to);
+    link.fromRoot = rootRank(ranks, link.from);
+    link.toRoot = rootRank(ranks, link.to);
     summary.links.push_back(std::move(link));
   }
   for (auto &[key, value] : colls) {
