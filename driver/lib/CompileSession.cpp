@@ -168,7 +168,13 @@ struct CompileSession::Impl {
 
   /// The stage ladder up to `to`, after checkSettings.
   LogicalResult runStages(ModuleOp module, Stage to) {
-    if (to == Stage::Traced)
+    if (to < options.from) {
+      failureText = "cannot compile from '" +
+                    std::string(stageName(options.from)) + "' back to '" +
+                    std::string(stageName(to)) + "'";
+      return mlir::failure();
+    }
+    if (to == options.from)
       return success();
     if (!fromFile())
       printInput(module);
@@ -221,13 +227,19 @@ struct CompileSession::Impl {
       }
       auto dumper = std::make_unique<DumpAfterEachPass>(options.dumpDir);
       dumper->write(module, "00-input.mlir");
+      dumper->write(module, stageName(options.from).str() + ".mlir");
+      // Each stage as `<stage>.mlir` too: the files a reader opens first.
+      DumpAfterEachPass *stages = dumper.get();
+      run.onStage = [stages](Stage stage, ModuleOp m) {
+        stages->write(m, stageName(stage).str() + ".mlir");
+      };
       run.observer = std::move(dumper);
       // Dumps are for finding the pass at fault: check after every pass.
       run.verifyEachPass = true;
     }
     std::string pipeline;
     LogicalResult ok = withDiagnostics([&] {
-      return runStagePipelines(module, Stage::Traced, to, pipelineOptions,
+      return runStagePipelines(module, options.from, to, pipelineOptions,
                                std::move(run), &pipeline);
     });
     if (succeeded(ok))
@@ -249,6 +261,8 @@ struct CompileSession::Impl {
                       ";kernels=" + (kernelCompilerAvailable() ? "1" : "0");
     if (!cuda)
       key += ";cpu=" + (k.cpu == "host" ? hostCpuDescription() : k.cpu);
+    if (options.from != Stage::Traced)
+      key += ";from=" + stageName(options.from).str();
     return key;
   }
 

@@ -12,6 +12,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "monarch/Driver/TraceCompile.h"
 #include "monarch/Frontend/TraceBuilder.h"
 
 #include <cstdio>
@@ -19,6 +20,8 @@
 #include <string>
 
 using namespace monarch::frontend;
+using monarch::driver::LowerOptions;
+using monarch::driver::lowerTrace;
 
 namespace {
 
@@ -96,7 +99,7 @@ int main(int argc, char **argv) {
   LowerOptions lowered = options;
   lowered.debugInfo = false;
   std::printf("// ===== %s\n%s\n", options.stage.c_str(),
-              orDie(tb.lower(lowered)).c_str());
+              orDie(lowerTrace(tb, lowered)).c_str());
 
   // Errors are values: a shape mismatch is reported, not fatal.
   TraceBuilder bad;

@@ -4,16 +4,17 @@
 // slices, and controller functions (their results are fetched, dead tensor
 // work is dropped, the module is verified). Placement and sharding are in
 // Placement.cpp, tensor ops in Elementwise.cpp and TensorOps.cpp, actors in
-// Actors.cpp, lowering in Lowering.cpp.
+// Actors.cpp. The module goes to the compiler as a copy (TraceBuilderMLIR.h,
+// at the end of this file).
 //
 //===----------------------------------------------------------------------===//
 
 #include "TraceBuilderImpl.h"
 
+#include "monarch/Frontend/TraceBuilderMLIR.h"
 #include "monarch/IR/DeadWork.h"
 #include "monarch/IR/ElementTypes.h"
 #include "monarch/IR/SourceLocation.h"
-#include "monarch/Transforms/Registration.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -82,14 +83,9 @@ std::string shapeStr(const std::vector<int64_t> &shape) {
 // Impl helpers
 //===----------------------------------------------------------------------===//
 
-static DialectRegistry makeRegistry() {
-  DialectRegistry registry;
-  registerMonarchDialects(registry);
-  return registry;
-}
-
-TraceBuilder::Impl::Impl()
-    : ctx(makeRegistry(), MLIRContext::Threading::DISABLED), b(&ctx) {
+/// The tracer loads only the dialects it builds; the compile driver adds
+/// what the passes need to the same context before lowering a copy.
+TraceBuilder::Impl::Impl() : ctx(MLIRContext::Threading::DISABLED), b(&ctx) {
   ctx.loadDialect<MonarchDialect, func::FuncDialect, arith::ArithDialect,
                   tensor::TensorDialect, linalg::LinalgDialect,
                   shard::ShardDialect, math::MathDialect>();
@@ -549,6 +545,37 @@ std::string TraceBuilder::str(bool debugInfo) const {
   }
   pimpl->module->print(os, flags);
   return text;
+}
+
+//===----------------------------------------------------------------------===//
+// The module, for the compiler (TraceBuilderMLIR.h)
+//===----------------------------------------------------------------------===//
+
+ModuleOp tracedModule(const TraceBuilder &builder) {
+  return const_cast<TraceBuilder::Impl &>(builder.impl()).module.get();
+}
+
+Result<OwningOpRef<ModuleOp>> cloneTracedModule(const TraceBuilder &builder,
+                                                llvm::StringRef functionName) {
+  const TraceBuilder::Impl &I = builder.impl();
+  if (!I.stack.empty())
+    return I.error({}, "tracing is still in progress");
+  OwningOpRef<ModuleOp> copy =
+      llvm::cast<ModuleOp>(tracedModule(builder)->clone());
+  std::string from = builder.functionName();
+  if (functionName.empty() || functionName == from)
+    return copy;
+  if (from.empty())
+    return I.error({}, "no controller function was traced");
+  if (SymbolTable::lookupSymbolIn(*copy, functionName))
+    return I.error({}, "cannot rename the traced function to '" +
+                           functionName.str() + "': the symbol is taken");
+  Operation *fn = SymbolTable::lookupSymbolIn(*copy, from);
+  if (failed(SymbolTable::replaceAllSymbolUses(
+          fn, StringAttr::get(copy->getContext(), functionName), *copy)))
+    return I.error({}, "cannot rename the uses of '" + from + "'");
+  SymbolTable::setSymbolName(fn, functionName);
+  return copy;
 }
 
 } // namespace monarch::frontend

@@ -12,7 +12,6 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Verifier.h"
 #include "mlir/Pass/PassRegistry.h"
-#include "llvm/ADT/StringSwitch.h"
 
 #include <cstdlib>
 #include <string>
@@ -20,15 +19,6 @@
 using namespace mlir;
 
 namespace monarch {
-
-std::optional<Stage> parseStage(llvm::StringRef name) {
-  return llvm::StringSwitch<std::optional<Stage>>(name)
-      .Case("traced", Stage::Traced)
-      .Case("partitioned", Stage::Partitioned)
-      .Case("split", Stage::Split)
-      .Case("planned", Stage::Planned)
-      .Default(std::nullopt);
-}
 
 llvm::StringRef stageName(Stage stage) {
   switch (stage) {
@@ -42,6 +32,26 @@ llvm::StringRef stageName(Stage stage) {
     return "planned";
   }
   return "unknown";
+}
+
+llvm::ArrayRef<Stage> allStages() {
+  static constexpr Stage kStages[] = {Stage::Traced, Stage::Partitioned,
+                                      Stage::Split, Stage::Planned};
+  return kStages;
+}
+
+std::optional<Stage> parseStage(llvm::StringRef name) {
+  for (Stage stage : allStages())
+    if (stageName(stage) == name)
+      return stage;
+  return std::nullopt;
+}
+
+std::string stageNameList() {
+  std::string out;
+  for (Stage stage : allStages())
+    out += (out.empty() ? "" : ", ") + stageName(stage).str();
+  return out;
 }
 
 void populatePartitionPipeline(OpPassManager &pm, const PipelineOptions &) {
@@ -210,6 +220,8 @@ LogicalResult runStagePipelines(ModuleOp module, Stage from, Stage to,
                             "pass";
       return failure();
     }
+    if (run.onStage)
+      run.onStage(stage, module);
   }
   return success();
 }

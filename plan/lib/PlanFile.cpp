@@ -193,6 +193,17 @@ StatusOr<ExecutionPlan> deserializePlan(std::string_view bytes) {
   return decodePayload(*payload, nullptr);
 }
 
+StatusOr<SharedPlan> decodeSharedPlan(std::string bytes) {
+  StatusOr<ExecutionPlan> decoded = deserializePlan(bytes);
+  if (!decoded)
+    return decoded.status();
+  SharedPlan shared;
+  shared.bytes = std::make_shared<const std::string>(std::move(bytes));
+  shared.plan =
+      std::make_shared<const ExecutionPlan>(std::move(decoded).value());
+  return shared;
+}
+
 StatusOr<RankPlan> deserializePlanForRank(std::string_view bytes,
                                           int64_t worldRank) {
   StatusOr<std::string_view> payload = planPayload(bytes);

@@ -14,7 +14,7 @@ import sys
 
 import numpy as np
 
-from . import _pytree, _runtime, _trace, errors, knobs
+from . import _pytree, _runtime, _settings, _trace, errors, knobs
 from ._location import def_loc, user_loc
 from ._source import return_loc
 from ._tensor import DTYPES, Tensor, dtype_name
@@ -59,6 +59,9 @@ class Specialization:
 
     def __init__(self, trace, key, structure, num_inputs, result_dtypes=()):
         self.trace = trace
+        # The MONARCH_* values it was traced with, read again by nothing
+        # downstream (_settings.py).
+        self.settings = trace.settings
         self.key = key
         self.structure = structure
         self.num_inputs = num_inputs
@@ -346,14 +349,14 @@ class Compiled:
         key, inputs, kinds = self._key(args, loc)
         spec = self._cache.get(key)
         if spec is None:
-            spec = self._trace(key, args)
+            spec = self._trace(key, args, _settings.Settings.resolve())
             self._cache[key] = spec
             _dump(self, spec)
         self._last = spec
         return spec, inputs, kinds
 
-    def _trace(self, key, args):
-        trace = _trace.Trace(self.__name__)
+    def _trace(self, key, args, settings):
+        trace = _trace.Trace(self.__name__, settings)
         self.trace_count += 1
         floc = def_loc(self.fn)
         with trace:
@@ -479,7 +482,7 @@ class Compiled:
         try:
             spec = self._spec_for(args, user_loc())
             return spec.trace.call("lower", stage, bool(debug_info),
-                                   backend or knobs.backend)
+                                   backend or spec.settings.backend)
         except errors.TraceError as err:
             raise err.with_traceback(None) from None
 
@@ -489,7 +492,7 @@ class Compiled:
         transport of each link and collective (`.transports`)."""
         try:
             spec = self._spec_for(args, user_loc())
-            backend = backend or knobs.backend
+            backend = backend or spec.settings.backend
             return PlanSummary(spec.trace.call("plan_summary", backend),
                                spec.meshes, backend)
         except errors.TraceError as err:
@@ -575,23 +578,23 @@ class Compiled:
 
 
 def _dump(compiled, spec):
-    """With MONARCH_DUMP_DIR set, writes every stage of a new specialisation
-    there as `<fn>.<n>.<stage>.mlir` (with locations)."""
-    folder = knobs.dump_dir
+    """With MONARCH_DUMP_DIR set, lowers a new specialisation to `planned`
+    with the compile driver's dump: `<dir>/<fn>.<n>/` receives the input,
+    the IR after every pass (`NN-<pass>.mlir`) and each stage
+    (`<stage>.mlir`), as `monarch-compile --dump-dir` writes them. A
+    failure leaves the files up to the failing pass and its report in
+    `error.txt`; the call itself then fails where it compiles."""
+    folder = spec.settings.dump_dir
     if not folder:
         return
-    os.makedirs(folder, exist_ok=True)
-    n = len(compiled._cache) - 1
-    for stage in _runtime.STAGES:
-        path = os.path.join(folder, f"{compiled.__name__}.{n}.{stage}.mlir")
-        try:
-            text = spec.trace.call("lower", stage, True, knobs.backend)
-        except errors.TraceError as err:
-            with open(path + ".error.txt", "w") as f:
-                f.write(str(err) + "\n")
-            return
-        with open(path, "w") as f:
-            f.write(text)
+    path = os.path.join(folder,
+                        f"{compiled.__name__}.{len(compiled._cache) - 1}")
+    os.makedirs(path, exist_ok=True)
+    try:
+        spec.trace.call("dump_stages", path, spec.settings.backend)
+    except errors.TraceError as err:
+        with open(os.path.join(path, "error.txt"), "w") as f:
+            f.write(str(err) + "\n")
 
 
 def compile(fn=None, *, mesh=None, on_failure=None, donate_argnums=()):

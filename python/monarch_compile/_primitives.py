@@ -119,5 +119,5 @@ for _name in ("declare_mesh", "declare_slice", "declare_actor_class",
               "declare_actor_mesh", "begin_function", "end_function",
               "begin_endpoint", "end_endpoint", "add_state", "state_set",
               "broadcast", "debug_print", "local_shape", "lower",
-              "plan_summary"):
+              "plan_summary", "dump_stages"):
     define(_name, makes_tensors=False)

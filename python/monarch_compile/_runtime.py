@@ -32,7 +32,8 @@ from . import _pytree, _tools, errors, knobs
 from ._native import native
 from ._tensor import numpy_dtype_name
 
-STAGES = ("traced", "partitioned", "split", "planned")
+# The compile stages, as the compiler lists them (passes/Pipelines.h).
+STAGES = tuple(native.stages())
 
 # id(root mesh) -> _MeshRuntime
 _runtimes = {}
@@ -302,15 +303,14 @@ def _program_name(rt, spec):
 def _compile(compiled, spec, program):
     try:
         plan, _hit, timings = native.compile_plan(spec.builder, program,
-                                                  knobs.backend,
+                                                  spec.settings.backend,
                                                   compiled.__name__)
     except native.PlanCompileError as err:
         raise errors.ExecutionError(
             f"cannot compile {compiled.__name__}() to a plan: {err}") from None
     # Where the compile time went (passes, each kernel's stages, cache hits),
     # as `monarch-compile -v` prints it, when info logging is asked for.
-    if timings and knobs.is_set("MONARCH_LOG_LEVEL") and knobs.log_level in (
-            "trace", "debug", "info"):
+    if timings and spec.settings.report_timings:
         for line in timings.splitlines():
             print(f"monarch: compiling {compiled.__name__}: {line}",
                   file=sys.stderr)

@@ -8,9 +8,10 @@ first time the traced code touches them.
 import re
 import threading
 
-from . import _location, errors, knobs
+from . import _location, errors
 from ._native import TraceBuilder
 from ._primitives import PRIMITIVES
+from ._settings import Settings
 
 _local = threading.local()
 
@@ -27,7 +28,7 @@ def _sanitize(name):
 
 
 class Trace:
-    def __init__(self, name):
+    def __init__(self, name, settings=None):
         self.name = _sanitize(name)
         self.builder = TraceBuilder()
         self.mesh_names = {}  # id(Mesh) -> symbol
@@ -39,9 +40,11 @@ class Trace:
         self.endpoints = {}  # (class, method, key) -> (sym, treedef, probes)
         self.endpoint_stack = []  # EndpointTrace objects
         self.used = set()
+        # The specialisation's settings (_settings.py), resolved once.
+        self.settings = settings or Settings.resolve()
         # MONARCH_CHECK_REPLICATED=1: endpoint results declared replicated
         # are checked after each call (_actors._replication_probes).
-        self.check_replicated = knobs.check_replicated
+        self.check_replicated = self.settings.check_replicated
         self.replication_probes = []  # (endpoint, index, dtype, loc, d, m)
         # Called as observer(primitive, args, result, loc) after every
         # builder call: mc.vjp's tapes (_tape.Tape).

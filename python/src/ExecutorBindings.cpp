@@ -1,7 +1,8 @@
 //===- ExecutorBindings.cpp - Plans and the Controller for Python --------===//
 //
 // The running half of `_monarch_native`: `compile_plan` (a TraceBuilder's
-// traced module to `.mcplan` bytes, PlanCompile.h) and a thin `Controller` over
+// traced module to `.mcplan` bytes, driver/TraceCompile.h) and a thin
+// `Controller` over
 // monarch::executor::Controller. Tensors cross as (dtype, shape, bytes)
 // triples; every executor Status that is not ok becomes an `ExecutionError`
 // (a RuntimeError) carrying the controller's message, which names the rank,
@@ -13,8 +14,8 @@
 //
 //===----------------------------------------------------------------------===//
 #include "Interrupt.h"
-#include "PlanCompile.h"
 
+#include "monarch/Driver/TraceCompile.h"
 #include "monarch/Executor/BufferPool.h"
 #include "monarch/Executor/Controller.h"
 #include "monarch/Plan/PlanFile.h"
@@ -242,50 +243,73 @@ void bindExecutor(nb::module_ &m) {
   nb::exception<ExecutionError>(m, "ExecutionError", PyExc_RuntimeError);
   nb::exception<PlanCompileError>(m, "PlanCompileError", PyExc_RuntimeError);
 
+  nb::class_<monarch::plan::SharedPlan>(
+      m, "Plan",
+      "A compiled plan in memory: its .mcplan bytes and their decoding, "
+      "made once; the controller loads it without copying or decoding it "
+      "again.")
+      .def_prop_ro("size",
+                   [](const monarch::plan::SharedPlan &p) {
+                     return p.bytes ? p.bytes->size() : 0;
+                   })
+      .def("to_bytes",
+           [](const monarch::plan::SharedPlan &p) {
+             return p.bytes ? nb::bytes(p.bytes->data(), p.bytes->size())
+                            : nb::bytes();
+           })
+      .def_static(
+          "from_bytes",
+          [](const nb::bytes &bytes) {
+            return check(monarch::plan::decodeSharedPlan(
+                std::string(bytes.c_str(), bytes.size())));
+          },
+          nb::arg("bytes"), "Decodes (and validates) .mcplan bytes.");
+
   m.def(
       "compile_plan",
       [](const monarch::frontend::TraceBuilder &builder,
          const std::string &program, const std::string &backend,
          const std::string &source) {
-        monarch::python::PlanCompileResult r;
+        monarch::driver::PlanCompileResult r;
+        StatusOr<monarch::plan::SharedPlan> plan =
+            Status(StatusCode::Internal, "not compiled");
         {
           nb::gil_scoped_release release;
-          r = monarch::python::compileTrace(builder, program, backend, source);
+          r = monarch::driver::compileTrace(builder, program, backend, source);
+          if (r.ok)
+            plan = monarch::plan::decodeSharedPlan(std::move(r.bytes));
         }
         if (!r.ok)
           throw PlanCompileError(r.error);
-        return std::make_tuple(nb::bytes(r.bytes.data(), r.bytes.size()),
-                               r.cacheHit, r.timings);
+        if (!plan)
+          throw PlanCompileError("the compiled plan does not decode: " +
+                                 plan.status().message());
+        return std::make_tuple(std::move(plan).value(), r.cacheHit, r.timings);
       },
       nb::arg("builder"), nb::arg("program") = "", nb::arg("backend") = "gloo",
       nb::arg("source") = "",
       "The traced module of `builder` (in memory), its function renamed to "
-      "`program` -> (.mcplan bytes, cache hit, where the compile time went "
-      "as `monarch-compile -v` prints it).");
+      "`program` -> (Plan, cache hit, where the compile time went as "
+      "`monarch-compile -v` prints it).");
 
   m.def(
       "plan_pictures",
-      [](const nb::bytes &plan) {
-        StatusOr<monarch::plan::ExecutionPlan> decoded =
-            monarch::plan::deserializePlan(
-                std::string_view(plan.c_str(), plan.size()));
-        if (!decoded)
-          throw ExecutionError(decoded.status().message());
-        return std::make_pair(monarch::plan::planGraphSvg(*decoded),
-                              monarch::plan::memoryPlotSvg(*decoded));
+      [](const monarch::plan::SharedPlan &plan) {
+        if (!plan.plan)
+          throw ExecutionError("an empty plan");
+        return std::make_pair(monarch::plan::planGraphSvg(*plan.plan),
+                              monarch::plan::memoryPlotSvg(*plan.plan));
       },
-      nb::arg("plan"),
-      "(plan graph SVG, memory plot SVG) of a compiled plan (.mcplan bytes).");
+      nb::arg("plan"), "(plan graph SVG, memory plot SVG) of a compiled Plan.");
 
   m.def(
       "simulate_plan",
-      [](const nb::bytes &plan, const std::string &preset,
+      [](const monarch::plan::SharedPlan &plan, const std::string &preset,
          const std::map<std::string, double> &overrides) {
         using namespace monarch::plan;
-        StatusOr<ExecutionPlan> decoded =
-            deserializePlan(std::string_view(plan.c_str(), plan.size()));
-        if (!decoded)
-          throw ExecutionError(decoded.status().message());
+        if (!plan.plan)
+          throw ExecutionError("an empty plan");
+        const ExecutionPlan *decoded = plan.plan.get();
         StatusOr<SimTopology> t = topologyPreset(preset);
         if (!t)
           throw std::invalid_argument(t.status().message());
@@ -370,8 +394,7 @@ void bindExecutor(nb::module_ &m) {
           nb::arg("checkpoint_every") = 1, nb::arg("launcher") = "",
           nb::arg("hosts") = 1, nb::rv_policy::take_ownership)
       .def("load_plan",
-           [](PyController &self, const nb::bytes &plan) {
-             std::string bytes(plan.c_str(), plan.size());
+           [](PyController &self, const monarch::plan::SharedPlan &plan) {
              Controller &c = self.get();
              StatusOr<std::vector<std::string>> names =
                  Status(StatusCode::Internal, "not loaded");
@@ -379,7 +402,7 @@ void bindExecutor(nb::module_ &m) {
              {
                monarch::python::InterruptScope scope(c, "loading a plan");
                nb::gil_scoped_release release;
-               names = c.loadPlan(bytes);
+               names = c.loadPlan(plan);
                interrupted = scope.interrupted();
              }
              raiseIfInterrupted(interrupted);

@@ -12,6 +12,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "monarch/Driver/TraceCompile.h"
 #include "monarch/Frontend/TraceBuilder.h"
 
 #include <nanobind/nanobind.h>
@@ -230,6 +231,8 @@ NB_MODULE(_monarch_native, m) {
   bindNativeError(m);
   bindExecutor(m);
   bindKnobs(m);
+  m.def("stages", &monarch::driver::stageNames,
+        "The compile stages, in order (mc.STAGES).");
 
   nb::class_<TraceBuilder>(m, "TraceBuilder")
       .def(nb::init<>())
@@ -523,17 +526,25 @@ NB_MODULE(_monarch_native, m) {
            })
       .def("verify", [](TraceBuilder &t) { check(t.verify()); })
       .def("str", &TraceBuilder::str, nb::arg("debug_info") = false)
+      // Compiling the module is the driver's (TraceCompile.h): these
+      // methods only give Python one handle for the trace and its stages.
       .def("lower",
            [](TraceBuilder &t, const std::string &stage, bool debugInfo,
               const std::string &backend) {
-             LowerOptions o;
+             monarch::driver::LowerOptions o;
              o.stage = stage;
              o.debugInfo = debugInfo;
              o.backend = backend;
-             return check(t.lower(o));
+             return check(monarch::driver::lowerTrace(t, o));
+           })
+      .def("dump_stages",
+           [](TraceBuilder &t, const std::string &dir,
+              const std::string &backend) {
+             check(monarch::driver::dumpTrace(t, dir, backend));
            })
       .def("plan_summary", [](TraceBuilder &t, const std::string &backend) {
-        PlanSummary s = check(t.planSummary(backend));
+        monarch::codegen::PlanSummary s =
+            check(monarch::driver::summarizeTrace(t, backend));
         nb::list ranks, links, colls;
         for (const auto &r : s.ranks) {
           nb::dict d;

@@ -14,13 +14,14 @@
 // VERIFY: unverified.mlir:3:1: error: 'monarch.proc_mesh' op @nogrid does not name a shard.grid
 
 // RUN: not monarch-compile %s 2>&1 | FileCheck %s --check-prefix=PASS
-// PASS: monarch-compile-errors.mlir:[[@LINE+18]]:8: error: 'linalg.add' op uses values on meshes @a and @b; move one with monarch.transfer first
+// PASS: monarch-compile-errors.mlir:[[@LINE+19]]:8: error: 'linalg.add' op uses values on meshes @a and @b; move one with monarch.transfer first
 // PASS: monarch-compile: compiling to 'planned' failed; reproduce with:
 // The reproducer runs the stages up to the one that failed.
 // PASS-NEXT: monarch-opt {{.*}}monarch-compile-errors.mlir --pass-pipeline='builtin.module(monarch-partition{engine=own lift-constants=true remarks=false})'
 
 // RUN: monarch-compile --help | FileCheck %s --check-prefix=HELP
 // HELP: --compile-to
+// HELP: --compile-from
 // HELP: --dump-dir
 // HELP: --backend
 // HELP: --verify-each

@@ -21,10 +21,35 @@
 // DUMP-NEXT: 05-monarch-plan-transfers.mlir
 // DUMP-NEXT: 06-monarch-schedule.mlir
 // DUMP-NEXT: 07-monarch-verify-plan.mlir
+// DUMP-NEXT: partitioned.mlir
+// DUMP-NEXT: planned.mlir
+// DUMP-NEXT: split.mlir
+// DUMP-NEXT: traced.mlir
 // ENVDUMP: 00-input.mlir
 // ENVDUMP-NEXT: 01-monarch-partition.mlir
 // ENVDUMP-NEXT: 02-monarch-split-control-data.mlir
 // ENVDUMP-NOT: plan-transfers
+// ENVDUMP: partitioned.mlir
+// ENVDUMP-NEXT: split.mlir
+// ENVDUMP-NEXT: traced.mlir
+
+// A stage's IR compiles on from there (--compile-from): the split stage
+// written above gives the same planned IR and a plan; its dump starts at
+// split. Going backwards is refused.
+// RUN: monarch-compile %s --compile-to=split -o %t.split.mlir
+// RUN: monarch-compile %t.split.mlir --compile-from=split | FileCheck %s --check-prefix=PLAN
+// RUN: rm -rf %t.fromdump && monarch-compile %t.split.mlir --compile-from=split --dump-dir=%t.fromdump -o %t.from.mcplan
+// RUN: monarch-compile --print-plan %t.from.mcplan | FileCheck %s --check-prefix=FROMPLAN
+// RUN: ls %t.fromdump | FileCheck %s --check-prefix=FROMDUMP
+// RUN: not monarch-compile %s --compile-from=planned --compile-to=split 2>&1 | FileCheck %s --check-prefix=BACKWARDS
+// FROMPLAN: all_reduce
+// FROMDUMP: 00-input.mlir
+// FROMDUMP-NEXT: 01-monarch-specialize-ranks.mlir
+// FROMDUMP-NOT: partitioned.mlir
+// FROMDUMP: planned.mlir
+// FROMDUMP-NEXT: split.mlir
+// FROMDUMP-NOT: traced.mlir
+// BACKWARDS: error: --compile-to=split comes before --compile-from=planned
 
 // TRACED: func.func @step
 // TRACED: linalg.matmul

@@ -1,15 +1,16 @@
 //===- monarch-compile.cpp - The phase-ladder compiler driver ---*- C++ -*-===//
 //
-// `monarch-compile INPUT.mlir --compile-to=STAGE [-o OUT] [--dump-dir=DIR]`
-// parses a traced program, runs the registered stage pipelines up to STAGE
-// and prints (or writes) the result. The last stage, `plan`, turns the
+// `monarch-compile INPUT.mlir --compile-to=STAGE [--compile-from=STAGE]
+// [-o OUT] [--dump-dir=DIR]` parses a program (traced, or at the stage
+// --compile-from names), runs the stage pipelines after it up to STAGE and
+// prints (or writes) the result. The last stage, `plan`, turns the
 // planned module into an ExecutionPlan: `-o OUT.mcplan` writes the binary
 // file (through the compile cache), otherwise the plan is printed readably.
 // `--print-plan X.mcplan` prints an existing plan file without any MLIR.
 // With a dump directory (or MONARCH_DUMP_DIR) the IR after every pass is
-// written as NN-<pass>.mlir. Failures print `file:line:col: error:`
-// diagnostics plus a monarch-opt command line that reproduces them, and
-// exit non-zero.
+// written as NN-<pass>.mlir and each stage as <stage>.mlir. Failures print
+// `file:line:col: error:` diagnostics plus a monarch-opt command line that
+// reproduces them, and exit non-zero.
 //
 //===----------------------------------------------------------------------===//
 
@@ -60,8 +61,8 @@ int fail(llvm::StringRef message) {
 }
 
 struct Flags {
-  std::string input, output, stageName, dumpDir, backend = "gloo",
-                                                 target = "cpu";
+  std::string input, output, stageName, fromStage = "traced", dumpDir,
+                                        backend = "gloo", target = "cpu";
   int64_t groupBytes = 65536;
   bool printPlan = false, verbose = false, verifyEach = false;
   /// --print-plan --rank R: that rank's program of each plan, in full.
@@ -220,12 +221,22 @@ int main(int argc, char **argv) {
                  "Where to write the result (default: stdout). For the plan "
                  "stage: the binary .mcplan file; without -o the plan is "
                  "printed readably");
+  // The stages as passes/Pipelines.h lists them; `plan` is the file.
+  std::vector<std::string> stages;
+  for (monarch::Stage stage : monarch::allStages())
+    stages.push_back(monarch::stageName(stage).str());
+  std::vector<std::string> targets = stages;
+  targets.push_back("plan");
   app.add_option("--compile-to", flags.stageName,
-                 "Stop after this stage: traced, partitioned, split, planned, "
-                 "plan (default: plan when -o ends in .mcplan or with "
-                 "--print-plan, planned otherwise)")
-      ->check(
-          CLI::IsMember({"traced", "partitioned", "split", "planned", "plan"}));
+                 "Stop after this stage: " + monarch::stageNameList() +
+                     ", plan (default: plan when -o ends in .mcplan or with "
+                     "--print-plan, planned otherwise)")
+      ->check(CLI::IsMember(targets));
+  app.add_option("--compile-from", flags.fromStage,
+                 "The stage of the input (default: traced): the passes start "
+                 "after it, so the IR a dump or an earlier --compile-to "
+                 "wrote can be compiled on")
+      ->check(CLI::IsMember(stages));
   app.add_flag("--print-plan", flags.printPlan,
                "Print a plan readably (a table per class of ranks; a rank "
                "that runs another's stream shows where it differs): the "
@@ -240,8 +251,9 @@ int main(int argc, char **argv) {
       ->check(CLI::IsMember({"cpu", "cuda"}))
       ->default_val("cpu");
   app.add_option("--dump-dir", flags.dumpDir,
-                 "Write the IR after every pass here as NN-<pass>.mlir "
-                 "(default: $MONARCH_DUMP_DIR, if set; bypasses the cache)");
+                 "Write the IR after every pass here as NN-<pass>.mlir and "
+                 "each stage as <stage>.mlir (default: $MONARCH_DUMP_DIR, if "
+                 "set; bypasses the cache)");
   app.add_option("--backend", flags.backend,
                  "Data plane of the planned communicators: gloo or nccl "
                  "(default: $MONARCH_BACKEND, else gloo)")
@@ -318,6 +330,10 @@ int main(int argc, char **argv) {
     return fail(
         "--print-plan prints a plan: it needs --compile-to=plan, not '" +
         flags.stageName + "'");
+  monarch::Stage from = *monarch::parseStage(flags.fromStage);
+  if (!toPlan && *monarch::parseStage(flags.stageName) < from)
+    return fail("--compile-to=" + flags.stageName +
+                " comes before --compile-from=" + flags.fromStage);
   if (wantsPlanOutput && !toPlan)
     return fail("-o " + flags.output + " names a plan file but --compile-to=" +
                 flags.stageName + " produces MLIR");
@@ -350,6 +366,7 @@ int main(int argc, char **argv) {
     return 1; // The parser reported file:line:col.
 
   monarch::driver::CompileOptions options;
+  options.from = from;
   options.backend = flags.backend;
   options.groupBytes = flags.groupBytes;
   options.kernels.target =

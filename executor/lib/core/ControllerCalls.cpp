@@ -247,23 +247,23 @@ StatusOr<std::string> cutShard(const HostTensor &whole,
 } // namespace
 
 StatusOr<std::vector<std::string>>
-Controller::loadPlanOnce(const std::string &planBytes) {
+Controller::loadPlanOnce(const pm::SharedPlan &shared) {
   Impl &s = *impl_;
   std::lock_guard<std::recursive_mutex> call(s.callMutex);
   if (Status h = health(); !h)
     return h;
-  if (static_cast<int64_t>(planBytes.size()) + 4096 > s.limits.maxMessageBytes)
+  // Decoded and validated by decodeSharedPlan: a bad file never reaches
+  // the workers.
+  const std::shared_ptr<const std::string> &planBytes = shared.bytes;
+  const std::shared_ptr<const pm::ExecutionPlan> &file = shared.plan;
+  if (!planBytes || !file)
+    return Status(StatusCode::InvalidArgument, "an empty plan");
+  if (static_cast<int64_t>(planBytes->size()) + 4096 > s.limits.maxMessageBytes)
     return Status(StatusCode::InvalidArgument,
-                  "the plan is " + std::to_string(planBytes.size()) +
+                  "the plan is " + std::to_string(planBytes->size()) +
                       " bytes, above the control message limit of " +
                       std::to_string(s.limits.maxMessageBytes) +
                       " (MONARCH_MAX_MESSAGE_BYTES)");
-  // Rejected here first, so a bad file never reaches the workers.
-  auto decoded = pm::deserializePlan(planBytes);
-  if (!decoded.isOk())
-    return decoded.status();
-  auto file =
-      std::make_shared<const pm::ExecutionPlan>(std::move(decoded).value());
   int n = s.options.worldSize;
   std::vector<int> all(n);
   for (int r = 0; r < n; ++r)
@@ -279,7 +279,7 @@ Controller::loadPlanOnce(const std::string &planBytes) {
       s, all, gather, "loadPlan", {"", -1}, s.options.startTimeout,
       [planBytes, token](int, WorkerConnection &conn,
                          std::vector<control::PlanInfo> &reply) {
-        conn.client().loadPlan(reply, token, planBytes);
+        conn.client().loadPlan(reply, token, *planBytes);
       },
       // Called under s.mutex for each rank that failed.
       [&s, firstRefusal](const Status &st) {

@@ -15,6 +15,7 @@
 #include "monarch/Executor/Controller.h"
 #include "monarch/Executor/Store.h"
 #include "monarch/Plan/Plan.h"
+#include "monarch/Plan/PlanFile.h"
 
 #include "ThriftGlue.h"
 #include "TraceWriter.h"
@@ -228,7 +229,7 @@ struct Controller::Impl {
   RecoveryPolicy policy;
   RecoveryStats stats;
   /// Every plan file loaded, in order (reloaded after a restart).
-  std::vector<std::string> planFiles;
+  std::vector<plan::SharedPlan> planFiles;
   /// What changed actor state since the last checkpoint, in order.
   struct JournalEntry {
     bool isStep = true;

@@ -45,11 +45,20 @@ template <typename Attempt> auto Controller::withRecovery(Attempt attempt) {
 
 StatusOr<std::vector<std::string>>
 Controller::loadPlan(const std::string &planBytes) {
+  // Rejected here first, so a bad file never reaches the workers.
+  auto shared = plan::decodeSharedPlan(planBytes);
+  if (!shared)
+    return shared.status();
+  return loadPlan(*shared);
+}
+
+StatusOr<std::vector<std::string>>
+Controller::loadPlan(const plan::SharedPlan &shared) {
   return withRecovery([&] {
-    auto names = loadPlanOnce(planBytes);
+    auto names = loadPlanOnce(shared);
     // Kept whatever the policy: one turned on later reloads them too.
     if (names.isOk())
-      impl_->planFiles.push_back(planBytes);
+      impl_->planFiles.push_back(shared);
     return names;
   });
 }
@@ -326,7 +335,7 @@ Status Controller::restartOnce(int attempt) {
   };
   if (Status st = s.launchWorkers(); !st)
     return failJob(st, "relaunching the workers");
-  for (const std::string &file : s.planFiles)
+  for (const plan::SharedPlan &file : s.planFiles)
     if (auto names = loadPlanOnce(file); !names.isOk())
       return failJob(names.status(), "reloading a plan");
   for (auto &[where, value] : s.checkpoint.states)

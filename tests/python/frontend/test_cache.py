@@ -90,10 +90,24 @@ def test_dump_dir_gets_every_stage(tmp_path, monkeypatch):
         return mc.relu(x)
 
     g.trace(np.zeros((4,), np.float32))
-    names = sorted(p.name for p in tmp_path.iterdir())
-    assert names == sorted(f"g.0.{s}.mlir" for s in mc.STAGES)
-    assert 'loc("' in (tmp_path / "g.0.traced.mlir").read_text()
-    assert "monarch.plan" in (tmp_path / "g.0.planned.mlir").read_text()
+    # One folder per specialisation, in monarch-compile --dump-dir's layout:
+    # the input, every pass numbered, every stage by name.
+    assert [p.name for p in tmp_path.iterdir()] == ["g.0"]
+    names = sorted(p.name for p in (tmp_path / "g.0").iterdir())
+    assert names[0] == "00-input.mlir"
+    assert "01-monarch-partition.mlir" in names
+    assert any(n.endswith("-monarch-verify-plan.mlir") for n in names)
+    for stage in mc.STAGES:
+        assert f"{stage}.mlir" in names
+    assert "test_cache.py" in (tmp_path / "g.0" / "traced.mlir").read_text()
+    assert "monarch.plan" in (tmp_path / "g.0" / "planned.mlir").read_text()
+    # A second specialisation gets its own folder.
+    g.trace(np.zeros((8,), np.float32))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["g.0", "g.1"]
+
+
+def test_stages_come_from_the_compiler():
+    assert mc.STAGES == ("traced", "partitioned", "split", "planned")
 
 
 def test_numpy_scalars_are_runtime_arguments():

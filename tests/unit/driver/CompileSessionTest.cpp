@@ -172,3 +172,67 @@ TEST_F(CompileSessionTest, RefusesABadEnvironmentAndBackend) {
   EXPECT_TRUE(failed(session.lower(*module, Stage::Planned)));
   EXPECT_EQ(session.error(), "unknown backend 'mpi' (gloo or nccl)");
 }
+
+namespace {
+std::string printed(ModuleOp module) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  module->print(os);
+  return text;
+}
+} // namespace
+
+TEST_F(CompileSessionTest, CompilesOnFromALaterStage) {
+  // traced -> planned in one session, and traced -> split, then (the split
+  // IR printed and parsed back, as a file would be) split -> planned.
+  OwningOpRef<ModuleOp> whole = example("data_parallel.mlir");
+  driver::CompileSession all(*context, {});
+  ASSERT_TRUE(succeeded(all.lower(*whole, Stage::Planned))) << all.report();
+
+  OwningOpRef<ModuleOp> first = example("data_parallel.mlir");
+  driver::CompileSession toSplit(*context, {});
+  ASSERT_TRUE(succeeded(toSplit.lower(*first, Stage::Split)));
+  OwningOpRef<ModuleOp> split = parse(printed(*first));
+  ASSERT_TRUE(split);
+  driver::CompileOptions options;
+  options.from = Stage::Split;
+  options.dumpDir = tmp + "/from-split";
+  driver::CompileSession rest(*context, options);
+  ASSERT_TRUE(succeeded(rest.lower(*split, Stage::Planned))) << rest.report();
+  EXPECT_EQ(printed(*split), printed(*whole));
+  // The dump starts at the input's stage: no traced or partitioned file.
+  EXPECT_TRUE(llvm::sys::fs::exists(tmp + "/from-split/split.mlir"));
+  EXPECT_TRUE(llvm::sys::fs::exists(tmp + "/from-split/planned.mlir"));
+  EXPECT_FALSE(llvm::sys::fs::exists(tmp + "/from-split/traced.mlir"));
+  EXPECT_FALSE(llvm::sys::fs::exists(tmp + "/from-split/partitioned.mlir"));
+  // And it compiles to a plan from there.
+  OwningOpRef<ModuleOp> again = parse(printed(*first));
+  options.dumpDir.clear();
+  driver::CompileSession plan(*context, options);
+  EXPECT_TRUE(succeeded(plan.compilePlan(*again))) << plan.report();
+  // Backwards is refused, saying so.
+  OwningOpRef<ModuleOp> back = parse(printed(*first));
+  driver::CompileSession backwards(*context, options);
+  EXPECT_TRUE(failed(backwards.lower(*back, Stage::Partitioned)));
+  EXPECT_EQ(backwards.error(),
+            "cannot compile from 'split' back to 'partitioned'");
+}
+
+TEST_F(CompileSessionTest, ADumpHoldsEveryPassAndEveryStage) {
+  OwningOpRef<ModuleOp> module = example("data_parallel.mlir");
+  driver::CompileOptions options;
+  options.dumpDir = tmp + "/dump";
+  driver::CompileSession session(*context, options);
+  ASSERT_TRUE(succeeded(session.lower(*module, Stage::Planned)));
+  for (Stage stage : allStages()) {
+    std::string path = tmp + "/dump/" + stageName(stage).str() + ".mlir";
+    ASSERT_TRUE(llvm::sys::fs::exists(path)) << path;
+    EXPECT_TRUE(parse(readText(path))) << path << " does not parse back";
+  }
+  EXPECT_TRUE(llvm::sys::fs::exists(tmp + "/dump/00-input.mlir"));
+  EXPECT_TRUE(llvm::sys::fs::exists(tmp + "/dump/01-monarch-partition.mlir"));
+  // The planned file is the module the session ends with.
+  OwningOpRef<ModuleOp> planned = parse(readText(tmp + "/dump/planned.mlir"));
+  ASSERT_TRUE(planned);
+  EXPECT_EQ(printed(*planned), printed(*module));
+}

@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "monarch/Driver/TraceCompile.h"
 #include "monarch/Frontend/TraceBuilder.h"
 
 #include <gtest/gtest.h>
@@ -14,6 +15,9 @@
 
 using namespace monarch::frontend;
 using monarch::DType;
+using monarch::driver::LowerOptions;
+using monarch::driver::lowerTrace;
+using monarch::driver::summarizeTrace;
 
 namespace {
 
@@ -76,10 +80,10 @@ TEST_F(ActorTest, PipelineFeedsTransfersAndFetches) {
   EXPECT_TRUE(contains(text, "from @s1_mesh : tensor<8x4xf32>"));
   LowerOptions o;
   o.stage = "planned";
-  auto planned = tb.lower(o);
+  auto planned = lowerTrace(tb, o);
   ASSERT_TRUE(planned.isOk()) << planned.status().str();
   EXPECT_TRUE(contains(*planned, "monarch.send"));
-  auto summary = tb.planSummary();
+  auto summary = summarizeTrace(tb);
   ASSERT_TRUE(summary.isOk());
   // Stage 0's two ranks each send the 8x4 activation to stage 1.
   ASSERT_EQ(summary->links.size(), 2u);
@@ -170,7 +174,7 @@ TEST_F(ActorTest, StateUpdatesAndScalars) {
   EXPECT_TRUE(contains(tb.str(), "tensor.expand_shape"));
   LowerOptions o;
   o.stage = "planned";
-  auto planned = tb.lower(o);
+  auto planned = lowerTrace(tb, o);
   EXPECT_TRUE(planned.isOk()) << planned.status().str();
 }
 

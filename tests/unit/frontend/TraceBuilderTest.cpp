@@ -8,13 +8,18 @@
 //===----------------------------------------------------------------------===//
 
 #include "monarch/Frontend/TraceBuilder.h"
+#include "monarch/Driver/TraceCompile.h"
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <string>
 
 using namespace monarch::frontend;
 using monarch::DType;
+using monarch::driver::LowerOptions;
+using monarch::driver::lowerTrace;
+using monarch::driver::summarizeTrace;
 
 namespace {
 
@@ -105,18 +110,19 @@ TEST_F(TraceBuilderTest, DataParallelStepLowersToEveryStage) {
   for (const char *stage : {"traced", "partitioned", "split", "planned"}) {
     LowerOptions o;
     o.stage = stage;
-    auto text = tb.lower(o);
+    auto text = lowerTrace(tb, o);
     ASSERT_TRUE(text.isOk()) << stage << ": " << text.status().str();
   }
   LowerOptions o;
   o.stage = "partitioned";
-  EXPECT_TRUE(contains(*tb.lower(o), "all_reduce"));
+  EXPECT_TRUE(contains(*lowerTrace(tb, o), "all_reduce"));
   o.stage = "bogus";
-  EXPECT_TRUE(contains(err(tb.lower(o)), "unknown stage 'bogus'"));
+  EXPECT_TRUE(contains(err(lowerTrace(tb, o)), "unknown stage 'bogus'"));
 
-  auto summary = tb.planSummary();
+  auto summary = summarizeTrace(tb);
   ASSERT_TRUE(summary.isOk()) << summary.status().str();
   EXPECT_EQ(summary->ranks.size(), 4u);
+  EXPECT_GT(summary->globalWork, 0);
   ASSERT_EQ(summary->collectives.size(), 1u);
   EXPECT_EQ(summary->collectives[0].kind, "all_reduce");
   EXPECT_EQ(summary->collectives[0].count, 4);
@@ -288,7 +294,7 @@ TEST_F(TraceBuilderTest, BroadcastingReductionsAndCasts) {
   EXPECT_TRUE(tb.verify().isOk());
   LowerOptions planned;
   planned.stage = "planned";
-  EXPECT_TRUE(tb.lower(planned).isOk());
+  EXPECT_TRUE(lowerTrace(tb, planned).isOk());
   std::string text = tb.str();
   // Only the general reshape collapses; size-1 dimensions are generics.
   EXPECT_TRUE(contains(text, "tensor.collapse_shape"));
@@ -305,7 +311,7 @@ TEST_F(TraceBuilderTest, DeadTensorWorkIsDropped) {
   EXPECT_FALSE(contains(tb.str(), "math.exp"));
   LowerOptions o;
   o.stage = "planned";
-  EXPECT_TRUE(tb.lower(o).isOk());
+  EXPECT_TRUE(lowerTrace(tb, o).isOk());
 }
 
 TEST_F(TraceBuilderTest, GathersReadACapturedTable) {
@@ -338,7 +344,7 @@ TEST_F(TraceBuilderTest, GathersReadACapturedTable) {
   EXPECT_TRUE(contains(text, "arith.minsi"));
   LowerOptions planned;
   planned.stage = "planned";
-  EXPECT_TRUE(tb.lower(planned).isOk());
+  EXPECT_TRUE(lowerTrace(tb, planned).isOk());
 }
 
 TEST_F(TraceBuilderTest, ProductIsOneReductionAndBooleansMultiplyAsInts) {
@@ -395,7 +401,7 @@ TEST_F(TraceBuilderTest, EinsumIsOneGenericWithTheLabelsAsLoops) {
                              "\"parallel\", \"reduction\""));
   LowerOptions planned;
   planned.stage = "planned";
-  EXPECT_TRUE(tb.lower(planned).isOk());
+  EXPECT_TRUE(lowerTrace(tb, planned).isOk());
 }
 
 TEST_F(TraceBuilderTest, TakeAlongGathersAtTheResultsOwnCoordinates) {
@@ -421,7 +427,7 @@ TEST_F(TraceBuilderTest, TakeAlongGathersAtTheResultsOwnCoordinates) {
   EXPECT_TRUE(contains(text, "tensor.extract %"));
   LowerOptions planned;
   planned.stage = "planned";
-  EXPECT_TRUE(tb.lower(planned).isOk());
+  EXPECT_TRUE(lowerTrace(tb, planned).isOk());
 }
 
 TEST_F(TraceBuilderTest, ScatterAddIsTheGathersAdjoint) {
@@ -460,7 +466,32 @@ TEST_F(TraceBuilderTest, ScatterAddIsTheGathersAdjoint) {
   EXPECT_FALSE(contains(text, "linalg.matmul"));
   LowerOptions planned;
   planned.stage = "planned";
-  EXPECT_TRUE(tb.lower(planned).isOk());
+  EXPECT_TRUE(lowerTrace(tb, planned).isOk());
 }
 
 } // namespace
+
+// The driver's dump of a trace: monarch-compile --dump-dir's layout, every
+// stage named, nothing left in the traced module itself.
+TEST_F(TraceBuilderTest, DumpTraceWritesEveryPassAndStage) {
+  auto args = begin({f32({8, 4})});
+  auto x = tb.shard(args[0], {{"gpus", 0}});
+  ASSERT_TRUE(x.isOk());
+  auto r = tb.unary(UnaryOp::Relu, *x);
+  ASSERT_TRUE(r.isOk());
+  ASSERT_TRUE(tb.endFunction({*tb.replicate(*r)}).isOk());
+  std::string before = tb.str();
+  std::string dir = testing::TempDir() + "/monarch-dump-trace";
+  std::filesystem::remove_all(dir);
+  monarch::Status dumped = monarch::driver::dumpTrace(tb, dir);
+  ASSERT_TRUE(dumped.isOk()) << dumped.str();
+  for (const std::string &stage : monarch::driver::stageNames())
+    EXPECT_TRUE(std::filesystem::exists(dir + "/" + stage + ".mlir")) << stage;
+  EXPECT_TRUE(std::filesystem::exists(dir + "/00-input.mlir"));
+  EXPECT_TRUE(std::filesystem::exists(dir + "/01-monarch-partition.mlir"));
+  EXPECT_EQ(tb.str(), before);
+  std::filesystem::remove_all(dir);
+  EXPECT_EQ(
+      monarch::driver::stageNames(),
+      (std::vector<std::string>{"traced", "partitioned", "split", "planned"}));
+}

@@ -25,6 +25,8 @@
 namespace monarch::driver {
 
 struct CompileOptions {
+  /// The stage of the input (`--compile-from`): the passes start after it.
+  Stage from = Stage::Traced;
   /// Data plane of the planned communicators: gloo or nccl.
   std::string backend = "gloo";
   /// Transfers up to this many bytes issued back to back share a group.
@@ -33,8 +35,9 @@ struct CompileOptions {
   codegen::KernelCompileOptions kernels;
   /// Run the IR verifier after every pass instead of once on the result.
   bool verifyEach = false;
-  /// Write the IR after every pass here as NN-<pass>.mlir (and the input as
-  /// 00-input.mlir); implies verifyEach and bypasses the cache.
+  /// Write the IR after every pass here as NN-<pass>.mlir (the input as
+  /// 00-input.mlir) and each stage as <stage>.mlir (the input's too);
+  /// implies verifyEach and bypasses the cache.
   std::string dumpDir;
   /// Use the compile cache when the environment enables it.
   bool useCache = true;
@@ -55,9 +58,10 @@ public:
   CompileSession(const CompileSession &) = delete;
   CompileSession &operator=(const CompileSession &) = delete;
 
-  /// Lowers `module`, at the traced stage, in place to `to`.
+  /// Lowers `module`, at stage `from` (traced by default), in place to
+  /// `to`.
   mlir::LogicalResult lower(mlir::ModuleOp module, Stage to);
-  /// The serialized ExecutionPlan of `module` (at the traced stage), from
+  /// The serialized ExecutionPlan of `module` (at stage `from`), from
   /// the cache or compiled (then `module` is lowered in place).
   mlir::FailureOr<std::string> compilePlan(mlir::ModuleOp module);
 

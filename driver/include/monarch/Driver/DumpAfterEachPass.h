@@ -2,7 +2,8 @@
 //
 // The instrumentation behind `--dump-dir` / MONARCH_DUMP_DIR: the module
 // after each module-level pass is written as NN-<pass-argument>.mlir, with
-// `.failed` appended for the pass that failed.
+// `.failed` appended for the pass that failed; the session adds each
+// stage as <stage>.mlir through `write`.
 //
 //===----------------------------------------------------------------------===//
 #ifndef MONARCH_DRIVER_DUMPAFTEREACHPASS_H
@@ -42,8 +43,10 @@ public:
                    << ec.message() << "\n";
       return;
     }
+    // Locations in the parsable form: a dump compiles on from where it was
+    // written (`monarch-compile --compile-from=STAGE`).
     op->print(os,
-              mlir::OpPrintingFlags().enableDebugInfo(true, /*pretty=*/true));
+              mlir::OpPrintingFlags().enableDebugInfo(true, /*pretty=*/false));
   }
 
 private:

@@ -31,6 +31,10 @@
 #include <string>
 #include <vector>
 
+namespace monarch::plan {
+struct SharedPlan;
+} // namespace monarch::plan
+
 namespace monarch::executor {
 
 /// A value that stays on the workers between calls (a kept fetch:
@@ -203,6 +207,10 @@ public:
   /// create the plans' communicators through the rendezvous store. Returns
   /// the names of the step plans it holds, used by runStep.
   StatusOr<std::vector<std::string>> loadPlan(const std::string &planBytes);
+  /// The same for a plan already decoded in this process (the compiler's,
+  /// handed over in memory): neither copied nor decoded again; kept, shared,
+  /// for reloading after a restart.
+  StatusOr<std::vector<std::string>> loadPlan(const plan::SharedPlan &shared);
   const PlanSignature *signature(const std::string &plan) const;
 
   /// Runs one step of `plan`: `inputs[i]` is feed i; returns fetch i as
@@ -292,7 +300,8 @@ private:
   explicit Controller(std::unique_ptr<Impl> impl);
 
   // One attempt of each call, without recovery (ControllerCalls.cpp).
-  StatusOr<std::vector<std::string>> loadPlanOnce(const std::string &bytes);
+  StatusOr<std::vector<std::string>>
+  loadPlanOnce(const plan::SharedPlan &shared);
   /// `step` < 0 takes the plan's next step number and stores it there.
   /// `keeps`: fetch indices that stay resident (returned with `resident`).
   StatusOr<std::vector<HostTensor>>

@@ -115,70 +115,6 @@ enum class CompareOp { Lt, Le, Gt, Ge, Eq, Ne };
 /// completes, as partial sums do.
 enum class ReduceOp { Sum, Mean, Max, Min, Prod };
 
-/// Counts read off a planned module (see `TraceBuilder::planSummary`).
-struct PlanSummary {
-  struct Rank {
-    std::string plan;
-    int64_t rank = 0;
-    int64_t ops = 0;
-    int64_t kernels = 0;
-    int64_t sends = 0;
-    int64_t recvs = 0;
-    int64_t collectives = 0;
-    int64_t arenaBytes = 0;
-    /// Peak live bytes from the schedule (`monarch.peak_bytes`), else the
-    /// arena size.
-    int64_t peakBytes = 0;
-    /// Iterations of the structured (linalg) ops of the kernels this rank
-    /// launches per step: its share of the step's compute is
-    /// `work / PlanSummary::globalWork` (ideal 1/N for N ranks).
-    int64_t work = 0;
-    /// Bytes of actor state this rank holds for the plan (its
-    /// `state_buffer`s: parameters, optimizer moments; split state counts
-    /// this rank's shard).
-    int64_t stateBytes = 0;
-  };
-  struct Link {
-    std::string plan;
-    int64_t from = 0;
-    int64_t to = 0;
-    int64_t bytes = 0;
-    /// `from` and `to` as ranks of `root` (the proc mesh at the root of the
-    /// plan's mesh: the ranks workers run), where the transport is decided.
-    std::string root;
-    int64_t fromRoot = 0;
-    int64_t toRoot = 0;
-  };
-  struct Collective {
-    std::string plan;
-    std::string communicator;
-    std::string kind;
-    /// The communicator's members as ranks of its root proc mesh `root`.
-    std::string root;
-    std::vector<int64_t> members;
-    /// Input bytes and instructions, summed over the participating ranks.
-    int64_t bytes = 0;
-    int64_t count = 0;
-  };
-  std::vector<Rank> ranks;
-  std::vector<Link> links;
-  std::vector<Collective> collectives;
-  /// Iterations of the structured ops of the traced program run on one
-  /// machine: what the ranks' `work` is measured against. Endpoint bodies
-  /// (per-rank code) count once per rank of the mesh they are called on.
-  int64_t globalWork = 0;
-};
-
-/// Options of `TraceBuilder::lower`.
-struct LowerOptions {
-  /// `traced`, `partitioned`, `split` or `planned`.
-  std::string stage = "traced";
-  /// Print locations (`loc(...)`), as `--mlir-print-debuginfo` does.
-  bool debugInfo = false;
-  /// Data plane for `planned`: `gloo` or `nccl`.
-  std::string backend = "gloo";
-};
-
 /// Builds one traced module. Not thread-safe; one builder per module.
 class TraceBuilder {
 public:
@@ -444,13 +380,6 @@ public:
   Status verify() const;
   /// The traced module as text.
   std::string str(bool debugInfo = false) const;
-  /// Runs the stage pipelines (passes/) from `traced` up to `options.stage`
-  /// on a copy of the module and prints the result.
-  Result<std::string> lower(const LowerOptions &options) const;
-  /// Lowers to `planned` and counts per-rank work, bytes per link and the
-  /// arena (peak memory) of every rank.
-  Result<PlanSummary> planSummary(const std::string &backend = "gloo") const;
-
   /// Implementation state (TraceBuilderImpl.h).
   struct Impl;
   Impl &impl() { return *pimpl; }

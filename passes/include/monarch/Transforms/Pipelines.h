@@ -37,6 +37,11 @@ enum class Stage { Traced, Partitioned, Split, Planned };
 /// Parses a stage name (`traced`, `partitioned`, `split`, `planned`).
 std::optional<Stage> parseStage(llvm::StringRef name);
 llvm::StringRef stageName(Stage stage);
+/// Every stage, in order: the one list the CLI, the driver and Python's
+/// `mc.STAGES` read.
+llvm::ArrayRef<Stage> allStages();
+/// "traced, partitioned, split, planned": the names for a message.
+std::string stageNameList();
 
 /// traced -> partitioned.
 void populatePartitionPipeline(mlir::OpPassManager &pm,
@@ -62,6 +67,9 @@ struct StageRunOptions {
   /// Told the argument of every pass before it runs ("monarch-partition"):
   /// progress for long compiles.
   std::function<void(llvm::StringRef)> onPass;
+  /// Told each stage once its pipeline ran and the module verified (a
+  /// dump writes `<stage>.mlir`).
+  std::function<void(Stage, mlir::ModuleOp)> onStage;
 };
 
 /// Runs the stage pipelines from `from` (exclusive) up to `to` (inclusive)

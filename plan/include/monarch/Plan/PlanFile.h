@@ -24,6 +24,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <set>
 #include <string>
 #include <string_view>
@@ -47,6 +48,18 @@ StatusOr<std::string> serializePlan(const ExecutionPlan &plan);
 /// another format version, fails its checksum, does not decode, or decodes
 /// to an inconsistent plan.
 StatusOr<ExecutionPlan> deserializePlan(std::string_view bytes);
+
+/// A plan file in memory: its bytes (what goes to the workers and the
+/// cache) and their decoding (what the controller reads), made once and
+/// shared. The compiler hands one to the controller in the same process
+/// (`Controller::loadPlan`), so neither copies nor decodes it again.
+struct SharedPlan {
+  std::shared_ptr<const std::string> bytes;
+  std::shared_ptr<const ExecutionPlan> plan;
+};
+
+/// deserializePlan of `bytes`, kept with them.
+StatusOr<SharedPlan> decodeSharedPlan(std::string bytes);
 
 /// Decodes and validates a bare Thrift compact payload (no header): what
 /// deserializePlan does after checking the header. Exposed for the fuzzer.

@@ -45,9 +45,10 @@ enum Component : unsigned {
 // `default` is the text used when unset ("" = no value).
 #define MONARCH_KNOBS(X)                                                       \
   X(DumpDir, "MONARCH_DUMP_DIR", Path, "", 0, 0, "", Compiler | Python, false, \
-    "write the IR after every pass there as `NN-<pass>.mlir` "                 \
-    "(monarch-compile, as `--dump-dir`; bypasses the cache); Python writes "   \
-    "every stage of each new specialisation")                                  \
+    "write the IR after every pass there as `NN-<pass>.mlir` and each stage "  \
+    "as `<stage>.mlir` (monarch-compile, as `--dump-dir`; bypasses the "       \
+    "cache); Python writes the same for each new specialisation in "           \
+    "`<fn>.<n>/`")                                                             \
   X(CacheDir, "MONARCH_CACHE_DIR", Path, "", 0, 0, "", Compiler, false,        \
     "the compile cache (`$XDG_CACHE_HOME/monarch-compile` or "                 \
     "`~/.cache/monarch-compile`)")                                             \

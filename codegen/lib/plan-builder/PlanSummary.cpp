@@ -1,102 +1,25 @@
-//===- Lowering.cpp - Stages and plan summaries of a trace ------*- C++ -*-===//
+//===- PlanSummary.cpp - What a planned program does per rank -------------===//
 //
-// Lowers a copy of the traced module through the compile driver
-// (CompileSession, as monarch-compile does), so `fn.ir(stage)` and the C++
-// API print exactly what monarch-opt and monarch-compile produce and a
-// failure carries the same reproducer; and summarizes a
-// planned module (per-rank work, bytes per link, arena sizes).
+// Counts read off a planned module (PlanSummary.h). Work is the product of
+// each linalg op's static loop extents, counted once per kernel symbol
+// however many ranks launch it.
 //
 //===----------------------------------------------------------------------===//
+#include "monarch/Codegen/PlanSummary.h"
 
-#include "TraceBuilderImpl.h"
-#include "monarch/Frontend/TraceBuilderMLIR.h"
+#include "monarch/IR/MonarchDialect.h"
 
-#include "monarch/Driver/CompileSession.h"
-#include "monarch/Transforms/Pipelines.h"
-
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/SymbolTable.h"
-#include "mlir/Pass/PassManager.h"
-#include "llvm/Support/raw_ostream.h"
 
 #include <map>
+#include <tuple>
 
 using namespace mlir;
 
-namespace monarch::frontend {
-
-/// Lowers a copy of the module to `stage`; the copy, or an error.
-static Result<OwningOpRef<ModuleOp>> lowerCopy(TraceBuilder::Impl &I,
-                                               const std::string &stageName,
-                                               const std::string &backend) {
-  std::optional<Stage> stage = parseStage(stageName);
-  if (!stage)
-    return I.error({}, "unknown stage '" + stageName +
-                           "' (stages: traced, partitioned, split, planned)");
-  if (!I.stack.empty())
-    return I.error({}, "tracing is still in progress");
-  OwningOpRef<ModuleOp> copy =
-      llvm::cast<ModuleOp>(I.module->getOperation()->clone());
-  driver::CompileOptions options;
-  options.backend = backend;
-  driver::CompileSession session(I.ctx, options);
-  LogicalResult ok = success();
-  std::string diags =
-      I.collectDiagnostics([&] { ok = session.lower(*copy, *stage); });
-  if (failed(ok)) {
-    if (session.reproducer().empty())
-      return I.error({}, session.error());
-    return I.error({}, "lowering to '" + stageName + "' failed" +
-                           (diags.empty() ? std::string(" (no diagnostic)")
-                                          : ":\n" + diags) +
-                           "\nreproduce with:\n  " + session.reproducer());
-  }
-  return copy;
-}
-
-ModuleOp tracedModule(const TraceBuilder &builder) {
-  return const_cast<TraceBuilder::Impl &>(builder.impl()).module.get();
-}
-
-Result<OwningOpRef<ModuleOp>> cloneTracedModule(const TraceBuilder &builder,
-                                                llvm::StringRef functionName) {
-  const TraceBuilder::Impl &I = builder.impl();
-  if (!I.stack.empty())
-    return I.error({}, "tracing is still in progress");
-  OwningOpRef<ModuleOp> copy =
-      llvm::cast<ModuleOp>(tracedModule(builder)->clone());
-  std::string from = builder.functionName();
-  if (functionName.empty() || functionName == from)
-    return copy;
-  if (from.empty())
-    return I.error({}, "no controller function was traced");
-  if (SymbolTable::lookupSymbolIn(*copy, functionName))
-    return I.error({}, "cannot rename the traced function to '" +
-                           functionName.str() + "': the symbol is taken");
-  Operation *fn = SymbolTable::lookupSymbolIn(*copy, from);
-  if (failed(SymbolTable::replaceAllSymbolUses(
-          fn, StringAttr::get(copy->getContext(), functionName), *copy)))
-    return I.error({}, "cannot rename the uses of '" + from + "'");
-  SymbolTable::setSymbolName(fn, functionName);
-  return copy;
-}
-
-Result<std::string> TraceBuilder::lower(const LowerOptions &options) const {
-  Impl &I = *pimpl;
-  auto copy = lowerCopy(I, options.stage, options.backend);
-  if (!copy)
-    return copy.status();
-  std::string text;
-  llvm::raw_string_ostream os(text);
-  OpPrintingFlags flags;
-  if (options.debugInfo) {
-    // Locations inline on each op (no #loc aliases): readable, greppable.
-    flags.enableDebugInfo(true, /*prettyForm=*/false);
-    flags.useLocalScope();
-  }
-  (*copy)->print(os, flags);
-  return text;
-}
+namespace monarch::codegen {
 
 /// Iterations of the structured ops under `root` (the product of each
 /// linalg op's static loop extents): the measure of work that a rank's
@@ -115,9 +38,7 @@ static int64_t structuredWork(Operation *root) {
   return total;
 }
 
-/// The work of the traced program on one machine: its functions' own ops,
-/// and each endpoint call's body once per rank of the mesh it runs on.
-static int64_t tracedWork(ModuleOp module) {
+int64_t tracedWork(ModuleOp module) {
   int64_t total = 0;
   SymbolTableCollection tables;
   for (auto fn : module.getOps<func::FuncOp>()) {
@@ -155,14 +76,8 @@ static int64_t tracedWork(ModuleOp module) {
   return total;
 }
 
-Result<PlanSummary>
-TraceBuilder::planSummary(const std::string &backend) const {
-  Impl &I = *pimpl;
-  auto copy = lowerCopy(I, "planned", backend);
-  if (!copy)
-    return copy.status();
+PlanSummary summarizePlan(ModuleOp planned) {
   PlanSummary summary;
-  summary.globalWork = tracedWork(tracedModule(*this));
   // Work per kernel symbol, computed once however many ranks launch it.
   llvm::DenseMap<StringAttr, int64_t> kernelWork;
   auto workOf = [&](LaunchOp launch) -> int64_t {
@@ -170,7 +85,7 @@ TraceBuilder::planSummary(const std::string &backend) const {
     auto it = kernelWork.find(name);
     if (it != kernelWork.end())
       return it->second;
-    Operation *kernel = SymbolTable::lookupSymbolIn(**copy, name);
+    Operation *kernel = SymbolTable::lookupSymbolIn(planned, name);
     int64_t work = kernel ? structuredWork(kernel) : 0;
     kernelWork[name] = work;
     return work;
@@ -199,14 +114,14 @@ TraceBuilder::planSummary(const std::string &backend) const {
   std::map<std::string, std::pair<std::string, std::vector<int64_t>>>
       commMembers;
   std::map<std::string, std::pair<std::string, SmallVector<int64_t>>> planRoots;
-  (*copy)->walk([&](CommunicatorOp comm) {
+  planned->walk([&](CommunicatorOp comm) {
     auto [root, ranks] = rootOf(comm, comm.getMeshAttr());
     std::vector<int64_t> members;
     for (int64_t r : comm.getRanks())
       members.push_back(rootRank(ranks, r));
     commMembers[comm.getSymName().str()] = {root, members};
   });
-  (*copy)->walk([&](PlanOp plan) {
+  planned->walk([&](PlanOp plan) {
     std::string name = plan.getSymName().str();
     planRoots[name] = rootOf(plan, plan.getMeshAttr());
     for (auto program : plan.getBody().front().getOps<RankProgramOp>()) {
@@ -262,4 +177,4 @@ TraceBuilder::planSummary(const std::string &backend) const {
   return summary;
 }
 
-} // namespace monarch::frontend
+} // namespace monarch::codegen
