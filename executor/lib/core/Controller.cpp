@@ -230,7 +230,7 @@ Controller::start(ControllerOptions options) {
                       s.launcher->name() +
                       "' launcher cannot do (it does not start them); use "
                       "the local launcher or turn recovery off");
-  s.policy = policy;
+  s.recovery.policy = policy;
   s.createLogFolder();
 
   auto server = ControlServer::start(s.makeProcessor(), s.options.bindHost,
@@ -353,6 +353,25 @@ Status Controller::Impl::launchWorkers() {
   return Status::ok();
 }
 
+void Controller::Impl::endGeneration() {
+  if (launcher)
+    launcher->terminate(std::chrono::milliseconds(0));
+  if (teardown.joinable())
+    teardown.join();
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    for (RankState &rank : ranks)
+      if (rank.conn)
+        rank.conn->shutdownSocket();
+  }
+  // Dispatcher tasks of a call in flight finish (their sockets are shut)
+  // before the connections they use go away.
+  dispatchers.clear();
+  std::lock_guard<std::mutex> lock(mutex);
+  for (RankState &rank : ranks)
+    rank.conn.reset();
+}
+
 Status Controller::stop() {
   Impl &s = *impl_;
   {
@@ -394,26 +413,13 @@ Status Controller::stop() {
         rank.conn->shutdownSocket();
   }
   std::lock_guard<std::recursive_mutex> call(s.callMutex);
-  if (s.launcher)
-    s.launcher->terminate(std::chrono::milliseconds(0));
+  // The monitor first: it may start a teardown thread until it sees
+  // `stopping`, and endGeneration joins that thread.
   if (s.monitor.joinable())
     s.monitor.join();
   if (s.logFolder)
     s.logFolder->flush(LogFolder::Clock::now(), /*all=*/true);
-  if (s.teardown.joinable())
-    s.teardown.join();
-  {
-    std::lock_guard<std::mutex> lock(s.mutex);
-    for (RankState &rank : s.ranks)
-      if (rank.conn)
-        rank.conn->shutdownSocket();
-  }
-  s.dispatchers.clear();
-  {
-    std::lock_guard<std::mutex> lock(s.mutex);
-    for (RankState &rank : s.ranks)
-      rank.conn.reset();
-  }
+  s.endGeneration();
   if (s.server)
     s.server->stop();
   // The recycled tensor storage goes with the mesh that used it (a 200 MiB
@@ -458,8 +464,8 @@ int64_t Controller::workerPid(int rank) const {
 
 const PlanSignature *Controller::signature(const std::string &plan) const {
   std::lock_guard<std::mutex> lock(impl_->mutex);
-  auto it = impl_->plans.find(plan);
-  return it == impl_->plans.end() ? nullptr : &it->second;
+  auto it = impl_->registry.plans.find(plan);
+  return it == impl_->registry.plans.end() ? nullptr : &it->second;
 }
 
 } // namespace monarch::executor

@@ -423,23 +423,22 @@ Controller::loadPlanOnce(const pm::SharedPlan &shared) {
   for (size_t p = 0; p < sigs.size(); ++p) {
     PlanSignature &sig = sigs[p];
     for (auto &[key, type] : sig.states)
-      s.states[key] = type;
+      s.registry.states[key] = type;
     for (auto &[key, pieces] : sig.stateShards)
       for (auto &[rank, piece] : pieces)
-        s.stateShards[key][rank] = piece;
+        s.registry.stateShards[key][rank] = piece;
     for (auto &[key, holders] : sig.stateRanks) {
-      auto &all = s.stateRanks[key];
+      auto &all = s.registry.stateRanks[key];
       for (int r : holders)
         if (std::find(all.begin(), all.end(), r) == all.end())
           all.push_back(r);
       std::sort(all.begin(), all.end());
     }
     names.push_back(sig.name);
-    s.nextStep.emplace(sig.name, 0);
+    s.registry.nextStep.emplace(sig.name, 0);
     {
       // What progress pages point at (ranks that have one).
-      auto &text = s.instructionText[sig.name];
-      text.assign(n, {});
+      std::vector<InstructionTable::Names> text(n);
       for (int r = 0; r < n; ++r) {
         if (!s.ranks[r].progressPage)
           continue;
@@ -450,14 +449,14 @@ Controller::loadPlanOnce(const pm::SharedPlan &shared) {
                                    ? info.instructionLocations[i]
                                    : std::string());
       }
-      s.planByHash[planHash(sig.name)] = sig.name;
+      s.instructionTable.record(sig.name, std::move(text));
     }
-    s.plans[sig.name] = std::move(sig);
+    s.registry.plans[sig.name] = std::move(sig);
   }
   for (const pm::StepPlan &step : file->plans)
-    s.planInputs[step.symbol] = step.inputs.size();
+    s.registry.planInputs[step.symbol] = step.inputs.size();
   for (const pm::ControllerProgram &program : file->controllers)
-    s.programs[program.name] = {file, &program};
+    s.registry.programs[program.name] = {file, &program};
   return names;
 }
 
@@ -476,16 +475,17 @@ Status Controller::setActorStateOnce(const std::string &key,
   std::vector<int> holders;
   {
     std::lock_guard<std::mutex> lock(s.mutex);
-    auto it = s.states.find(key);
-    if (it == s.states.end())
+    auto it = s.registry.states.find(key);
+    if (it == s.registry.states.end())
       return Status(StatusCode::NotFound,
                     "no loaded plan declares actor state " + key);
     dtype = it->second.first;
     localShape = it->second.second;
-    auto split = s.stateShards.find(key);
-    if (rank < 0 && split != s.stateShards.end() && value.shape != localShape)
+    auto split = s.registry.stateShards.find(key);
+    if (rank < 0 && split != s.registry.stateShards.end() &&
+        value.shape != localShape)
       shards = split->second;
-    holders = s.stateRanks[key];
+    holders = s.registry.stateRanks[key];
   }
   // Split state given whole (every rank, rank -1): each rank's piece.
   std::map<int, std::string> pieces;
@@ -681,7 +681,7 @@ StatusOr<Controller::Checkpoint> Controller::checkpointOnce() {
   std::map<std::string, std::vector<int>> holders;
   {
     std::lock_guard<std::mutex> lock(s.mutex);
-    holders = s.stateRanks;
+    holders = s.registry.stateRanks;
   }
   // One getState per state key, sent to all its holders at once.
   Checkpoint checkpoint;
@@ -725,7 +725,8 @@ Controller::runStepOnce(const std::string &plan,
   size_t expected = sig->feeds.size();
   {
     std::lock_guard<std::mutex> lock(s.mutex);
-    if (auto it = s.planInputs.find(plan); it != s.planInputs.end())
+    if (auto it = s.registry.planInputs.find(plan);
+        it != s.registry.planInputs.end())
       expected = std::max(expected, it->second);
   }
   if (givenInputs.size() != expected)
@@ -796,7 +797,7 @@ Controller::runStepOnce(const std::string &plan,
   std::vector<control::RunStepRequest> requests(n);
   if (step < 0) {
     std::lock_guard<std::mutex> lock(s.mutex);
-    step = s.nextStep[plan]++;
+    step = s.registry.nextStep[plan]++;
   }
   std::vector<int64_t> bytes(n, 0);
   std::vector<int64_t> releases;

@@ -1,10 +1,15 @@
 //===- ControllerImpl.h - The controller's state -------------- -*- C++ -*-===//
 //
-// Private to MonarchExecutor: Controller.cpp (lifecycle, plans, steps),
+// Private to MonarchExecutor: Controller.cpp (lifecycle, endGeneration),
+// ControllerCalls.cpp and ControllerProgram.cpp (plans, steps, state),
 // ControllerService.cpp (the Thrift handler workers call), Supervisor.cpp
 // (failure bookkeeping, the monitor thread, teardown) and
-// ControllerRecovery.cpp (the restart policy) share this state under one
-// mutex.
+// ControllerRecovery.cpp (the restart policy) share this state. The worker
+// set (`ranks`), failure and supervision state are under `mutex`; calls are
+// serialized by `callMutex`, which guards the parts below that own their
+// state: the PlanRegistry (what loaded plans declare), the RecoveryJournal
+// (what a restart replays) and the InstructionTable (what progress pages
+// point at, with a lock of its own).
 //
 //===----------------------------------------------------------------------===//
 #ifndef MONARCH_EXECUTOR_CORE_CONTROLLERIMPL_H
@@ -135,6 +140,72 @@ private:
   std::atomic<bool> released_{false};
 };
 
+/// What the loaded plans declare, for the calls that follow: their
+/// signatures, controller programs, actor state and step counters. Guarded
+/// by the controller's callMutex (every call that reads or changes it holds
+/// it).
+struct PlanRegistry {
+  std::map<std::string, PlanSignature> plans;
+  /// Controller programs by name, with the plan file they came from.
+  struct LoadedProgram {
+    std::shared_ptr<const monarch::plan::ExecutionPlan> file;
+    const monarch::plan::ControllerProgram *program = nullptr;
+  };
+  std::map<std::string, LoadedProgram> programs;
+  /// Actor state over every loaded plan: type and holders.
+  std::map<std::string, std::pair<std::string, std::vector<int64_t>>> states;
+  std::map<std::string, std::vector<int>> stateRanks;
+  /// Split actor state: key -> rank -> its piece of the global value.
+  std::map<std::string, std::map<int, PlanSignature::Shard>> stateShards;
+  /// Declared inputs of each step plan (for runStep's argument count).
+  std::map<std::string, size_t> planInputs;
+  std::map<std::string, int64_t> nextStep;
+};
+
+/// What a same-host worker's progress page points at: per plan and rank,
+/// its instructions' names and source locations, and plan names by
+/// planHash. Written when a plan loads, read by the supervisor to say
+/// where a rank was: it has a lock of its own.
+class InstructionTable {
+public:
+  using Names = std::vector<std::pair<std::string, std::string>>;
+  /// Replaces `plan`'s entry: `perRank[r]` names rank r's instructions.
+  void record(const std::string &plan, std::vector<Names> perRank);
+  /// The name of the plan with hash `planHash` ("?" when none) and the
+  /// names of `rank`'s instructions in it (empty when unknown).
+  std::pair<std::string, Names> lookup(uint32_t planHash, int rank) const;
+
+private:
+  mutable std::mutex mutex_;
+  std::map<std::string, std::vector<Names>> text_;
+  std::map<uint32_t, std::string> byHash_;
+};
+
+/// The restart policy and what a restart replays (ControllerRecovery.cpp):
+/// every plan file loaded, the last checkpoint and the steps and state
+/// writes since it. Guarded by callMutex; `stats` by the controller's
+/// `mutex` (recoveryStats() reads it without a call in progress).
+struct RecoveryJournal {
+  RecoveryPolicy policy;
+  RecoveryStats stats;
+  /// Every plan file loaded, in order (reloaded after a restart).
+  std::vector<plan::SharedPlan> planFiles;
+  /// What changed actor state since the last checkpoint, in order.
+  struct Entry {
+    bool isStep = true;
+    /// Plan (step) or state key (write).
+    std::string name;
+    std::vector<HostTensor> inputs;
+    int64_t step = 0;
+    int rank = -1;
+  };
+  std::vector<Entry> entries;
+  Controller::Checkpoint checkpoint;
+  int stepsSinceCheckpoint = 0;
+  /// The workers' generation: how many times the job restarted.
+  int generation = 0;
+};
+
 struct Controller::Impl {
   BufferPoolHold bufferPool;
   ControllerOptions options;
@@ -182,28 +253,8 @@ struct Controller::Impl {
   std::unique_ptr<LogFolder> logFolder;
 
   std::vector<std::unique_ptr<Dispatcher>> dispatchers;
-  std::map<std::string, PlanSignature> plans;
-  /// Per plan, per rank: its instructions' names and source locations
-  /// (PlanInfo), to name what a progress page points at; and plan names by
-  /// planHash.
-  std::map<std::string,
-           std::vector<std::vector<std::pair<std::string, std::string>>>>
-      instructionText;
-  std::map<uint32_t, std::string> planByHash;
-  /// Controller programs by name, with the plan file they came from.
-  struct LoadedProgram {
-    std::shared_ptr<const monarch::plan::ExecutionPlan> file;
-    const monarch::plan::ControllerProgram *program = nullptr;
-  };
-  std::map<std::string, LoadedProgram> programs;
-  /// Actor state over every loaded plan: type and holders.
-  std::map<std::string, std::pair<std::string, std::vector<int64_t>>> states;
-  std::map<std::string, std::vector<int>> stateRanks;
-  /// Split actor state: key -> rank -> its piece of the global value.
-  std::map<std::string, std::map<int, PlanSignature::Shard>> stateShards;
-  /// Declared inputs of each step plan (for runStep's argument count).
-  std::map<std::string, size_t> planInputs;
-  std::map<std::string, int64_t> nextStep;
+  PlanRegistry registry;
+  InstructionTable instructionTable;
   /// Serializes loadPlan/runStep: one step at a time per job.
   std::recursive_mutex callMutex;
   /// How long runStep spins for each reply before blocking (ms-long steps
@@ -225,29 +276,18 @@ struct Controller::Impl {
   std::vector<std::unique_ptr<SharedArea>> staging;
   TraceWriter trace;
 
-  // Recovery (ControllerRecovery.cpp); guarded by callMutex, stats by mutex.
-  RecoveryPolicy policy;
-  RecoveryStats stats;
-  /// Every plan file loaded, in order (reloaded after a restart).
-  std::vector<plan::SharedPlan> planFiles;
-  /// What changed actor state since the last checkpoint, in order.
-  struct JournalEntry {
-    bool isStep = true;
-    /// Plan (step) or state key (write).
-    std::string name;
-    std::vector<HostTensor> inputs;
-    int64_t step = 0;
-    int rank = -1;
-  };
-  std::vector<JournalEntry> journal;
-  Controller::Checkpoint checkpoint;
-  int stepsSinceCheckpoint = 0;
-  int generation = 0;
+  RecoveryJournal recovery;
 
   // Controller.cpp
   /// Launches `spec` (the current generation), waits for every rank to
   /// register and opens the dispatch connections.
   Status launchWorkers();
+  /// Ends the current generation's workers, for stop() and for a restart
+  /// alike: kills and reaps every worker, waits for the supervisor's
+  /// teardown thread, shuts every connection, lets the dispatcher tasks
+  /// using them finish, then drops them. Under callMutex, with the monitor
+  /// unable to start another teardown (stopping, or the job failed).
+  void endGeneration();
 
   // Supervisor.cpp
   /// Records a failure. A root cause fails the job at once; a secondary one

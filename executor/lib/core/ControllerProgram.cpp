@@ -70,7 +70,7 @@ StatusOr<HostTensor> constant(double value, const pm::ValueType &type) {
 std::vector<std::string> Controller::programs() const {
   std::lock_guard<std::mutex> lock(impl_->mutex);
   std::vector<std::string> names;
-  for (auto &[name, _] : impl_->programs)
+  for (auto &[name, _] : impl_->registry.programs)
     names.push_back(name);
   return names;
 }
@@ -85,11 +85,11 @@ Controller::call(const std::string &name, const std::vector<HostTensor> &args,
                  const std::vector<bool> &keep) {
   Impl &s = *impl_;
   std::lock_guard<std::recursive_mutex> callLock(s.callMutex);
-  Impl::LoadedProgram loaded;
+  PlanRegistry::LoadedProgram loaded;
   {
     std::lock_guard<std::mutex> lock(s.mutex);
-    auto it = s.programs.find(name);
-    if (it == s.programs.end())
+    auto it = s.registry.programs.find(name);
+    if (it == s.registry.programs.end())
       return Status(StatusCode::NotFound,
                     "no controller program named '" + name + "' is loaded");
     loaded = it->second;
@@ -152,7 +152,7 @@ Controller::call(const std::string &name, const std::vector<HostTensor> &args,
   // Results that stay on the workers: the fetches they come from, by plan
   // (not with a restart policy, which would lose them).
   std::map<int, std::set<int>> keeps;
-  if (!s.policy.enabled())
+  if (!s.recovery.policy.enabled())
     for (size_t i = 0; i < keep.size() && i < program.results.size(); ++i) {
       const pm::ValueRef &ref = program.results[i];
       if (!keep[i] || ref.kind != pm::ValueKind::Fetched || ref.index < 0 ||

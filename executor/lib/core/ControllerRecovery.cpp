@@ -58,7 +58,7 @@ Controller::loadPlan(const plan::SharedPlan &shared) {
     auto names = loadPlanOnce(shared);
     // Kept whatever the policy: one turned on later reloads them too.
     if (names.isOk())
-      impl_->planFiles.push_back(shared);
+      impl_->recovery.planFiles.push_back(shared);
     return names;
   });
 }
@@ -132,36 +132,37 @@ Status Controller::setRecoveryPolicy(const RecoveryPolicy &policy) {
                       s.launcher->name() +
                       "' launcher cannot do (it does not start them)");
   std::lock_guard<std::recursive_mutex> call(s.callMutex);
-  bool wasOn = s.policy.enabled();
-  s.policy = policy;
+  bool wasOn = s.recovery.policy.enabled();
+  s.recovery.policy = policy;
   if (!policy.enabled()) {
-    s.journal.clear();
-    s.checkpoint = {};
-    s.stepsSinceCheckpoint = 0;
+    s.recovery.entries.clear();
+    s.recovery.checkpoint = {};
+    s.recovery.stepsSinceCheckpoint = 0;
   } else if (!wasOn) {
     // The state a first restart goes back to is the state now.
     if (Status h = health(); !h) {
-      s.policy = RecoveryPolicy{};
+      s.recovery.policy = RecoveryPolicy{};
       return h.withContext("turning recovery on");
     }
     if (!takeCheckpoint()) {
-      s.policy = RecoveryPolicy{};
+      s.recovery.policy = RecoveryPolicy{};
       return health().withContext("turning recovery on");
     }
   }
   std::lock_guard<std::mutex> lock(s.mutex);
-  s.stats.journalEntries = static_cast<int64_t>(s.journal.size());
+  s.recovery.stats.journalEntries =
+      static_cast<int64_t>(s.recovery.entries.size());
   return Status::ok();
 }
 
 RecoveryPolicy Controller::recoveryPolicy() const {
   std::lock_guard<std::recursive_mutex> call(impl_->callMutex);
-  return impl_->policy;
+  return impl_->recovery.policy;
 }
 
 RecoveryStats Controller::recoveryStats() const {
   std::lock_guard<std::mutex> lock(impl_->mutex);
-  return impl_->stats;
+  return impl_->recovery.stats;
 }
 
 //===--- Journal and checkpoints ------------------------------------------===//
@@ -175,12 +176,12 @@ bool Controller::takeCheckpoint() {
                  checkpoint.status().toString());
     return false;
   }
-  s.checkpoint = std::move(checkpoint).value();
-  s.journal.clear();
-  s.stepsSinceCheckpoint = 0;
+  s.recovery.checkpoint = std::move(checkpoint).value();
+  s.recovery.entries.clear();
+  s.recovery.stepsSinceCheckpoint = 0;
   std::lock_guard<std::mutex> lock(s.mutex);
-  ++s.stats.checkpoints;
-  s.stats.journalEntries = 0;
+  ++s.recovery.stats.checkpoints;
+  s.recovery.stats.journalEntries = 0;
   return true;
 }
 
@@ -188,37 +189,40 @@ void Controller::noteStep(const std::string &plan,
                           const std::vector<const HostTensor *> &inputs,
                           int64_t step) {
   Impl &s = *impl_;
-  if (!s.policy.enabled())
+  if (!s.recovery.policy.enabled())
     return;
   {
     // A plan without actor state changes nothing a restart would lose.
     std::lock_guard<std::mutex> lock(s.mutex);
-    auto it = s.plans.find(plan);
-    if (it == s.plans.end() || it->second.states.empty())
+    auto it = s.registry.plans.find(plan);
+    if (it == s.registry.plans.end() || it->second.states.empty())
       return;
   }
   // The checkpoint comes first so checkpointEvery == 1 never copies inputs.
-  if (s.stepsSinceCheckpoint + 1 >= s.policy.checkpointEvery &&
+  if (s.recovery.stepsSinceCheckpoint + 1 >=
+          s.recovery.policy.checkpointEvery &&
       takeCheckpoint())
     return;
   std::vector<HostTensor> kept;
   kept.reserve(inputs.size());
   for (const HostTensor *t : inputs)
     kept.push_back(*t);
-  s.journal.push_back({true, plan, std::move(kept), step, -1});
-  ++s.stepsSinceCheckpoint;
+  s.recovery.entries.push_back({true, plan, std::move(kept), step, -1});
+  ++s.recovery.stepsSinceCheckpoint;
   std::lock_guard<std::mutex> lock(s.mutex);
-  s.stats.journalEntries = static_cast<int64_t>(s.journal.size());
+  s.recovery.stats.journalEntries =
+      static_cast<int64_t>(s.recovery.entries.size());
 }
 
 void Controller::noteSetState(const std::string &key, const HostTensor &value,
                               int rank) {
   Impl &s = *impl_;
-  if (!s.policy.enabled())
+  if (!s.recovery.policy.enabled())
     return;
-  s.journal.push_back({false, key, {value}, 0, rank});
+  s.recovery.entries.push_back({false, key, {value}, 0, rank});
   std::lock_guard<std::mutex> lock(s.mutex);
-  s.stats.journalEntries = static_cast<int64_t>(s.journal.size());
+  s.recovery.stats.journalEntries =
+      static_cast<int64_t>(s.recovery.entries.size());
 }
 
 //===--- Restarting -------------------------------------------------------===//
@@ -227,7 +231,7 @@ Status Controller::recoverIfFailed(int &attempts, Status &first) {
   Status failure;
   {
     std::lock_guard<std::mutex> lock(impl_->mutex);
-    if (!impl_->policy.enabled() || !impl_->failed)
+    if (!impl_->recovery.policy.enabled() || !impl_->failed)
       return Status::ok();
     failure = impl_->failure;
   }
@@ -239,7 +243,7 @@ Status Controller::recoverFrom(const Status &failure, int &attempts,
   Impl &s = *impl_;
   // The call an interrupt broke returns its failure; the next one recovers.
   bool interrupted = s.interrupted.exchange(false);
-  if (!s.policy.enabled() || interrupted)
+  if (!s.recovery.policy.enabled() || interrupted)
     return failure;
   {
     // Only a failure of the job is recovered; a bad argument is the
@@ -250,7 +254,7 @@ Status Controller::recoverFrom(const Status &failure, int &attempts,
   }
   if (first.isOk())
     first = failure;
-  while (attempts < s.policy.maxRetries) {
+  while (attempts < s.recovery.policy.maxRetries) {
     ++attempts;
     Status restarted = restartOnce(attempts);
     if (restarted)
@@ -261,13 +265,14 @@ Status Controller::recoverFrom(const Status &failure, int &attempts,
         return first;
     }
     spdlog::warn("recovery: restart {} of {} failed: {}", attempts,
-                 s.policy.maxRetries, restarted.toString());
+                 s.recovery.policy.maxRetries, restarted.toString());
   }
   return Status(first.code(), first.message() + " (gave up after " +
                                   std::to_string(attempts) + " restart" +
                                   (attempts == 1 ? "" : "s") +
                                   " of the job: " + "recovery allows " +
-                                  std::to_string(s.policy.maxRetries) + ")");
+                                  std::to_string(s.recovery.policy.maxRetries) +
+                                  ")");
 }
 
 Status Controller::restartOnce(int attempt) {
@@ -281,36 +286,25 @@ Status Controller::restartOnce(int attempt) {
     if (s.stopping)
       return Status(StatusCode::Aborted, "the controller was stopped");
     cause = s.failure;
-    generation = ++s.generation;
-    ++s.stats.restarts;
-    s.stats.lastFailure = cause.message();
+    generation = ++s.recovery.generation;
+    ++s.recovery.stats.restarts;
+    s.recovery.stats.lastFailure = cause.message();
   }
   int64_t steps = 0;
-  for (const Impl::JournalEntry &entry : s.journal)
+  for (const RecoveryJournal::Entry &entry : s.recovery.entries)
     steps += entry.isStep;
   spdlog::warn("recovery: restarting all {} workers (attempt {} of {}) after: "
                "{}; restoring the last checkpoint ({} values) and replaying "
                "{} steps since it",
-               n, attempt, s.policy.maxRetries, cause.toString(),
-               s.checkpoint.states.size(), steps);
+               n, attempt, s.recovery.policy.maxRetries, cause.toString(),
+               s.recovery.checkpoint.states.size(), steps);
 
   // Teardown: the supervisor's thread aborts every rank and asks the
   // launcher to end them after a grace for their logs; a restart does not
   // wait for that grace: every worker of the failed generation is killed
   // and reaped now, and the teardown thread is done before anything new
   // starts (its terminate must not meet the next generation).
-  s.launcher->terminate(std::chrono::milliseconds(0));
-  if (s.teardown.joinable())
-    s.teardown.join();
-  {
-    std::lock_guard<std::mutex> lock(s.mutex);
-    for (RankState &rank : s.ranks)
-      if (rank.conn)
-        rank.conn->shutdownSocket();
-  }
-  // Dispatcher tasks of the failed call finish (their sockets are shut)
-  // before the connections they use go away.
-  s.dispatchers.clear();
+  s.endGeneration();
   {
     std::lock_guard<std::mutex> lock(s.mutex);
     s.ranks.clear();
@@ -335,14 +329,14 @@ Status Controller::restartOnce(int attempt) {
   };
   if (Status st = s.launchWorkers(); !st)
     return failJob(st, "relaunching the workers");
-  for (const plan::SharedPlan &file : s.planFiles)
+  for (const plan::SharedPlan &file : s.recovery.planFiles)
     if (auto names = loadPlanOnce(file); !names.isOk())
       return failJob(names.status(), "reloading a plan");
-  for (auto &[where, value] : s.checkpoint.states)
+  for (auto &[where, value] : s.recovery.checkpoint.states)
     if (Status st = setActorStateOnce(where.first, value, where.second); !st)
       return failJob(st, "restoring " + where.first + " on rank " +
                              std::to_string(where.second));
-  for (const Impl::JournalEntry &entry : s.journal) {
+  for (const RecoveryJournal::Entry &entry : s.recovery.entries) {
     if (entry.isStep) {
       int64_t step = entry.step;
       std::vector<const HostTensor *> refs;
@@ -362,13 +356,14 @@ Status Controller::restartOnce(int attempt) {
       std::chrono::duration<double, std::milli>(Clock::now() - start).count();
   {
     std::lock_guard<std::mutex> lock(s.mutex);
-    ++s.stats.recoveries;
-    s.stats.replayedSteps += steps;
-    s.stats.lastRecoveryMs = ms;
+    ++s.recovery.stats.recoveries;
+    s.recovery.stats.replayedSteps += steps;
+    s.recovery.stats.lastRecoveryMs = ms;
   }
   spdlog::warn("recovery: the job runs again after {:.0f} ms ({} plan files "
                "reloaded, {} actor state values restored, {} steps replayed)",
-               ms, s.planFiles.size(), s.checkpoint.states.size(), steps);
+               ms, s.recovery.planFiles.size(),
+               s.recovery.checkpoint.states.size(), steps);
   return Status::ok();
 }
 

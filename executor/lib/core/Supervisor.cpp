@@ -40,6 +40,26 @@ std::string Controller::Impl::describeRankLocked(int rank) const {
   return text;
 }
 
+void InstructionTable::record(const std::string &plan,
+                              std::vector<Names> perRank) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  text_[plan] = std::move(perRank);
+  byHash_[planHash(plan)] = plan;
+}
+
+std::pair<std::string, InstructionTable::Names>
+InstructionTable::lookup(uint32_t hash, int rank) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto name = byHash_.find(hash);
+  if (name == byHash_.end())
+    return {"?", {}};
+  auto it = text_.find(name->second);
+  if (it == text_.end() || rank < 0 ||
+      rank >= static_cast<int>(it->second.size()))
+    return {name->second, {}};
+  return {name->second, it->second[rank]};
+}
+
 namespace {
 
 /// "instruction 3 'launch @k0' (model.py:12:5)".
@@ -88,13 +108,8 @@ std::string Controller::Impl::progressPageLocked(int rank) const {
     return "";
   uint32_t plan = issuing.instruction >= 0 ? issuing.plan : busy[0].plan;
   int64_t step = issuing.instruction >= 0 ? issuing.step : busy[0].step;
-  auto name = planByHash.find(plan);
-  std::string planName =
-      name == planByHash.end() ? std::string("?") : name->second;
-  const std::vector<std::pair<std::string, std::string>> *text = nullptr;
-  if (auto it = instructionText.find(planName);
-      it != instructionText.end() && rank < static_cast<int>(it->second.size()))
-    text = &it->second[rank];
+  auto [planName, names] = instructionTable.lookup(plan, rank);
+  const InstructionTable::Names *text = names.empty() ? nullptr : &names;
   std::string out =
       "during step " + std::to_string(step) + " of plan '" + planName + "'";
   std::vector<std::string> parts;
