@@ -4,16 +4,19 @@
 //
 // A program (`func.func`) places values on meshes with `monarch.feed`,
 // `monarch.call` and `monarch.transfer`; the tensor ops that consume them run
-// on that mesh. We cut those ops into segments (a segment ends where a
-// monarch op consumes one of its values, since later work may depend on that
-// op), outline each segment into a temporary function, and run the upstream
-// `sharding-propagation` and `shard-partition` passes on it. The partitioned
-// body becomes the endpoint `@run` of a synthesized actor class spawned on the
-// mesh, with `monarch.dist` recording how each global argument and result is
-// split; the segment is replaced by a `monarch.call` of that endpoint with the
-// global values. Upstream `shard` collectives and process-index queries are
-// rewritten into `monarch` ops over named mesh dimensions, because endpoint
-// bodies are mesh-independent per-rank code.
+// on that mesh. We cut those ops into segments (findSegments: a segment ends
+// where a monarch op consumes one of its values, since later work may depend
+// on that op) and outline each (outline): cut out as a scratch function
+// (cutOut), partitioned by the own engine (PartitionEngine.h), else by the
+// upstream `sharding-propagation` and `shard-partition` passes
+// (PartitionUpstream.h, which also rewrites upstream's `shard` collectives
+// and process-index queries into `monarch` ops over named mesh dimensions,
+// because endpoint bodies are mesh-independent per-rank code), else on whole
+// values (partitionSegment). The partitioned body becomes the endpoint
+// `@run` of a synthesized actor class spawned on the mesh, with
+// `monarch.dist` recording how each global argument and result is split;
+// the segment is replaced by a `monarch.call` of that endpoint with the
+// global values (replaceWithEndpointCall).
 //
 //===----------------------------------------------------------------------===//
 
@@ -22,6 +25,7 @@
 #include "LocalCanonicalizer.h"
 #include "PartitionEngine.h"
 #include "PartitionPrep.h"
+#include "PartitionUpstream.h"
 #include "PassUtils.h"
 
 #include "monarch/IR/DeadWork.h"
@@ -31,8 +35,6 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
-#include "mlir/Dialect/Shard/Transforms/Passes.h"
-#include "mlir/Dialect/Shard/Transforms/Transforms.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/Matchers.h"
@@ -40,7 +42,6 @@
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Transforms/FoldUtils.h"
-#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 #include "mlir/Transforms/Passes.h"
 #include "mlir/Transforms/RegionUtils.h"
 #include "llvm/ADT/MapVector.h"
@@ -106,73 +107,6 @@ bool needsWholeValues(Operation *op, bool ownEngine) {
   return false;
 }
 
-/// Mesh dimension names of grid axes `axes` of `mesh`.
-ArrayAttr dimNames(Builder &b, MeshOpInterface mesh,
-                   ArrayRef<shard::GridAxis> axes) {
-  SmallVector<StringRef> names = mesh.getDimNames();
-  SmallVector<Attribute> out;
-  for (shard::GridAxis axis : axes)
-    out.push_back(b.getStringAttr(names[axis]));
-  return b.getArrayAttr(out);
-}
-
-/// `#monarch.dist` of a `shard.sharding` on `mesh`, or null when replicated.
-DistAttr distFromSharding(Builder &b, MeshOpInterface mesh,
-                          shard::ShardingOp sharding, int64_t rank) {
-  if (!sharding)
-    return {};
-  SmallVector<Attribute> split;
-  bool any = false;
-  auto axes = sharding.getSplitAxes().getAxes();
-  for (int64_t d = 0; d < rank; ++d) {
-    SmallVector<shard::GridAxis> gridAxes;
-    if (d < static_cast<int64_t>(axes.size()))
-      gridAxes = llvm::to_vector(axes[d].asArrayRef());
-    any |= !gridAxes.empty();
-    split.push_back(dimNames(b, mesh, gridAxes));
-  }
-  if (!any)
-    return {};
-  return DistAttr::get(b.getContext(), b.getArrayAttr(split), std::nullopt);
-}
-
-/// The sharding a `shard.shard` annotation gives to `value`, if any: the
-/// annotation that defines it, or one on it for its producer.
-shard::ShardingOp annotatedSharding(Value value) {
-  if (auto shardOp = value.getDefiningOp<shard::ShardOp>())
-    return shardOp.getSharding().getDefiningOp<shard::ShardingOp>();
-  shard::ShardingOp forUsers;
-  for (Operation *user : value.getUsers())
-    if (auto shardOp = dyn_cast<shard::ShardOp>(user)) {
-      auto sharding = shardOp.getSharding().getDefiningOp<shard::ShardingOp>();
-      if (!shardOp.getAnnotateForUsers())
-        return sharding;
-      if (!forUsers)
-        forUsers = sharding;
-    }
-  // Propagation may only have annotated the users of an argument.
-  return forUsers;
-}
-
-ReductionKind toMonarch(shard::ReductionKind kind, bool &ok) {
-  ok = true;
-  switch (kind) {
-  case shard::ReductionKind::Sum:
-    return ReductionKind::Sum;
-  case shard::ReductionKind::Max:
-    return ReductionKind::Max;
-  case shard::ReductionKind::Min:
-    return ReductionKind::Min;
-  case shard::ReductionKind::Product:
-    return ReductionKind::Prod;
-  case shard::ReductionKind::Average:
-    return ReductionKind::Avg;
-  default:
-    ok = false;
-    return ReductionKind::Sum;
-  }
-}
-
 /// The product of the extents of mesh dimensions `dims`.
 static int64_t splitCount(MeshOpInterface mesh, ArrayRef<StringRef> dims) {
   SmallVector<int64_t> sizes = mesh.getMeshShape();
@@ -181,32 +115,6 @@ static int64_t splitCount(MeshOpInterface mesh, ArrayRef<StringRef> dims) {
     if (int64_t i = mesh.getDimIndex(d); i >= 0)
       n *= sizes[i];
   return n;
-}
-
-/// `shard.shard %arg to <dist>` for the uses of `arg` (a segment input whose
-/// layout an earlier segment decided).
-static void annotateArg(BlockArgument arg, DistAttr dist, MeshOpInterface mesh,
-                        shard::GridOp grid) {
-  auto type = dyn_cast<RankedTensorType>(arg.getType());
-  if (!type || type.getRank() == 0 || arg.use_empty())
-    return;
-  SmallVector<SmallVector<int16_t>> axes;
-  for (int64_t d = 0; d < type.getRank(); ++d) {
-    SmallVector<int16_t> split;
-    for (StringRef m : dist.getSplitDims(d))
-      if (int64_t i = mesh.getDimIndex(m); i >= 0)
-        split.push_back(static_cast<int16_t>(i));
-    axes.push_back(split);
-  }
-  OpBuilder b(arg.getContext());
-  b.setInsertionPointToStart(arg.getOwner());
-  Location loc = arg.getOwner()->getParentOp()->getLoc();
-  auto sharding = shard::ShardingOp::create(
-      b, loc, FlatSymbolRefAttr::get(grid.getSymNameAttr()),
-      partition::splitAxesAttrs(b.getContext(), axes));
-  auto annotated = shard::ShardOp::create(b, loc, arg, sharding,
-                                          /*annotate_for_users=*/false);
-  arg.replaceAllUsesExcept(annotated, annotated);
 }
 
 /// A whole-value segment of shape ops whose inputs arrive split
@@ -438,60 +346,12 @@ static LogicalResult restoreLiftedConstants(func::FuncOp tmp,
   return success();
 }
 
-/// The layouts upstream partitioning was asked to give `op`'s operands
-/// and results, in mesh dimension names: `operands ([["gpus"], []],
-/// replicated) -> results (partial)`.
-static std::string describeLayouts(Operation *op, MeshOpInterface mesh) {
-  SmallVector<StringRef> names = mesh.getDimNames();
-  auto layout = [&](shard::ShardOp s) -> std::string {
-    auto sharding =
-        s ? s.getSharding().getDefiningOp<shard::ShardingOp>() : nullptr;
-    if (!sharding)
-      return "unannotated";
-    std::string out;
-    bool any = false;
-    for (shard::GridAxesAttr axes : sharding.getSplitAxes().getAxes()) {
-      out += out.empty() ? "[" : ", ";
-      out += "[";
-      for (auto [k, axis] : llvm::enumerate(axes.asArrayRef())) {
-        out += k ? ", " : "";
-        out += axis >= 0 && axis < static_cast<int64_t>(names.size())
-                   ? ("\"" + names[axis] + "\"").str()
-                   : std::to_string(axis);
-        any = true;
-      }
-      out += "]";
-    }
-    return any ? out + "]" : "replicated";
-  };
-  std::string text = "operands (";
-  for (auto [i, v] : llvm::enumerate(op->getOperands())) {
-    auto type = dyn_cast<RankedTensorType>(v.getType());
-    text += i ? ", " : "";
-    text += !type || type.getRank() == 0
-                ? "scalar"
-                : layout(v.getDefiningOp<shard::ShardOp>());
-  }
-  text += ") -> results (";
-  for (auto [i, r] : llvm::enumerate(op->getResults())) {
-    shard::ShardOp s;
-    for (Operation *user : r.getUsers())
-      if (auto a = dyn_cast<shard::ShardOp>(user); a && !s)
-        s = a;
-    text += i ? ", " : "";
-    text += layout(s);
-  }
-  return text + ")";
-}
-
 struct MonarchPartitionPass
     : monarch::impl::MonarchPartitionBase<MonarchPartitionPass> {
   using Base::Base;
 
-  // Built once per run and reused for every segment: constructing and
-  // initializing pass pipelines per segment dominated compile time.
-  OpPassManager propagatePM{func::FuncOp::getOperationName()};
-  OpPassManager partitionPM{func::FuncOp::getOperationName()};
+  /// Upstream's passes on a segment (PartitionUpstream.h).
+  partition::UpstreamPartitioner upstream;
   LocalCanonicalizer canonicalizer;
   /// Endpoints made this run, canonicalized together at the end.
   SmallVector<Operation *> endpoints;
@@ -509,12 +369,6 @@ struct MonarchPartitionPass
     canonicalizer.clear();
     endpoints.clear();
     known.clear();
-    if (propagatePM.size() == 0) {
-      shard::ShardingPropagationOptions propagation;
-      propagation.traversal = shard::TraversalOrder::ForwardBackward;
-      propagatePM.addPass(shard::createShardingPropagation(propagation));
-      partitionPM.addPass(shard::createPartition());
-    }
     SymbolTableCollection tables;
     SmallVector<func::FuncOp> programs;
     for (auto fn : module.getOps<func::FuncOp>())
@@ -863,34 +717,83 @@ struct MonarchPartitionPass
     return success();
   }
 
+  /// A segment cut out as a function of its own (`tmp`) in a scratch module
+  /// holding only the mesh's grid (so that the upstream passes' symbol
+  /// lookups do not scan the whole program): what every way of partitioning
+  /// it starts from, rebuilt from the segment (still intact) when one fails.
+  struct SegmentFunction {
+    explicit SegmentFunction(Segment &segment)
+        : segment(segment), loc(segment.ops.front()->getLoc()) {}
+    Segment &segment;
+    Location loc;
+    MeshOpInterface mesh;
+    shard::GridOp grid;
+    /// `<fn>.<mesh>.<index>`: the actor mesh, its class `<base>.class`.
+    std::string base;
+    /// Values the segment uses from outside it, in program order (block
+    /// arguments first), and its values used after it.
+    llvm::SetVector<Value> inputs;
+    SmallVector<Value> outputs;
+    /// Constants and pure ops it reads that are cloned in with it.
+    SmallVector<Operation *> cloned;
+    /// Non-splat constants passed as trailing replicated arguments.
+    SmallVector<arith::ConstantOp> lifted;
+    SmallVector<Type> inTypes, outTypes;
+    /// The layouts earlier segments left the inputs in (none for lifted
+    /// constants).
+    SmallVector<DistAttr> inDists;
+    ModuleOp scratch;
+    func::FuncOp tmp;
+    /// The distributions of the global arguments and results chosen.
+    SmallVector<DistAttr> argDists, resDists;
+  };
+
+  /// Outlines one segment: cut out, partitioned (by the own engine,
+  /// upstream's passes, or on whole values), then replaced by a call of the
+  /// endpoint its per-rank body becomes.
   LogicalResult outline(func::FuncOp fn, Segment &segment, unsigned index,
                         SymbolTableCollection &tables) {
+    SegmentFunction sf(segment);
+    llvm::scope_exit eraseScratch([&] {
+      if (sf.scratch)
+        sf.scratch->erase();
+    });
+    if (failed(cutOut(fn, index, tables, sf)) || failed(partitionSegment(sf)))
+      return failure();
+    if (failed(restoreLiftedConstants(sf.tmp, sf.lifted, sf.argDists,
+                                      segment.ops.front())))
+      return failure();
+    replaceWithEndpointCall(fn, sf);
+    ++numOutlined;
+    return success();
+  }
+
+  /// Finds the segment's inputs and outputs and builds its scratch function.
+  LogicalResult cutOut(func::FuncOp fn, unsigned index,
+                       SymbolTableCollection &tables, SegmentFunction &sf) {
+    Segment &segment = sf.segment;
     ModuleOp module = getOperation();
-    MLIRContext *ctx = &getContext();
-    OpBuilder b(ctx);
-    MeshOpInterface mesh =
-        lookupMesh(fn, FlatSymbolRefAttr::get(segment.mesh), &tables);
-    if (!mesh)
+    OpBuilder b(&getContext());
+    sf.mesh = lookupMesh(fn, FlatSymbolRefAttr::get(segment.mesh), &tables);
+    if (!sf.mesh)
       return fn.emitOpError("segment on unknown mesh @")
              << segment.mesh.getValue();
 
     llvm::SmallPtrSet<Operation *, 16> inSegment(segment.ops.begin(),
                                                  segment.ops.end());
     llvm::SetVector<Value> inputs;
-    SmallVector<Operation *> cloned;
     DenseMap<Operation *, bool> memo;
-    collectOutlineInputs(segment.ops, inputs, cloned, memo);
+    collectOutlineInputs(segment.ops, inputs, sf.cloned, memo);
     // Non-splat constants (the tracer's aranges, one-hot coordinates, causal
     // masks): upstream shard-partition has no rule for them and fails the
     // whole segment without a diagnostic. They enter the scratch function
     // as trailing replicated arguments instead (a user that wants one split
     // gets a local slice at the process index, which keeps an arange's
     // global coordinates), and become constants again in the endpoint.
-    SmallVector<arith::ConstantOp> lifted;
-    llvm::erase_if(cloned, [&](Operation *op) {
+    llvm::erase_if(sf.cloned, [&](Operation *op) {
       if (auto c = dyn_cast<arith::ConstantOp>(op);
           c && liftConstants && isLiftedConstant(c)) {
-        lifted.push_back(c);
+        sf.lifted.push_back(c);
         return true;
       }
       return false;
@@ -903,8 +806,7 @@ struct MonarchPartitionPass
         return ba && (!bb || ba.getArgNumber() < bb.getArgNumber());
       return a.getDefiningOp()->isBeforeInBlock(b.getDefiningOp());
     });
-    inputs = llvm::SetVector<Value>(ordered.begin(), ordered.end());
-    SmallVector<Value> outputs;
+    sf.inputs = llvm::SetVector<Value>(ordered.begin(), ordered.end());
     for (Operation *op : segment.ops)
       for (Value r : op->getResults())
         if (llvm::any_of(r.getUsers(), [&](Operation *user) {
@@ -912,167 +814,101 @@ struct MonarchPartitionPass
                   fn.getBody().front().findAncestorOpInBlock(*user);
               return !inSegment.contains(top);
             }))
-          outputs.push_back(r);
-    for (Value v : inputs)
+          sf.outputs.push_back(r);
+    for (Value v : sf.inputs)
       if (isa<TensorType>(v.getType()) && isa<BlockArgument>(v))
         return segment.ops.front()->emitOpError("uses tensor argument #")
                << cast<BlockArgument>(v).getArgNumber() << " of @"
                << fn.getSymName() << " on mesh @" << segment.mesh.getValue()
                << " without monarch.feed";
 
-    // 1. The segment as a temporary function, partitioned by upstream passes.
-    SmallVector<Type> inTypes, outTypes;
-    for (Value v : inputs)
-      inTypes.push_back(v.getType());
-    for (arith::ConstantOp c : lifted)
-      inTypes.push_back(c.getType());
-    for (Value v : outputs)
-      outTypes.push_back(v.getType());
-    std::string base = (fn.getSymName() + "." + segment.mesh.getValue() + "." +
-                        std::to_string(index))
-                           .str();
-    // It lives in a scratch module holding only the mesh's grid, so that
-    // the upstream passes' symbol lookups do not scan the whole program.
+    for (Value v : sf.inputs)
+      sf.inTypes.push_back(v.getType());
+    for (arith::ConstantOp c : sf.lifted)
+      sf.inTypes.push_back(c.getType());
+    for (Value v : sf.outputs)
+      sf.outTypes.push_back(v.getType());
+    for (Value v : sf.inputs)
+      sf.inDists.push_back(known.lookup(v));
+    sf.inDists.append(sf.lifted.size(), DistAttr());
+    sf.base = (fn.getSymName() + "." + segment.mesh.getValue() + "." +
+               std::to_string(index))
+                  .str();
     b.setInsertionPointToEnd(module.getBody());
-    Location loc = segment.ops.front()->getLoc();
-    auto scratch = ModuleOp::create(b, loc);
-    llvm::scope_exit eraseScratch([&] { scratch->erase(); });
-    b.setInsertionPointToStart(scratch.getBody());
-    auto grid =
-        tables.lookupNearestSymbolFrom<shard::GridOp>(fn, mesh.getGridRef());
-    if (!grid)
+    sf.scratch = ModuleOp::create(b, sf.loc);
+    b.setInsertionPointToStart(sf.scratch.getBody());
+    sf.grid =
+        tables.lookupNearestSymbolFrom<shard::GridOp>(fn, sf.mesh.getGridRef());
+    if (!sf.grid)
       return fn.emitOpError("mesh @")
              << segment.mesh.getValue() << " has no shard.grid";
-    b.clone(*grid);
-    // Builds the segment as a function at the end of the scratch module.
-    auto buildTmp = [&] {
-      b.setInsertionPointToEnd(scratch.getBody());
-      auto made = func::FuncOp::create(b, loc, base + ".tmp",
-                                       b.getFunctionType(inTypes, outTypes));
-      Block *body = made.addEntryBlock();
-      IRMapping map;
-      for (auto [v, arg] : llvm::zip(inputs, body->getArguments()))
-        map.map(v, arg);
-      for (auto [c, arg] :
-           llvm::zip(lifted, body->getArguments().drop_front(inputs.size())))
-        map.map(c.getResult(), arg);
-      b.setInsertionPointToStart(body);
-      for (Operation *c : cloned)
-        b.clone(*c, map);
-      for (Operation *op : segment.ops)
-        b.clone(*op, map);
-      SmallVector<Value> returned;
-      for (Value v : outputs)
-        returned.push_back(map.lookup(v));
-      func::ReturnOp::create(b, loc, returned);
-      // Scalar arithmetic on constants cloned in (1 - lr * wd): folded, as
-      // upstream partitioning has no rule for scalar arith ops.
-      OperationFolder folder(ctx);
-      SmallVector<Operation *> scalars;
-      for (Operation &op : *body)
-        if (isScalarArithmetic(&op))
-          scalars.push_back(&op);
-      for (Operation *op : scalars)
-        (void)folder.tryToFold(op);
-      return made;
-    };
-    func::FuncOp tmp = buildTmp();
+    b.clone(*sf.grid);
+    rebuild(sf);
+    return success();
+  }
 
-    // Upstream propagation picks the layouts of the segment's inputs from
-    // their users, which keeps shards in place between segments. On the
-    // inputs where upstream partitioning then fails, a second attempt on a
-    // fresh copy (rebuilt from the segment, which is still intact) fixes
-    // every input to the replicated layout it has anyway
-    // (global values), which upstream handles.
-    SmallVector<DistAttr> argDists, resDists;
-    SmallVector<DistAttr> inDists;
-    for (Value v : inputs)
-      inDists.push_back(known.lookup(v));
-    inDists.append(lifted.size(), DistAttr());
-    auto attempt = [&](bool replicateInputs) -> LogicalResult {
-      // Inputs that earlier segments left split start split, so the
-      // shards stay where they are (propagation would otherwise pick the
-      // inputs' layouts from their users alone).
-      if (!replicateInputs)
-        for (auto [arg, dist] : llvm::zip(tmp.getArguments(), inDists))
-          if (dist && !dist.getPartial())
-            annotateArg(arg, dist, mesh, grid);
-      partition::prepareForPropagation(tmp, replicateInputs, lifted.size());
-      if (failed(runPipeline(propagatePM, tmp)))
-        return failure();
-      // What propagation could not reach is replicated; propagate again so
-      // that its neighbours agree.
-      if (partition::annotateRemainingAsReplicated(tmp) &&
-          failed(runPipeline(propagatePM, tmp)))
-        return failure();
-      if (Operation *bad = partition::findUnannotatedOp(tmp)) {
-        InFlightDiagnostic diag = bad->emitOpError(
-            "cannot be partitioned: sharding propagation found no layout for "
-            "its result");
-        diag.attachNote(segment.ops.front()->getLoc())
-            << "in the work on @" << segment.mesh.getValue()
-            << " starting here";
-        return failure();
-      }
+  /// (Re)builds the scratch function from the segment, erasing the previous
+  /// one.
+  void rebuild(SegmentFunction &sf) {
+    if (sf.tmp)
+      sf.tmp.erase();
+    MLIRContext *ctx = &getContext();
+    OpBuilder b(ctx);
+    b.setInsertionPointToEnd(sf.scratch.getBody());
+    auto made =
+        func::FuncOp::create(b, sf.loc, sf.base + ".tmp",
+                             b.getFunctionType(sf.inTypes, sf.outTypes));
+    Block *body = made.addEntryBlock();
+    IRMapping map;
+    for (auto [v, arg] : llvm::zip(sf.inputs, body->getArguments()))
+      map.map(v, arg);
+    for (auto [c, arg] : llvm::zip(
+             sf.lifted, body->getArguments().drop_front(sf.inputs.size())))
+      map.map(c.getResult(), arg);
+    b.setInsertionPointToStart(body);
+    for (Operation *c : sf.cloned)
+      b.clone(*c, map);
+    for (Operation *op : sf.segment.ops)
+      b.clone(*op, map);
+    SmallVector<Value> returned;
+    for (Value v : sf.outputs)
+      returned.push_back(map.lookup(v));
+    func::ReturnOp::create(b, sf.loc, returned);
+    // Scalar arithmetic on constants cloned in (1 - lr * wd): folded, as
+    // upstream partitioning has no rule for scalar arith ops.
+    OperationFolder folder(ctx);
+    SmallVector<Operation *> scalars;
+    for (Operation &op : *body)
+      if (isScalarArithmetic(&op))
+        scalars.push_back(&op);
+    for (Operation *op : scalars)
+      (void)folder.tryToFold(op);
+    sf.tmp = made;
+  }
 
-      // Distributions of the global arguments and results, read off the
-      // propagated annotations before partitioning rewrites the types.
-      argDists.clear();
-      resDists.clear();
-      for (BlockArgument arg : tmp.getArguments()) {
-        auto t = dyn_cast<RankedTensorType>(arg.getType());
-        argDists.push_back(
-            t ? distFromSharding(b, mesh, annotatedSharding(arg), t.getRank())
-              : DistAttr());
-      }
-      auto ret = cast<func::ReturnOp>(tmp.getBody().front().getTerminator());
-      for (Value v : ret.getOperands()) {
-        auto t = dyn_cast<RankedTensorType>(v.getType());
-        resDists.push_back(
-            t ? distFromSharding(b, mesh, annotatedSharding(v), t.getRank())
-              : DistAttr());
-      }
+  /// Upstream's propagation and partitioning on the scratch function
+  /// (PartitionUpstream.h); `replicateInputs` is the retry on a fresh copy
+  /// with every input replicated.
+  LogicalResult attemptUpstream(SegmentFunction &sf, bool replicateInputs) {
+    int64_t collectives = 0;
+    LogicalResult r = upstream.partition(
+        {sf.tmp, sf.mesh, sf.grid, sf.inDists, sf.lifted.size(),
+         sf.segment.ops.front(), sf.segment.mesh.getValue()},
+        replicateInputs, sf.argDists, sf.resDists, collectives,
+        [&](OpPassManager &pm, Operation *op) { return runPipeline(pm, op); });
+    numCollectives += collectives;
+    return r;
+  }
 
-      partition::prepareForPartition(tmp);
-      {
-        // shard-partition may fail without saying why; never fail silently.
-        bool reported = false;
-        ScopedDiagnosticHandler watch(ctx, [&](Diagnostic &d) {
-          reported |= d.getSeverity() == DiagnosticSeverity::Error;
-          return failure(); // Let it through to the outer handler.
-        });
-        if (failed(runPipeline(partitionPM, tmp))) {
-          if (!reported) {
-            // Name the op it stopped at, with the layouts it was given.
-            Operation *culprit = findSilentFailure(tmp);
-            if (culprit)
-              culprit->emitOpError("has no upstream partitioning rule for ")
-                  << describeLayouts(culprit, mesh);
-            else
-              segment.ops.front()->emitOpError(
-                  "upstream shard-partition failed on the work on @")
-                  << segment.mesh.getValue()
-                  << " without a diagnostic; simplify its sharding "
-                     "annotations";
-          }
-          return failure();
-        }
-      }
-      {
-        RewritePatternSet patterns(ctx);
-        SymbolTableCollection scratchTables;
-        shard::populateAllSliceOpLoweringPatterns(patterns, scratchTables);
-        shard::populateProcessMultiIndexOpLoweringPatterns(patterns,
-                                                           scratchTables);
-        if (failed(applyPatternsGreedily(tmp, std::move(patterns))))
-          return tmp.emitOpError("could not lower shard slicing ops");
-      }
-      if (failed(convertShardOps(tmp, mesh)))
-        return failure();
-      return success();
-    };
-    // The per-rank types partitioning chose must be what the recorded
-    // distributions give; anything else would be a call the verifier rejects.
+  /// Whether a partitioned scratch function is what its distributions say:
+  /// every op valid (upstream partitioning can build ill-typed ops without
+  /// failing, on layouts it reshards wrongly; our collectives are checked
+  /// once they are in their endpoint, which they need), and every per-rank
+  /// argument and result type the one its distribution gives (anything else
+  /// would be a call the verifier rejects).
+  LogicalResult checkConsistent(SegmentFunction &sf) {
+    func::FuncOp tmp = sf.tmp;
+    Segment &segment = sf.segment;
     auto explained = [&](Type global, Type local, DistAttr dist, StringRef what,
                          unsigned i) -> LogicalResult {
       auto g = dyn_cast<RankedTensorType>(global);
@@ -1080,7 +916,7 @@ struct MonarchPartitionPass
         return success(global == local);
       std::string error;
       FailureOr<SmallVector<int64_t>> shape =
-          getLocalShape(g.getShape(), dist, mesh, error);
+          getLocalShape(g.getShape(), dist, sf.mesh, error);
       if (succeeded(shape) &&
           cast<RankedTensorType>(local).getShape() == ArrayRef(*shape))
         return success();
@@ -1090,36 +926,41 @@ struct MonarchPartitionPass
              << ", which no sharding annotation explains for the global "
              << global << "; annotate it with shard.shard";
     };
-    auto consistent = [&]() -> LogicalResult {
-      // Upstream partitioning can build ill-typed ops inside the segment
-      // without failing (layouts it reshards wrongly). Our collectives are
-      // checked once they are in their endpoint (they need one).
-      WalkResult invalid = tmp.walk([&](Operation *op) {
-        if (op == tmp.getOperation() || isa<MonarchDialect>(op->getDialect()))
-          return WalkResult::advance();
-        return failed(mlir::verify(op, /*verifyRecursively=*/false))
-                   ? WalkResult::interrupt()
-                   : WalkResult::advance();
-      });
-      if (invalid.wasInterrupted())
+    WalkResult invalid = tmp.walk([&](Operation *op) {
+      if (op == tmp.getOperation() || isa<MonarchDialect>(op->getDialect()))
+        return WalkResult::advance();
+      return failed(mlir::verify(op, /*verifyRecursively=*/false))
+                 ? WalkResult::interrupt()
+                 : WalkResult::advance();
+    });
+    if (invalid.wasInterrupted())
+      return failure();
+    FunctionType partitioned = tmp.getFunctionType();
+    for (auto [i, pair] :
+         llvm::enumerate(llvm::zip(sf.inTypes, partitioned.getInputs())))
+      if (failed(explained(std::get<0>(pair), std::get<1>(pair), sf.argDists[i],
+                           "argument", i)))
         return failure();
-      FunctionType partitioned = tmp.getFunctionType();
-      for (auto [i, pair] :
-           llvm::enumerate(llvm::zip(inTypes, partitioned.getInputs())))
-        if (failed(explained(std::get<0>(pair), std::get<1>(pair), argDists[i],
-                             "argument", i)))
-          return failure();
-      for (auto [i, pair] :
-           llvm::enumerate(llvm::zip(outTypes, partitioned.getResults())))
-        if (failed(explained(std::get<0>(pair), std::get<1>(pair), resDists[i],
-                             "result", i)))
-          return failure();
-      return success();
-    };
+    for (auto [i, pair] :
+         llvm::enumerate(llvm::zip(sf.outTypes, partitioned.getResults())))
+      if (failed(explained(std::get<0>(pair), std::get<1>(pair), sf.resDists[i],
+                           "result", i)))
+        return failure();
+    return success();
+  }
+
+  /// Partitions the scratch function: the own engine first (upstream's
+  /// passes where it has no rule), shape ops on each rank's shard, prints
+  /// and ops without a rule on whole values, else upstream as annotated,
+  /// then upstream with replicated inputs, then whole values: the same
+  /// numbers, every rank computing all of it. Fails only on an error the
+  /// user must fix.
+  LogicalResult partitionSegment(SegmentFunction &sf) {
+    Segment &segment = sf.segment;
     // Why an attempt failed (its first error), for the remarks.
     std::string why;
     auto quietly = [&](auto &&run) {
-      ScopedDiagnosticHandler quiet(ctx, [&](Diagnostic &d) {
+      ScopedDiagnosticHandler quiet(&getContext(), [&](Diagnostic &d) {
         if (why.empty() && d.getSeverity() == DiagnosticSeverity::Error) {
           why = d.str();
           if (std::string at = formatFileLoc(d.getLocation()); !at.empty())
@@ -1128,6 +969,16 @@ struct MonarchPartitionPass
         return success();
       });
       return run();
+    };
+    auto upstream = [&](bool replicateInputs) {
+      return quietly([&] {
+        LogicalResult r = attemptUpstream(sf, replicateInputs);
+        return succeeded(r) ? checkConsistent(sf) : r;
+      });
+    };
+    auto wholeValues = [&] {
+      sf.argDists.assign(sf.inTypes.size(), DistAttr());
+      sf.resDists.assign(sf.outTypes.size(), DistAttr());
     };
     Operation *head = segment.ops.front();
     int64_t size = static_cast<int64_t>(segment.ops.size());
@@ -1140,8 +991,9 @@ struct MonarchPartitionPass
       // no rule for an op of the segment.
       std::string ownWhy;
       own = succeeded(partition::partitionWithOwnEngine(
-                tmp, mesh, inDists, lifted, argDists, resDists, ownWhy)) &&
-            succeeded(quietly([&] { return consistent(); }));
+                sf.tmp, sf.mesh, sf.inDists, sf.lifted, sf.argDists,
+                sf.resDists, ownWhy)) &&
+            succeeded(quietly([&] { return checkConsistent(sf); }));
       if (own) {
         first = success();
         counts.split += size;
@@ -1158,8 +1010,7 @@ struct MonarchPartitionPass
                            "partition the work on @")
               << segment.mesh.getValue() << " (" << ownWhy
               << "); upstream partitioning instead";
-        tmp.erase();
-        tmp = buildTmp();
+        rebuild(sf);
       }
     }
     // Upstream crashes on a dimension split over several mesh dimensions
@@ -1167,7 +1018,7 @@ struct MonarchPartitionPass
     // cannot do runs on whole values.
     bool multiAxis =
         !own &&
-        (llvm::any_of(inDists,
+        (llvm::any_of(sf.inDists,
                       [](DistAttr d) {
                         if (!d)
                           return false;
@@ -1176,17 +1027,19 @@ struct MonarchPartitionPass
                             return true;
                         return false;
                       }) ||
-         tmp.walk([](shard::ShardingOp s) {
-              for (shard::GridAxesAttr axes : s.getSplitAxes().getAxes())
-                if (axes.size() > 1)
-                  return WalkResult::interrupt();
-              return WalkResult::advance();
-            })
+         sf.tmp
+             .walk([](shard::ShardingOp s) {
+               for (shard::GridAxesAttr axes : s.getSplitAxes().getAxes())
+                 if (axes.size() > 1)
+                   return WalkResult::interrupt();
+               return WalkResult::advance();
+             })
              .wasInterrupted());
     if (own) {
       // Done above.
-    } else if (segment.whole && succeeded(localShapeOps(tmp, mesh, inDists,
-                                                        argDists, resDists))) {
+    } else if (segment.whole &&
+               succeeded(localShapeOps(sf.tmp, sf.mesh, sf.inDists, sf.argDists,
+                                       sf.resDists))) {
       // Shape ops of shards: each rank reshapes, slices or joins its own.
       first = success();
       counts.split += size;
@@ -1197,8 +1050,7 @@ struct MonarchPartitionPass
     } else if (segment.whole &&
                llvm::all_of(segment.ops, llvm::IsaPred<DebugPrintOp>)) {
       // Prints of whole values: the values are gathered, no work is done.
-      argDists.assign(inTypes.size(), DistAttr());
-      resDists.assign(outTypes.size(), DistAttr());
+      wholeValues();
       first = success();
       if (remarks)
         head->emitRemark("monarch-partition: ")
@@ -1206,8 +1058,7 @@ struct MonarchPartitionPass
             << segment.mesh.getValue() << " prints whole values";
     } else if (segment.whole) {
       // Every argument and result replicated: nothing to partition.
-      argDists.assign(inTypes.size(), DistAttr());
-      resDists.assign(outTypes.size(), DistAttr());
+      wholeValues();
       first = success();
       counts.whole += size;
       if (remarks)
@@ -1217,10 +1068,7 @@ struct MonarchPartitionPass
     } else {
       // A first attempt that fails, or whose per-rank types its
       // annotations do not explain, is retried with replicated inputs.
-      first = multiAxis ? failure() : quietly([&] {
-        LogicalResult r = attempt(/*replicateInputs=*/false);
-        return succeeded(r) ? consistent() : r;
-      });
+      first = multiAxis ? failure() : upstream(/*replicateInputs=*/false);
       if (succeeded(first))
         counts.split += size;
       if (succeeded(first) && remarks)
@@ -1228,245 +1076,97 @@ struct MonarchPartitionPass
             << segment.ops.size() << " ops on @" << segment.mesh.getValue()
             << " partitioned as annotated";
     }
-    if (failed(first)) {
-      tmp.erase();
-      tmp = buildTmp();
-      std::string firstWhy = why.empty() ? "no diagnostic" : why;
-      why.clear();
-      if (multiAxis)
-        firstWhy = "a dimension split over several mesh dimensions";
-      LogicalResult second = multiAxis ? failure() : quietly([&] {
-        LogicalResult r = attempt(/*replicateInputs=*/true);
-        return succeeded(r) ? consistent() : r;
-      });
-      if (succeeded(second)) {
-        ++numReplicatedRetries;
-        counts.retried += size;
-        if (remarks)
-          head->emitRemark("monarch-partition: ")
-              << segment.ops.size() << " ops on @" << segment.mesh.getValue()
-              << " partitioned with replicated inputs (as annotated, "
-                 "upstream partitioning failed: "
-              << firstWhy << ")";
-      }
-      if (failed(second)) {
-        ++numWholeValues;
-        counts.whole += size;
-        if (remarks)
-          head->emitRemark("monarch-partition: ")
-              << segment.ops.size() << " ops on @" << segment.mesh.getValue()
-              << " run on whole values (upstream partitioning failed: "
-              << firstWhy << "; with replicated inputs: "
-              << (why.empty() ? "no diagnostic" : why) << ")";
-        // Upstream partitioning cannot do this segment's layouts. The
-        // annotations only say where data lives, so the work runs on whole
-        // values instead: the same numbers, every rank computing all of it.
-        tmp.erase();
-        tmp = buildTmp();
-        SmallVector<shard::ShardOp> annotations;
-        tmp.walk([&](shard::ShardOp s) { annotations.push_back(s); });
-        for (shard::ShardOp s : llvm::reverse(annotations)) {
-          s.getResult().replaceAllUsesWith(s.getSrc());
-          s.erase();
-        }
-        tmp.walk([&](shard::ShardingOp s) {
-          if (s->use_empty())
-            s.erase();
-        });
-        argDists.assign(inTypes.size(), DistAttr());
-        resDists.assign(outTypes.size(), DistAttr());
-      }
+    if (succeeded(first))
+      return success();
+    rebuild(sf);
+    std::string firstWhy = why.empty() ? "no diagnostic" : why;
+    why.clear();
+    if (multiAxis)
+      firstWhy = "a dimension split over several mesh dimensions";
+    LogicalResult second =
+        multiAxis ? failure() : upstream(/*replicateInputs=*/true);
+    if (succeeded(second)) {
+      ++numReplicatedRetries;
+      counts.retried += size;
+      if (remarks)
+        head->emitRemark("monarch-partition: ")
+            << segment.ops.size() << " ops on @" << segment.mesh.getValue()
+            << " partitioned with replicated inputs (as annotated, "
+               "upstream partitioning failed: "
+            << firstWhy << ")";
+      return success();
     }
+    ++numWholeValues;
+    counts.whole += size;
+    if (remarks)
+      head->emitRemark("monarch-partition: ")
+          << segment.ops.size() << " ops on @" << segment.mesh.getValue()
+          << " run on whole values (upstream partitioning failed: " << firstWhy
+          << "; with replicated inputs: "
+          << (why.empty() ? "no diagnostic" : why) << ")";
+    // Upstream partitioning cannot do this segment's layouts. The
+    // annotations only say where data lives, so the work runs on whole
+    // values instead: the same numbers, every rank computing all of it.
+    rebuild(sf);
+    SmallVector<shard::ShardOp> annotations;
+    sf.tmp.walk([&](shard::ShardOp s) { annotations.push_back(s); });
+    for (shard::ShardOp s : llvm::reverse(annotations)) {
+      s.getResult().replaceAllUsesWith(s.getSrc());
+      s.erase();
+    }
+    sf.tmp.walk([&](shard::ShardingOp s) {
+      if (s->use_empty())
+        s.erase();
+    });
+    wholeValues();
+    return success();
+  }
 
-    if (failed(restoreLiftedConstants(tmp, lifted, argDists, head)))
-      return failure();
-
-    // 2. The partitioned body becomes endpoint @run of a class on the mesh.
+  /// The partitioned body becomes endpoint @run of a class on the mesh (its
+  /// arguments and results carrying their distributions), and the segment a
+  /// call of it with the global values.
+  void replaceWithEndpointCall(func::FuncOp fn, SegmentFunction &sf) {
+    MLIRContext *ctx = &getContext();
+    Segment &segment = sf.segment;
+    OpBuilder b(ctx);
     b.setInsertionPoint(fn);
-    auto actorClass = ActorClassOp::create(b, loc, base + ".class");
+    auto actorClass = ActorClassOp::create(b, sf.loc, sf.base + ".class");
     b.setInsertionPointToStart(&actorClass.getBody().front());
-    auto endpoint = EndpointOp::create(b, loc, "run", tmp.getFunctionType());
-    endpoint.getBody().takeBody(tmp.getBody());
-    for (auto [i, dist] : llvm::enumerate(argDists))
+    auto endpoint =
+        EndpointOp::create(b, sf.loc, "run", sf.tmp.getFunctionType());
+    endpoint.getBody().takeBody(sf.tmp.getBody());
+    for (auto [i, dist] : llvm::enumerate(sf.argDists))
       if (dist)
         endpoint.setArgAttr(i, MonarchDialect::getDistAttrName(), dist);
-    for (auto [i, dist] : llvm::enumerate(resDists))
+    for (auto [i, dist] : llvm::enumerate(sf.resDists))
       if (dist)
         endpoint.setResultAttr(i, MonarchDialect::getDistAttrName(), dist);
     Operation *term = endpoint.getBody().front().getTerminator();
     b.setInsertionPoint(term);
     ReturnOp::create(b, term->getLoc(), term->getOperands());
     term->erase();
-    tmp.erase();
+    sf.tmp.erase();
+    sf.tmp = {};
     endpoints.push_back(endpoint);
     b.setInsertionPoint(fn);
-    ActorMeshOp::create(b, loc, base, actorClass.getSymName(),
+    ActorMeshOp::create(b, sf.loc, sf.base, actorClass.getSymName(),
                         segment.mesh.getValue());
 
-    // 3. Replace the segment by a call with the global values.
     b.setInsertionPointAfter(segment.ops.back());
     auto callee =
-        SymbolRefAttr::get(ctx, base, {FlatSymbolRefAttr::get(ctx, "run")});
+        SymbolRefAttr::get(ctx, sf.base, {FlatSymbolRefAttr::get(ctx, "run")});
     SmallVector<Location> locs;
     for (Operation *op : segment.ops)
       locs.push_back(op->getLoc());
-    auto call = CallOp::create(b, FusedLoc::get(ctx, locs), outTypes, callee,
-                               inputs.getArrayRef());
-    for (auto [v, r] : llvm::zip(outputs, call.getResults()))
+    auto call = CallOp::create(b, FusedLoc::get(ctx, locs), sf.outTypes, callee,
+                               sf.inputs.getArrayRef());
+    for (auto [v, r] : llvm::zip(sf.outputs, call.getResults()))
       v.replaceAllUsesWith(r);
-    for (auto [r, dist] : llvm::zip(call.getResults(), resDists))
+    for (auto [r, dist] : llvm::zip(call.getResults(), sf.resDists))
       if (dist && !dist.isReplicated())
         known[r] = dist;
     for (Operation *op : llvm::reverse(segment.ops))
       op->erase();
-    ++numOutlined;
-    return success();
-  }
-
-  /// After upstream shard-partition failed on `tmp` without a diagnostic:
-  /// the op it stopped at. Upstream partitions op by op into a new block
-  /// appended to the body and stops at the first op whose rule fails,
-  /// leaving the original block intact; the extra blocks are dropped, and
-  /// the op is the one that ends the shortest failing prefix of the body
-  /// (each prefix ends after a compute op and the annotations that follow
-  /// it), found by bisection over copies.
-  Operation *findSilentFailure(func::FuncOp tmp) {
-    Region &region = tmp.getBody();
-    while (region.getBlocks().size() > 1)
-      region.back().erase();
-    Block &block = region.front();
-    SmallVector<Operation *> ops;
-    SmallVector<size_t> compute; // Indices in `ops` of non-shard ops.
-    for (Operation &op : block.without_terminator()) {
-      if (!isa<shard::ShardOp, shard::ShardingOp>(op))
-        compute.push_back(ops.size());
-      ops.push_back(&op);
-    }
-    // Whether partitioning the body up to compute op `k` (and the
-    // annotations after it) fails.
-    auto fails = [&](size_t k) {
-      size_t end = k + 1 < compute.size() ? compute[k + 1] : ops.size();
-      OpBuilder b(tmp);
-      b.setInsertionPointAfter(tmp);
-      auto copy = cast<func::FuncOp>(b.clone(*tmp));
-      llvm::scope_exit eraseCopy([&] { copy.erase(); });
-      Block &body = copy.getBody().front();
-      SmallVector<Operation *> copied;
-      for (Operation &op : body)
-        copied.push_back(&op);
-      // Past the prefix only the annotations upstream needs stay: the
-      // shardings, and each argument's one annotation.
-      for (size_t i = copied.size(); i-- > end;) {
-        Operation *op = copied[i];
-        auto s = dyn_cast<shard::ShardOp>(op);
-        if (isa<shard::ShardingOp>(op) || (s && isa<BlockArgument>(s.getSrc())))
-          continue;
-        op->dropAllUses();
-        op->erase();
-      }
-      b.setInsertionPointToEnd(&body);
-      func::ReturnOp::create(b, copy.getLoc());
-      copy.setType(
-          FunctionType::get(copy.getContext(), body.getArgumentTypes(), {}));
-      ScopedDiagnosticHandler quiet(copy.getContext(),
-                                    [](Diagnostic &) { return success(); });
-      return failed(runPipeline(partitionPM, copy));
-    };
-    if (compute.empty() || !fails(compute.size() - 1))
-      return nullptr;
-    size_t lo = 0, hi = compute.size() - 1; // fails(hi) holds.
-    while (lo < hi) {
-      size_t mid = lo + (hi - lo) / 2;
-      if (fails(mid))
-        hi = mid;
-      else
-        lo = mid + 1;
-    }
-    return ops[compute[lo]];
-  }
-
-  /// Rewrites upstream shard collectives and index queries over grid axes
-  /// into monarch ops over mesh dimension names.
-  LogicalResult convertShardOps(func::FuncOp fn, MeshOpInterface mesh) {
-    OpBuilder b(&getContext());
-    WalkResult result = fn.walk([&](Operation *op) -> WalkResult {
-      b.setInsertionPoint(op);
-      Value replacement;
-      if (auto ar = dyn_cast<shard::AllReduceOp>(op)) {
-        bool ok;
-        ReductionKind kind = toMonarch(ar.getReduction(), ok);
-        if (!ok || ar.getInput().getType() != ar.getResult().getType())
-          return op->emitOpError("cannot be expressed as a monarch.all_reduce"),
-                 WalkResult::interrupt();
-        replacement = AllReduceOp::create(
-            b, op->getLoc(), ar.getInput(), dimNames(b, mesh, ar.getGridAxes()),
-            ReductionKindAttr::get(b.getContext(), kind));
-      } else if (auto ag = dyn_cast<shard::AllGatherOp>(op)) {
-        replacement = AllGatherOp::create(
-            b, op->getLoc(), ag.getResult().getType(), ag.getInput(),
-            dimNames(b, mesh, ag.getGridAxes()),
-            ag.getGatherAxis().getZExtValue());
-      } else if (auto rs = dyn_cast<shard::ReduceScatterOp>(op)) {
-        bool ok;
-        ReductionKind kind = toMonarch(rs.getReduction(), ok);
-        if (!ok)
-          return op->emitOpError("reduction cannot be expressed in monarch"),
-                 WalkResult::interrupt();
-        replacement = ReduceScatterOp::create(
-            b, op->getLoc(), rs.getResult().getType(), rs.getInput(),
-            dimNames(b, mesh, rs.getGridAxes()),
-            rs.getScatterAxis().getZExtValue(), kind);
-      } else if (auto a2a = dyn_cast<shard::AllToAllOp>(op)) {
-        replacement = AllToAllOp::create(
-            b, op->getLoc(), a2a.getResult().getType(), a2a.getInput(),
-            dimNames(b, mesh, a2a.getGridAxes()),
-            a2a.getSplitAxis().getZExtValue(),
-            a2a.getConcatAxis().getZExtValue());
-      } else if (auto li = dyn_cast<shard::ProcessLinearIndexOp>(op)) {
-        SmallVector<shard::GridAxis> all;
-        for (int64_t i = 0, e = mesh.getMeshShape().size(); i < e; ++i)
-          all.push_back(i);
-        replacement =
-            ProcessIndexOp::create(b, op->getLoc(), dimNames(b, mesh, all));
-      } else if (auto shape = dyn_cast<shard::GridShapeOp>(op)) {
-        // Static mesh: the grid's extents are constants.
-        SmallVector<int64_t> extents = mesh.getMeshShape();
-        SmallVector<shard::GridAxis> axes(shape.getAxes());
-        if (axes.empty())
-          for (int64_t i = 0, e = extents.size(); i < e; ++i)
-            axes.push_back(i);
-        for (auto [result, axis] : llvm::zip(shape.getResults(), axes))
-          result.replaceAllUsesWith(
-              arith::ConstantIndexOp::create(b, op->getLoc(), extents[axis]));
-        op->erase();
-        return WalkResult::advance();
-      } else if (isa<shard::ShardOp, shard::ShardingOp>(op)) {
-        return WalkResult::advance();
-      } else if (op->getDialect() &&
-                 op->getDialect()->getNamespace() == "shard") {
-        return op->emitOpError("is not supported inside a monarch endpoint "
-                               "yet (produced by shard-partition)"),
-               WalkResult::interrupt();
-      } else {
-        return WalkResult::advance();
-      }
-      ++numCollectives;
-      op->getResult(0).replaceAllUsesWith(replacement);
-      op->erase();
-      return WalkResult::advance();
-    });
-    if (result.wasInterrupted())
-      return failure();
-    // Leftover annotations are dead after partitioning.
-    fn.walk([](shard::ShardOp op) {
-      op.getResult().replaceAllUsesWith(op.getSrc());
-      op.erase();
-    });
-    fn.walk([](shard::ShardingOp op) {
-      if (op->use_empty())
-        op.erase();
-    });
-    return success();
   }
 };
 
