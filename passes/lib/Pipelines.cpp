@@ -82,6 +82,9 @@ void populatePlanPipeline(OpPassManager &pm, const PipelineOptions &options) {
     buckets.bucketBytes = bucket;
     pm.addPass(createMonarchBucketCollectives(buckets));
   }
+  // Each collective issued as soon as its input is ready (after bucketing,
+  // which places a bucket at its last member).
+  pm.addPass(createMonarchHoistCollectives());
   pm.addPass(createMonarchPlanTransfers(plan));
   pm.addPass(createMonarchSchedule());
   pm.addPass(createMonarchVerifyPlan());

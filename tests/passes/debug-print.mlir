@@ -8,15 +8,16 @@
 // ): the print is a segment of its own whose endpoint takes the values
 // whole (the caller gathers the row-split y; the sum is reduced), and
 // becomes a print_buffers host instruction after the waits for the
-// collectives that produced its buffers, on every rank.
+// collectives that produced its buffers, on every rank (the rows' gather
+// first: they are ready before their sum, monarch-hoist-collectives).
 
 // PART:      monarch.endpoint @run(%{{.*}}: tensor<4x3xf32>, %{{.*}}: tensor<f32>) {
 // PART-NEXT:   debug_print "rows {0} total {1:.3f}" on @mesh %{{.*}}, %{{.*}} : tensor<4x3xf32>, tensor<f32>
 // PART:      monarch.call @step.mesh.1::@run(%{{.*}}#0, %{{.*}}#1) : (tensor<4x3xf32>, tensor<f32>) -> ()
 
 // CHECK:       monarch.rank_program rank 0
-// CHECK:         %[[SUM:.*]] = monarch.collective all_reduce sum #monarch.buf<{{[0-9]+}}, tensor<f32>> -> #monarch.buf<[[S:[0-9]+]], tensor<f32>>
 // CHECK:         %[[ROWS:.*]] = monarch.collective all_gather #monarch.buf<{{[0-9]+}}, tensor<2x3xf32>> -> #monarch.buf<[[R:[0-9]+]], tensor<4x3xf32>>
+// CHECK:         %[[SUM:.*]] = monarch.collective all_reduce sum #monarch.buf<{{[0-9]+}}, tensor<f32>> -> #monarch.buf<[[S:[0-9]+]], tensor<f32>>
 // CHECK:         monarch.wait %[[ROWS]], %[[SUM]]
 // CHECK:         monarch.print_buffers "rows {0} total {1:.3f}" [#monarch.buf<[[R]], tensor<4x3xf32>>, #monarch.buf<[[S]], tensor<f32>>]
 // CHECK:       monarch.rank_program rank 1

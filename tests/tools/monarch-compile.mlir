@@ -18,9 +18,10 @@
 // DUMP-NEXT: 02-monarch-split-control-data.mlir
 // DUMP-NEXT: 03-monarch-specialize-ranks.mlir
 // DUMP-NEXT: 04-monarch-bucket-collectives.mlir
-// DUMP-NEXT: 05-monarch-plan-transfers.mlir
-// DUMP-NEXT: 06-monarch-schedule.mlir
-// DUMP-NEXT: 07-monarch-verify-plan.mlir
+// DUMP-NEXT: 05-monarch-hoist-collectives.mlir
+// DUMP-NEXT: 06-monarch-plan-transfers.mlir
+// DUMP-NEXT: 07-monarch-schedule.mlir
+// DUMP-NEXT: 08-monarch-verify-plan.mlir
 // DUMP-NEXT: partitioned.mlir
 // DUMP-NEXT: planned.mlir
 // DUMP-NEXT: split.mlir

@@ -205,6 +205,42 @@ def MonarchBucketCollectives : Pass<"monarch-bucket-collectives",
   ];
 }
 
+def MonarchHoistCollectives : Pass<"monarch-hoist-collectives",
+                                   "::mlir::ModuleOp"> {
+  let summary = "Issue each collective of a rank as soon as its input is ready";
+  let description = [{
+    On the per-rank form of `monarch-specialize-ranks`: each mesh
+    collective moves up to just after what it reads, past pure ops and past
+    earlier collectives of its own group, so that it runs on the
+    communication stream while the rest of the step computes (issue 35,
+    item 2: gradients reduced as they are produced, whatever order the
+    program lists them in). It never passes a channel end, a collective of
+    another group or an op with effects: each rank enters its groups in the
+    same order as before, and within a group permutes the collectives.
+    Every member of a group must permute them alike, which is checked; a
+    worker program where two members would disagree is left as it is.
+    Collectives of one group ready at the same point keep their order.
+
+    ```mlir
+    %g2 = linalg.matmul ...              // the second weight's gradient
+    %g1 = linalg.matmul ...              // the first's, produced last
+    %r1 = monarch.all_reduce %g1 over ["gpus"] avg {plan.group = ...}
+    %r2 = monarch.all_reduce %g2 over ["gpus"] avg {plan.group = ...}
+    // becomes
+    %g2 = linalg.matmul ...
+    %r2 = monarch.all_reduce %g2 over ["gpus"] avg {plan.group = ...}
+    %g1 = linalg.matmul ...
+    %r1 = monarch.all_reduce %g1 over ["gpus"] avg {plan.group = ...}
+    ```
+  }];
+  let dependentDialects = ["::monarch::MonarchDialect"];
+  let statistics = [
+    Statistic<"numHoisted", "hoisted", "Collectives issued earlier">,
+    Statistic<"numLeft", "left", "Worker programs left as they were (the "
+              "members of a group would have disagreed)">
+  ];
+}
+
 def MonarchPlanTransfers : Pass<"monarch-plan-transfers", "::mlir::ModuleOp"> {
   let summary = "Lower data edges to point-to-point and collective transfers";
   let description = [{

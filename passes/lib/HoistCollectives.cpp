@@ -1,0 +1,164 @@
+//===- HoistCollectives.cpp - monarch-hoist-collectives ---------*- C++ -*-===//
+//
+// Issues each collective of a rank function (the per-rank form) as soon as
+// its input is computed, so that it runs on the communication stream while
+// the rest of the step computes: an actor's data-parallel step that
+// all-reduces its gradients in the order of its parameters
+// (`[mc.all_reduce(g) for g in grads]`) waited for the last gradient of the
+// backward before reducing any, the first parameter's being produced last.
+//
+// A collective moves up past pure ops and past earlier collectives of its
+// own group, never past its inputs, any other communication (a channel
+// end, a collective of another group) or an op with effects. The groups a
+// rank takes part in are then entered in the same order as before, and
+// within a group the collectives are permuted; every member must permute
+// them alike (their k-th collectives must still match), which holds when
+// the members run the same code and is checked: a worker program where
+// two members of a group would disagree is left as it is. Collectives of
+// one group ready at the same point keep their order.
+//
+//===----------------------------------------------------------------------===//
+
+#include "monarch/Transforms/Passes.h"
+
+#include "MeshRanks.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/SymbolTable.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "llvm/ADT/DenseMap.h"
+
+#define DEBUG_TYPE "monarch-hoist-collectives"
+
+namespace monarch {
+#define GEN_PASS_DEF_MONARCHHOISTCOLLECTIVES
+#include "monarch/Transforms/Passes.h.inc"
+} // namespace monarch
+
+using namespace mlir;
+using namespace monarch;
+
+namespace {
+
+/// The group of a mesh collective of the per-rank form, or null for any
+/// other op.
+Attribute groupOf(Operation *op) {
+  if (!isa<AllReduceOp, AllGatherOp, ReduceScatterOp, AllToAllOp,
+           BroadcastFromOp>(op))
+    return {};
+  return op->getAttr(rankform::kGroupAttr);
+}
+
+/// Whether `op` may be issued after `other`, which comes right before it:
+/// `other` is pure compute that `op` does not read, or a collective of
+/// `op`'s group that `op` does not read.
+bool canPass(Operation *op, Attribute group, Operation *other) {
+  for (Value v : op->getOperands())
+    if (v.getDefiningOp() == other)
+      return false;
+  if (Attribute g = groupOf(other))
+    return g == group;
+  if (isa<MonarchDialect>(other->getDialect()))
+    return false;
+  return isMemoryEffectFree(other);
+}
+
+/// Per group, the indices (in the original order) of the group's
+/// collectives in the function's current order.
+using Permutations = llvm::DenseMap<Attribute, SmallVector<unsigned>>;
+
+Permutations permutations(func::FuncOp fn,
+                          const llvm::DenseMap<Operation *, unsigned> &index) {
+  Permutations out;
+  for (Operation &op : fn.getBody().front())
+    if (Attribute g = groupOf(&op))
+      out[g].push_back(index.lookup(&op));
+  return out;
+}
+
+struct MonarchHoistCollectivesPass
+    : monarch::impl::MonarchHoistCollectivesBase<MonarchHoistCollectivesPass> {
+  using Base::Base;
+
+  /// Hoists the collectives of `fn`; the number moved.
+  int64_t hoist(func::FuncOp fn) {
+    Block &body = fn.getBody().front();
+    SmallVector<Operation *> collectives;
+    for (Operation &op : body)
+      if (groupOf(&op))
+        collectives.push_back(&op);
+    int64_t moved = 0;
+    // Last first: a collective then lands right after what it waits for,
+    // ahead of later ones that landed there too, so that collectives ready
+    // at the same point keep their order.
+    for (Operation *op : llvm::reverse(collectives)) {
+      Attribute group = groupOf(op);
+      Operation *after = op->getPrevNode();
+      while (after && canPass(op, group, after))
+        after = after->getPrevNode();
+      if (after == op->getPrevNode())
+        continue;
+      if (after)
+        op->moveAfter(after);
+      else
+        op->moveBefore(&body, body.begin());
+      ++moved;
+    }
+    return moved;
+  }
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    SymbolTable symbols(module);
+    for (auto program : module.getOps<func::FuncOp>()) {
+      auto ranks = program->getAttrOfType<ArrayAttr>(rankform::kRanksAttr);
+      if (!ranks)
+        continue;
+      SmallVector<func::FuncOp> fns;
+      for (Attribute r : ranks)
+        if (auto ref = dyn_cast<FlatSymbolRefAttr>(r))
+          if (auto fn = symbols.lookup<func::FuncOp>(ref.getValue()))
+            fns.push_back(fn);
+      if (fns.size() != ranks.size() || fns.empty())
+        continue;
+      // Each collective's index within its group, and every op's place, in
+      // the original order (to put a disagreeing program back).
+      llvm::DenseMap<Operation *, unsigned> index;
+      SmallVector<SmallVector<Operation *>> original;
+      for (func::FuncOp fn : fns) {
+        llvm::DenseMap<Attribute, unsigned> next;
+        SmallVector<Operation *> &order = original.emplace_back();
+        for (Operation &op : fn.getBody().front()) {
+          order.push_back(&op);
+          if (Attribute g = groupOf(&op))
+            index[&op] = next[g]++;
+        }
+      }
+      int64_t moved = 0;
+      for (func::FuncOp fn : fns)
+        moved += hoist(fn);
+      if (moved == 0)
+        continue;
+      // Every member of a group must have permuted its collectives alike.
+      llvm::DenseMap<Attribute, SmallVector<unsigned>> agreed;
+      bool agree = true;
+      for (func::FuncOp fn : fns)
+        for (auto &[group, perm] : permutations(fn, index)) {
+          auto [it, fresh] = agreed.try_emplace(group, perm);
+          agree &= fresh || it->second == perm;
+        }
+      if (agree) {
+        numHoisted += moved;
+        continue;
+      }
+      ++numLeft;
+      for (auto [fn, order] : llvm::zip(fns, original)) {
+        Block &body = fn.getBody().front();
+        for (Operation *op : order)
+          op->moveBefore(&body, body.end());
+      }
+    }
+  }
+};
+
+} // namespace
