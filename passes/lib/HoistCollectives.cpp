@@ -111,15 +111,8 @@ struct MonarchHoistCollectivesPass
     ModuleOp module = getOperation();
     SymbolTable symbols(module);
     for (auto program : module.getOps<func::FuncOp>()) {
-      auto ranks = program->getAttrOfType<ArrayAttr>(rankform::kRanksAttr);
-      if (!ranks)
-        continue;
-      SmallVector<func::FuncOp> fns;
-      for (Attribute r : ranks)
-        if (auto ref = dyn_cast<FlatSymbolRefAttr>(r))
-          if (auto fn = symbols.lookup<func::FuncOp>(ref.getValue()))
-            fns.push_back(fn);
-      if (fns.size() != ranks.size() || fns.empty())
+      SmallVector<func::FuncOp> fns = rankform::rankFunctions(program, symbols);
+      if (fns.empty())
         continue;
       // Each collective's index within its group, and every op's place, in
       // the original order (to put a disagreeing program back).

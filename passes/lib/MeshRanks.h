@@ -12,6 +12,7 @@
 
 #include "monarch/IR/MonarchDialect.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/SymbolTable.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/SmallBitVector.h"
@@ -57,6 +58,25 @@ constexpr llvm::StringLiteral kShardAttr = MonarchDialect::getShardAttrName();
 /// 15). Eight balance a step's replicated outputs (a GPT's ~60
 /// parameters) as well as more would.
 constexpr int64_t kFetchSpread = 8;
+
+/// The rank functions of `program` (a worker program of the per-rank form),
+/// in rank order; empty when it is not one or one of them is missing (the
+/// passes that rewrite rank functions then leave it alone;
+/// monarch-plan-transfers reports it).
+inline llvm::SmallVector<mlir::func::FuncOp>
+rankFunctions(mlir::func::FuncOp program, mlir::SymbolTable &symbols) {
+  llvm::SmallVector<mlir::func::FuncOp> fns;
+  auto ranks = program->getAttrOfType<mlir::ArrayAttr>(kRanksAttr);
+  if (!ranks)
+    return fns;
+  for (mlir::Attribute r : ranks)
+    if (auto ref = llvm::dyn_cast<mlir::FlatSymbolRefAttr>(r))
+      if (auto fn = symbols.lookup<mlir::func::FuncOp>(ref.getValue()))
+        fns.push_back(fn);
+  if (fns.size() != ranks.size())
+    fns.clear();
+  return fns;
+}
 } // namespace rankform
 
 /// A mesh (proc mesh or slice) resolved to ranks of its proc mesh.

@@ -279,9 +279,9 @@ def _finalize(key):
 class _Loaded:
     """A specialisation compiled to a plan for one mesh runtime."""
 
-    def __init__(self, runtime, plan_bytes, program):
+    def __init__(self, runtime, plan_file, program):
         self.runtime = runtime
-        self.plan_bytes = plan_bytes
+        self.plan_file = plan_file  # native Plan: bytes and decoding
         self.program = program
         self.loaded = False
         self.plans = []
@@ -350,7 +350,7 @@ def _compile_while_starting(rt, compiled, spec, program):
 def _load(loaded):
     rt = loaded.runtime
     ctl = rt.ensure_started()
-    plans = _call(ctl.load_plan, loaded.plan_bytes)
+    plans = _call(ctl.load_plan, loaded.plan_file)
     loaded.plans = list(plans)
     ranks = {}
     for p in plans:
