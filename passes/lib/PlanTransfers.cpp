@@ -168,6 +168,7 @@ struct MonarchPlanTransfersPass
     tablesPtr = std::make_unique<SymbolTableCollection>();
     meshesPtr = std::make_unique<MeshResolver>(*tablesPtr);
     kernels.clear();
+    keptByHash.clear();
     copyKernels.clear();
     comms.clear();
     topologies.clear();
@@ -183,7 +184,6 @@ struct MonarchPlanTransfersPass
     for (func::FuncOp worker : workers)
       if (failed(planWorker(worker)))
         return signalPassFailure();
-    shareEqualKernels();
     // Rank coordinates are constants now: fold them out of the kernels.
     LocalCanonicalizer canonicalizer;
     SmallVector<Operation *> roots(kernels.begin(), kernels.end());
@@ -229,12 +229,17 @@ struct MonarchPlanTransfersPass
 
   /// Ranks of a class run the same code, so most kernels outlined for one
   /// rank equal another rank's (the GPT step on 64x4: 19,744 kernels, 159
-  /// bodies). Each set of equal kernels is kept once and its launches
-  /// pointed at the one kept, before the per-kernel clean-ups below, which
-  /// then run once per body instead of once per rank (and codegen groups
-  /// bodies, not copies).
-  void shareEqualKernels();
+  /// bodies). Each set of equal kernels is kept once: `kernel` (just
+  /// outlined) is kept and returned, or it is erased at once and the equal
+  /// kernel outlined before it returned, which its launch names. The
+  /// per-kernel clean-ups below then run once per body instead of once per
+  /// rank (and codegen groups bodies, not copies). Until session 27 the
+  /// copies stayed in the module to the end of the pass (at 4,096 ranks
+  /// some 20,000 functions built, walked and erased there).
+  func::FuncOp keepOrShare(func::FuncOp kernel);
 
+  /// The kernels kept so far, by bodyHash (keepOrShare).
+  DenseMap<llvm::hash_code, SmallVector<func::FuncOp, 1>> keptByHash;
   DenseMap<ArrayRef<int64_t>, CommunicatorOp> comms;
   /// The state write-back copy kernel of each type.
   DenseMap<FunctionType, func::FuncOp> copyKernels;
@@ -256,36 +261,22 @@ llvm::hash_code bodyHash(func::FuncOp kernel) {
   return h;
 }
 
-void MonarchPlanTransfersPass::shareEqualKernels() {
-  DenseMap<llvm::hash_code, SmallVector<func::FuncOp, 1>> byHash;
-  DenseMap<StringAttr, FlatSymbolRefAttr> keptFor;
-  SmallVector<func::FuncOp> kept;
-  for (func::FuncOp kernel : kernels) {
-    SmallVector<func::FuncOp, 1> &same = byHash[bodyHash(kernel)];
-    auto equal = llvm::find_if(same, [&](func::FuncOp other) {
-      return other.getFunctionType() == kernel.getFunctionType() &&
-             OperationEquivalence::isRegionEquivalentTo(
-                 &other.getBody(), &kernel.getBody(),
-                 OperationEquivalence::IgnoreLocations);
-    });
-    if (equal == same.end()) {
-      same.push_back(kernel);
-      kept.push_back(kernel);
-      continue;
-    }
-    keptFor[kernel.getSymNameAttr()] =
-        FlatSymbolRefAttr::get(equal->getSymNameAttr());
-    kernel.erase();
-  }
-  if (keptFor.empty())
-    return;
-  tables().invalidateSymbolTable(getOperation());
-  getOperation().walk([&](LaunchOp launch) {
-    auto it = keptFor.find(launch.getKernelAttr().getAttr());
-    if (it != keptFor.end())
-      launch.setKernelAttr(it->second);
+func::FuncOp MonarchPlanTransfersPass::keepOrShare(func::FuncOp kernel) {
+  SmallVector<func::FuncOp, 1> &same = keptByHash[bodyHash(kernel)];
+  auto equal = llvm::find_if(same, [&](func::FuncOp other) {
+    return other.getFunctionType() == kernel.getFunctionType() &&
+           OperationEquivalence::isRegionEquivalentTo(
+               &other.getBody(), &kernel.getBody(),
+               OperationEquivalence::IgnoreLocations);
   });
-  kernels = std::move(kept);
+  if (equal == same.end()) {
+    same.push_back(kernel);
+    kernels.push_back(kernel);
+    return kernel;
+  }
+  func::FuncOp kept = *equal;
+  kernel.erase();
+  return kept;
 }
 
 /// Buffers, events and waits of one rank program under construction.
@@ -546,7 +537,7 @@ LogicalResult MonarchPlanTransfersPass::lower(RankCode &code, PlanOp plan,
       m.setWritable(true);
     }
     func::ReturnOp::create(kb, loc);
-    kernels.push_back(kernel);
+    kernel = keepOrShare(kernel);
     ++numKernels;
 
     st.sync(inBufs, outBufs, kComputeStream);
