@@ -169,6 +169,7 @@ struct MonarchPlanTransfersPass
     meshesPtr = std::make_unique<MeshResolver>(*tablesPtr);
     kernels.clear();
     keptByHash.clear();
+    runsByHash.clear();
     copyKernels.clear();
     comms.clear();
     topologies.clear();
@@ -238,8 +239,63 @@ struct MonarchPlanTransfersPass
   /// some 20,000 functions built, walked and erased there).
   func::FuncOp keepOrShare(func::FuncOp kernel);
 
+  /// Outlines `ops` (reading `ins`, writing `outs`) as kernel `name` of
+  /// `type`, located `at`, at the builder's place; the kernel kept
+  /// (keepOrShare).
+  func::FuncOp outlineKernel(OpBuilder &kb, Location at, StringRef name,
+                             FunctionType type, ArrayRef<Value> ins,
+                             ArrayRef<Operation *> ops, ArrayRef<Value> outs,
+                             Location loc) {
+    auto kernel = func::FuncOp::create(kb, at, name, type);
+    kernel.setPrivate();
+    Block *entry = kernel.addEntryBlock();
+    kb.setInsertionPointToStart(entry);
+    IRMapping map;
+    for (auto [v, arg] :
+         llvm::zip(ins, entry->getArguments().take_front(ins.size()))) {
+      Value in = arg;
+      if (!isa<RankedTensorType>(v.getType()))
+        in = tensor::ExtractOp::create(kb, loc, arg, ValueRange{});
+      map.map(v, in);
+    }
+    for (Operation *op : ops)
+      kb.clone(*op, map);
+    for (auto [v, arg] :
+         llvm::zip(outs, entry->getArguments().drop_front(ins.size()))) {
+      Value out = map.lookup(v);
+      if (!isa<RankedTensorType>(out.getType()))
+        out = tensor::FromElementsOp::create(
+            kb, loc, RankedTensorType::get({}, out.getType()), out);
+      auto m =
+          bufferization::MaterializeInDestinationOp::create(kb, loc, out, arg);
+      m.setRestrict(true);
+      m.setWritable(true);
+    }
+    func::ReturnOp::create(kb, loc);
+    return keepOrShare(kernel);
+  }
+
   /// The kernels kept so far, by bodyHash (keepOrShare).
   DenseMap<llvm::hash_code, SmallVector<func::FuncOp, 1>> keptByHash;
+
+  /// A run of a rank function that was outlined as `kernel`: its inputs,
+  /// ops (clones first, as the kernel holds them) and outputs, in the order
+  /// the kernel takes them. A later rank's run equal to it launches `kernel`
+  /// without outlining a copy first (most of a 4,096-rank step's kernels).
+  /// Valid while the worker's rank functions exist: planWorker clears it.
+  struct OutlinedRun {
+    func::FuncOp kernel;
+    func::FuncOp source;
+    SmallVector<Value> ins, outs;
+    SmallVector<Operation *> ops;
+  };
+  DenseMap<llvm::hash_code, SmallVector<OutlinedRun, 1>> runsByHash;
+  /// The kernel an earlier rank outlined from a run equal to this one (same
+  /// kernel type, ops equal up to the values they read, inputs and outputs
+  /// in the same places), or null.
+  func::FuncOp outlinedBefore(llvm::hash_code hash, FunctionType type,
+                              func::FuncOp source, ArrayRef<Value> ins,
+                              ArrayRef<Operation *> ops, ArrayRef<Value> outs);
   DenseMap<ArrayRef<int64_t>, CommunicatorOp> comms;
   /// The state write-back copy kernel of each type.
   DenseMap<FunctionType, func::FuncOp> copyKernels;
@@ -259,6 +315,65 @@ llvm::hash_code bodyHash(func::FuncOp kernel) {
                                   OperationEquivalence::IgnoreLocations));
   });
   return h;
+}
+
+/// A hash that equal runs share (the kernel's type, then each op and the
+/// ops nested in it as bodyHash hashes them, then where each output is made).
+llvm::hash_code runHash(FunctionType type, ArrayRef<Operation *> ops,
+                        ArrayRef<Value> outs) {
+  llvm::hash_code h = hash_value(type);
+  DenseMap<Operation *, unsigned> position;
+  for (auto [i, op] : llvm::enumerate(ops)) {
+    position[op] = i;
+    op->walk([&](Operation *nested) {
+      h = llvm::hash_combine(h,
+                             OperationEquivalence::computeHash(
+                                 nested, OperationEquivalence::ignoreHashValue,
+                                 OperationEquivalence::ignoreHashValue,
+                                 OperationEquivalence::IgnoreLocations));
+    });
+  }
+  for (Value v : outs)
+    if (auto r = dyn_cast<OpResult>(v))
+      h = llvm::hash_combine(h, position.lookup(r.getOwner()),
+                             r.getResultNumber());
+  return h;
+}
+
+func::FuncOp MonarchPlanTransfersPass::outlinedBefore(
+    llvm::hash_code hash, FunctionType type, func::FuncOp source,
+    ArrayRef<Value> ins, ArrayRef<Operation *> ops, ArrayRef<Value> outs) {
+  auto it = runsByHash.find(hash);
+  if (it == runsByHash.end())
+    return {};
+  for (OutlinedRun &run : it->second) {
+    // Another rank's function only: values of one function may be read by
+    // two runs in different places, which the comparison below would take
+    // for equal.
+    if (run.source == source || run.kernel.getFunctionType() != type ||
+        run.ins.size() != ins.size() || run.ops.size() != ops.size() ||
+        run.outs.size() != outs.size())
+      continue;
+    DenseMap<Value, Value> map;
+    for (auto [mine, theirs] : llvm::zip(ins, run.ins))
+      map[mine] = theirs;
+    auto check = [&](Value mine, Value theirs) {
+      auto m = map.find(mine);
+      return success(m != map.end() && m->second == theirs);
+    };
+    auto mark = [&](Value mine, Value theirs) { map[mine] = theirs; };
+    bool equal = llvm::all_of(llvm::zip(ops, run.ops), [&](auto pair) {
+      return OperationEquivalence::isEquivalentTo(
+          std::get<0>(pair), std::get<1>(pair), check, mark,
+          OperationEquivalence::IgnoreLocations);
+    });
+    equal = equal && llvm::all_of(llvm::zip(outs, run.outs), [&](auto pair) {
+              return map.lookup(std::get<0>(pair)) == std::get<1>(pair);
+            });
+    if (equal)
+      return run.kernel;
+  }
+  return {};
 }
 
 func::FuncOp MonarchPlanTransfersPass::keepOrShare(func::FuncOp kernel) {
@@ -507,37 +622,20 @@ LogicalResult MonarchPlanTransfersPass::lower(RankCode &code, PlanOp plan,
         (planName + ".r" + Twine(code.rank) + ".k" + Twine(kernelIndex++))
             .str();
     OpBuilder kb(ctx);
-    kb.setInsertionPoint(plan);
-    auto kernel = func::FuncOp::create(kb, runOps.front()->getLoc(), name,
-                                       kb.getFunctionType(params, {}));
-    kernel.setPrivate();
-    Block *entry = kernel.addEntryBlock();
-    kb.setInsertionPointToStart(entry);
-    IRMapping map;
-    for (auto [v, arg] :
-         llvm::zip(ins, entry->getArguments().take_front(ins.size()))) {
-      Value in = arg;
-      if (!isa<RankedTensorType>(v.getType()))
-        in = tensor::ExtractOp::create(kb, loc, arg, ValueRange{});
-      map.map(v, in);
+    FunctionType type = kb.getFunctionType(params, {});
+    SmallVector<Operation *> kernelOps(sortedClones);
+    kernelOps.append(runOps.begin(), runOps.end());
+    llvm::hash_code hash = runHash(type, kernelOps, outs);
+    func::FuncOp kernel =
+        outlinedBefore(hash, type, code.fn, ins.getArrayRef(), kernelOps, outs);
+    if (!kernel) {
+      kb.setInsertionPoint(plan);
+      kernel = outlineKernel(kb, runOps.front()->getLoc(), name, type,
+                             ins.getArrayRef(), kernelOps, outs, loc);
+      runsByHash[hash].push_back(
+          {kernel, code.fn, SmallVector<Value>(ins.begin(), ins.end()),
+           SmallVector<Value>(outs.begin(), outs.end()), kernelOps});
     }
-    for (Operation *c : sortedClones)
-      kb.clone(*c, map);
-    for (Operation *op : runOps)
-      kb.clone(*op, map);
-    for (auto [v, arg] :
-         llvm::zip(outs, entry->getArguments().drop_front(ins.size()))) {
-      Value out = map.lookup(v);
-      if (!isa<RankedTensorType>(out.getType()))
-        out = tensor::FromElementsOp::create(
-            kb, loc, RankedTensorType::get({}, out.getType()), out);
-      auto m =
-          bufferization::MaterializeInDestinationOp::create(kb, loc, out, arg);
-      m.setRestrict(true);
-      m.setWritable(true);
-    }
-    func::ReturnOp::create(kb, loc);
-    kernel = keepOrShare(kernel);
     ++numKernels;
 
     st.sync(inBufs, outBufs, kComputeStream);
@@ -1035,6 +1133,8 @@ LogicalResult MonarchPlanTransfersPass::planWorker(func::FuncOp worker) {
       result = failure();
       break;
     }
+  // The runs recorded point into the rank functions.
+  runsByHash.clear();
   for (RankCode &c : codes)
     c.fn.erase();
   worker.erase();
