@@ -249,18 +249,13 @@ struct MonarchBucketCollectivesPass
   void runOnOperation() override {
     if (bucketBytes <= 0)
       return;
-    ModuleOp module = getOperation();
-    SymbolTable symbols(module);
-    for (auto program : module.getOps<func::FuncOp>()) {
-      SmallVector<func::FuncOp> fns = rankform::rankFunctions(program, symbols);
-      if (fns.empty())
-        continue;
+    rankform::forEachRankForm(getOperation(), [&](ArrayRef<func::FuncOp> fns) {
       // Every rank must bucket the same collectives the same way.
       SmallVector<SmallVector<SmallVector<unsigned>>> plans;
       for (func::FuncOp fn : fns)
         plans.push_back(planBuckets(fn, bucketBytes));
       if (llvm::any_of(plans, [&](const auto &p) { return p != plans[0]; }))
-        continue;
+        return;
       for (func::FuncOp fn : fns) {
         SmallVector<AllReduceOp> all;
         fn.walk([&](AllReduceOp op) {
@@ -276,7 +271,7 @@ struct MonarchBucketCollectivesPass
           ++numBuckets;
         }
       }
-    }
+    });
   }
 };
 

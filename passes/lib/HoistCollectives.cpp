@@ -108,48 +108,49 @@ struct MonarchHoistCollectivesPass
   }
 
   void runOnOperation() override {
-    ModuleOp module = getOperation();
-    SymbolTable symbols(module);
-    for (auto program : module.getOps<func::FuncOp>()) {
-      SmallVector<func::FuncOp> fns = rankform::rankFunctions(program, symbols);
-      if (fns.empty())
-        continue;
-      // Each collective's index within its group, and every op's place, in
-      // the original order (to put a disagreeing program back).
-      llvm::DenseMap<Operation *, unsigned> index;
-      SmallVector<SmallVector<Operation *>> original;
-      for (func::FuncOp fn : fns) {
-        llvm::DenseMap<Attribute, unsigned> next;
-        SmallVector<Operation *> &order = original.emplace_back();
-        for (Operation &op : fn.getBody().front()) {
-          order.push_back(&op);
-          if (Attribute g = groupOf(&op))
-            index[&op] = next[g]++;
-        }
+    rankform::forEachRankForm(
+        getOperation(), [&](ArrayRef<func::FuncOp> fns) { hoistAll(fns); });
+  }
+
+  /// Hoists the collectives of a worker program's rank functions `fns`,
+  /// unless two members of a group would then disagree.
+  void hoistAll(ArrayRef<func::FuncOp> fns) {
+    // Each collective's index within its group, and every op's place, in
+    // the original order (to put a disagreeing program back).
+    llvm::DenseMap<Operation *, unsigned> index;
+    SmallVector<SmallVector<Operation *>> original;
+    for (func::FuncOp fn : fns) {
+      llvm::DenseMap<Attribute, unsigned> next;
+      SmallVector<Operation *> &order = original.emplace_back();
+      for (Operation &op : fn.getBody().front()) {
+        order.push_back(&op);
+        if (Attribute g = groupOf(&op))
+          index[&op] = next[g]++;
       }
-      int64_t moved = 0;
-      for (func::FuncOp fn : fns)
-        moved += hoist(fn);
-      if (moved == 0)
-        continue;
-      // Every member of a group must have permuted its collectives alike.
-      llvm::DenseMap<Attribute, SmallVector<unsigned>> agreed;
-      bool agree = true;
-      for (func::FuncOp fn : fns)
-        for (auto &[group, perm] : permutations(fn, index)) {
-          auto [it, fresh] = agreed.try_emplace(group, perm);
-          agree &= fresh || it->second == perm;
-        }
-      if (agree) {
-        numHoisted += moved;
-        continue;
+    }
+    int64_t moved = 0;
+    for (func::FuncOp fn : fns)
+      moved += hoist(fn);
+    if (moved == 0)
+      return;
+    // Every member of a group must have permuted its collectives alike.
+    llvm::DenseMap<Attribute, SmallVector<unsigned>> agreed;
+    bool agree = true;
+    for (func::FuncOp fn : fns)
+      for (auto &[group, perm] : permutations(fn, index)) {
+        auto [it, fresh] = agreed.try_emplace(group, perm);
+        agree &= fresh || it->second == perm;
       }
-      ++numLeft;
-      for (auto [fn, order] : llvm::zip(fns, original)) {
-        Block &body = fn.getBody().front();
-        for (Operation *op : order)
-          op->moveBefore(&body, body.end());
-      }
+    if (agree) {
+      numHoisted += moved;
+      return;
+    }
+    ++numLeft;
+    for (auto [i, order] : llvm::enumerate(original)) {
+      func::FuncOp fn = fns[i];
+      Block &body = fn.getBody().front();
+      for (Operation *op : order)
+        op->moveBefore(&body, body.end());
     }
   }
 };

@@ -77,6 +77,18 @@ rankFunctions(mlir::func::FuncOp program, mlir::SymbolTable &symbols) {
     fns.clear();
   return fns;
 }
+
+/// Calls `f(fns)` with the rank functions of each worker program of
+/// `module` in the per-rank form (the passes that rewrite rank functions in
+/// place: bucket-collectives, hoist-collectives).
+template <typename F> void forEachRankForm(mlir::ModuleOp module, F f) {
+  mlir::SymbolTable symbols(module);
+  for (auto program : module.getOps<mlir::func::FuncOp>())
+    if (llvm::SmallVector<mlir::func::FuncOp> fns =
+            rankFunctions(program, symbols);
+        !fns.empty())
+      f(fns);
+}
 } // namespace rankform
 
 /// A mesh (proc mesh or slice) resolved to ranks of its proc mesh.
