@@ -43,7 +43,9 @@ namespace {
 /// The group of a mesh collective of the per-rank form, or null for any
 /// other op.
 Attribute groupOf(Operation *op) {
-  if (!isa<AllReduceOp, AllGatherOp, ReduceScatterOp, AllToAllOp,
+  // (Most ops are tensor compute: one pointer comparison turns them away.)
+  if (!isa_and_nonnull<MonarchDialect>(op->getDialect()) ||
+      !isa<AllReduceOp, AllGatherOp, ReduceScatterOp, AllToAllOp,
            BroadcastFromOp>(op))
     return {};
   return op->getAttr(rankform::kGroupAttr);
@@ -56,11 +58,10 @@ bool canPass(Operation *op, Attribute group, Operation *other) {
   for (Value v : op->getOperands())
     if (v.getDefiningOp() == other)
       return false;
-  if (Attribute g = groupOf(other))
-    return g == group;
-  if (isa<MonarchDialect>(other->getDialect()))
-    return false;
-  return isMemoryEffectFree(other);
+  if (!isa_and_nonnull<MonarchDialect>(other->getDialect()))
+    return isMemoryEffectFree(other);
+  Attribute g = groupOf(other);
+  return g && g == group;
 }
 
 /// Per group, the indices (in the original order) of the group's
