@@ -1,13 +1,15 @@
 //===- CompileSession.h - One compile of a monarch program ------*- C++ -*-===//
 //
-// The compile driver: everything between a traced module (parsed from a
-// file by monarch-compile, or handed over in memory by the TraceBuilder) and
-// a stage's IR or a serialized plan. It runs the stage ladder (passes/,
-// runStagePipelines), checks the environment (knobs::validate), keys and
-// fills the compile cache (PlanCache.h), dumps the IR after every pass, and
-// on a failure writes a reproducer: the `monarch-opt --pass-pipeline=...`
-// command, with a copy of the input when it came from memory. The CLI, the
-// Python extension and TraceBuilder::lower are thin over it.
+// The compile driver: everything between a module at some stage (traced,
+// or the stage `CompileOptions::from` names; parsed from a file by
+// monarch-compile, or a TraceBuilder's handed over in memory through
+// TraceCompile.h) and a later stage's IR or a serialized plan. It runs the
+// stage ladder (passes/, runStagePipelines), checks the environment
+// (knobs::validate), keys and fills the compile cache (PlanCache.h), dumps
+// the IR after every pass and each stage, and on a failure writes a
+// reproducer: the `monarch-opt --pass-pipeline=...` command, with a copy of
+// the input when it came from memory. The CLI and TraceCompile.h (the
+// Python extension, C++ tracers) are thin over it.
 //
 //===----------------------------------------------------------------------===//
 #ifndef MONARCH_DRIVER_COMPILESESSION_H
