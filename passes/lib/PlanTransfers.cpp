@@ -306,9 +306,11 @@ struct MonarchPlanTransfersPass
 /// A hash of `kernel`'s signature and body that equal kernels share: per op
 /// its name, attributes, properties and types, in order (not its location
 /// nor which values it reads; OperationEquivalence decides collisions).
-llvm::hash_code bodyHash(func::FuncOp kernel) {
-  llvm::hash_code h = hash_value(kernel.getFunctionType());
-  kernel.getBody().walk([&](Operation *op) {
+/// `h` combined with the hash of each op under `root` (itself included)
+/// that equal ops share: name, attributes, properties and types, not the
+/// values read nor the location.
+llvm::hash_code combineShapes(llvm::hash_code h, Operation *root) {
+  root->walk([&](Operation *op) {
     h = llvm::hash_combine(h, OperationEquivalence::computeHash(
                                   op, OperationEquivalence::ignoreHashValue,
                                   OperationEquivalence::ignoreHashValue,
@@ -317,21 +319,23 @@ llvm::hash_code bodyHash(func::FuncOp kernel) {
   return h;
 }
 
+llvm::hash_code bodyHash(func::FuncOp kernel) {
+  llvm::hash_code h = hash_value(kernel.getFunctionType());
+  for (Operation &op : kernel.getBody().front())
+    h = combineShapes(h, &op);
+  return h;
+}
+
 /// A hash that equal runs share (the kernel's type, then each op and the
-/// ops nested in it as bodyHash hashes them, then where each output is made).
+/// ops nested in it as combineShapes hashes them, then where each output is
+/// made).
 llvm::hash_code runHash(FunctionType type, ArrayRef<Operation *> ops,
                         ArrayRef<Value> outs) {
   llvm::hash_code h = hash_value(type);
   DenseMap<Operation *, unsigned> position;
   for (auto [i, op] : llvm::enumerate(ops)) {
     position[op] = i;
-    op->walk([&](Operation *nested) {
-      h = llvm::hash_combine(h,
-                             OperationEquivalence::computeHash(
-                                 nested, OperationEquivalence::ignoreHashValue,
-                                 OperationEquivalence::ignoreHashValue,
-                                 OperationEquivalence::IgnoreLocations));
-    });
+    h = combineShapes(h, op);
   }
   for (Value v : outs)
     if (auto r = dyn_cast<OpResult>(v))

@@ -59,9 +59,6 @@ class Specialization:
 
     def __init__(self, trace, key, structure, num_inputs, result_dtypes=()):
         self.trace = trace
-        # The MONARCH_* values it was traced with, read again by nothing
-        # downstream (_settings.py).
-        self.settings = trace.settings
         self.key = key
         self.structure = structure
         self.num_inputs = num_inputs
@@ -76,6 +73,12 @@ class Specialization:
     @property
     def builder(self):
         return self.trace.builder
+
+    @property
+    def settings(self):
+        """The MONARCH_* values it was traced with (_settings.py), which
+        nothing downstream reads again."""
+        return self.trace.settings
 
     @property
     def actors(self):

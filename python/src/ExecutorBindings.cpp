@@ -247,23 +247,7 @@ void bindExecutor(nb::module_ &m) {
       m, "Plan",
       "A compiled plan in memory: its .mcplan bytes and their decoding, "
       "made once; the controller loads it without copying or decoding it "
-      "again.")
-      .def_prop_ro("size",
-                   [](const monarch::plan::SharedPlan &p) {
-                     return p.bytes ? p.bytes->size() : 0;
-                   })
-      .def("to_bytes",
-           [](const monarch::plan::SharedPlan &p) {
-             return p.bytes ? nb::bytes(p.bytes->data(), p.bytes->size())
-                            : nb::bytes();
-           })
-      .def_static(
-          "from_bytes",
-          [](const nb::bytes &bytes) {
-            return check(monarch::plan::decodeSharedPlan(
-                std::string(bytes.c_str(), bytes.size())));
-          },
-          nb::arg("bytes"), "Decodes (and validates) .mcplan bytes.");
+      "again.");
 
   m.def(
       "compile_plan",

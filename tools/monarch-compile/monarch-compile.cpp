@@ -15,6 +15,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "monarch/Driver/CompileSession.h"
+#include "monarch/Driver/TraceCompile.h"
 #include "monarch/Plan/PlanFile.h"
 #include "monarch/Plan/PlanGraph.h"
 #include "monarch/Plan/PlanPrinter.h"
@@ -221,10 +222,8 @@ int main(int argc, char **argv) {
                  "Where to write the result (default: stdout). For the plan "
                  "stage: the binary .mcplan file; without -o the plan is "
                  "printed readably");
-  // The stages as passes/Pipelines.h lists them; `plan` is the file.
-  std::vector<std::string> stages;
-  for (monarch::Stage stage : monarch::allStages())
-    stages.push_back(monarch::stageName(stage).str());
+  // The stages as the compiler lists them; `plan` is the file.
+  std::vector<std::string> stages = monarch::driver::stageNames();
   std::vector<std::string> targets = stages;
   targets.push_back("plan");
   app.add_option("--compile-to", flags.stageName,

@@ -6,10 +6,11 @@
 // (failure bookkeeping, the monitor thread, teardown) and
 // ControllerRecovery.cpp (the restart policy) share this state. The worker
 // set (`ranks`), failure and supervision state are under `mutex`; calls are
-// serialized by `callMutex`, which guards the parts below that own their
-// state: the PlanRegistry (what loaded plans declare), the RecoveryJournal
-// (what a restart replays) and the InstructionTable (what progress pages
-// point at, with a lock of its own).
+// serialized by `callMutex`. The parts below group what belongs together,
+// each under the lock its comment names: the PlanRegistry (what loaded
+// plans declare) and the InstructionTable (what progress pages point at)
+// under `mutex`, the RecoveryJournal (what a restart replays) under
+// `callMutex`.
 //
 //===----------------------------------------------------------------------===//
 #ifndef MONARCH_EXECUTOR_CORE_CONTROLLERIMPL_H
@@ -142,8 +143,8 @@ private:
 
 /// What the loaded plans declare, for the calls that follow: their
 /// signatures, controller programs, actor state and step counters. Guarded
-/// by the controller's callMutex (every call that reads or changes it holds
-/// it).
+/// by the controller's `mutex` (a plan load writes it under both `mutex`
+/// and callMutex; signature() reads it without a call in progress).
 struct PlanRegistry {
   std::map<std::string, PlanSignature> plans;
   /// Controller programs by name, with the plan file they came from.
@@ -164,8 +165,8 @@ struct PlanRegistry {
 
 /// What a same-host worker's progress page points at: per plan and rank,
 /// its instructions' names and source locations, and plan names by
-/// planHash. Written when a plan loads, read by the supervisor to say
-/// where a rank was: it has a lock of its own.
+/// planHash. Written when a plan loads and read by the supervisor to say
+/// where a rank was, both under the controller's `mutex`.
 class InstructionTable {
 public:
   using Names = std::vector<std::pair<std::string, std::string>>;
@@ -176,7 +177,6 @@ public:
   std::pair<std::string, Names> lookup(uint32_t planHash, int rank) const;
 
 private:
-  mutable std::mutex mutex_;
   std::map<std::string, std::vector<Names>> text_;
   std::map<uint32_t, std::string> byHash_;
 };

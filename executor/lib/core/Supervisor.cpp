@@ -42,14 +42,12 @@ std::string Controller::Impl::describeRankLocked(int rank) const {
 
 void InstructionTable::record(const std::string &plan,
                               std::vector<Names> perRank) {
-  std::lock_guard<std::mutex> lock(mutex_);
   text_[plan] = std::move(perRank);
   byHash_[planHash(plan)] = plan;
 }
 
 std::pair<std::string, InstructionTable::Names>
 InstructionTable::lookup(uint32_t hash, int rank) const {
-  std::lock_guard<std::mutex> lock(mutex_);
   auto name = byHash_.find(hash);
   if (name == byHash_.end())
     return {"?", {}};
