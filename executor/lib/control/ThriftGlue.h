@@ -16,6 +16,7 @@
 #include "monarch/Support/Status.h"
 
 #include "ControlTransport.h"
+#include "ControlWire.h"
 #include "ControllerService.h"
 #include "WorkerService.h"
 
@@ -35,37 +36,8 @@
 
 namespace monarch::executor {
 
-/// Bounds and credentials of control connections. A frame larger than
-/// `maxMessageBytes` (MONARCH_MAX_MESSAGE_BYTES) is rejected before it is
-/// read; every connection opens with the job token (ControlTransport.h): a
-/// server closes one that does not present `token` within
-/// `handshakeTimeoutMs`, and one whose frame does not arrive whole within
-/// `frameTimeoutMs`; it serves at most `maxConnections` at once (more wait
-/// in the listen queue).
-struct WireOptions {
-  int maxMessageBytes = 256 << 20;
-  std::string token;
-  int handshakeTimeoutMs = 2000;
-  int frameTimeoutMs = 30000;
-  int maxConnections = 64;
-  /// The limits and timeouts of the environment; `token` is the caller's.
-  static WireOptions fromEnv(std::string token);
-  std::shared_ptr<apache::thrift::TConfiguration> configuration() const;
-};
-
 /// A Thrift processor served on host:port by a TThreadedServer running on a
 /// background thread. Port 0 picks a free port.
-/// Where a control server listens: host:port, or, for a process on the
-/// same host, a Unix socket in the abstract namespace (`local`, the name
-/// without its leading NUL). The local socket skips the TCP stack: a
-/// round trip costs about 60% of a loopback TCP one (bench/dispatch).
-struct ControlEndpoint {
-  std::string host;
-  int port = 0;
-  std::string local;
-  std::string describe() const;
-};
-
 class ControlServer {
 public:
   /// `requestSpinUs`: how long a connection, once idle, polls for its next
@@ -160,10 +132,6 @@ Status callThrift(const std::string &what, const std::function<void()> &call,
                   control::ControlError *serviceError = nullptr,
                   bool *transportFailed = nullptr);
 
-/// Whether same-host control connections use local sockets (the default;
-/// MONARCH_LOCAL_CONTROL=0 keeps every connection on TCP).
-bool localControlEnabled();
-
 /// Throws the PERMISSION_DENIED ControlError (after logging it) when `given`
 /// is not the job token. For use inside service handlers only.
 void requireToken(const std::string &expected, const std::string &given,
@@ -172,13 +140,6 @@ void requireToken(const std::string &expected, const std::string &given,
 /// Routes Thrift's internal diagnostics (rejected frames, dead connections)
 /// to spdlog.
 void redirectThriftLogging();
-
-/// Splits "host:port".
-StatusOr<std::pair<std::string, int>> parseHostPort(const std::string &text);
-
-/// A fresh random job token (hex of 128 bits from /dev/urandom).
-std::string generateJobToken();
-
 } // namespace monarch::executor
 
 #endif // MONARCH_EXECUTOR_CONTROL_THRIFTGLUE_H

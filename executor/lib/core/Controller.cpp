@@ -8,6 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "ControllerImpl.h"
+#include "ThriftGlue.h"
 
 #include "monarch/Support/Knobs.h"
 #include "monarch/Support/Progress.h"
@@ -205,9 +206,9 @@ Controller::start(ControllerOptions options) {
   auto store = std::make_unique<GenerationStore>(createInProcessStore());
   s.generationStore = store.get();
   s.store = std::move(store);
-  s.ranks.resize(s.options.worldSize);
+  s.workers.ranks.resize(s.options.worldSize);
   for (int r = 0; r < s.options.worldSize; ++r)
-    s.dispatchers.push_back(std::make_unique<Dispatcher>());
+    s.workers.dispatchers.push_back(std::make_unique<Dispatcher>());
 
   if (s.options.launcher) {
     s.launcher = s.options.launcher;
@@ -266,19 +267,18 @@ Controller::start(ControllerOptions options) {
   return controller;
 }
 
-StatusOr<std::unique_ptr<WorkerConnection>>
-dialWorker(const ControlEndpoint &endpoint, const WireOptions &limits,
-           int connectTimeoutMs, int recvTimeoutMs) {
-  if (!endpoint.local.empty()) {
-    auto conn = WorkerConnection::connect(endpoint, limits, connectTimeoutMs,
-                                          recvTimeoutMs);
-    if (conn.isOk() || endpoint.port == 0)
-      return conn;
-    spdlog::debug("{}; dialing {}:{} instead", conn.status().message(),
-                  endpoint.host, endpoint.port);
-  }
-  return WorkerConnection::connect(endpoint.host, endpoint.port, limits,
-                                   connectTimeoutMs, recvTimeoutMs);
+void WorkerSet::interruptCalls() {
+  for (RankState &rank : ranks)
+    if (rank.client)
+      rank.client->interrupt();
+}
+
+std::vector<ControlEndpoint> WorkerSet::liveEndpoints() const {
+  std::vector<ControlEndpoint> live;
+  for (const RankState &rank : ranks)
+    if (rank.registered && !rank.exited)
+      live.push_back(rank.endpoint());
+  return live;
 }
 
 Status Controller::Impl::launchWorkers() {
@@ -298,7 +298,8 @@ Status Controller::Impl::launchWorkers() {
   {
     std::unique_lock<std::mutex> lock(mutex);
     auto ready = [&] {
-      return failed || stopping || numRegistered == options.worldSize;
+      return supervisor.failed || stopping ||
+             workers.numRegistered == options.worldSize;
     };
     // More than 8 workers: how many registered so far (Progress.h).
     std::optional<ProgressLine> line;
@@ -309,25 +310,25 @@ Status Controller::Impl::launchWorkers() {
     int seen = -1;
     bool done = ready();
     while (!done) {
-      if (line && numRegistered != seen) {
-        seen = numRegistered;
+      if (line && workers.numRegistered != seen) {
+        seen = workers.numRegistered;
         line->update(std::to_string(seen) + " registered");
       }
       if (!cv.wait_until(lock, deadline, [&] {
-            return ready() || (line && numRegistered != seen);
+            return ready() || (line && workers.numRegistered != seen);
           }))
         break;
       done = ready();
     }
     line.reset();
-    if (failed)
-      return failure.withContext("starting workers");
+    if (supervisor.failed)
+      return supervisor.failure.withContext("starting workers");
     if (stopping)
       return Status(StatusCode::Aborted, "the controller was stopped");
     if (!done) {
       std::string missing;
       for (int r = 0; r < options.worldSize; ++r)
-        if (!ranks[r].registered)
+        if (!workers.ranks[r].registered)
           missing += (missing.empty() ? "" : ", ") + std::to_string(r);
       return Status(StatusCode::DeadlineExceeded,
                     "ranks " + missing + " did not register within " +
@@ -342,13 +343,13 @@ Status Controller::Impl::launchWorkers() {
     ControlEndpoint endpoint;
     {
       std::lock_guard<std::mutex> lock(mutex);
-      endpoint = ranks[r].endpoint();
+      endpoint = workers.ranks[r].endpoint();
     }
-    auto conn = dialWorker(endpoint, limits, 5000, 0);
-    if (!conn.isOk())
-      return conn.status().withContext("rank " + std::to_string(r));
+    auto client = ControlClient::dial(endpoint, limits, 5000, 0);
+    if (!client.isOk())
+      return client.status().withContext("rank " + std::to_string(r));
     std::lock_guard<std::mutex> lock(mutex);
-    ranks[r].conn = std::move(conn).value();
+    workers.ranks[r].client = std::move(client).value();
   }
   return Status::ok();
 }
@@ -356,20 +357,18 @@ Status Controller::Impl::launchWorkers() {
 void Controller::Impl::endGeneration() {
   if (launcher)
     launcher->terminate(std::chrono::milliseconds(0));
-  if (teardown.joinable())
-    teardown.join();
+  if (supervisor.teardown.joinable())
+    supervisor.teardown.join();
   {
     std::lock_guard<std::mutex> lock(mutex);
-    for (RankState &rank : ranks)
-      if (rank.conn)
-        rank.conn->shutdownSocket();
+    workers.interruptCalls();
   }
-  // Dispatcher tasks of a call in flight finish (their sockets are shut)
-  // before the connections they use go away.
-  dispatchers.clear();
+  // Dispatcher tasks of a call in flight finish (their calls were
+  // interrupted) before the connections they use go away.
+  workers.dispatchers.clear();
   std::lock_guard<std::mutex> lock(mutex);
-  for (RankState &rank : ranks)
-    rank.conn.reset();
+  for (RankState &rank : workers.ranks)
+    rank.client.reset();
 }
 
 Status Controller::stop() {
@@ -377,28 +376,25 @@ Status Controller::stop() {
   {
     std::lock_guard<std::mutex> lock(s.mutex);
     if (s.stopped)
-      return s.failed ? s.failure : Status::ok();
+      return s.supervisor.failed ? s.supervisor.failure : Status::ok();
     s.stopping = true;
-    s.pendingSecondary.reset();
+    s.supervisor.pendingSecondary.reset();
   }
   s.cv.notify_all();
   // Ask every live worker to exit; heartbeat replies say the same to those
   // that miss this.
-  std::vector<std::thread> askers;
+  std::vector<ControlEndpoint> live;
   {
     std::lock_guard<std::mutex> lock(s.mutex);
-    for (const RankState &rank : s.ranks) {
-      if (!rank.registered || rank.exited)
-        continue;
-      ControlEndpoint endpoint = rank.endpoint();
-      askers.emplace_back([&s, endpoint] {
-        auto conn = dialWorker(endpoint, s.limits, 300, 300);
-        if (conn.isOk())
-          (void)callThrift("shutdown",
-                           [&] { (*conn)->client().shutdown(s.token); });
-      });
-    }
+    live = s.workers.liveEndpoints();
   }
+  std::vector<std::thread> askers;
+  for (const ControlEndpoint &endpoint : live)
+    askers.emplace_back([&s, endpoint] {
+      auto client = ControlClient::dial(endpoint, s.limits, 300, 300);
+      if (client.isOk())
+        (void)(*client)->shutdown();
+    });
   for (auto &t : askers)
     t.join();
   if (s.launcher)
@@ -408,15 +404,13 @@ Status Controller::stop() {
   // and dispatchers away.
   {
     std::lock_guard<std::mutex> lock(s.mutex);
-    for (RankState &rank : s.ranks)
-      if (rank.conn)
-        rank.conn->shutdownSocket();
+    s.workers.interruptCalls();
   }
   std::lock_guard<std::recursive_mutex> call(s.callMutex);
   // The monitor first: it may start a teardown thread until it sees
   // `stopping`, and endGeneration joins that thread.
-  if (s.monitor.joinable())
-    s.monitor.join();
+  if (s.supervisor.monitor.joinable())
+    s.supervisor.monitor.join();
   if (s.logFolder)
     s.logFolder->flush(LogFolder::Clock::now(), /*all=*/true);
   s.endGeneration();
@@ -430,15 +424,15 @@ Status Controller::stop() {
     traceStatus = s.trace.write(s.options.tracePath, s.options.worldSize);
   std::lock_guard<std::mutex> lock(s.mutex);
   s.stopped = true;
-  if (s.failed)
-    return s.failure;
+  if (s.supervisor.failed)
+    return s.supervisor.failure;
   return traceStatus;
 }
 
 Status Controller::health() const {
   std::lock_guard<std::mutex> lock(impl_->mutex);
-  if (impl_->failed)
-    return impl_->failure;
+  if (impl_->supervisor.failed)
+    return impl_->supervisor.failure;
   if (impl_->stopping)
     return Status(StatusCode::Aborted, "the controller was stopped");
   return Status::ok();
@@ -450,16 +444,16 @@ std::string Controller::address() const { return impl_->advertisedAddress; }
 
 std::pair<std::string, int> Controller::workerAddress(int rank) const {
   std::lock_guard<std::mutex> lock(impl_->mutex);
-  if (rank < 0 || rank >= static_cast<int>(impl_->ranks.size()))
+  if (rank < 0 || rank >= static_cast<int>(impl_->workers.ranks.size()))
     return {"", 0};
-  return {impl_->ranks[rank].host, impl_->ranks[rank].port};
+  return {impl_->workers.ranks[rank].host, impl_->workers.ranks[rank].port};
 }
 
 int64_t Controller::workerPid(int rank) const {
   std::lock_guard<std::mutex> lock(impl_->mutex);
-  if (rank < 0 || rank >= static_cast<int>(impl_->ranks.size()))
+  if (rank < 0 || rank >= static_cast<int>(impl_->workers.ranks.size()))
     return 0;
-  return impl_->ranks[rank].pid;
+  return impl_->workers.ranks[rank].pid;
 }
 
 const PlanSignature *Controller::signature(const std::string &plan) const {

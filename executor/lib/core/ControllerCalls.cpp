@@ -56,19 +56,18 @@ template <typename Reply> struct Gather {
 /// connection names the rank and where it was, a worker's error names its
 /// op and source location; job failures are reported to the supervisor.
 Status classifyLocked(Controller::Impl &s, int r, Status status,
-                      const control::ControlError &serviceError,
-                      bool transportFailed,
+                      const CallFailure &failure,
                       const std::pair<std::string, int64_t> &context,
                       const std::function<bool(const Status &)> &isJobFailure) {
-  if (transportFailed)
+  if (failure.transportFailed)
     // A crash also drops the connection: wait for the launcher's word.
     status = Status(StatusCode::Unavailable,
                     "lost connection to " + s.describeRankLocked(r) + " " +
                         s.whereLocked(r) + ": " + status.message());
   else
     status = s.rankFailureLocked(r, context.first, context.second,
-                                 serviceError.instruction, serviceError.op,
-                                 serviceError.location, toStatus(serviceError));
+                                 failure.instruction, failure.op,
+                                 failure.location, failure.worker);
   if (isJobFailure(status))
     s.reportFailureLocked(status, status.code() != StatusCode::Aborted &&
                                       status.code() != StatusCode::Unavailable);
@@ -81,63 +80,60 @@ Status classifyLocked(Controller::Impl &s, int r, Status status,
 Status settleLocked(Controller::Impl &s, std::unique_lock<std::mutex> &lock,
                     const std::vector<Status> &statuses,
                     const std::function<bool(const Status &)> &isJobFailure) {
-  if (!s.failed) {
+  if (!s.supervisor.failed) {
     bool jobFailure = false;
     for (const Status &st : statuses)
       jobFailure |= !st.isOk() && isJobFailure(st);
     if (jobFailure)
       s.cv.wait_for(
           lock, s.options.rootCauseGrace * 2 + std::chrono::milliseconds(500),
-          [&] { return s.failed; });
+          [&] { return s.supervisor.failed; });
   }
-  return s.failed ? s.failure : Status::ok();
+  return s.supervisor.failed ? s.supervisor.failure : Status::ok();
 }
 
-/// Runs `call(rank, conn, reply)` on every rank in `ranks` concurrently and
-/// waits until all finished or the job failed. Returns the failure, or Ok
-/// with per-rank statuses in the gather.
+/// Runs `call(rank, client, reply, failure)` on every rank in `ranks`
+/// concurrently and waits until all finished or the job failed. Returns the
+/// failure, or Ok with per-rank statuses in the gather.
 template <typename Reply>
-Status callAll(Controller::Impl &s, const std::vector<int> &ranks,
-               std::shared_ptr<Gather<Reply>> gather, const std::string &what,
-               std::pair<std::string, int64_t> context,
-               std::chrono::milliseconds timeout,
-               std::function<void(int, WorkerConnection &, Reply &)> call,
-               std::function<bool(const Status &)> isJobFailure) {
+Status callAll(
+    Controller::Impl &s, const std::vector<int> &ranks,
+    std::shared_ptr<Gather<Reply>> gather, const std::string &what,
+    std::pair<std::string, int64_t> context, std::chrono::milliseconds timeout,
+    std::function<Status(int, ControlClient &, Reply &, CallFailure *)> call,
+    std::function<bool(const Status &)> isJobFailure) {
   {
     std::lock_guard<std::mutex> lock(s.mutex);
     gather->pending = static_cast<int>(ranks.size());
   }
   for (int r : ranks) {
-    WorkerConnection *conn;
+    ControlClient *client;
     {
       std::lock_guard<std::mutex> lock(s.mutex);
-      conn = s.ranks[r].conn.get();
+      client = s.workers.ranks[r].client.get();
     }
-    s.dispatchers[r]->post(
-        [&s, r, conn, gather, what, call, isJobFailure, context] {
-          control::ControlError serviceError;
-          bool transportFailed = false;
-          Status status = callThrift(
-              what, [&] { call(r, *conn, gather->replies[r]); }, &serviceError,
-              &transportFailed);
-          std::lock_guard<std::mutex> lock(s.mutex);
-          if (!status)
-            status = classifyLocked(s, r, status, serviceError, transportFailed,
-                                    context, isJobFailure);
-          gather->statuses[r] = status;
-          if (--gather->pending == 0)
-            s.cv.notify_all();
-        });
+    s.workers.dispatchers[r]->post([&s, r, client, gather, call, isJobFailure,
+                                    context] {
+      CallFailure failure;
+      Status status = call(r, *client, gather->replies[r], &failure);
+      std::lock_guard<std::mutex> lock(s.mutex);
+      if (!status)
+        status = classifyLocked(s, r, status, failure, context, isJobFailure);
+      gather->statuses[r] = status;
+      if (--gather->pending == 0)
+        s.cv.notify_all();
+    });
   }
   std::unique_lock<std::mutex> lock(s.mutex);
-  bool done = s.cv.wait_for(lock, timeout,
-                            [&] { return s.failed || gather->pending == 0; });
+  bool done = s.cv.wait_for(lock, timeout, [&] {
+    return s.supervisor.failed || gather->pending == 0;
+  });
   if (done)
     if (Status failure = settleLocked(s, lock, gather->statuses, isJobFailure);
         !failure)
       return failure;
-  if (s.failed)
-    return s.failure;
+  if (s.supervisor.failed)
+    return s.supervisor.failure;
   if (!done) {
     Status status(StatusCode::DeadlineExceeded,
                   what + " did not finish within " +
@@ -269,7 +265,6 @@ Controller::loadPlanOnce(const pm::SharedPlan &shared) {
   for (int r = 0; r < n; ++r)
     all[r] = r;
   auto gather = std::make_shared<Gather<std::vector<control::PlanInfo>>>(n);
-  std::string token = s.token;
   // The first rank to refuse the plan is the cause. The others may be
   // waiting for it in a communicator's rendezvous: the store fails their
   // waits at once (loadAborted), and what they then report is a
@@ -277,9 +272,9 @@ Controller::loadPlanOnce(const pm::SharedPlan &shared) {
   auto firstRefusal = std::make_shared<Status>();
   Status status = callAll<std::vector<control::PlanInfo>>(
       s, all, gather, "loadPlan", {"", -1}, s.options.startTimeout,
-      [planBytes, token](int, WorkerConnection &conn,
-                         std::vector<control::PlanInfo> &reply) {
-        conn.client().loadPlan(reply, token, *planBytes);
+      [planBytes](int, ControlClient &client,
+                  std::vector<control::PlanInfo> &reply, CallFailure *failure) {
+        return client.loadPlan(*planBytes, reply, failure);
       },
       // Called under s.mutex for each rank that failed.
       [&s, firstRefusal](const Status &st) {
@@ -287,18 +282,18 @@ Controller::loadPlanOnce(const pm::SharedPlan &shared) {
                        st.code() == StatusCode::Unimplemented;
         if (refusal && firstRefusal->isOk()) {
           *firstRefusal = st;
-          s.loadAbortReason = st.message();
-          s.loadAborted = true;
+          s.supervisor.loadAbortReason = st.message();
+          s.supervisor.loadAborted = true;
           spdlog::debug("abandoning the plan load: {}", st.toString());
         }
         // A plan a rank rejects is the caller's error, not the job's.
         return !refusal && firstRefusal->isOk();
       });
-  if (s.loadAborted.exchange(false)) {
+  if (s.supervisor.loadAborted.exchange(false)) {
     // Every rank has answered: nothing of this load still uses the store.
     s.generationStore->nextEpoch();
     std::lock_guard<std::mutex> lock(s.mutex);
-    if (!s.failed)
+    if (!s.supervisor.failed)
       return *firstRefusal;
   }
   if (!status)
@@ -440,7 +435,7 @@ Controller::loadPlanOnce(const pm::SharedPlan &shared) {
       // What progress pages point at (ranks that have one).
       std::vector<InstructionTable::Names> text(n);
       for (int r = 0; r < n; ++r) {
-        if (!s.ranks[r].progressPage)
+        if (!s.workers.ranks[r].progressPage)
           continue;
         const control::PlanInfo &info = gather->replies[r][p];
         for (size_t i = 0; i < info.instructionNames.size(); ++i)
@@ -548,17 +543,15 @@ Status Controller::setActorStateOnce(const std::string &key,
     tensor.shape = localShape;
   auto perRank =
       std::make_shared<const std::map<int, std::string>>(std::move(pieces));
-  std::string token = s.token;
   Status status = callAll<int>(
       s, ranks, gather, "setState", {"", -1}, s.options.startTimeout,
-      [token, key, tensor, perRank](int r, WorkerConnection &conn, int &) {
-        if (perRank->empty()) {
-          conn.client().setState(token, key, tensor);
-          return;
-        }
+      [key, tensor, perRank](int r, ControlClient &client, int &,
+                             CallFailure *failure) {
+        if (perRank->empty())
+          return client.setState(key, tensor, failure);
         control::Tensor piece = tensor;
         piece.data = perRank->at(r);
-        conn.client().setState(token, key, piece);
+        return client.setState(key, piece, failure);
       },
       [](const Status &st) {
         return st.code() != StatusCode::InvalidArgument &&
@@ -582,11 +575,11 @@ StatusOr<HostTensor> Controller::getActorStateOnce(const std::string &key,
     return Status(StatusCode::InvalidArgument,
                   "rank " + std::to_string(rank) + " is not in the job");
   auto gather = std::make_shared<Gather<control::Tensor>>(s.options.worldSize);
-  std::string token = s.token;
   Status status = callAll<control::Tensor>(
       s, {rank}, gather, "getState", {"", -1}, s.options.startTimeout,
-      [token, key](int, WorkerConnection &conn, control::Tensor &reply) {
-        conn.client().getState(reply, token, key);
+      [key](int, ControlClient &client, control::Tensor &reply,
+            CallFailure *failure) {
+        return client.getState(key, reply, failure);
       },
       [](const Status &st) {
         return st.code() != StatusCode::InvalidArgument &&
@@ -628,13 +621,12 @@ StatusOr<HostTensor> Controller::fetchResident(const HostTensor &value) {
   }
   auto gather =
       std::make_shared<Gather<std::vector<std::string>>>(s.options.worldSize);
-  std::string token = s.token;
   std::vector<int64_t> slots{where.slot};
   Status status = callAll<std::vector<std::string>>(
       s, ranks, gather, "readSlots", {"", -1}, s.options.startTimeout,
-      [token, slots](int, WorkerConnection &conn,
-                     std::vector<std::string> &reply) {
-        conn.client().readSlots(reply, token, slots);
+      [slots](int, ControlClient &client, std::vector<std::string> &reply,
+              CallFailure *failure) {
+        return client.readSlots(slots, reply, failure);
       },
       [](const Status &st) {
         return st.code() != StatusCode::InvalidArgument &&
@@ -685,14 +677,14 @@ StatusOr<Controller::Checkpoint> Controller::checkpointOnce() {
   }
   // One getState per state key, sent to all its holders at once.
   Checkpoint checkpoint;
-  std::string token = s.token;
   for (auto &[key, ranks] : holders) {
     auto gather =
         std::make_shared<Gather<control::Tensor>>(s.options.worldSize);
     Status status = callAll<control::Tensor>(
         s, ranks, gather, "getState", {"", -1}, s.options.startTimeout,
-        [token, key](int, WorkerConnection &conn, control::Tensor &reply) {
-          conn.client().getState(reply, token, key);
+        [key](int, ControlClient &client, control::Tensor &reply,
+              CallFailure *failure) {
+          return client.getState(key, reply, failure);
         },
         [](const Status &st) {
           return st.code() != StatusCode::InvalidArgument &&
@@ -808,7 +800,6 @@ Controller::runStepOnce(const std::string &plan,
     s.residentStats.fedInPlace += static_cast<int64_t>(inPlace.size());
   }
   for (int r = 0; r < n; ++r) {
-    requests[r].token = s.token;
     requests[r].plan = plan;
     requests[r].step = step;
     requests[r].releases = releases;
@@ -887,11 +878,11 @@ Controller::runStepOnce(const std::string &plan,
   // failure elsewhere unblocks a pending read (the supervisor shuts the
   // dispatch sockets down first thing).
   auto always = [](const Status &) { return true; };
-  std::vector<WorkerConnection *> conns(n);
+  std::vector<ControlClient *> clients(n);
   {
     std::lock_guard<std::mutex> lock(s.mutex);
     for (int r = 0; r < n; ++r)
-      conns[r] = s.ranks[r].conn.get();
+      clients[r] = s.workers.ranks[r].client.get();
   }
   std::vector<bool> sent(n, false);
   int spinUs = s.replySpin(n);
@@ -899,25 +890,16 @@ Controller::runStepOnce(const std::string &plan,
     for (int r = 0; r < n; ++r) {
       if (phase == 1 && !sent[r])
         continue;
-      control::ControlError serviceError;
-      bool transportFailed = false;
-      Status st = callThrift(
-          "runStep",
-          [&] {
-            if (phase == 0)
-              conns[r]->client().send_runStep((*shared)[r]);
-            else {
-              conns[r]->spinUntilReadable(spinUs);
-              conns[r]->client().recv_runStep(gather->replies[r]);
-            }
-          },
-          &serviceError, &transportFailed);
+      CallFailure failure;
+      Status st = phase == 0 ? clients[r]->sendRunStep((*shared)[r], &failure)
+                             : clients[r]->recvRunStep(gather->replies[r],
+                                                       spinUs, &failure);
       if (phase == 0)
         sent[r] = st.isOk();
       if (!st) {
         std::lock_guard<std::mutex> lock(s.mutex);
-        gather->statuses[r] = classifyLocked(
-            s, r, st, serviceError, transportFailed, {plan, step}, always);
+        gather->statuses[r] =
+            classifyLocked(s, r, st, failure, {plan, step}, always);
       }
     }
   {

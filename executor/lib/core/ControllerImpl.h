@@ -4,13 +4,16 @@
 // ControllerCalls.cpp and ControllerProgram.cpp (plans, steps, state),
 // ControllerService.cpp (the Thrift handler workers call), Supervisor.cpp
 // (failure bookkeeping, the monitor thread, teardown) and
-// ControllerRecovery.cpp (the restart policy) share this state. The worker
-// set (`ranks`), failure and supervision state are under `mutex`; calls are
-// serialized by `callMutex`. The parts below group what belongs together,
-// each under the lock its comment names: the PlanRegistry (what loaded
-// plans declare) and the InstructionTable (what progress pages point at)
-// under `mutex`, the RecoveryJournal (what a restart replays) under
-// `callMutex`.
+// ControllerRecovery.cpp (the restart policy) share this state. It is held
+// in parts, each saying what it owns and the lock that guards it: the
+// WorkerSet (ranks, their connections and dispatchers), the Supervision
+// (whether and why the job failed, the supervisor's threads), the
+// PlanRegistry (what loaded plans declare) and the InstructionTable (what
+// progress pages point at), all under `mutex`, and the RecoveryJournal
+// (what a restart replays) under `callMutex`, which serializes the calls.
+// Workers are reached through ControlClient (ControlClient.h): no Thrift
+// client, transport or exception here; only Controller.cpp (the server)
+// and ControllerService.cpp (its handler) include ThriftGlue.h.
 //
 //===----------------------------------------------------------------------===//
 #ifndef MONARCH_EXECUTOR_CORE_CONTROLLERIMPL_H
@@ -23,7 +26,7 @@
 #include "monarch/Plan/Plan.h"
 #include "monarch/Plan/PlanFile.h"
 
-#include "ThriftGlue.h"
+#include "ControlClient.h"
 #include "TraceWriter.h"
 #include "core/Progress.h"
 #include "core/SharedArea.h"
@@ -35,7 +38,13 @@
 #include <optional>
 #include <thread>
 
+namespace apache::thrift {
+class TProcessor;
+} // namespace apache::thrift
+
 namespace monarch::executor {
+
+class ControlServer;
 
 using Clock = std::chrono::steady_clock;
 
@@ -109,7 +118,7 @@ struct RankState {
   Clock::time_point lastSeen;
   control::Progress progress;
   /// The connection runStep/loadPlan use; owned by this rank's dispatcher.
-  std::unique_ptr<WorkerConnection> conn;
+  std::unique_ptr<ControlClient> client;
   /// The worker's progress page (Progress.h), mapped at registration when
   /// it shares our host; it outlives the worker.
   std::shared_ptr<SharedArea> progressArea;
@@ -118,11 +127,40 @@ struct RankState {
   ControlEndpoint endpoint() const { return {host, port, local}; }
 };
 
-/// Connects to a worker through its local socket when it has one, falling
-/// back to TCP (a worker in another network namespace with our hostname).
-StatusOr<std::unique_ptr<WorkerConnection>>
-dialWorker(const ControlEndpoint &endpoint, const WireOptions &limits,
-           int connectTimeoutMs, int recvTimeoutMs);
+/// The job's workers: each rank's registration, connection and progress,
+/// and the dispatcher thread that makes its blocking calls. Guarded by the
+/// controller's `mutex`; the dispatchers are made when the workers start
+/// and dropped by endGeneration (under callMutex).
+struct WorkerSet {
+  std::vector<RankState> ranks;
+  int numRegistered = 0;
+  std::vector<std::unique_ptr<Dispatcher>> dispatchers;
+  /// Makes every call in flight on a rank's connection fail now.
+  void interruptCalls();
+  /// Where each registered worker that has not exited listens.
+  std::vector<ControlEndpoint> liveEndpoints() const;
+};
+
+/// Whether and why the job failed, and the supervisor's threads
+/// (Supervisor.cpp). Under the controller's `mutex`, but for the atomics,
+/// which are read without it.
+struct Supervision {
+  bool failed = false;
+  Status failure;
+  /// A secondary failure waiting `rootCauseGrace` for its root cause.
+  std::optional<Status> pendingSecondary;
+  Clock::time_point pendingSince;
+  /// Set while a plan load one rank refused winds down: the store's waits
+  /// fail at once with `loadAbortReason`, so the ranks blocked in a
+  /// rendezvous for that plan answer now, not at the rendezvous deadline.
+  std::atomic<bool> loadAborted{false};
+  std::string loadAbortReason;
+  /// Set by interrupt(): the failure it caused is not recovered by the call
+  /// it interrupted.
+  std::atomic<bool> interrupted{false};
+  std::thread monitor;
+  std::thread teardown;
+};
 
 /// This controller's hold on the process's buffer pool (BufferPool.h), from
 /// its start until it stops or is destroyed.
@@ -222,27 +260,11 @@ struct Controller::Impl {
 
   mutable std::mutex mutex;
   std::condition_variable cv;
-  std::vector<RankState> ranks;
-  int numRegistered = 0;
-
-  // Supervision (Supervisor.cpp).
-  bool failed = false;
-  Status failure;
-  std::optional<Status> pendingSecondary;
-  Clock::time_point pendingSince;
+  WorkerSet workers;
+  Supervision supervisor;
+  /// stop() has begun (read without `mutex`) / finished.
   std::atomic<bool> stopping{false};
-  /// Set while a plan load one rank refused winds down: the store's waits
-  /// fail at once with `loadAbortReason` (under `mutex`), so the ranks
-  /// blocked in a rendezvous for that plan answer now, not at the
-  /// rendezvous deadline.
-  std::atomic<bool> loadAborted{false};
-  /// Set by interrupt(): the failure it caused is not recovered by the call
-  /// it interrupted.
-  std::atomic<bool> interrupted{false};
-  std::string loadAbortReason;
   bool stopped = false;
-  std::thread monitor;
-  std::thread teardown;
   /// Resident values (kept fetches): the next slot id, and the slots the
   /// caller released, sent to the workers with the next step (under mutex).
   int64_t nextResidentSlot = 0;
@@ -252,14 +274,13 @@ struct Controller::Impl {
   /// spdlog (without options.logSink); flushed by the monitor.
   std::unique_ptr<LogFolder> logFolder;
 
-  std::vector<std::unique_ptr<Dispatcher>> dispatchers;
   PlanRegistry registry;
   InstructionTable instructionTable;
   /// Serializes loadPlan/runStep: one step at a time per job.
   std::recursive_mutex callMutex;
   /// How long runStep spins for each reply before blocking (ms-long steps
-  /// lose nothing; a short step skips a wake-up). MONARCH_REPLY_SPIN_US.
-  /// MONARCH_REPLY_SPIN_US; -1 when unset: replySpin() decides.
+  /// lose nothing; a short step skips a wake-up): MONARCH_REPLY_SPIN_US,
+  /// -1 when unset (replySpin() decides).
   int replySpinUs = -1;
   /// How long runStep polls for each of `worldSize` workers' replies: the
   /// knob, else 30 us when the workers and this controller can each have a

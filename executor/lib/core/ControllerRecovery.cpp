@@ -231,9 +231,9 @@ Status Controller::recoverIfFailed(int &attempts, Status &first) {
   Status failure;
   {
     std::lock_guard<std::mutex> lock(impl_->mutex);
-    if (!impl_->recovery.policy.enabled() || !impl_->failed)
+    if (!impl_->recovery.policy.enabled() || !impl_->supervisor.failed)
       return Status::ok();
-    failure = impl_->failure;
+    failure = impl_->supervisor.failure;
   }
   return recoverFrom(failure, attempts, first);
 }
@@ -242,14 +242,14 @@ Status Controller::recoverFrom(const Status &failure, int &attempts,
                                Status &first) {
   Impl &s = *impl_;
   // The call an interrupt broke returns its failure; the next one recovers.
-  bool interrupted = s.interrupted.exchange(false);
+  bool interrupted = s.supervisor.interrupted.exchange(false);
   if (!s.recovery.policy.enabled() || interrupted)
     return failure;
   {
     // Only a failure of the job is recovered; a bad argument is the
     // caller's, and a stopped controller stays stopped.
     std::lock_guard<std::mutex> lock(s.mutex);
-    if (!s.failed || s.stopping)
+    if (!s.supervisor.failed || s.stopping)
       return failure;
   }
   if (first.isOk())
@@ -285,7 +285,7 @@ Status Controller::restartOnce(int attempt) {
     std::lock_guard<std::mutex> lock(s.mutex);
     if (s.stopping)
       return Status(StatusCode::Aborted, "the controller was stopped");
-    cause = s.failure;
+    cause = s.supervisor.failure;
     generation = ++s.recovery.generation;
     ++s.recovery.stats.restarts;
     s.recovery.stats.lastFailure = cause.message();
@@ -307,23 +307,23 @@ Status Controller::restartOnce(int attempt) {
   s.endGeneration();
   {
     std::lock_guard<std::mutex> lock(s.mutex);
-    s.ranks.clear();
-    s.ranks.resize(n);
-    s.numRegistered = 0;
-    s.failed = false;
-    s.failure = Status::ok();
-    s.pendingSecondary.reset();
+    s.workers.ranks.clear();
+    s.workers.ranks.resize(n);
+    s.workers.numRegistered = 0;
+    s.supervisor.failed = false;
+    s.supervisor.failure = Status::ok();
+    s.supervisor.pendingSecondary.reset();
     s.generationStore->setGeneration(generation);
     s.spec.generation = generation;
   }
   for (int r = 0; r < n; ++r)
-    s.dispatchers.push_back(std::make_unique<Dispatcher>());
+    s.workers.dispatchers.push_back(std::make_unique<Dispatcher>());
 
   // Everything below that fails leaves the job failed, for the next attempt.
   auto failJob = [&](Status st, const std::string &what) {
     st = st.withContext("restart " + std::to_string(attempt) + ", " + what);
     std::lock_guard<std::mutex> lock(s.mutex);
-    if (!s.failed && !s.stopping)
+    if (!s.supervisor.failed && !s.stopping)
       s.reportFailureLocked(st, true);
     return st;
   };

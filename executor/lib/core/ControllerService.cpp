@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "ControllerImpl.h"
+#include "ThriftGlue.h"
 
 #include "Control_constants.h"
 
@@ -36,7 +37,7 @@ public:
               std::to_string(request.protocolVersion) + ", the controller " +
               std::to_string(control::g_Control_constants.PROTOCOL_VERSION)));
     std::lock_guard<std::mutex> lock(impl_.mutex);
-    int worldSize = static_cast<int>(impl_.ranks.size());
+    int worldSize = static_cast<int>(impl_.workers.ranks.size());
     if (request.worldSize != worldSize)
       throwStatus(Status(
           StatusCode::InvalidArgument,
@@ -47,9 +48,9 @@ public:
                          "rank " + std::to_string(request.rank) +
                              " is outside 0.." +
                              std::to_string(worldSize - 1)));
-    if (impl_.failed || impl_.stopping)
+    if (impl_.supervisor.failed || impl_.stopping)
       throwStatus(Status(StatusCode::Aborted, "the job is no longer running"));
-    RankState &rank = impl_.ranks[request.rank];
+    RankState &rank = impl_.workers.ranks[request.rank];
     if (rank.registered)
       throwStatus(Status(StatusCode::InvalidArgument,
                          "rank " + std::to_string(request.rank) +
@@ -97,7 +98,7 @@ public:
       }
     }
     rank.lastSeen = Clock::now();
-    ++impl_.numRegistered;
+    ++impl_.workers.numRegistered;
     impl_.cv.notify_all();
     spdlog::debug("rank {} registered: pid {} on {} serving {}:{}",
                   request.rank, request.pid, request.hostname, rank.host,
@@ -127,9 +128,9 @@ public:
       RankState *rank = rankLocked(request.rank);
       rank->lastSeen = Clock::now();
       rank->progress = request.progress;
-      reply.shutdown = impl_.failed || impl_.stopping;
-      if (impl_.failed)
-        reply.reason = impl_.failure.message();
+      reply.shutdown = impl_.supervisor.failed || impl_.stopping;
+      if (impl_.supervisor.failed)
+        reply.reason = impl_.supervisor.failure.message();
       else if (impl_.stopping)
         reply.reason = "the controller is stopping";
     }
@@ -153,12 +154,12 @@ public:
     Clock::time_point deadline =
         Clock::now() + std::chrono::milliseconds(std::max(0, timeoutMs));
     while (true) {
-      if (impl_.loadAborted.load()) {
+      if (impl_.supervisor.loadAborted.load()) {
         std::lock_guard<std::mutex> lock(impl_.mutex);
-        throwStatus(
-            Status(StatusCode::Aborted, "store get '" + key +
-                                            "': the plan load was abandoned (" +
-                                            impl_.loadAbortReason + ")"));
+        throwStatus(Status(StatusCode::Aborted,
+                           "store get '" + key +
+                               "': the plan load was abandoned (" +
+                               impl_.supervisor.loadAbortReason + ")"));
       }
       auto slice = std::min<Clock::duration>(
           std::chrono::milliseconds(100),
@@ -254,16 +255,16 @@ private:
   }
 
   RankState *rankLocked(int rank) {
-    if (rank < 0 || rank >= static_cast<int>(impl_.ranks.size()) ||
-        !impl_.ranks[rank].registered)
+    if (rank < 0 || rank >= static_cast<int>(impl_.workers.ranks.size()) ||
+        !impl_.workers.ranks[rank].registered)
       throwStatus(
           Status(StatusCode::InvalidArgument,
                  "rank " + std::to_string(rank) + " is not registered"));
-    return &impl_.ranks[rank];
+    return &impl_.workers.ranks[rank];
   }
   bool isFailed() {
     std::lock_guard<std::mutex> lock(impl_.mutex);
-    return impl_.failed;
+    return impl_.supervisor.failed;
   }
   void check(const Status &status) {
     if (!status)

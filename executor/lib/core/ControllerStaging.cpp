@@ -64,7 +64,7 @@ Status Controller::Impl::stageRequests(
     bool sameHost;
     {
       std::lock_guard<std::mutex> lock(mutex);
-      sameHost = ranks[r].sameHost;
+      sameHost = workers.ranks[r].sameHost;
     }
     int64_t feedRoom = 0;
     for (const control::Feed &feed : request.feeds)

@@ -21,9 +21,9 @@ namespace monarch::executor {
 
 std::string Controller::Impl::describeRankLocked(int rank) const {
   std::string text = "rank " + std::to_string(rank);
-  if (rank < 0 || rank >= static_cast<int>(ranks.size()))
+  if (rank < 0 || rank >= static_cast<int>(workers.ranks.size()))
     return text;
-  const RankState &r = ranks[rank];
+  const RankState &r = workers.ranks[rank];
   // A rank on another host names it: its address, and its host name when
   // that says more.
   std::string host;
@@ -79,7 +79,7 @@ std::string describeInstruction(
 } // namespace
 
 std::string Controller::Impl::progressPageLocked(int rank) const {
-  const ProgressPage *page = ranks[rank].progressPage;
+  const ProgressPage *page = workers.ranks[rank].progressPage;
   if (!page)
     return "";
   // The streams first: a kernel or a transfer is where a step spends its
@@ -124,13 +124,13 @@ std::string Controller::Impl::progressPageLocked(int rank) const {
 }
 
 std::string Controller::Impl::whereLocked(int rank) const {
-  if (rank < 0 || rank >= static_cast<int>(ranks.size()))
+  if (rank < 0 || rank >= static_cast<int>(workers.ranks.size()))
     return "";
   // A same-host worker's page says where each of its threads is now.
   if (std::string now = progressPageLocked(rank); !now.empty())
     return now;
-  const control::Progress &p = ranks[rank].progress;
-  if (p.step < 0 || ranks[rank].progressPage)
+  const control::Progress &p = workers.ranks[rank].progress;
+  if (p.step < 0 || workers.ranks[rank].progressPage)
     return "while idle";
   std::string text =
       "during step " + std::to_string(p.step) + " of plan '" + p.plan + "'";
@@ -172,65 +172,55 @@ void Controller::Impl::reportFailureLocked(Status status, bool rootCause) {
   // What the workers logged before the failure comes out before it.
   if (logFolder)
     logFolder->flush(LogFolder::Clock::now(), /*all=*/true);
-  if (failed || stopping)
+  if (supervisor.failed || stopping)
     return;
   if (rootCause) {
     finalizeLocked(std::move(status));
     return;
   }
-  if (!pendingSecondary) {
-    pendingSecondary = std::move(status);
-    pendingSince = Clock::now();
+  if (!supervisor.pendingSecondary) {
+    supervisor.pendingSecondary = std::move(status);
+    supervisor.pendingSince = Clock::now();
   }
 }
 
 void Controller::interrupt(const std::string &reason) {
   Impl &s = *impl_;
   std::lock_guard<std::mutex> lock(s.mutex);
-  if (s.failed || s.stopping)
+  if (s.supervisor.failed || s.stopping)
     return;
-  s.interrupted = true;
+  s.supervisor.interrupted = true;
   s.reportFailureLocked(Status(StatusCode::Aborted, reason),
                         /*rootCause=*/true);
 }
 
 void Controller::Impl::finalizeLocked(Status status) {
-  failed = true;
-  failure = std::move(status);
-  pendingSecondary.reset();
-  spdlog::error("job failed: {}", failure.toString());
+  supervisor.failed = true;
+  supervisor.failure = std::move(status);
+  supervisor.pendingSecondary.reset();
+  spdlog::error("job failed: {}", supervisor.failure.toString());
   cv.notify_all();
-  std::string reason = failure.message();
-  teardown = std::thread([this, reason] { runTeardown(reason); });
+  std::string reason = supervisor.failure.message();
+  supervisor.teardown = std::thread([this, reason] { runTeardown(reason); });
 }
 
 void Controller::Impl::runTeardown(std::string reason) {
   // First unblock the caller: it may be reading a reply on a dispatch
-  // connection from a rank that will never answer.
-  {
-    std::lock_guard<std::mutex> lock(mutex);
-    for (RankState &rank : ranks)
-      if (rank.conn)
-        rank.conn->shutdownSocket();
-  }
-  // Abort every rank's communicators so ranks blocked on the failed one
-  // return; each on its own connection (the dispatch ones may be blocked).
+  // connection from a rank that will never answer. Then abort every rank's
+  // communicators so ranks blocked on the failed one return; each on its
+  // own connection (the dispatch ones may be blocked).
   std::vector<ControlEndpoint> targets;
   {
     std::lock_guard<std::mutex> lock(mutex);
-    for (const RankState &rank : ranks)
-      if (rank.registered && !rank.exited)
-        targets.push_back(rank.endpoint());
+    workers.interruptCalls();
+    targets = workers.liveEndpoints();
   }
   std::vector<std::thread> aborters;
   for (const ControlEndpoint &endpoint : targets) {
     aborters.emplace_back([this, endpoint, reason] {
-      auto conn = dialWorker(endpoint, limits, 300, 300);
-      if (!conn.isOk())
-        return;
-      (void)callThrift("abort", [&] {
-        (*conn)->client().abort(token, "job aborted: " + reason);
-      });
+      auto client = ControlClient::dial(endpoint, limits, 300, 300);
+      if (client.isOk())
+        (void)(*client)->abort("job aborted: " + reason);
     });
   }
   for (auto &t : aborters)
@@ -242,13 +232,13 @@ void Controller::Impl::runTeardown(std::string reason) {
 
 void Controller::Impl::onWorkerExit(const WorkerExit &exit) {
   std::lock_guard<std::mutex> lock(mutex);
-  if (exit.rank >= 0 && exit.rank < static_cast<int>(ranks.size())) {
-    ranks[exit.rank].exited = true;
-    if (!ranks[exit.rank].pid)
-      ranks[exit.rank].pid = exit.pid;
+  if (exit.rank >= 0 && exit.rank < static_cast<int>(workers.ranks.size())) {
+    workers.ranks[exit.rank].exited = true;
+    if (!workers.ranks[exit.rank].pid)
+      workers.ranks[exit.rank].pid = exit.pid;
   }
   cv.notify_all();
-  if (stopping || failed)
+  if (stopping || supervisor.failed)
     return;
   // A process that is no one rank (srun) names itself; its ranks report
   // their own ends.
@@ -257,8 +247,8 @@ void Controller::Impl::onWorkerExit(const WorkerExit &exit) {
                                               : describeRankLocked(exit.rank)) +
       " " + exit.describe();
   bool unregistered = exit.rank >= 0 &&
-                      exit.rank < static_cast<int>(ranks.size()) &&
-                      !ranks[exit.rank].registered;
+                      exit.rank < static_cast<int>(workers.ranks.size()) &&
+                      !workers.ranks[exit.rank].registered;
   if (unregistered)
     text += " before registering with the controller";
   else if (exit.rank >= 0)
@@ -314,22 +304,23 @@ void Controller::Impl::createLogFolder() {
 }
 
 void Controller::Impl::startMonitor() {
-  monitor = std::thread([this] {
+  supervisor.monitor = std::thread([this] {
     std::unique_lock<std::mutex> lock(mutex);
     while (!stopping) {
       cv.wait_for(lock, std::chrono::milliseconds(20));
       logFolder->flush();
       if (stopping)
         break;
-      if (failed)
+      if (supervisor.failed)
         continue;
       Clock::time_point now = Clock::now();
-      if (pendingSecondary && now - pendingSince >= options.rootCauseGrace) {
-        finalizeLocked(*pendingSecondary);
+      if (supervisor.pendingSecondary &&
+          now - supervisor.pendingSince >= options.rootCauseGrace) {
+        finalizeLocked(*supervisor.pendingSecondary);
         continue;
       }
-      for (size_t r = 0; r < ranks.size(); ++r) {
-        RankState &rank = ranks[r];
+      for (size_t r = 0; r < workers.ranks.size(); ++r) {
+        RankState &rank = workers.ranks[r];
         if (!rank.registered || rank.exited)
           continue;
         auto silent = std::chrono::duration_cast<std::chrono::milliseconds>(

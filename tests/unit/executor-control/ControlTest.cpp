@@ -15,6 +15,7 @@
 #include "monarch/Executor/Controller.h"
 #include "monarch/Executor/Npy.h"
 
+#include "ControlClient.h"
 #include "ControlTransport.h"
 #include "ThriftGlue.h"
 
@@ -250,6 +251,48 @@ TEST(ExecutorControl, MessagesAboveTheLimitAreRefused) {
   Status st = callThrift("loadPlan", [&] {
     (*conn)->client().loadPlan(infos, c->jobToken(), std::string(70000, 'x'));
   });
+  EXPECT_EQ(st.code(), StatusCode::Unavailable) << st.toString();
+  EXPECT_TRUE(c->health().isOk());
+  EXPECT_TRUE(c->stop().isOk());
+}
+
+TEST(ExecutorControl, ControlClientSaysHowACallFailed) {
+  // The seam the controller's core calls workers through: a worker's
+  // refusal comes back as its own status (without the call's name) and a
+  // dropped connection as a transport failure, never an exception.
+  auto c = startOrDie(options(1));
+  ASSERT_TRUE(c);
+  auto [host, port] = c->workerAddress(0);
+  ControlEndpoint endpoint{host, port, ""};
+  auto wrong =
+      ControlClient::dial(endpoint, WireOptions::fromEnv("wrong"), 1000, 1000);
+  ASSERT_FALSE(wrong.isOk());
+  EXPECT_EQ(wrong.status().code(), StatusCode::PermissionDenied)
+      << wrong.status().toString();
+  auto client = ControlClient::dial(
+      endpoint, WireOptions::fromEnv(c->jobToken()), 1000, 2000);
+  ASSERT_TRUE(client.isOk()) << client.status().toString();
+  std::vector<monarch::executor::control::PlanInfo> infos;
+  CallFailure refused;
+  Status st = (*client)->loadPlan("not a plan", infos, &refused);
+  ASSERT_FALSE(st.isOk());
+  EXPECT_EQ(st.code(), StatusCode::InvalidArgument) << st.toString();
+  EXPECT_EQ(st.message().rfind("loadPlan: ", 0), 0u) << st.message();
+  EXPECT_FALSE(refused.transportFailed);
+  EXPECT_EQ(refused.worker.code(), StatusCode::InvalidArgument);
+  EXPECT_EQ("loadPlan: " + refused.worker.message(), st.message());
+  monarch::executor::control::Tensor value;
+  CallFailure missing;
+  st = (*client)->getState("no such state", value, &missing);
+  ASSERT_FALSE(st.isOk());
+  EXPECT_FALSE(missing.transportFailed);
+  EXPECT_EQ(missing.worker.code(), st.code());
+  // After interrupt() the connection is gone: the next call says so.
+  (*client)->interrupt();
+  CallFailure dropped;
+  st = (*client)->getState("no such state", value, &dropped);
+  ASSERT_FALSE(st.isOk());
+  EXPECT_TRUE(dropped.transportFailed) << st.toString();
   EXPECT_EQ(st.code(), StatusCode::Unavailable) << st.toString();
   EXPECT_TRUE(c->health().isOk());
   EXPECT_TRUE(c->stop().isOk());
