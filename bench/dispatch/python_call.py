@@ -55,7 +55,7 @@ def same_plan_cpp_us(build, plan, program, x, steps):
         return None
     with tempfile.TemporaryDirectory() as tmp:
         path = pathlib.Path(tmp) / "f.mcplan"
-        path.write_bytes(plan)
+        path.write_bytes(plan.to_bytes())
         inputs = pathlib.Path(tmp) / "x.npy"
         np.save(inputs, x)
 

@@ -247,7 +247,15 @@ void bindExecutor(nb::module_ &m) {
       m, "Plan",
       "A compiled plan in memory: its .mcplan bytes and their decoding, "
       "made once; the controller loads it without copying or decoding it "
-      "again.");
+      "again.")
+      .def(
+          "to_bytes",
+          [](const monarch::plan::SharedPlan &plan) {
+            if (!plan.bytes)
+              throw ExecutionError("an empty plan");
+            return nb::bytes(plan.bytes->data(), plan.bytes->size());
+          },
+          "The .mcplan file's bytes (a copy), for `monarch-run` or a file.");
 
   m.def(
       "compile_plan",
