@@ -548,9 +548,21 @@ LogicalResult RankSpecializer::inlineCall(Operation *op, OpBuilder &b) {
           "planning supports them only at the top of an endpoint");
     if (auto dims = clone->getAttrOfType<ArrayAttr>("dims"))
       if (isa<AllReduceOp, AllGatherOp, ReduceScatterOp, BroadcastFromOp,
-              AllToAllOp>(clone))
-        clone->setAttr(kGroupAttr,
-                       b.getDenseI64ArrayAttr(mesh->groupOf(local, dims)));
+              AllToAllOp>(clone)) {
+        SmallVector<int64_t> group = mesh->groupOf(local, dims);
+        // Over a group of one rank every collective is its input (a sum,
+        // average, max or min of one value; a gather, scatter or exchange
+        // of one block): XLA drops such all-reduces too. No communicator,
+        // no copy, no averaging pass.
+        if (group.size() == 1 && clone->getNumOperands() == 1 &&
+            clone->getNumResults() == 1 &&
+            clone->getOperand(0).getType() == clone->getResult(0).getType()) {
+          inner.map(bodyOp.getResult(0), clone->getOperand(0));
+          clone->erase();
+          continue;
+        }
+        clone->setAttr(kGroupAttr, b.getDenseI64ArrayAttr(group));
+      }
   }
   // Results: split or partial ones are assembled into the global value
   // only when something needs it (globalValue); every rank takes the same

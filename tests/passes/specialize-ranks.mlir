@@ -160,3 +160,46 @@ module {
     return %1 : tensor<8x4xf32>
   }
 }
+
+// -----
+
+// Over a group of one rank a collective is its input: the all_reduce over
+// "gpus" (one rank along it) is dropped, with its communicator; the one
+// over "hosts" (two) stays, and the plan has one collective.
+
+// CHECK-LABEL: func.func private @one.worker.mesh.rank0(
+// CHECK-SAME:    %[[G:[^:]*]]: tensor<8xf32>
+// CHECK-NOT:     over ["gpus"]
+// CHECK:         %[[H:.*]] = monarch.all_reduce %[[G]] over ["hosts"] sum {plan.group = array<i64: 0, 1>} : tensor<8xf32>
+// CHECK-NEXT:    return %[[H]] : tensor<8xf32>
+// CHECK-LABEL: func.func private @one.worker.mesh.rank1(
+// CHECK-NOT:     over ["gpus"]
+// CHECK:         monarch.all_reduce %{{.*}} over ["hosts"] sum {plan.group = array<i64: 0, 1>}
+
+// PLAN-LABEL:  monarch.plan @one.worker.mesh on @mesh
+// PLAN-COUNT-1:  monarch.collective
+// PLAN-NOT:      monarch.collective
+// PLAN:          monarch.fetch_buffer 0
+module {
+  shard.grid @grid(shape = 2x1)
+  monarch.proc_mesh @mesh(hosts = 2, gpus = 1) grid @grid
+  monarch.actor_class @one.mesh.0.class {
+    monarch.endpoint @run(%arg0: tensor<8xf32>) -> tensor<8xf32> {
+      %0 = all_reduce %arg0 over ["gpus"] avg : tensor<8xf32>
+      %1 = all_reduce %0 over ["hosts"] sum : tensor<8xf32>
+      return %1 : tensor<8xf32>
+    }
+  }
+  monarch.actor_mesh @one.mesh.0 = @one.mesh.0.class on @mesh
+  func.func @one.worker.mesh(%arg0: tensor<8xf32>) -> tensor<8xf32> attributes {monarch.worker_for = @mesh} {
+    %0 = monarch.call @one.mesh.0::@run(%arg0) : (tensor<8xf32>) -> tensor<8xf32>
+    return %0 : tensor<8xf32>
+  }
+  func.func @one(%arg0: tensor<8xf32>) -> tensor<8xf32> {
+    %0 = monarch.control_msg to @mesh invoke [@one.worker.mesh] : !monarch.token
+    monarch.feed_input %arg0 to @one.worker.mesh input 0 : tensor<8xf32>
+    %1 = monarch.fetch_output @one.worker.mesh output 0 : tensor<8xf32>
+    monarch.await %0 : !monarch.token
+    return %1 : tensor<8xf32>
+  }
+}

@@ -19,6 +19,7 @@
 #include <cstring>
 #include <filesystem>
 #include <future>
+#include <limits>
 #include <random>
 #include <sys/wait.h>
 #include <thread>
@@ -91,6 +92,83 @@ TEST(Reduction, Float16SumAndAverageGoThroughFloat32) {
   data::finishAverage(i, 3, DType::I32, 2);
   EXPECT_EQ(i[0], 3);
   EXPECT_EQ(i[1], -3);
+}
+
+/// The bits of `v`, so NaNs and signed zeros compare exactly.
+template <typename T> uint64_t bitsOf(T v) {
+  uint64_t bits = 0;
+  std::memcpy(&bits, &v, sizeof(T));
+  return bits;
+}
+
+/// The scalar expression each reduction promises (std::max/std::min as
+/// combine() writes them, IEEE add, multiply and divide).
+template <typename T> T scalarReduce(T a, T b, ReduceOp op) {
+  switch (op) {
+  case ReduceOp::Sum:
+  case ReduceOp::Avg:
+    return a + b;
+  case ReduceOp::Prod:
+    return a * b;
+  case ReduceOp::Max:
+    return std::max(a, b);
+  case ReduceOp::Min:
+    return std::min(a, b);
+  }
+  return a;
+}
+
+template <typename T> void lanesMatchScalar(DType dtype) {
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<double> uniform(-4, 4);
+  const T specials[] = {T(0),
+                        -T(0),
+                        std::numeric_limits<T>::infinity(),
+                        -std::numeric_limits<T>::infinity(),
+                        std::numeric_limits<T>::quiet_NaN(),
+                        std::numeric_limits<T>::denorm_min(),
+                        T(1e30)};
+  // Lengths around every vector width (16 float32 or 8 float64 lanes of
+  // AVX-512, 8 or 4 of AVX2) and a long one; in place and not.
+  for (size_t n : {size_t(0), size_t(1), size_t(3), size_t(4), size_t(7),
+                   size_t(8), size_t(15), size_t(16), size_t(17), size_t(33),
+                   size_t(1000), size_t(65537)}) {
+    std::vector<T> a(n), b(n);
+    for (size_t i = 0; i < n; ++i) {
+      a[i] = i % 11 == 3 ? specials[i % 7] : T(uniform(rng));
+      b[i] = i % 13 == 5 ? specials[(i / 13) % 7] : T(uniform(rng));
+    }
+    for (ReduceOp op : {ReduceOp::Sum, ReduceOp::Prod, ReduceOp::Max,
+                        ReduceOp::Min, ReduceOp::Avg}) {
+      std::vector<T> out(n), inPlace = a;
+      data::reduceElements(out.data(), a.data(), b.data(), n, dtype, op);
+      data::reduceElements(inPlace.data(), inPlace.data(), b.data(), n, dtype,
+                           op);
+      if (op == ReduceOp::Avg) {
+        data::finishAverage(out.data(), n, dtype, 3);
+        data::finishAverage(inPlace.data(), n, dtype, 3);
+      }
+      for (size_t i = 0; i < n; ++i) {
+        T want = scalarReduce(a[i], b[i], op);
+        if (op == ReduceOp::Avg)
+          want = want / T(3);
+        ASSERT_EQ(bitsOf(out[i]), bitsOf(want))
+            << monarch::dtypeName(dtype) << " " << reduceOpName(op) << " x" << n
+            << " element " << i << ": " << a[i] << ", " << b[i];
+        ASSERT_EQ(bitsOf(inPlace[i]), bitsOf(want))
+            << "in place: " << monarch::dtypeName(dtype) << " "
+            << reduceOpName(op) << " x" << n << " element " << i;
+      }
+    }
+  }
+}
+
+TEST(Reduction, VectorLanesGiveTheScalarLoopsBits) {
+  // float32 and float64 run in AVX-512, AVX2 or baseline lanes, whichever
+  // this machine has: every element must be the scalar expression's, NaNs,
+  // infinities, signed zeros and subnormals included.
+  lanesMatchScalar<float>(DType::F32);
+  lanesMatchScalar<double>(DType::F64);
 }
 
 void exerciseStore(Store &store) {

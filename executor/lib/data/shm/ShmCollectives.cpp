@@ -203,8 +203,6 @@ Status ShmCommunicator::runCollective(const CommOp &op, uint32_t tag,
   // slots' copies would cost more than the rings.
   bool small =
       bytes * (op.kind == CommOpKind::ReduceScatter ? n : 1) <= kDirectMaxBytes;
-  const bool reduces =
-      op.kind == CommOpKind::AllReduce || op.kind == CommOpKind::ReduceScatter;
   // (The set-up is one exchange at the first collective of either size:
   // whether a member registered memory is only known after it.)
   if (n > 1 && op.kind != CommOpKind::AllToAll &&
@@ -212,20 +210,14 @@ Status ShmCommunicator::runCollective(const CommOp &op, uint32_t tag,
     if (!directTried_)
       if (Status st = setUpDirect(tag, op, deadline); !st)
         return st;
-    if (direct_ && small) {
-      Status st = runDirect(op, tag, deadline);
-      if (st && op.reduce == ReduceOp::Avg && reduces)
-        data::finishAverage(out, op.count, op.dtype, n);
-      return st;
-    }
+    // Both divide an average's blocks as they reduce them.
+    if (direct_ && small)
+      return runDirect(op, tag, deadline);
     if (direct_ && !direct_->windows.empty()) {
       bool ran = false;
       Status st = runWindow(op, tag, deadline, &ran);
-      if (!st || ran) {
-        if (st && op.reduce == ReduceOp::Avg && reduces)
-          data::finishAverage(out, op.count, op.dtype, n);
+      if (!st || ran)
         return st;
-      }
     }
   }
   uint64_t t = collectiveMatchTag(tag, 0);
@@ -241,7 +233,8 @@ Status ShmCommunicator::runCollective(const CommOp &op, uint32_t tag,
       st = op.kind == CommOpKind::AllReduce ? allReduce(op, tag, deadline)
                                             : reduceScatter(op, tag, deadline);
     }
-    if (st && op.reduce == ReduceOp::Avg)
+    // (Of one rank the average is the value itself.)
+    if (st && op.reduce == ReduceOp::Avg && n > 1)
       data::finishAverage(out, op.count, op.dtype, n);
     return st;
   }

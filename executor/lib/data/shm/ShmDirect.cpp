@@ -10,8 +10,9 @@
 //   1. each rank copies into its slot what the peers will read of its chunk
 //      and publishes `posted`;
 //   2. (all_reduce, reduce_scatter) each rank reduces its block of the
-//      chunk, reading the peers' slots directly in rank order; all_reduce
-//      writes the result into the rank's own slot and publishes `reduced`;
+//      chunk, reading the peers' slots directly in rank order (an average
+//      divides the block there, while it is in cache); all_reduce writes
+//      the result into the rank's own slot and publishes `reduced`;
 //   3. each rank copies what it needs from the peers' slots into its output
 //      and publishes `consumed`.
 // A slot is written again two chunks later, once every peer consumed it.
@@ -473,6 +474,10 @@ Status ShmCommunicator::runDirect(const CommOp &op, uint32_t tag,
                              op.reduce);
         for (int p = 2; p < n; ++p)
           data::reduceElements(dst, dst, source(p), blen, op.dtype, op.reduce);
+        // An average divides the block while it is in cache, once, by the
+        // rank that reduced it: the peers copy the same bits.
+        if (op.reduce == ReduceOp::Avg)
+          data::finishAverage(dst, blen, op.dtype, n);
       }
       if (kind == CommOpKind::AllReduce) {
         publish(Counter::Reduced, k + 1);
@@ -577,9 +582,12 @@ Status ShmCommunicator::runWindow(const CommOp &op, uint32_t tag,
     // bits on every member), into its output; then copy the others'
     // reduced blocks from their outputs.
     auto [start, len] = blockOf(op.count, n, r);
-    if (len)
+    if (len) {
       reduceInRankOrder(out + start * elem, ins, start * elem, len, op.dtype,
                         op.reduce);
+      if (op.reduce == ReduceOp::Avg)
+        data::finishAverage(out + start * elem, len, op.dtype, n);
+    }
     publish(Counter::Reduced, k + 1);
     if (Status st = waitAll(Counter::Reduced, k + 1, op, deadline); !st)
       return st;
@@ -593,6 +601,8 @@ Status ShmCommunicator::runWindow(const CommOp &op, uint32_t tag,
   case CommOpKind::ReduceScatter: {
     reduceInRankOrder(out, ins, size_t(r) * bytes, op.count, op.dtype,
                       op.reduce);
+    if (op.reduce == ReduceOp::Avg)
+      data::finishAverage(out, op.count, op.dtype, n);
     break;
   }
   case CommOpKind::AllGather:
