@@ -10,7 +10,9 @@ MONARCH_BENCH_TORCH_PYTHON; the rows are skipped otherwise).
 Two models: the 1024-wide MLP (x @ w1 -> relu -> @ w2, mean squared error,
 SGD; the batch split over the ranks), compiled with global semantics (the
 weights passed in and out) and as an actor (per-rank code: weights and
-optimizer state on the ranks, gradients all-reduced) and the small GPT of
+optimizer state on the ranks, gradients all-reduced; and with the optimizer
+sharded over the ranks, ZeRO-1: gradients reduce_scattered, each rank's
+rows updated, the weights all_gathered) and the small GPT of
 examples/python/gpt.py (AdamW; data parallel over "hosts", Megatron tensor
 parallel over "gpus"). It prints the step time (median of the timed steps
 after a warm-up), the ratio to numpy (< 1 is faster), the compile time of
@@ -196,10 +198,30 @@ class MLPActor(mc.Actor):
         return mc.all_reduce(loss, "gpus", "avg")
 
 
-def mlp_actor(ranks, steps, width, batch):
+class MLPActorZero(MLPActor):
+    """The same step with the optimizer sharded over the ranks (ZeRO-1,
+    `shard_state="gpus"`): each rank's gradients are reduce_scattered
+    (averaged), it updates its rows of the weights and the new weights are
+    all_gathered, so the update's work is divided by the ranks."""
+
+    def __init__(self, w1, w2):
+        self.p = [mc.param(w1), mc.param(w2)]
+        self.opt = mc.optim.SGD(self.p, lr=0.01, shard_state="gpus")
+
+    @mc.endpoint
+    def step(self, x, t):
+        def loss_fn(p, x, t):
+            return ((mc.relu(x @ p[0]) @ p[1] - t) ** 2).mean()
+
+        loss, g = mc.value_and_grad(loss_fn)(self.p, x, t)
+        self.opt.step(g, reduce="gpus")
+        return mc.all_reduce(loss, "gpus", "avg")
+
+
+def mlp_actor(ranks, steps, width, batch, actor_class=MLPActor):
     w1, w2, x, t = mlp_data(width, batch)
     with mc.mesh(hosts=1, gpus=ranks) as mesh:
-        actor = mesh.spawn("mlp", MLPActor, w1, w2)
+        actor = mesh.spawn("mlp", actor_class, w1, w2)
 
         @mc.compile(mesh=mesh)
         def step(x, t):
@@ -404,6 +426,12 @@ def main():
               f"{a_ours * 1e3:>10.2f}{floor * 1e3:>10.2f}"
               f"{a_ours / floor:>8.2f}{a_compile:>11.2f}"
               f"{a_peak / 1024:>14.0f}{state / 1024:>10.0f}")
+        z_ours, z_compile, z_peak = mlp_actor(ranks, args.steps, width, batch,
+                                              MLPActorZero)
+        print(f"{'mlp-' + str(width) + ' actor zero-1':<14}{ranks:>6}"
+              f"{z_ours * 1e3:>10.2f}{floor * 1e3:>10.2f}"
+              f"{z_ours / floor:>8.2f}{z_compile:>11.2f}"
+              f"{z_peak / 1024:>14.0f}{state / 1024:>10.0f}")
         if torch_py:
             t, why = torch_ddp(torch_py, ranks, width, batch, args.steps)
             if t is None:
@@ -412,7 +440,7 @@ def main():
                 print(f"{'torch ddp':<14}{ranks:>6}{t * 1e3:>10.2f}"
                       f"{floor * 1e3:>10.2f}{t / floor:>8.2f}  ours / DDP: "
                       f"global {ours / t:.2f}, donated {d_ours / t:.2f}, "
-                      f"actor {a_ours / t:.2f}")
+                      f"actor {a_ours / t:.2f}, zero-1 {z_ours / t:.2f}")
     vocab, tokens, ewidth = (8192, 256, 64) if args.quick else (32000, 1024,
                                                                  256)
     for ranks in ranks_list[:2] if "embedding" in only else []:
