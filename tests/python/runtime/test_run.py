@@ -132,6 +132,43 @@ class Stage(mc.Actor):
         self.w = self.w - lr * g
 
 
+class OneRankGroups(mc.Actor):
+    """Collectives over "gpus", of one rank here, beside one over "hosts"."""
+
+    def __init__(self, w):
+        self.w = mc.param(w)
+
+    @mc.endpoint
+    def step(self, x):
+        g = mc.all_reduce(x @ self.w, "gpus", "avg")
+        rows = mc.all_gather(g, "gpus", 0)
+        part = mc.reduce_scatter(rows, "gpus", 0, "sum")
+        return mc.all_reduce(part, "hosts", "sum")
+
+
+def test_collectives_over_one_rank_groups_are_their_inputs():
+    # On hosts=2, gpus=1 every "gpus" group is one rank: the compiler drops
+    # those collectives (no communicator is planned for them) and the
+    # result is still numpy's.
+    rng = np.random.default_rng(5)
+    w = rand(rng, 4, 3)
+    with mc.mesh(hosts=2, gpus=1) as mesh:
+        actor = mesh.spawn("one", OneRankGroups, w)
+
+        @mc.compile(mesh=mesh)
+        def f(x):
+            return actor.step.call(mc.shard(x, hosts=0))
+
+        x = rand(rng, 6, 4)
+        out = f(x)
+        want = x[:3] @ w + x[3:] @ w
+        np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-5)
+        # Each of the 2 ranks' plans keeps its "hosts" all_reduce only.
+        planned = f.ir("planned", x)
+        assert planned.count("monarch.collective all_reduce") == 2, planned
+        assert "all_gather" not in planned.split("monarch.plan", 1)[1]
+
+
 def test_pipeline_of_actors_and_state_across_calls():
     rng = np.random.default_rng(1)
     w0, w1 = rand(rng, 4, 4), rand(rng, 4, 4)
