@@ -146,37 +146,31 @@ constexpr auto kMul = [](auto a, auto b) { return a * b; };
 constexpr auto kMax = [](auto a, auto b) { return a < b ? b : a; };
 constexpr auto kMin = [](auto a, auto b) { return b < a ? b : a; };
 
-MONARCH_LANES_CLONES void addF32(float *o, const float *x, const float *y,
-                                 size_t n) {
-  laneLoop<F32Lanes>(o, x, y, n, kAdd);
+/// o[i] = x[i] op y[i] in lanes of V; inlined into each clone below, so it
+/// is compiled for that clone's instruction set.
+template <typename V, typename T>
+inline __attribute__((always_inline)) void
+reduceIn(T *o, const T *x, const T *y, size_t n, ReduceOp op) {
+  switch (op) {
+  case ReduceOp::Sum:
+  case ReduceOp::Avg:
+    return laneLoop<V>(o, x, y, n, kAdd);
+  case ReduceOp::Prod:
+    return laneLoop<V>(o, x, y, n, kMul);
+  case ReduceOp::Max:
+    return laneLoop<V>(o, x, y, n, kMax);
+  case ReduceOp::Min:
+    return laneLoop<V>(o, x, y, n, kMin);
+  }
 }
-MONARCH_LANES_CLONES void mulF32(float *o, const float *x, const float *y,
-                                 size_t n) {
-  laneLoop<F32Lanes>(o, x, y, n, kMul);
+
+MONARCH_LANES_CLONES void reduceF32(float *o, const float *x, const float *y,
+                                    size_t n, ReduceOp op) {
+  reduceIn<F32Lanes>(o, x, y, n, op);
 }
-MONARCH_LANES_CLONES void maxF32(float *o, const float *x, const float *y,
-                                 size_t n) {
-  laneLoop<F32Lanes>(o, x, y, n, kMax);
-}
-MONARCH_LANES_CLONES void minF32(float *o, const float *x, const float *y,
-                                 size_t n) {
-  laneLoop<F32Lanes>(o, x, y, n, kMin);
-}
-MONARCH_LANES_CLONES void addF64(double *o, const double *x, const double *y,
-                                 size_t n) {
-  laneLoop<F64Lanes>(o, x, y, n, kAdd);
-}
-MONARCH_LANES_CLONES void mulF64(double *o, const double *x, const double *y,
-                                 size_t n) {
-  laneLoop<F64Lanes>(o, x, y, n, kMul);
-}
-MONARCH_LANES_CLONES void maxF64(double *o, const double *x, const double *y,
-                                 size_t n) {
-  laneLoop<F64Lanes>(o, x, y, n, kMax);
-}
-MONARCH_LANES_CLONES void minF64(double *o, const double *x, const double *y,
-                                 size_t n) {
-  laneLoop<F64Lanes>(o, x, y, n, kMin);
+MONARCH_LANES_CLONES void reduceF64(double *o, const double *x, const double *y,
+                                    size_t n, ReduceOp op) {
+  reduceIn<F64Lanes>(o, x, y, n, op);
 }
 
 /// p[i] /= d for float32 and float64: IEEE division in every lane (a
@@ -186,25 +180,6 @@ MONARCH_LANES_CLONES void divideF32(float *p, size_t n, float d) {
 }
 MONARCH_LANES_CLONES void divideF64(double *p, size_t n, double d) {
   laneLoop<F64Lanes>(p, p, p, n, [d](auto a, auto) { return a / d; });
-}
-
-template <typename T, typename Add, typename Mul, typename Max, typename Min>
-void reduceLanes(void *out, const void *a, const void *b, size_t n, ReduceOp op,
-                 Add add, Mul mul, Max max, Min min) {
-  T *o = static_cast<T *>(out);
-  const T *x = static_cast<const T *>(a);
-  const T *y = static_cast<const T *>(b);
-  switch (op) {
-  case ReduceOp::Sum:
-  case ReduceOp::Avg:
-    return add(o, x, y, n);
-  case ReduceOp::Prod:
-    return mul(o, x, y, n);
-  case ReduceOp::Max:
-    return max(o, x, y, n);
-  case ReduceOp::Min:
-    return min(o, x, y, n);
-  }
 }
 
 template <typename T>
@@ -262,11 +237,11 @@ void reduceElements(void *out, const void *a, const void *b, size_t count,
                     DType dtype, ReduceOp op) {
   switch (dtype) {
   case DType::F32:
-    return reduceLanes<float>(out, a, b, count, op, addF32, mulF32, maxF32,
-                              minF32);
+    return reduceF32(static_cast<float *>(out), static_cast<const float *>(a),
+                     static_cast<const float *>(b), count, op);
   case DType::F64:
-    return reduceLanes<double>(out, a, b, count, op, addF64, mulF64, maxF64,
-                               minF64);
+    return reduceF64(static_cast<double *>(out), static_cast<const double *>(a),
+                     static_cast<const double *>(b), count, op);
   case DType::F16:
     return reduce16<halfToFloat, floatToHalf>(out, a, b, count, op);
   case DType::BF16:
