@@ -84,6 +84,14 @@ std::vector<std::string> transports(int ranks, const std::string &arg = "",
   return out;
 }
 
+TEST_F(ShmTest, ThreeRanksDivideAnAverageInTheReducingRanksBlock) {
+  // An odd number of ranks: blocks of unequal length, and an average that
+  // rounds (a division by 3), divided once by the rank that reduced each
+  // block, through the slots and through the registered memory.
+  runScenario("shm-collectives", 3);
+  runScenario("windows", 3);
+}
+
 TEST_P(ShmProcess, OneHostUsesSharedMemory) {
   for (const std::string &t : transports(GetParam()))
     EXPECT_EQ(t, "shm");
