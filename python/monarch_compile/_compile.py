@@ -501,6 +501,21 @@ class Compiled:
         except errors.TraceError as err:
             raise err.with_traceback(None) from None
 
+    def save_plan(self, path, *args):
+        """Writes the compiled plan (for `args`, or the last specialisation)
+        as a .mcplan file at `path`, the file `monarch-compile -o` writes:
+        `monarch-run PATH --inputs a.npy ...` runs it on its own workers,
+        without Python (its controller program is the function's name, the
+        first in the file). Returns `path`."""
+        try:
+            spec = self._spec_for(args, user_loc())
+        except errors.TraceError as err:
+            raise err.with_traceback(None) from None
+        plan = _runtime._compile(self, spec, spec.trace.name)
+        with open(path, "wb") as f:
+            f.write(plan.to_bytes())
+        return path
+
     def plan_graph(self, path, *args, memory_plot=None):
         """Draws the compiled plan (for `args`, or the last specialisation)
         as SVG at `path`: a lane per rank with its kernels, transfers,

@@ -48,9 +48,10 @@ def test_data_parallel_step_matches_numpy():
     assert worker_children() == []
 
 
-def test_a_compiled_plan_runs_from_its_bytes_under_monarch_run(tmp_path):
-    """The native Plan's bytes are the .mcplan file: written out, monarch-run
-    runs them on its own workers and computes what the call computed."""
+def test_a_saved_plan_runs_under_monarch_run(tmp_path):
+    """`fn.save_plan(path, *args)` writes the native Plan's bytes, the
+    .mcplan file: monarch-run runs it on its own workers (its first
+    controller program is the function) and computes what the call did."""
     import subprocess
     build = pathlib.Path(os.environ.get("MONARCH_BUILD_DIR", "build"))
     with mc.mesh(gpus=2) as mesh:
@@ -62,14 +63,14 @@ def test_a_compiled_plan_runs_from_its_bytes_under_monarch_run(tmp_path):
         np.testing.assert_array_equal(affine(x), x * 3 + 1)
         spec = affine._last
         plan = _runtime._compile(affine, spec, spec.trace.name)
+        path = affine.save_plan(tmp_path / "f.mcplan", x)
     data = plan.to_bytes()
     assert isinstance(data, bytes) and len(data) > 0
-    (tmp_path / "f.mcplan").write_bytes(data)
+    assert path.read_bytes() == data
     np.save(tmp_path / "x.npy", x)
     out = subprocess.run(
-        [str(build / "bin" / "monarch-run"), str(tmp_path / "f.mcplan"),
-         "--program", spec.trace.name, "--inputs", str(tmp_path / "x.npy"),
-         "--outputs", str(tmp_path)],
+        [str(build / "bin" / "monarch-run"), str(path), "--inputs",
+         str(tmp_path / "x.npy"), "--outputs", str(tmp_path)],
         capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     np.testing.assert_array_equal(np.load(tmp_path / "output0.npy"), x * 3 + 1)
