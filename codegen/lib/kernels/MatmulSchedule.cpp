@@ -28,6 +28,7 @@
 #include "monarch/Support/Knobs.h"
 
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/Transform/IR/TransformOps.h"
 #include "mlir/Dialect/Transform/Interfaces/TransformInterfaces.h"
 #include "mlir/Dialect/Transform/Transforms/TransformInterpreterUtils.h"
@@ -153,9 +154,82 @@ std::string buildMatmulSchedule(int64_t m, int64_t n, int64_t k,
   return s;
 }
 
+namespace {
+
+/// Whether the packed schedule takes an M x K by K x N float32 matmul with
+/// `tiles` (else the generic tile-and-vectorize path does).
+bool packedScheduleTakes(int64_t m, int64_t n, int64_t k,
+                         const MatmulTiles &tiles) {
+  return (n % tiles.nr == 0 || n % 16 == 0) && k >= 4 && m >= 2;
+}
+
+/// A float32 contraction written as a linalg.generic over (m, n, k) whose A
+/// is read as [K][M] (`a.T @ b`) or whose B as [N][K] (`a @ b.T`), the
+/// backward's layouts: becomes a transpose of that operand and a default
+/// linalg.matmul, which the packed schedule takes. The transpose is one
+/// pass over the operand against the contraction's M*N*K multiply-adds;
+/// the generic tile-and-vectorize path ran these layouts at 1-20% of
+/// OpenBLAS (bench_kernels, `generated`).
+void normalizeTransposedMatmuls(ModuleOp scratch, const MatmulTiles &tiles) {
+  SmallVector<linalg::GenericOp> found;
+  scratch.walk([&](linalg::GenericOp g) {
+    if (!isMarkedForBlas(g) && g.getNumDpsInputs() == 2 &&
+        g.getNumDpsInits() == 1 && g.hasPureTensorSemantics() &&
+        g.getNumLoops() == 3 && linalg::isaContractionOpInterface(g))
+      found.push_back(g);
+  });
+  MLIRContext *ctx = scratch.getContext();
+  auto dims = [&](unsigned a, unsigned b) {
+    return AffineMap::get(
+        3, 0, {getAffineDimExpr(a, ctx), getAffineDimExpr(b, ctx)}, ctx);
+  };
+  for (linalg::GenericOp g : found) {
+    SmallVector<AffineMap> maps = g.getIndexingMapsArray();
+    SmallVector<utils::IteratorType> kinds = g.getIteratorTypesArray();
+    if (kinds[0] != utils::IteratorType::parallel ||
+        kinds[1] != utils::IteratorType::parallel ||
+        kinds[2] != utils::IteratorType::reduction || maps[2] != dims(0, 1))
+      continue;
+    bool aT = maps[0] == dims(2, 0), bT = maps[1] == dims(1, 2);
+    if ((!aT && maps[0] != dims(0, 2)) || (!bT && maps[1] != dims(2, 1)) ||
+        (!aT && !bT))
+      continue;
+    auto a = dyn_cast<RankedTensorType>(g.getDpsInputs()[0].getType());
+    auto b = dyn_cast<RankedTensorType>(g.getDpsInputs()[1].getType());
+    auto c = dyn_cast<RankedTensorType>(g.getDpsInits()[0].getType());
+    if (!a || !b || !c || !a.hasStaticShape() || !b.hasStaticShape() ||
+        !a.getElementType().isF32() || !b.getElementType().isF32() ||
+        !c.getElementType().isF32())
+      continue;
+    int64_t m = c.getDimSize(0), n = c.getDimSize(1);
+    int64_t k = aT ? a.getDimSize(0) : a.getDimSize(1);
+    if (!packedScheduleTakes(m, n, k, tiles))
+      continue;
+    OpBuilder builder(g);
+    Location loc = g.getLoc();
+    auto transposed = [&](Value v, RankedTensorType t) -> Value {
+      Value init = tensor::EmptyOp::create(
+          builder, loc, {t.getDimSize(1), t.getDimSize(0)}, t.getElementType());
+      return linalg::TransposeOp::create(builder, loc, v, init,
+                                         ArrayRef<int64_t>{1, 0})
+          ->getResult(0);
+    };
+    Value lhs = aT ? transposed(g.getDpsInputs()[0], a) : g.getDpsInputs()[0];
+    Value rhs = bT ? transposed(g.getDpsInputs()[1], b) : g.getDpsInputs()[1];
+    auto mm = linalg::MatmulOp::create(builder, loc, TypeRange{c},
+                                       ValueRange{lhs, rhs},
+                                       ValueRange{g.getDpsInits()[0]});
+    g->replaceAllUsesWith(mm->getResults());
+    g->erase();
+  }
+}
+
+} // namespace
+
 LogicalResult applyMatmulSchedules(ModuleOp scratch,
                                    const KernelCompileOptions &options) {
   MatmulTiles tiles = chooseMatmulTiles(options);
+  normalizeTransposedMatmuls(scratch, tiles);
   SmallVector<linalg::MatmulOp> matmuls;
   scratch.walk([&](linalg::MatmulOp op) {
     if (!isMarkedForBlas(op))
@@ -172,11 +246,11 @@ LogicalResult applyMatmulSchedules(ModuleOp scratch,
         !linalg::MatmulOp::isDefaultIndexingMaps(mm.getIndexingMaps()))
       continue;
     int64_t m = a.getDimSize(0), k = a.getDimSize(1), n = b.getDimSize(1);
+    if (!packedScheduleTakes(m, n, k, tiles))
+      continue; // the generic tile-and-vectorize path handles it
     MatmulTiles chosen = tiles;
     if (n % chosen.nr != 0)
       chosen.nr = 16;
-    if (n % chosen.nr != 0 || k < 4 || m < 2)
-      continue; // the generic tile-and-vectorize path handles it
     std::string tag = "mm" + std::to_string(index++);
     mm->setAttr(kTagAttr, StringAttr::get(ctx, tag));
     std::string script = buildMatmulSchedule(m, n, k, tag, chosen);
