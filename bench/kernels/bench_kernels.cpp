@@ -294,13 +294,12 @@ int main(int argc, char **argv) {
         double gen = flops / t[0] / 1e9, blas = flops / t[1] / 1e9;
         std::string name = "sgemm " + layout + " " + std::to_string(n) + "^3";
         std::string label =
-            std::string(path.label) +
-            (knob == "generated"
-                 ? (layout == "AB" ? " (packed)" : " (T + packed)")
-                 : "");
+            std::string(path.label) + (knob == "generated" ? " (packed)" : "");
         llvm::outs() << llvm::format(
             "%-26s %-24s %6.1f GF/s %6.1f GF/s %6.2f %7s\n", name.c_str(),
-            label.c_str(), gen, blas, gen / blas, ">=0.80");
+            label.c_str(), gen, blas, gen / blas,
+            // Issue 35 item 4 asks 0.9 of OpenBLAS for the backward's layouts.
+            layout == "AB" ? ">=0.80" : ">=0.90");
         llvm::outs() << llvm::format("  (compile %.0f ms)\n", mm.compileMs);
       }
     }

@@ -113,6 +113,9 @@ std::string buildMatmulSchedule(int64_t m, int64_t n, int64_t k,
     %pack_b = transform.get_producer_of_operand %packed[1] : (!transform.op<"linalg.generic">) -> !transform.op<"linalg.pack">
     %packed_t, %pack_b_t, %none = transform.structured.pack_transpose %pack_b with_compute_op(%packed) outer_perm = [1, 0]
         : (!transform.op<"linalg.pack">, !transform.op<"linalg.generic">) -> (!transform.op<"linalg.generic">, !transform.op<"linalg.pack">, !transform.any_op)
+    transform.apply_patterns to %func {
+      transform.apply_patterns.tensor.fold_into_pack_and_unpack
+    } : !transform.any_op
     %packs = transform.structured.match ops{["linalg.pack"]} in %func : (!transform.any_op) -> !transform.op<"linalg.pack">
     transform.foreach %packs : !transform.op<"linalg.pack"> {
     ^bb0(%p: !transform.op<"linalg.pack">):
@@ -251,6 +254,11 @@ LogicalResult applyMatmulSchedules(ModuleOp scratch,
     MatmulTiles chosen = tiles;
     if (n % chosen.nr != 0)
       chosen.nr = 16;
+    // A transposed A (a.T @ b) is packed by rows whatever the tiles: the
+    // transpose then folds into that packing copy instead of costing a
+    // pass of its own.
+    if (mm.getDpsInputs()[0].getDefiningOp<linalg::TransposeOp>())
+      chosen.packA = true;
     std::string tag = "mm" + std::to_string(index++);
     mm->setAttr(kTagAttr, StringAttr::get(ctx, tag));
     std::string script = buildMatmulSchedule(m, n, k, tag, chosen);
