@@ -90,19 +90,39 @@ uint16_t floatToBFloat16(float f) {
 
 namespace {
 
-template <typename T> T combine(T a, T b, ReduceOp op) {
+// The lane helpers pass vectors by value between inlined calls inside this
+// file; the ABI of such calls across files (what -Wpsabi warns about) never
+// arises. (GCC reports it where the lambdas are emitted, at the end of the
+// file, so the warning is off from here on.)
+#pragma GCC diagnostic ignored "-Wpsabi"
+
+// The reductions' expressions, one per ReduceOp (Avg sums; finishAverage
+// divides): std::max is (a < b) ? b : a and std::min (b < a) ? b : a. They
+// take scalars and vector lanes alike, so every path computes the same bits.
+constexpr auto kAdd = [](auto a, auto b) { return a + b; };
+constexpr auto kMul = [](auto a, auto b) { return a * b; };
+constexpr auto kMax = [](auto a, auto b) { return a < b ? b : a; };
+constexpr auto kMin = [](auto a, auto b) { return b < a ? b : a; };
+
+/// `body(expression of op)`: the one switch over ReduceOp of this file.
+template <typename Body>
+inline __attribute__((always_inline)) auto withOp(ReduceOp op, Body body) {
   switch (op) {
+  case ReduceOp::Prod:
+    return body(kMul);
+  case ReduceOp::Max:
+    return body(kMax);
+  case ReduceOp::Min:
+    return body(kMin);
   case ReduceOp::Sum:
   case ReduceOp::Avg:
-    return T(a + b);
-  case ReduceOp::Prod:
-    return T(a * b);
-  case ReduceOp::Max:
-    return std::max(a, b);
-  case ReduceOp::Min:
-    return std::min(a, b);
+    break;
   }
-  return a;
+  return body(kAdd);
+}
+
+template <typename T> T combine(T a, T b, ReduceOp op) {
+  return withOp(op, [&](auto f) { return T(f(a, b)); });
 }
 
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
@@ -111,12 +131,6 @@ template <typename T> T combine(T a, T b, ReduceOp op) {
 #else
 #define MONARCH_LANES_CLONES
 #endif
-
-// The lane helpers pass vectors by value between inlined calls inside this
-// file; the ABI of such calls across files (what -Wpsabi warns about) never
-// arises. (GCC reports it where the lambdas are emitted, at the end of the
-// file, so the warning is off from here on.)
-#pragma GCC diagnostic ignored "-Wpsabi"
 
 typedef float F32Lanes __attribute__((vector_size(64)));
 typedef double F64Lanes __attribute__((vector_size(64)));
@@ -139,29 +153,14 @@ inline __attribute__((always_inline)) void laneLoop(T *o, const T *x,
     o[i] = f(x[i], y[i]);
 }
 
-// The expressions of combine(), lane by lane: std::max is (a < b) ? b : a,
-// std::min (b < a) ? b : a.
-constexpr auto kAdd = [](auto a, auto b) { return a + b; };
-constexpr auto kMul = [](auto a, auto b) { return a * b; };
-constexpr auto kMax = [](auto a, auto b) { return a < b ? b : a; };
-constexpr auto kMin = [](auto a, auto b) { return b < a ? b : a; };
-
 /// o[i] = x[i] op y[i] in lanes of V; inlined into each clone below, so it
 /// is compiled for that clone's instruction set.
 template <typename V, typename T>
 inline __attribute__((always_inline)) void
 reduceIn(T *o, const T *x, const T *y, size_t n, ReduceOp op) {
-  switch (op) {
-  case ReduceOp::Sum:
-  case ReduceOp::Avg:
-    return laneLoop<V>(o, x, y, n, kAdd);
-  case ReduceOp::Prod:
-    return laneLoop<V>(o, x, y, n, kMul);
-  case ReduceOp::Max:
-    return laneLoop<V>(o, x, y, n, kMax);
-  case ReduceOp::Min:
-    return laneLoop<V>(o, x, y, n, kMin);
-  }
+  withOp(op, [&](auto f) __attribute__((always_inline)) {
+    laneLoop<V>(o, x, y, n, f);
+  });
 }
 
 MONARCH_LANES_CLONES void reduceF32(float *o, const float *x, const float *y,
@@ -188,25 +187,10 @@ void reduceTyped(void *out, const void *a, const void *b, size_t n,
   T *o = static_cast<T *>(out);
   const T *x = static_cast<const T *>(a);
   const T *y = static_cast<const T *>(b);
-  switch (op) {
-  case ReduceOp::Sum:
-  case ReduceOp::Avg:
+  withOp(op, [&](auto f) {
     for (size_t i = 0; i < n; ++i)
-      o[i] = T(x[i] + y[i]);
-    break;
-  case ReduceOp::Prod:
-    for (size_t i = 0; i < n; ++i)
-      o[i] = T(x[i] * y[i]);
-    break;
-  case ReduceOp::Max:
-    for (size_t i = 0; i < n; ++i)
-      o[i] = std::max(x[i], y[i]);
-    break;
-  case ReduceOp::Min:
-    for (size_t i = 0; i < n; ++i)
-      o[i] = std::min(x[i], y[i]);
-    break;
-  }
+      o[i] = T(f(x[i], y[i]));
+  });
 }
 
 // Bools are bytes of 0 or 1; numpy's sum/max of bools is "any", prod/min

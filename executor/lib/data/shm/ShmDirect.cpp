@@ -163,28 +163,38 @@ std::string describeDescriptor(const Descriptor &d) {
   return s + " with tag " + std::to_string(d.tag);
 }
 
-/// dst = srcs[0] op srcs[1] op ... op srcs[n-1], in rank order, for `len`
-/// elements. dst may be one of the sources (an all_reduce in place): more
-/// than two go through a cache-sized scratch chunk, so no source is read
-/// after dst overwrote it.
-void reduceInRankOrder(char *dst, const std::vector<const char *> &srcs,
-                       size_t offset, size_t len, DType dtype, ReduceOp op) {
+/// dst = source(0) op source(1) op ... op source(n-1), in rank order, for
+/// `len` elements (n >= 2; `source(p)` is rank p's block); an average is
+/// then divided by n while the block is in cache, once, by the one rank that
+/// reduces it, so its peers copy the same bits. dst may be one of the
+/// sources (an all_reduce in place): then more than two go through a
+/// cache-sized scratch chunk, so no source is read after dst overwrote it.
+template <typename Source>
+void reduceBlock(char *dst, int n, Source source, size_t len, DType dtype,
+                 ReduceOp op) {
   const size_t elem = dtypeSize(dtype);
-  const size_t n = srcs.size();
-  if (n == 2) {
-    data::reduceElements(dst, srcs[0] + offset, srcs[1] + offset, len, dtype,
-                         op);
-    return;
+  const size_t bytes = len * elem;
+  bool aliased = false;
+  for (int p = 0; p < n && n > 2; ++p)
+    aliased |= source(p) < dst + bytes && dst < source(p) + bytes;
+  if (!aliased) {
+    data::reduceElements(dst, source(0), source(1), len, dtype, op);
+    for (int p = 2; p < n; ++p)
+      data::reduceElements(dst, dst, source(p), len, dtype, op);
+  } else {
+    alignas(64) char scratch[16384];
+    const size_t chunk = sizeof(scratch) / elem;
+    for (size_t i = 0; i < len; i += chunk) {
+      size_t c = std::min(chunk, len - i), at = i * elem;
+      data::reduceElements(scratch, source(0) + at, source(1) + at, c, dtype,
+                           op);
+      for (int p = 2; p < n; ++p)
+        data::reduceElements(scratch, scratch, source(p) + at, c, dtype, op);
+      std::memcpy(dst + at, scratch, c * elem);
+    }
   }
-  alignas(64) char scratch[16384];
-  const size_t chunk = sizeof(scratch) / elem;
-  for (size_t i = 0; i < len; i += chunk) {
-    size_t c = std::min(chunk, len - i), at = offset + i * elem;
-    data::reduceElements(scratch, srcs[0] + at, srcs[1] + at, c, dtype, op);
-    for (size_t p = 2; p < n; ++p)
-      data::reduceElements(scratch, scratch, srcs[p] + at, c, dtype, op);
-    std::memcpy(dst + i * elem, scratch, c * elem);
-  }
+  if (op == ReduceOp::Avg)
+    data::finishAverage(dst, len, dtype, n);
 }
 
 } // namespace
@@ -469,16 +479,8 @@ Status ShmCommunicator::runDirect(const CommOp &op, uint32_t tag,
         std::tie(start, blen) = blockOf(len, n, r);
         dst = mySlot + start * elem;
       }
-      if (blen) {
-        data::reduceElements(dst, source(0), source(1), blen, op.dtype,
-                             op.reduce);
-        for (int p = 2; p < n; ++p)
-          data::reduceElements(dst, dst, source(p), blen, op.dtype, op.reduce);
-        // An average divides the block while it is in cache, once, by the
-        // rank that reduced it: the peers copy the same bits.
-        if (op.reduce == ReduceOp::Avg)
-          data::finishAverage(dst, blen, op.dtype, n);
-      }
+      if (blen)
+        reduceBlock(dst, n, source, blen, op.dtype, op.reduce);
       if (kind == CommOpKind::AllReduce) {
         publish(Counter::Reduced, k + 1);
         if (Status st = waitAll(Counter::Reduced, k + 1, op, deadline); !st)
@@ -582,12 +584,10 @@ Status ShmCommunicator::runWindow(const CommOp &op, uint32_t tag,
     // bits on every member), into its output; then copy the others'
     // reduced blocks from their outputs.
     auto [start, len] = blockOf(op.count, n, r);
-    if (len) {
-      reduceInRankOrder(out + start * elem, ins, start * elem, len, op.dtype,
-                        op.reduce);
-      if (op.reduce == ReduceOp::Avg)
-        data::finishAverage(out + start * elem, len, op.dtype, n);
-    }
+    if (len)
+      reduceBlock(
+          out + start * elem, n, [&](int p) { return ins[p] + start * elem; },
+          len, op.dtype, op.reduce);
     publish(Counter::Reduced, k + 1);
     if (Status st = waitAll(Counter::Reduced, k + 1, op, deadline); !st)
       return st;
@@ -599,10 +599,9 @@ Status ShmCommunicator::runWindow(const CommOp &op, uint32_t tag,
     break;
   }
   case CommOpKind::ReduceScatter: {
-    reduceInRankOrder(out, ins, size_t(r) * bytes, op.count, op.dtype,
-                      op.reduce);
-    if (op.reduce == ReduceOp::Avg)
-      data::finishAverage(out, op.count, op.dtype, n);
+    reduceBlock(
+        out, n, [&](int p) { return ins[p] + size_t(r) * bytes; }, op.count,
+        op.dtype, op.reduce);
     break;
   }
   case CommOpKind::AllGather:
