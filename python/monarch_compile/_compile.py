@@ -501,17 +501,22 @@ class Compiled:
         except errors.TraceError as err:
             raise err.with_traceback(None) from None
 
+    def _plan_for(self, args):
+        """The compiled plan (a native Plan) of the specialisation for
+        `args`, or the last one: traced and compiled if it is not yet."""
+        try:
+            spec = self._spec_for(args, user_loc())
+        except errors.TraceError as err:
+            raise err.with_traceback(None) from None
+        return _runtime._compile(self, spec, spec.trace.name)
+
     def save_plan(self, path, *args):
         """Writes the compiled plan (for `args`, or the last specialisation)
         as a .mcplan file at `path`, the file `monarch-compile -o` writes:
         `monarch-run PATH --inputs a.npy ...` runs it on its own workers,
         without Python (its controller program is the function's name, the
         first in the file). Returns `path`."""
-        try:
-            spec = self._spec_for(args, user_loc())
-        except errors.TraceError as err:
-            raise err.with_traceback(None) from None
-        plan = _runtime._compile(self, spec, spec.trace.name)
+        plan = self._plan_for(args)
         with open(path, "wb") as f:
             f.write(plan.to_bytes())
         return path
@@ -523,11 +528,7 @@ class Compiled:
         control edges, and each box's tooltip naming your source line. With
         `memory_plot=path2`, each rank's arena over the step too. Returns
         `path`."""
-        try:
-            spec = self._spec_for(args, user_loc())
-        except errors.TraceError as err:
-            raise err.with_traceback(None) from None
-        plan = _runtime._compile(self, spec, spec.trace.name)
+        plan = self._plan_for(args)
         graph, memory = _runtime.native.plan_pictures(plan)
         with open(path, "w") as f:
             f.write(graph)
@@ -557,11 +558,7 @@ class Compiled:
             preset = overrides.pop("base", "this-machine")
         else:
             preset, overrides = topology, {}
-        try:
-            spec = self._spec_for(args, user_loc())
-        except errors.TraceError as err:
-            raise err.with_traceback(None) from None
-        plan = _runtime._compile(self, spec, spec.trace.name)
+        plan = self._plan_for(args)
         try:
             result = _runtime.native.simulate_plan(
                 plan, preset, {k: float(v) for k, v in overrides.items()})
