@@ -4,7 +4,7 @@
 // mesh takes to bind its program (monarch::worker::loadRankPrograms:
 // decode, validate, resolve its rank's instructions and every communicator
 // it uses), for RANK (default: the last rank), the median of LOADS
-// (default 5) loads after a warm-up (many, to profile it), and the plan's
+// (default 101) loads after a warm-up (many, to profile it), and the plan's
 // size. rank_scaling.py prints it per mesh size (issue 15:
 // a worker's load time within 2x of the 8-rank figure). A report, never an
 // assertion.
@@ -42,7 +42,7 @@ int main(int argc, char **argv) {
   }
   int world = static_cast<int>(plan->plan.meshes.front().numRanks());
   int rank = argc >= 3 ? std::atoi(argv[2]) : world - 1;
-  int loads = argc == 4 ? std::max(1, std::atoi(argv[3])) : 5;
+  int loads = argc == 4 ? std::max(1, std::atoi(argv[3])) : 101;
   std::vector<double> ms;
   for (int i = 0; i <= loads; ++i) {
     auto start = std::chrono::steady_clock::now();

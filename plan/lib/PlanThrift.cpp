@@ -91,6 +91,46 @@ static t::RankSet toT(const std::vector<int64_t> &ranks) {
   return set;
 }
 
+std::vector<std::vector<int64_t>> boxPieces(const std::vector<int64_t> &ranks) {
+  // The numbers a piece is stored in: a box's offset, sizes and strides,
+  // or the list.
+  auto cost = [](const std::vector<int64_t> &piece) {
+    std::optional<RankBox> box = rankBox(piece);
+    return box ? 1 + 2 * box->sizes.size() : piece.size();
+  };
+  std::vector<std::vector<int64_t>> pieces;
+  size_t pos = 0, numbers = 0;
+  bool covered = false;
+  while (!covered && pos < ranks.size() && pieces.size() < 4) {
+    std::vector<int64_t> rest(ranks.begin() + static_cast<ptrdiff_t>(pos),
+                              ranks.end());
+    int64_t first, step;
+    if (rest.size() < 2 || rankBox(rest) ||
+        __builtin_sub_overflow(ranks[pos + 1], ranks[pos], &first)) {
+      numbers += cost(rest);
+      pieces.push_back(std::move(rest));
+      covered = true;
+      break;
+    }
+    // The run of equal steps that starts the rest (a box of one dimension).
+    size_t end = pos + 2;
+    while (end < ranks.size() &&
+           !__builtin_sub_overflow(ranks[end], ranks[end - 1], &step) &&
+           step == first)
+      ++end;
+    pieces.emplace_back(ranks.begin() + static_cast<ptrdiff_t>(pos),
+                        ranks.begin() + static_cast<ptrdiff_t>(end));
+    numbers += cost(pieces.back());
+    pos = end;
+    covered = pos == ranks.size();
+  }
+  // Split only where every rank is in a piece and the pieces are fewer
+  // numbers than the list.
+  if (!covered || numbers >= cost(ranks))
+    return {ranks};
+  return pieces;
+}
+
 static t::SourceLoc toT(const SourceLoc &l) {
   t::SourceLoc r;
   r.__set_file(l.file);
@@ -408,12 +448,13 @@ t::ExecutionPlan toThrift(const ExecutionPlan &p) {
     }
     if (!members.empty()) {
       std::vector<t::ClassMembers> wire;
-      for (const auto &[program, ranks] : members) {
-        t::ClassMembers z;
-        z.__set_program(program);
-        z.__set_ranks(toT(ranks));
-        wire.push_back(std::move(z));
-      }
+      for (const auto &[program, ranks] : members)
+        for (const std::vector<int64_t> &piece : boxPieces(ranks)) {
+          t::ClassMembers z;
+          z.__set_program(program);
+          z.__set_ranks(toT(piece));
+          wire.push_back(std::move(z));
+        }
       x.__set_members(std::move(wire));
     }
     // The streams each communicator is used on, grouped by stream set.
@@ -652,6 +693,33 @@ std::optional<std::string> fromT(const t::RankSet &set, int64_t &budget,
   return expandRankBox(box, budget, out);
 }
 
+/// Whether a RankSet holds `rank`, spending its size from `budget` and
+/// refusing what fromT refuses, without expanding a box.
+std::optional<std::string> holdsT(const t::RankSet &set, int64_t rank,
+                                  int64_t &budget, bool &holds) {
+  holds = false;
+  if (set.__isset.ranks == set.__isset.box)
+    return std::string("a rank set must either list its ranks or be a box");
+  if (set.__isset.ranks) {
+    if (static_cast<int64_t>(set.ranks.size()) > budget)
+      return std::string("more ranks than a plan may hold");
+    budget -= static_cast<int64_t>(set.ranks.size());
+    holds =
+        std::find(set.ranks.begin(), set.ranks.end(), rank) != set.ranks.end();
+    return std::nullopt;
+  }
+  if (set.box.size() % 2 == 0)
+    return "a rank box of " + std::to_string(set.box.size()) +
+           " numbers (an offset and a size and stride per dimension)";
+  RankBox box;
+  box.offset = set.box[0];
+  for (size_t i = 1; i < set.box.size(); i += 2) {
+    box.sizes.push_back(set.box[i]);
+    box.strides.push_back(set.box[i + 1]);
+  }
+  return rankBoxHolds(box, rank, budget, holds);
+}
+
 /// The ranks a decode may expand from boxes and lists (2^24: a mesh of 16M
 /// ranks); a hostile file's box of 2^60 ranks is refused, not allocated.
 constexpr int64_t kRankBudget = int64_t{1} << 24;
@@ -692,6 +760,29 @@ executor::StatusOr<ExecutionPlan> fromThrift(const t::ExecutionPlan &p,
     }
     r.topology.push_back(std::move(x));
   }
+  // The last communicator's name (an elided repeat's is not stored).
+  std::string lastName;
+  // Decoding for one rank: the communicators a stored stream or patch
+  // names are kept whole (a class's rules find a member's communicator as
+  // the translate of its head's), the others only where they hold the rank.
+  std::vector<int32_t> named;
+  if (only)
+    for (const t::StepPlan &s : p.plans)
+      for (const t::RankProgram &rp : s.programs) {
+        for (const t::Instruction &in : rp.instructions) {
+          const t::InstrOp &op = in.op;
+          if (op.__isset.send)
+            named.push_back(op.send.communicator);
+          else if (op.__isset.recv)
+            named.push_back(op.recv.communicator);
+          else if (op.__isset.collective)
+            named.push_back(op.collective.communicator);
+        }
+        for (const t::RankPatch &z : rp.patches)
+          if (z.__isset.communicator)
+            named.push_back(z.communicator);
+      }
+  std::sort(named.begin(), named.end());
   for (size_t i = 0; i < p.communicators.size(); ++i) {
     const t::Communicator &c = p.communicators[i];
     std::string which = "communicator entry " + std::to_string(i);
@@ -699,7 +790,7 @@ executor::StatusOr<ExecutionPlan> fromThrift(const t::ExecutionPlan &p,
         r.communicators.empty() ? nullptr : &r.communicators.back();
     Communicator x;
     x.name = c.__isset.name ? c.name
-             : previous     ? nextNumberedName(previous->name)
+             : previous     ? nextNumberedName(lastName)
                             : std::string();
     if (!c.__isset.name && x.name.empty())
       return invalid(which +
@@ -721,20 +812,50 @@ executor::StatusOr<ExecutionPlan> fromThrift(const t::ExecutionPlan &p,
     budget -= (repeat - 1) * static_cast<int64_t>(x.ranks.size());
     r.communicators.reserve(r.communicators.size() +
                             static_cast<size_t>(repeat));
+    // Decoding for one rank: the repeats that do not hold it are elided
+    // (the k-th repeat holds it when it minus k shifts is a first member).
+    // Each repeat's last rank is still checked for overflow, so an elided
+    // repeat is refused exactly where an expanded one would be.
+    std::vector<int64_t> firsts;
+    int64_t me = -1;
+    if (only && repeat > 1) {
+      firsts = x.ranks;
+      std::sort(firsts.begin(), firsts.end());
+      me = meshRankOf(r, x.mesh, only->worldRank);
+    }
+    auto [lo, hi] = std::minmax_element(x.ranks.begin(), x.ranks.end());
+    int64_t low = x.ranks.empty() ? 0 : *lo, high = x.ranks.empty() ? 0 : *hi;
+    size_t first = r.communicators.size();
+    lastName = x.name;
     r.communicators.push_back(std::move(x));
     for (int64_t k = 1; k < repeat; ++k) {
-      const Communicator &last = r.communicators.back();
+      int64_t delta, bound, start;
+      if (__builtin_mul_overflow(k, shift, &delta) ||
+          __builtin_add_overflow(low, delta, &bound) ||
+          __builtin_add_overflow(high, delta, &bound))
+        return invalid(which + ": its shifted ranks overflow");
       Communicator next;
-      next.name = nextNumberedName(last.name);
-      if (next.name.empty())
-        return invalid(which + " repeats a name that does not number on");
-      next.mesh = last.mesh;
-      next.backend = last.backend;
-      next.ranks = last.ranks;
-      for (int64_t &rank : next.ranks)
-        if (__builtin_add_overflow(rank, shift, &rank))
-          return invalid(which + ": its shifted ranks overflow");
+      next.mesh = r.communicators[first].mesh;
+      next.backend = r.communicators[first].backend;
+      bool kept = !only || std::binary_search(named.begin(), named.end(),
+                                              r.communicators.size());
+      if (!kept && (me < 0 || __builtin_sub_overflow(me, delta, &start) ||
+                    !std::binary_search(firsts.begin(), firsts.end(), start))) {
+        next.elided = true;
+      } else {
+        next.name = numberedName(r.communicators[first].name, k);
+        next.ranks = r.communicators[first].ranks;
+        for (int64_t &rank : next.ranks)
+          rank += delta;
+      }
       r.communicators.push_back(std::move(next));
+    }
+    // The run's last name, which an unnamed next entry numbers on from
+    // (elided repeats build none).
+    if (repeat > 1) {
+      lastName = numberedName(r.communicators[first].name, repeat - 1);
+      if (lastName.empty())
+        return invalid(which + " repeats a name that does not number on");
     }
   }
   for (const t::Kernel &k : p.kernels)
@@ -867,8 +988,16 @@ executor::StatusOr<ExecutionPlan> fromThrift(const t::ExecutionPlan &p,
           shared[z.program])
         return invalid(where + "not a program holding its own stream");
       std::vector<int64_t> ranks;
-      if (auto bad = fromT(z.ranks, budget, ranks))
+      if (only) {
+        // One rank: whether the class holds it, not who else it holds.
+        bool holds = false;
+        if (auto bad = holdsT(z.ranks, mine, budget, holds))
+          return invalid(where + *bad);
+        if (holds)
+          ranks.push_back(mine);
+      } else if (auto bad = fromT(z.ranks, budget, ranks)) {
         return invalid(where + *bad);
+      }
       size_t j = static_cast<size_t>(z.program);
       for (int64_t rank : ranks) {
         if (only && rank != mine)

@@ -22,6 +22,11 @@
 namespace monarch::plan::detail {
 
 wire::ExecutionPlan toThrift(const ExecutionPlan &plan);
+
+/// `ranks` (ascending) as the pieces a class's members are stored in: one
+/// where it is a box or no split helps, else up to 4 that are each a box
+/// (leading runs split off: "8 + 16i + j but [8]" is a run and a box).
+std::vector<std::vector<int64_t>> boxPieces(const std::vector<int64_t> &ranks);
 /// Decoding for one world rank (deserializePlanForRank): only the programs
 /// it runs are rebuilt; per step plan, `commStreams` receives the streams
 /// of each communicator the rank is a member of and `backends` those of

@@ -529,6 +529,52 @@ std::optional<RankBox> rankBox(const std::vector<int64_t> &ranks) {
   return box;
 }
 
+std::optional<std::string> rankBoxHolds(const RankBox &box, int64_t rank,
+                                        int64_t &budget, bool &holds) {
+  holds = false;
+  // Strides that nest (each positive and past the span of the dimensions
+  // inside it, as every box of a mesh's ranks is) give each rank one
+  // mixed-radix digit per dimension; other boxes are expanded.
+  bool nested =
+      box.sizes.size() == box.strides.size() && box.sizes.size() <= 16;
+  int64_t span = 0, last;
+  for (size_t d = box.sizes.size(); nested && d-- > 0;) {
+    int64_t extent;
+    nested =
+        box.sizes[d] >= 1 && box.strides[d] > span &&
+        !__builtin_mul_overflow(box.sizes[d] - 1, box.strides[d], &extent) &&
+        !__builtin_add_overflow(span, extent, &span);
+  }
+  // A box whose ranks overflow is refused by the expansion.
+  if (!nested || __builtin_add_overflow(box.offset, span, &last)) {
+    std::vector<int64_t> ranks;
+    if (auto bad = expandRankBox(box, budget, ranks))
+      return bad;
+    holds = std::find(ranks.begin(), ranks.end(), rank) != ranks.end();
+    return std::nullopt;
+  }
+  int64_t count = 1;
+  for (int64_t size : box.sizes)
+    if (size > budget || count > budget / size)
+      return "a rank box of sizes that are not positive or hold more ranks "
+             "than the plan may (" +
+             std::to_string(budget) + " left)";
+    else
+      count *= size;
+  budget -= count;
+  int64_t rest;
+  if (__builtin_sub_overflow(rank, box.offset, &rest) || rest < 0)
+    return std::nullopt;
+  for (size_t d = 0; d < box.sizes.size(); ++d) {
+    int64_t digit = rest / box.strides[d];
+    if (digit >= box.sizes[d])
+      return std::nullopt;
+    rest -= digit * box.strides[d];
+  }
+  holds = rest == 0;
+  return std::nullopt;
+}
+
 std::optional<std::string> expandRankBox(const RankBox &box, int64_t &budget,
                                          std::vector<int64_t> &out) {
   if (box.sizes.size() != box.strides.size() || box.sizes.size() > 16)
@@ -631,6 +677,28 @@ std::string nextNumberedName(const std::string &name) {
     next.insert(start, 1, '1');
   else
     ++next[i - 1];
+  return next;
+}
+
+std::string numberedName(const std::string &name, int64_t k) {
+  if (k <= 0)
+    return k == 0 ? name : "";
+  size_t end = name.size(), start = end;
+  while (start > 0 && name[start - 1] >= '0' && name[start - 1] <= '9')
+    --start;
+  if (start == end || (name[start] == '0' && end - start > 1))
+    return "";
+  // Decimal addition of k to the trailing number, however long.
+  std::string next = name;
+  size_t i = end;
+  int64_t carry = k;
+  while (carry > 0 && i > start) {
+    int64_t digit = (next[i - 1] - '0') + carry % 10;
+    carry = carry / 10 + digit / 10;
+    next[--i] = static_cast<char>('0' + digit % 10);
+  }
+  if (carry > 0)
+    next.insert(start, std::to_string(carry));
   return next;
 }
 

@@ -138,6 +138,13 @@ struct RankBox {
 /// (or empty). The box expands to exactly `ranks`.
 std::optional<RankBox> rankBox(const std::vector<int64_t> &ranks);
 
+/// Whether `box` holds `rank`, spending its size from `budget` as
+/// expandRankBox does and refusing what it refuses, without expanding a
+/// box whose strides nest (a worker asks whether it is in a class of
+/// 2,048 ranks).
+std::optional<std::string> rankBoxHolds(const RankBox &box, int64_t rank,
+                                        int64_t &budget, bool &holds);
+
 /// Appends `box`'s ranks to `out`, spending its size from `budget` (the
 /// ranks a decode may still expand: a hostile file's box of 2^60 ranks
 /// is refused, not allocated); an error says what does not fit.
@@ -168,6 +175,8 @@ int64_t meshRankOf(const ExecutionPlan &plan, const std::string &mesh,
 /// "" when it ends in no number (or one with a leading zero, or too long):
 /// the communicators' names the file leaves out (format 7).
 std::string nextNumberedName(const std::string &name);
+/// nextNumberedName applied k times (k >= 0; "" where it would be).
+std::string numberedName(const std::string &name, int64_t k);
 
 } // namespace monarch::plan::detail
 

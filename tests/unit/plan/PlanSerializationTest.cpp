@@ -210,6 +210,17 @@ TEST(PlanSerialization, RanksOfAClassShareOneStream) {
 
 std::string payloadOf(const wire::ExecutionPlan &wire);
 
+/// A whole file (header, size, checksum) holding `wire`.
+std::string fileOf(const wire::ExecutionPlan &wire) {
+  std::string file =
+      serialized(ExecutionPlan{}).substr(0, kPlanHeaderSize) + payloadOf(wire);
+  for (int i = 0; i < 8; ++i)
+    file[16 + i] =
+        static_cast<char>(((file.size() - kPlanHeaderSize) >> (8 * i)) & 0xff);
+  fixChecksum(file);
+  return file;
+}
+
 /// `plan` read back whole equals it, and so does each of `ranks`' program
 /// decoded for that rank alone (the worker's decode).
 void expectReadsBack(const ExecutionPlan &plan,
@@ -335,6 +346,64 @@ TEST(PlanSerialization, AWorkerDecodesOnlyItsOwnProgram) {
       << refused.status().message();
 }
 
+TEST(PlanSerialization, AWorkerSkipsTheMembersOfCommunicatorsItIsNotIn) {
+  // A family of communicators stored as one entry (pair0, pair1, ... each
+  // the previous shifted by 2): a rank's decode expands the repeats that
+  // hold it and those a stored stream names (a class's rules find a
+  // member's communicator as the translate of its head's), and elides the
+  // rest: neither their names nor their members are built. Its program is
+  // the full decode's, and it still refuses what the full decode refuses.
+  ExecutionPlan plan = classPlan(64);
+  for (size_t c = 1; c < plan.communicators.size(); ++c)
+    plan.communicators[c].name = "pair" + std::to_string(c - 1);
+  std::string bytes = serialized(plan);
+  ASSERT_EQ(detail::toThrift(plan).communicators.size(), 2u);
+  StatusOr<ExecutionPlan> full = deserializePlan(bytes);
+  ASSERT_TRUE(full.isOk()) << full.status().toString();
+  ASSERT_TRUE(full->communicators == plan.communicators);
+  for (int64_t rank = 0; rank < 64; ++rank) {
+    StatusOr<RankPlan> mine = deserializePlanForRank(bytes, rank);
+    ASSERT_TRUE(mine.isOk()) << mine.status().toString();
+    ASSERT_EQ(mine->plan.plans[0].programs.size(), 1u);
+    EXPECT_TRUE(mine->plan.plans[0].programs[0] ==
+                full->plans[0].programs[rank])
+        << "rank " << rank;
+    const std::vector<Communicator> &comms = mine->plan.communicators;
+    ASSERT_EQ(comms.size(), full->communicators.size());
+    size_t kept = 0;
+    for (size_t c = 0; c < comms.size(); ++c) {
+      const Communicator &theirs = full->communicators[c];
+      bool holds = std::find(theirs.ranks.begin(), theirs.ranks.end(), rank) !=
+                   theirs.ranks.end();
+      if (comms[c].elided) {
+        EXPECT_FALSE(holds) << "rank " << rank << " communicator " << c;
+        EXPECT_TRUE(comms[c].ranks.empty() && comms[c].name.empty());
+        EXPECT_EQ(comms[c].mesh, theirs.mesh);
+        continue;
+      }
+      ++kept;
+      Communicator same = comms[c];
+      EXPECT_TRUE(same == theirs) << "rank " << rank << " communicator " << c;
+    }
+    // The world, the rank's pair and at most the pairs a head's stream
+    // names (ranks 0 and 1 head the two classes: pair0).
+    EXPECT_LE(kept, 3u) << "rank " << rank;
+  }
+  // The runtime binds every rank's program from such a decode.
+  EXPECT_TRUE(validatePlan(deserializePlanForRank(bytes, 63)->plan,
+                           ValidateScope::KeptRanks)
+                  .isOk());
+  // An elided repeat is refused where its shifted ranks overflow, as an
+  // expanded one is.
+  wire::ExecutionPlan wire = detail::toThrift(plan);
+  wire.communicators[1].__set_shift(INT64_MAX / 4);
+  StatusOr<RankPlan> hostile = deserializePlanForRank(fileOf(wire), 5);
+  ASSERT_FALSE(hostile.isOk());
+  EXPECT_NE(hostile.status().message().find("shifted ranks overflow"),
+            std::string::npos)
+      << hostile.status().toString();
+}
+
 TEST(PlanSerialization, RankFieldsThatFollowTheRankAreRulesNotPatches) {
   // Format 6: the ring's peers (rank + 1), the pair's communicator (the
   // one of its family holding the rank) and the shard offsets (2 x the
@@ -453,8 +522,19 @@ TEST(PlanSerialization, RankListsAreBoxesAndClassMembersOneEntry) {
         strides.push_back(static_cast<int64_t>(rng() % 9) - 4);
       }
       int64_t budget = 1 << 20;
-      ASSERT_FALSE(detail::expandRankBox(RankBox{offset, sizes, strides},
-                                         budget, ranks));
+      RankBox made{offset, sizes, strides};
+      ASSERT_FALSE(detail::expandRankBox(made, budget, ranks));
+      // Whether the box holds a rank, asked without expanding it where
+      // its strides nest, agrees with the expansion and spends as much.
+      for (int64_t rank = -40; rank < 60; ++rank) {
+        bool holds = true;
+        int64_t spent = 1 << 20;
+        ASSERT_FALSE(detail::rankBoxHolds(made, rank, spent, holds));
+        EXPECT_EQ(spent, budget) << "trial " << trial;
+        EXPECT_EQ(holds,
+                  std::find(ranks.begin(), ranks.end(), rank) != ranks.end())
+            << "trial " << trial << " rank " << rank;
+      }
     } else {
       for (int i = 0, n = 1 + static_cast<int>(rng() % 8); i < n; ++i)
         ranks.push_back(static_cast<int64_t>(rng() % 6));
@@ -473,6 +553,16 @@ TEST(PlanSerialization, RankListsAreBoxesAndClassMembersOneEntry) {
   EXPECT_EQ(detail::nextNumberedName("c0"), "c1");
   EXPECT_EQ(detail::nextNumberedName("world"), "");
   EXPECT_EQ(detail::nextNumberedName("f.comm07"), "");
+  // k steps at once agree with k single steps.
+  for (const char *name : {"f.comm9", "c0", "7", "x99999999999999999999"})
+    for (int64_t k : {0, 1, 9, 10, 11, 99, 1001, 4095}) {
+      std::string stepped = name;
+      for (int64_t i = 0; i < k; ++i)
+        stepped = detail::nextNumberedName(stepped);
+      EXPECT_EQ(detail::numberedName(name, k), stepped) << name << " " << k;
+    }
+  EXPECT_EQ(detail::numberedName("world", 3), "");
+  EXPECT_EQ(detail::numberedName("f.comm07", 3), "");
 
   // On a plan of 64 ranks: boxes, names left out, members, and the plan
   // read back as it was.
@@ -503,6 +593,64 @@ TEST(PlanSerialization, RankListsAreBoxesAndClassMembersOneEntry) {
   // class's communicator rule gives them none, so a patch gives theirs; a
   // file whose rule found no communicator was refused by its own reader.)
   expectReadsBack(broken, {18, 19});
+  // The classes that lost ranks 18 and 19 are boxes but for them: each is
+  // stored as a few boxes (a worker of 4,096 ranks reads a handful of
+  // numbers, not a list of 2,047), and every rank reads back its program.
+  wire::ExecutionPlan brokenWire = detail::toThrift(broken);
+  std::map<int32_t, int> pieces;
+  for (const wire::ClassMembers &z : brokenWire.plans[0].members) {
+    EXPECT_TRUE(z.ranks.__isset.box);
+    ++pieces[z.program];
+  }
+  expectReadsBack(broken, {0, 1, 2, 16, 17, 20, 21, 62, 63});
+  // A class that is a box but for its head ("1 + 16i + j but ..."): a run
+  // and a box, not a list; an irregular list stays one list.
+  std::vector<int64_t> butHead;
+  for (int64_t i = 0; i < 4; ++i)
+    for (int64_t j = 0; j < 8; ++j)
+      if (i || j)
+        butHead.push_back(16 * i + j);
+  std::vector<std::vector<int64_t>> split = detail::boxPieces(butHead);
+  ASSERT_EQ(split.size(), 2u);
+  EXPECT_EQ(split[0], (std::vector<int64_t>{1, 2, 3, 4, 5, 6, 7}));
+  EXPECT_EQ(split[1].front(), 16);
+  EXPECT_TRUE(box(split[1]));
+  EXPECT_EQ(detail::boxPieces({0, 1, 2, 5, 9, 30}),
+            (std::vector<std::vector<int64_t>>{{0, 1, 2, 5, 9, 30}}));
+  EXPECT_EQ(detail::boxPieces({4, 8, 60}),
+            (std::vector<std::vector<int64_t>>{{4, 8, 60}}));
+  // A class stored in two entries reads back whole, by either decode.
+  wire::ExecutionPlan two = detail::toThrift(plan);
+  ASSERT_TRUE(two.plans[0].members[0].ranks.__isset.box);
+  std::vector<int64_t> all;
+  int64_t budget = 1 << 20;
+  const std::vector<int64_t> &b0 = two.plans[0].members[0].ranks.box;
+  RankBox whole{b0[0], {}, {}};
+  for (size_t i = 1; i < b0.size(); i += 2) {
+    whole.sizes.push_back(b0[i]);
+    whole.strides.push_back(b0[i + 1]);
+  }
+  ASSERT_FALSE(detail::expandRankBox(whole, budget, all));
+  ASSERT_GE(all.size(), 4u);
+  size_t half = all.size() / 2;
+  wire::ClassMembers second = two.plans[0].members[0];
+  two.plans[0].members[0].ranks.__set_ranks(
+      std::vector<int64_t>(all.begin(), all.begin() + half));
+  two.plans[0].members[0].ranks.__isset.box = false;
+  second.ranks.__set_box({all[half], static_cast<int64_t>(all.size() - half),
+                          all[half + 1] - all[half]});
+  two.plans[0].members.push_back(second);
+  std::string twoBytes = fileOf(two);
+  StatusOr<ExecutionPlan> twoBack = deserializePlan(twoBytes);
+  ASSERT_TRUE(twoBack.isOk()) << twoBack.status().toString();
+  EXPECT_TRUE(twoBack->plans == plan.plans);
+  for (int64_t rank : {all.front(), all[half - 1], all[half], all.back()}) {
+    StatusOr<RankPlan> mine = deserializePlanForRank(twoBytes, rank);
+    ASSERT_TRUE(mine.isOk()) << mine.status().toString();
+    ASSERT_EQ(mine->plan.plans[0].programs.size(), 1u) << "rank " << rank;
+    EXPECT_TRUE(mine->plan.plans[0].programs[0] == plan.plans[0].programs[rank])
+        << "rank " << rank;
+  }
   size_t entries = wire.plans[0].programs.size(), members = 0;
   for (const wire::ClassMembers &z : wire.plans[0].members) {
     ASSERT_TRUE(z.ranks.__isset.box);

@@ -122,6 +122,11 @@ struct Communicator {
   std::string mesh;
   std::vector<int64_t> ranks;
   Backend backend = Backend::Gloo;
+  /// Decoded for one rank (deserializePlanForRank) that is not a member of
+  /// this repeat of a stored family: `name` and `ranks` are left empty, as
+  /// the rank never names it (a worker of 4,096 ranks is in a few of
+  /// hundreds of communicators).
+  bool elided = false;
   bool operator==(const Communicator &) const = default;
 };
 
