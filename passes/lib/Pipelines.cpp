@@ -75,6 +75,10 @@ void populatePlanPipeline(OpPassManager &pm, const PipelineOptions &options) {
     plan.cutAtContractions = true;
     plan.maxKernelOps = 512;
   }
+  // Data parallelism's weight update on each rank's rows (before the
+  // ranks are specialised: one rewrite of the SPMD code).
+  if (knobs::getBool(knobs::Id::ShardUpdate).value)
+    pm.addPass(createMonarchShardWeightUpdate());
   pm.addPass(createMonarchSpecializeRanks());
   if (int64_t bucket = knobs::getInt(knobs::Id::BucketBytes).value;
       bucket > 0) {

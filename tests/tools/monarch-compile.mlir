@@ -16,12 +16,13 @@
 // DUMP: 00-input.mlir
 // DUMP-NEXT: 01-monarch-partition.mlir
 // DUMP-NEXT: 02-monarch-split-control-data.mlir
-// DUMP-NEXT: 03-monarch-specialize-ranks.mlir
-// DUMP-NEXT: 04-monarch-bucket-collectives.mlir
-// DUMP-NEXT: 05-monarch-hoist-collectives.mlir
-// DUMP-NEXT: 06-monarch-plan-transfers.mlir
-// DUMP-NEXT: 07-monarch-schedule.mlir
-// DUMP-NEXT: 08-monarch-verify-plan.mlir
+// DUMP-NEXT: 03-monarch-shard-weight-update.mlir
+// DUMP-NEXT: 04-monarch-specialize-ranks.mlir
+// DUMP-NEXT: 05-monarch-bucket-collectives.mlir
+// DUMP-NEXT: 06-monarch-hoist-collectives.mlir
+// DUMP-NEXT: 07-monarch-plan-transfers.mlir
+// DUMP-NEXT: 08-monarch-schedule.mlir
+// DUMP-NEXT: 09-monarch-verify-plan.mlir
 // DUMP-NEXT: partitioned.mlir
 // DUMP-NEXT: planned.mlir
 // DUMP-NEXT: split.mlir
@@ -45,7 +46,8 @@
 // RUN: not monarch-compile %s --compile-from=planned --compile-to=split 2>&1 | FileCheck %s --check-prefix=BACKWARDS
 // FROMPLAN: all_reduce
 // FROMDUMP: 00-input.mlir
-// FROMDUMP-NEXT: 01-monarch-specialize-ranks.mlir
+// FROMDUMP-NEXT: 01-monarch-shard-weight-update.mlir
+// FROMDUMP-NEXT: 02-monarch-specialize-ranks.mlir
 // FROMDUMP-NOT: partitioned.mlir
 // FROMDUMP: planned.mlir
 // FROMDUMP-NEXT: split.mlir

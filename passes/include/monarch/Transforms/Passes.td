@@ -90,6 +90,47 @@ def MonarchSplitControlData : Pass<"monarch-split-control-data",
   ];
 }
 
+def MonarchShardWeightUpdate : Pass<"monarch-shard-weight-update",
+                                    "::mlir::ModuleOp"> {
+  let summary = "Update each rank's rows of a data-parallel weight";
+  let description = [{
+    On the split form, in endpoint bodies (actor code, and the partitioned
+    step of a function compiled with global semantics): an `all_reduce`
+    (sum or avg) whose result only feeds elementwise ops whose other inputs
+    are replicated over the same mesh dimensions, with exactly one value of
+    them used elsewhere (the new weight of plain SGD), becomes a
+    `reduce_scatter`, the elementwise ops on this rank's rows (replicated
+    inputs sliced at `monarch.process_index` times the rows) and one
+    `all_gather` of that value (XLA's automatic sharding of the weight
+    update). The bytes moved are the all_reduce's; the update's reads and
+    writes are divided by the group's size. Gradients under `min-bytes`
+    stay one all_reduce.
+
+    ```mlir
+    %g = monarch.all_reduce %p over ["gpus"] avg : tensor<64x64xf32>
+    %u = linalg.generic ... ins(%w, %g ...) // w - lr * g
+    monarch.state_set @w = %u : tensor<64x64xf32>
+    // on a mesh of 2 along "gpus" becomes
+    %s = monarch.reduce_scatter %p over ["gpus"] axis 0 avg
+        : tensor<64x64xf32> -> tensor<32x64xf32>
+    %i = monarch.process_index over ["gpus"] : index
+    %rows = tensor.extract_slice %w[%i * 32, 0] [32, 64] [1, 1]
+    %u = linalg.generic ... ins(%rows, %s ...)  // 32x64
+    %f = monarch.all_gather %u over ["gpus"] axis 0
+        : tensor<32x64xf32> -> tensor<64x64xf32>
+    monarch.state_set @w = %f : tensor<64x64xf32>
+    ```
+  }];
+  let options = [
+    Option<"minBytes", "min-bytes", "int64_t", /*default=*/"262144",
+           "Gradients smaller than this stay one all_reduce">,
+  ];
+  let dependentDialects = ["::monarch::MonarchDialect",
+                           "::mlir::arith::ArithDialect",
+                           "::mlir::tensor::TensorDialect",
+                           "::mlir::linalg::LinalgDialect"];
+}
+
 def MonarchSpecializeRanks : Pass<"monarch-specialize-ranks",
                                   "::mlir::ModuleOp"> {
   let summary = "Specialize each worker program into tensor code per rank";

@@ -91,6 +91,11 @@ enum Component : unsigned {
     "merge each rank's independent all_reduces into buckets of at most this "  \
     "many bytes (PyTorch DDP's gradient buckets, 25 MiB by default; "          \
     "`monarch-bucket-collectives`); `0` reduces each on its own")              \
+  X(ShardUpdate, "MONARCH_SHARD_UPDATE", Bool, "1", 0, 0, "", Compiler, true,  \
+    "`1` (the default) updates each rank's rows of a data-parallel weight "    \
+    "between a reduce_scatter and an all_gather instead of every rank "        \
+    "updating all of it after an all_reduce "                                  \
+    "(`monarch-shard-weight-update`); `0` keeps the all_reduce")               \
   X(KernelCut, "MONARCH_KERNEL_CUT", Choice, "contraction", 0, 0,              \
     "comm|contraction", Compiler, true,                                        \
     "where a rank's compute is cut into kernels: `contraction` (the "          \
