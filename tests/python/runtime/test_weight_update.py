@@ -125,3 +125,48 @@ def test_the_knob_keeps_the_all_reduce(meshes, monkeypatch):
     np.testing.assert_allclose(step(w, *batches[0]),
                                reference(w, batches)[0], rtol=1e-4, atol=1e-5)
     assert os.environ["MONARCH_SHARD_UPDATE"] == "0"
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_random_update_chains_match_numpy(meshes, seed):
+    """Random elementwise chains between the reduced gradient and the one
+    value that leaves them (their other inputs the replicated weight, a
+    replicated bias row broadcast over the rows, scalars): the rewrite
+    applies and the numbers are numpy's."""
+    rng = np.random.default_rng(100 + seed)
+    w = (rng.standard_normal((WIDTH, WIDTH)) * 0.1).astype(np.float32)
+    b = rng.standard_normal((WIDTH,)).astype(np.float32)
+    x = rng.standard_normal((512, WIDTH)).astype(np.float32)
+    t = rng.standard_normal((512, WIDTH)).astype(np.float32)
+    steps = [(int(rng.integers(0, 5)), float(rng.uniform(0.5, 2.0)))
+             for _ in range(int(rng.integers(1, 5)))]
+
+    def chain(u, w, b, maximum):
+        for kind, c in steps:
+            if kind == 0:
+                u = u * c
+            elif kind == 1:
+                u = u + w
+            elif kind == 2:
+                u = u - b
+            elif kind == 3:
+                u = maximum(u, w * c)
+            else:
+                u = u * u
+        return w - LR * u
+
+    mesh = meshes(gpus=2)
+
+    def loss_fn(w, x, t):
+        return ((mc.shard(x, gpus=0) @ w - mc.shard(t, gpus=0)) ** 2).mean()
+
+    @mc.compile(mesh=mesh)
+    def step(w, b, x, t):
+        return chain(mc.grad(loss_fn)(w, x, t), w, b, mc.maximum)
+
+    assert "reduce_scatter" in step.ir("planned", w, b, x, t), steps
+    x64, t64, w64 = (a.astype(np.float64) for a in (x, t, w))
+    g = x64.T @ (2.0 * (x64 @ w64 - t64) / t64.size)
+    want = chain(g, w64, b.astype(np.float64), np.maximum)
+    np.testing.assert_allclose(step(w, b, x, t), want, rtol=1e-4, atol=1e-5,
+                               err_msg=str(steps))
