@@ -668,29 +668,52 @@ std::vector<RankPatch> fromT(const std::vector<t::RankPatch> &in) {
   return patches;
 }
 
-/// Format 7: a RankSet's ranks appended to `out`, spending `budget`; an
-/// error says what does not fit.
-std::optional<std::string> fromT(const t::RankSet &set, int64_t &budget,
-                                 std::vector<int64_t> &out) {
+/// Format 7: a RankSet checked, as its list or its box; an error says
+/// what is wrong with it.
+std::optional<std::string> rankSetOf(const t::RankSet &set,
+                                     const std::vector<int64_t> *&list,
+                                     RankBox &box) {
+  list = nullptr;
   if (set.__isset.ranks == set.__isset.box)
     return std::string("a rank set must either list its ranks or be a box");
   if (set.__isset.ranks) {
-    if (static_cast<int64_t>(set.ranks.size()) > budget)
-      return std::string("more ranks than a plan may hold");
-    budget -= static_cast<int64_t>(set.ranks.size());
-    out.insert(out.end(), set.ranks.begin(), set.ranks.end());
+    list = &set.ranks;
     return std::nullopt;
   }
   if (set.box.size() % 2 == 0)
     return "a rank box of " + std::to_string(set.box.size()) +
            " numbers (an offset and a size and stride per dimension)";
-  RankBox box;
   box.offset = set.box[0];
   for (size_t i = 1; i < set.box.size(); i += 2) {
     box.sizes.push_back(set.box[i]);
     box.strides.push_back(set.box[i + 1]);
   }
-  return expandRankBox(box, budget, out);
+  return std::nullopt;
+}
+
+/// A listed RankSet's size spent from `budget`, or what does not fit.
+std::optional<std::string> spendList(const std::vector<int64_t> &list,
+                                     int64_t &budget) {
+  if (static_cast<int64_t>(list.size()) > budget)
+    return std::string("more ranks than a plan may hold");
+  budget -= static_cast<int64_t>(list.size());
+  return std::nullopt;
+}
+
+/// Format 7: a RankSet's ranks appended to `out`, spending `budget`; an
+/// error says what does not fit.
+std::optional<std::string> fromT(const t::RankSet &set, int64_t &budget,
+                                 std::vector<int64_t> &out) {
+  const std::vector<int64_t> *list;
+  RankBox box;
+  if (auto bad = rankSetOf(set, list, box))
+    return bad;
+  if (!list)
+    return expandRankBox(box, budget, out);
+  if (auto bad = spendList(*list, budget))
+    return bad;
+  out.insert(out.end(), list->begin(), list->end());
+  return std::nullopt;
 }
 
 /// Whether a RankSet holds `rank`, spending its size from `budget` and
@@ -698,26 +721,16 @@ std::optional<std::string> fromT(const t::RankSet &set, int64_t &budget,
 std::optional<std::string> holdsT(const t::RankSet &set, int64_t rank,
                                   int64_t &budget, bool &holds) {
   holds = false;
-  if (set.__isset.ranks == set.__isset.box)
-    return std::string("a rank set must either list its ranks or be a box");
-  if (set.__isset.ranks) {
-    if (static_cast<int64_t>(set.ranks.size()) > budget)
-      return std::string("more ranks than a plan may hold");
-    budget -= static_cast<int64_t>(set.ranks.size());
-    holds =
-        std::find(set.ranks.begin(), set.ranks.end(), rank) != set.ranks.end();
-    return std::nullopt;
-  }
-  if (set.box.size() % 2 == 0)
-    return "a rank box of " + std::to_string(set.box.size()) +
-           " numbers (an offset and a size and stride per dimension)";
+  const std::vector<int64_t> *list;
   RankBox box;
-  box.offset = set.box[0];
-  for (size_t i = 1; i < set.box.size(); i += 2) {
-    box.sizes.push_back(set.box[i]);
-    box.strides.push_back(set.box[i + 1]);
-  }
-  return rankBoxHolds(box, rank, budget, holds);
+  if (auto bad = rankSetOf(set, list, box))
+    return bad;
+  if (!list)
+    return rankBoxHolds(box, rank, budget, holds);
+  if (auto bad = spendList(*list, budget))
+    return bad;
+  holds = std::find(list->begin(), list->end(), rank) != list->end();
+  return std::nullopt;
 }
 
 /// The ranks a decode may expand from boxes and lists (2^24: a mesh of 16M

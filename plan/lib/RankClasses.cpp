@@ -529,6 +529,23 @@ std::optional<RankBox> rankBox(const std::vector<int64_t> &ranks) {
   return box;
 }
 
+namespace {
+/// `box`'s rank count spent from `budget`, or what does not fit.
+std::optional<std::string> spendBox(const RankBox &box, int64_t &budget,
+                                    int64_t &count) {
+  count = 1;
+  for (int64_t size : box.sizes)
+    if (size < 1 || size > budget || count > budget / size)
+      return "a rank box of sizes that are not positive or hold more ranks "
+             "than the plan may (" +
+             std::to_string(budget) + " left)";
+    else
+      count *= size;
+  budget -= count;
+  return std::nullopt;
+}
+} // namespace
+
 std::optional<std::string> rankBoxHolds(const RankBox &box, int64_t rank,
                                         int64_t &budget, bool &holds) {
   holds = false;
@@ -553,15 +570,9 @@ std::optional<std::string> rankBoxHolds(const RankBox &box, int64_t rank,
     holds = std::find(ranks.begin(), ranks.end(), rank) != ranks.end();
     return std::nullopt;
   }
-  int64_t count = 1;
-  for (int64_t size : box.sizes)
-    if (size > budget || count > budget / size)
-      return "a rank box of sizes that are not positive or hold more ranks "
-             "than the plan may (" +
-             std::to_string(budget) + " left)";
-    else
-      count *= size;
-  budget -= count;
+  int64_t count;
+  if (auto bad = spendBox(box, budget, count))
+    return bad;
   int64_t rest;
   if (__builtin_sub_overflow(rank, box.offset, &rest) || rest < 0)
     return std::nullopt;
@@ -580,15 +591,9 @@ std::optional<std::string> expandRankBox(const RankBox &box, int64_t &budget,
   if (box.sizes.size() != box.strides.size() || box.sizes.size() > 16)
     return "a rank box of " + std::to_string(box.sizes.size()) + " sizes and " +
            std::to_string(box.strides.size()) + " strides";
-  int64_t count = 1;
-  for (int64_t size : box.sizes)
-    if (size < 1 || size > budget || count > budget / size)
-      return "a rank box of sizes that are not positive or hold more ranks "
-             "than the plan may (" +
-             std::to_string(budget) + " left)";
-    else
-      count *= size;
-  budget -= count;
+  int64_t count;
+  if (auto bad = spendBox(box, budget, count))
+    return bad;
   if (box.sizes.empty()) {
     out.push_back(box.offset);
     return std::nullopt;
@@ -662,22 +667,7 @@ int64_t meshRankOf(const ExecutionPlan &plan, const std::string &mesh,
 }
 
 std::string nextNumberedName(const std::string &name) {
-  size_t end = name.size(), start = end;
-  while (start > 0 && name[start - 1] >= '0' && name[start - 1] <= '9')
-    --start;
-  if (start == end || (name[start] == '0' && end - start > 1))
-    return "";
-  // Decimal increment in place (one allocation: a name is read per
-  // communicator of the plan).
-  std::string next = name;
-  size_t i = end;
-  while (i > start && next[i - 1] == '9')
-    next[--i] = '0';
-  if (i == start)
-    next.insert(start, 1, '1');
-  else
-    ++next[i - 1];
-  return next;
+  return numberedName(name, 1);
 }
 
 std::string numberedName(const std::string &name, int64_t k) {
