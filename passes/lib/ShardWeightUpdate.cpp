@@ -28,9 +28,6 @@
 //   one all_gather replaces the all_reduce's second half. With two (SGD
 //   with momentum: the momentum and the weight) the step would move more
 //   bytes, and `mc.optim`'s `shard_state` (ZeRO-1) is the way;
-// - that value is not an endpoint result a caller keeps on the workers
-//   (`donate_argnums`): a kept result is bound to resident bytes only where
-//   a kernel writes it, so an all_gather's would be copied out every step;
 // - the gradient is at least `min-bytes` (256 KiB): below, two collectives
 //   cost more latency than the update saves.
 //
@@ -47,7 +44,6 @@
 #include "monarch/Transforms/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
-#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/SymbolTable.h"
@@ -362,34 +358,6 @@ void shard(AllReduceOp reduce, const Chain &chain, int64_t groupSize) {
       empty->erase();
 }
 
-/// The endpoint results a caller keeps on the workers (`donate_argnums`:
-/// its function's result carries `monarch.keep`), as "mesh::endpoint#i".
-/// Such a result is bound to resident bytes only where a kernel writes
-/// it; an all_gather's would be copied out after every step (0.9 ms for
-/// 4 MB here, more than the sharded update saves), so its chain is left
-/// alone.
-llvm::StringSet<> keptResults(ModuleOp module) {
-  llvm::StringSet<> kept;
-  for (auto fn : module.getOps<func::FuncOp>()) {
-    if (fn.isExternal())
-      continue;
-    Operation *ret = fn.getBody().back().getTerminator();
-    for (unsigned i = 0; i < fn.getNumResults(); ++i) {
-      if (!fn.getResultAttr(i, MonarchDialect::getKeepAttrName()))
-        continue;
-      Value v = ret->getOperand(i);
-      auto call = v.getDefiningOp<CallOp>();
-      if (!call)
-        continue;
-      kept.insert((call.getCallee().getRootReference().getValue() +
-                   "::" + call.getCallee().getLeafReference().getValue() + "#" +
-                   llvm::Twine(cast<OpResult>(v).getResultNumber()))
-                      .str());
-    }
-  }
-  return kept;
-}
-
 /// G: the size of the group along `dims` of the one mesh `cls` is spawned
 /// on, or 0 (spawned on none, several, or a mesh without those dims).
 int64_t groupSize(ActorClassOp cls, ArrayAttr dims, ModuleOp module,
@@ -417,33 +385,12 @@ int64_t groupSize(ActorClassOp cls, ArrayAttr dims, ModuleOp module,
   return size;
 }
 
-/// Whether `sink` is returned by its endpoint as a result some caller
-/// keeps on the workers.
-bool returnsKept(Value sink, ActorClassOp cls, ModuleOp module,
-                 const llvm::StringSet<> &kept) {
-  if (kept.empty())
-    return false;
-  for (OpOperand &use : sink.getUses()) {
-    if (!isa<ReturnOp>(use.getOwner()))
-      continue;
-    auto endpoint = use.getOwner()->getParentOfType<EndpointOp>();
-    for (auto spawn : module.getOps<ActorMeshOp>())
-      if (spawn.getActorClass() == cls.getSymName() &&
-          kept.contains((spawn.getSymName() + "::" + endpoint.getSymName() +
-                         "#" + llvm::Twine(use.getOperandNumber()))
-                            .str()))
-        return true;
-  }
-  return false;
-}
-
 struct ShardWeightUpdatePass
     : monarch::impl::MonarchShardWeightUpdateBase<ShardWeightUpdatePass> {
   using MonarchShardWeightUpdateBase::MonarchShardWeightUpdateBase;
   void runOnOperation() override {
     ModuleOp module = getOperation();
     SymbolTableCollection tables;
-    llvm::StringSet<> kept = keptResults(module);
     for (auto cls : module.getOps<ActorClassOp>()) {
       SmallVector<AllReduceOp> reduces;
       cls.walk([&](AllReduceOp op) { reduces.push_back(op); });
@@ -468,7 +415,7 @@ struct ShardWeightUpdatePass
         // are gone; the new weight's all_gather is replicated).
         Replication replication(cls, reduce.getDims());
         Chain chain = chainOf(reduce, replication);
-        if (chain.ops.empty() || returnsKept(chain.sink, cls, module, kept))
+        if (chain.ops.empty())
           continue;
         shard(reduce, chain, g);
       }

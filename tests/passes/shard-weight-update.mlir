@@ -153,13 +153,14 @@ module {
 
 // -----
 
-// Left alone: a global-semantics step whose new weight is kept on the
-// workers (`donate_argnums`): a kept result is resident only where a
-// kernel writes it, and an all_gather's would be copied out every step.
+// A global-semantics step whose new weight is returned, and kept on the
+// workers (`donate_argnums`): the all_gather writes the kept value (the
+// worker binds its output to the resident bytes, as a kernel's).
 
 // CHECK-LABEL: monarch.actor_class @kept
-// CHECK-NOT:     reduce_scatter
-// CHECK:         all_reduce
+// CHECK:         reduce_scatter %{{.*}} over ["gpus"] axis 0 sum
+// CHECK:         %[[F:.*]] = all_gather
+// CHECK-NEXT:    return %[[F]] : tensor<4x8xf32>
 module {
   shard.grid @grid(shape = 2)
   monarch.proc_mesh @mesh(gpus = 2) grid @grid

@@ -117,7 +117,14 @@ std::optional<ResidentBinding> residentBinding(const RankProgram &p, int self) {
         continue;
       if (i == self)
         continue;
-      if (alo < lo || ahi > hi || a.pinned)
+      // An all_gather's output that is exactly a kept fetch's buffer may
+      // be resident bytes: its members read each other's inputs, never its
+      // output, so the output need not be in registered memory (the
+      // sharded weight update's new weight, kept by a donated step).
+      bool gathered = !feed && instr.kind == OpKind::Collective &&
+                      instr.collective == CommOpKind::AllGather && a.write &&
+                      alo == lo && ahi == hi;
+      if (alo < lo || ahi > hi || (a.pinned && !gathered))
         return std::nullopt;
       if (feed && a.write)
         return std::nullopt;
@@ -134,7 +141,10 @@ std::optional<ResidentBinding> residentBinding(const RankProgram &p, int self) {
     if (!feed && i == self && !written)
       return std::nullopt;
     if (!feed && touches && !written) {
-      if (instr.kind != OpKind::Launch || reads || !writesWhole)
+      bool writer = instr.kind == OpKind::Launch ||
+                    (instr.kind == OpKind::Collective &&
+                     instr.collective == CommOpKind::AllGather);
+      if (!writer || reads || !writesWhole)
         return std::nullopt;
       written = true;
     }

@@ -44,8 +44,8 @@ struct ResidentBinding {
 /// when the program touches its bytes through nothing else than buffers
 /// inside it, none of them communication or actor state; a feed must be
 /// only read, and a kept fetch's bytes first written whole by one launch
-/// that does not read them (so a step never sees what fresh bytes held
-/// before), and fetched by no other instruction.
+/// or all_gather that does not read them (so a step never sees what fresh
+/// bytes held before), and fetched by no other instruction.
 std::optional<ResidentBinding> residentBinding(const RankProgram &p, int self);
 
 } // namespace monarch::worker

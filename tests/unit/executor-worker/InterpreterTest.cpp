@@ -602,6 +602,59 @@ TEST(Interpreter, BindsResidentFeedsAndKeptFetchesInPlace) {
             (std::vector<float>{11, 21, 31, 41}));
 }
 
+// The sharded weight update's new weight: an all_gather writes the kept
+// value, and its output is bound to fresh resident bytes (members read each
+// other's inputs, never the output); its input is not, and the numbers are
+// the same step after step.
+TEST(Interpreter, BindsAKeptFetchAnAllGatherWrites) {
+  FakeWorlds worlds;
+  std::shared_ptr<ResidentPool> pool = ResidentPool::create();
+  Interpreter::Options o = options(worlds, 0, 1);
+  o.residents = pool;
+  RankProgram p = addProgram();
+  p.numEvents = 2;
+  Instruction gather = comm(OpKind::Collective, f32(128, 4), 1);
+  gather.collective = CommOpKind::AllGather;
+  gather.output = f32(192, 4);
+  p.instructions = {feed(0, f32(0, 4)),
+                    feed(1, f32(64, 4)),
+                    add4(f32(0, 4), f32(64, 4), f32(128, 4), 0),
+                    wait(std::vector<int>{0}),
+                    gather,
+                    wait(std::vector<int>{1}),
+                    fetch(0, f32(192, 4))};
+  auto interp = Interpreter::create(std::move(p), std::move(o));
+  ASSERT_TRUE(interp.isOk()) << interp.status().toString();
+  EXPECT_TRUE((*interp)->bindsKeep(0));
+  std::vector<TraceRecord> trace;
+  ResidentPtr w = residentOf(*pool, {1, 2, 3, 4});
+  for (int64_t step = 0; step < 3; ++step) {
+    (*interp)->setKeeps({0});
+    (*interp)->setResidentFeeds({{0, w}});
+    std::vector<FetchResult> fetches;
+    StepFailure f =
+        (*interp)->runStep(step, {{0, w->view()}, {1, bytesOf({1, 1, 1, 1})}},
+                           nullptr, fetches, trace);
+    ASSERT_TRUE(f.status.isOk()) << f.status.toString();
+    ASSERT_EQ(fetches.size(), 1u);
+    ASSERT_TRUE(fetches[0].resident);
+    float s = static_cast<float>(step + 1);
+    EXPECT_EQ(floatsOf(fetches[0].view()),
+              (std::vector<float>{1 + s, 2 + s, 3 + s, 4 + s}));
+    w = fetches[0].resident;
+  }
+  // Not kept: the same program fetches the bytes.
+  (*interp)->setKeeps({});
+  (*interp)->setResidentFeeds({});
+  std::vector<FetchResult> fetches;
+  StepFailure f = (*interp)->runStep(
+      3, {{0, bytesOf({1, 2, 3, 4})}, {1, bytesOf({1, 1, 1, 1})}}, nullptr,
+      fetches, trace);
+  ASSERT_TRUE(f.status.isOk()) << f.status.toString();
+  EXPECT_FALSE(fetches.at(0).resident);
+  EXPECT_EQ(floatsOf(fetches[0].view()), (std::vector<float>{2, 3, 4, 5}));
+}
+
 // What is not its own is copied: a feed a kernel writes (in place), a
 // kept fetch of a fed buffer, of a buffer a collective writes, or fetched
 // twice; the numbers are the same.
