@@ -22,8 +22,9 @@
 //   class is spawned on, and its leading extent divides by G;
 // - every op that reads its result, transitively, is an elementwise
 //   linalg.generic over the same shape (no linalg.index), whose other
-//   operands are replicated over D (so each rank can take its rows) or do
-//   not vary along the leading dimension;
+//   operands are replicated over D (each rank takes its rows of those that
+//   vary along the leading dimension; a row broadcast over the rows is
+//   read whole);
 // - exactly one value of that chain is used outside it (the new weight):
 //   one all_gather replaces the all_reduce's second half. With two (SGD
 //   with momentum: the momentum and the weight) the step would move more
@@ -224,9 +225,10 @@ Chain chainOf(AllReduceOp reduce, Replication &replication) {
   }
   if (members.empty())
     return {};
-  // Every other operand of a member (inside its body too) is replicated
-  // where the member reads it along the leading loop; an init the body
-  // reads is an input.
+  // Every other operand a member reads (inside its body too) is
+  // replicated, broadcasts along the other loops included: a rank's own
+  // row added to its rows would make each rank's rows from a different
+  // row. An init the body reads is an input.
   for (Operation *op : members) {
     auto generic = cast<linalg::GenericOp>(op);
     for (OpOperand &operand : generic->getOpOperands()) {
@@ -235,8 +237,7 @@ Chain chainOf(AllReduceOp reduce, Replication &replication) {
         continue;
       bool read = !generic.isDpsInit(&operand) ||
                   generic.payloadUsesValueFromOperand(&operand);
-      if (read && !replication.replicated(v) &&
-          usesLeading(generic.getMatchingIndexingMap(&operand)))
+      if (read && !replication.replicated(v))
         return {};
     }
     bool capturedOk = true;
@@ -371,12 +372,15 @@ int64_t groupSize(ActorClassOp cls, ArrayAttr dims, ModuleOp module,
       return 0;
     SmallVector<StringRef> names = mesh.getDimNames();
     SmallVector<int64_t> shape = mesh.getMeshShape();
-    int64_t g = 1;
+    // The dims in the mesh's order: then a rank's process_index over them
+    // is its place in the collective's group.
+    int64_t g = 1, last = -1;
     for (Attribute d : dims) {
       auto at = llvm::find(names, cast<StringAttr>(d).getValue());
-      if (at == names.end())
+      if (at == names.end() || at - names.begin() <= last)
         return 0;
-      g *= shape[at - names.begin()];
+      last = at - names.begin();
+      g *= shape[last];
     }
     if (size && size != g)
       return 0;

@@ -73,7 +73,9 @@ module {
 
 // -----
 
-// Left alone: the update reads the rank's own shard (not replicated), the
+// Left alone: the update reads the rank's own shard (not replicated) or a
+// row of the rank's own broadcast over the rows (each rank's rows would come
+// from a different row), the
 // state is updated with a rank's own data elsewhere (so it is not
 // replicated either), two values of the chain are used outside it (SGD
 // with momentum: two all_gathers would move more than the all_reduce), and
@@ -81,7 +83,7 @@ module {
 
 // CHECK-LABEL: monarch.actor_class @left
 // CHECK-NOT:     reduce_scatter
-// CHECK-COUNT-4: all_reduce
+// CHECK-COUNT-5: all_reduce
 // CHECK-NOT:     reduce_scatter
 module {
   shard.grid @grid(shape = 2)
@@ -141,6 +143,23 @@ module {
         linalg.yield %s : f32
       } -> tensor<3x8xf32>
       state_set @odd = %o2 : tensor<3x8xf32>
+      // g + (the rank's own column sums of p), broadcast over the rows.
+      %g5 = all_reduce %p over ["gpus"] avg : tensor<4x8xf32>
+      %z = arith.constant 0.000000e+00 : f32
+      %e6 = tensor.empty() : tensor<8xf32>
+      %zr = linalg.fill ins(%z : f32) outs(%e6 : tensor<8xf32>) -> tensor<8xf32>
+      %row = linalg.reduce ins(%p : tensor<4x8xf32>) outs(%zr : tensor<8xf32>) dimensions = [0]
+        (%a: f32, %acc: f32) {
+          %s = arith.addf %a, %acc : f32
+          linalg.yield %s : f32
+        }
+      %e7 = tensor.empty() : tensor<4x8xf32>
+      %n5 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%g5, %row : tensor<4x8xf32>, tensor<8xf32>) outs(%e7 : tensor<4x8xf32>) {
+      ^bb0(%a: f32, %b: f32, %out: f32):
+        %s = arith.addf %a, %b : f32
+        linalg.yield %s : f32
+      } -> tensor<4x8xf32>
+      state_set @b = %n5 : tensor<4x8xf32>
       return
     }
   }
