@@ -122,10 +122,10 @@ struct Communicator {
   std::string mesh;
   std::vector<int64_t> ranks;
   Backend backend = Backend::Gloo;
-  /// Decoded for one rank (deserializePlanForRank) that is not a member of
-  /// this repeat of a stored family: `name` and `ranks` are left empty, as
-  /// the rank never names it (a worker of 4,096 ranks is in a few of
-  /// hundreds of communicators).
+  /// Decoded for one rank (deserializePlanForRank): a repeat of a stored
+  /// run that neither holds the rank nor is named by a stored stream or
+  /// patch, so the rank never uses it; `name` and `ranks` are left empty (a
+  /// worker of 4,096 ranks is in a few of hundreds of communicators).
   bool elided = false;
   bool operator==(const Communicator &) const = default;
 };
