@@ -143,26 +143,29 @@ private:
     for (Value operand : op->getOperands())
       if (!replicated(operand))
         return false;
-    bool inside = true;
-    op->walk([&](Operation *nested) {
+    return readsReplicatedInside(op);
+  }
+
+public:
+  /// Whether the ops inside `op`'s regions are pure compute and every
+  /// value they read from outside `op` is replicated.
+  bool readsReplicatedInside(Operation *op) {
+    WalkResult r = op->walk([&](Operation *nested) {
       if (nested == op)
         return WalkResult::advance();
       if (isa<MonarchDialect>(nested->getDialect()) ||
-          !isMemoryEffectFree(nested)) {
-        inside = false;
+          !isMemoryEffectFree(nested))
         return WalkResult::interrupt();
-      }
       for (Value operand : nested->getOperands())
         if (!op->isAncestor(operand.getParentRegion()->getParentOp()) &&
-            !replicated(operand)) {
-          inside = false;
+            !replicated(operand))
           return WalkResult::interrupt();
-        }
       return WalkResult::advance();
     });
-    return inside;
+    return !r.wasInterrupted();
   }
 
+private:
   ArrayAttr dims;
   llvm::StringSet<> replicatedState;
   llvm::DenseMap<Value, bool> memo;
@@ -240,14 +243,7 @@ Chain chainOf(AllReduceOp reduce, Replication &replication) {
       if (read && !replication.replicated(v))
         return {};
     }
-    bool capturedOk = true;
-    generic.getRegion().walk([&](Operation *nested) {
-      for (Value operand : nested->getOperands())
-        if (!generic->isAncestor(operand.getParentRegion()->getParentOp()) &&
-            !replication.replicated(operand))
-          capturedOk = false;
-    });
-    if (!capturedOk)
+    if (!replication.readsReplicatedInside(generic))
       return {};
   }
   // The one value used outside the chain.
@@ -398,6 +394,11 @@ struct ShardWeightUpdatePass
     for (auto cls : module.getOps<ActorClassOp>()) {
       SmallVector<AllReduceOp> reduces;
       cls.walk([&](AllReduceOp op) { reduces.push_back(op); });
+      // One analysis per set of dims, rebuilt only after a rewrite (the
+      // values it knew are gone; the new weight's all_gather is
+      // replicated).
+      std::optional<Replication> replication;
+      ArrayAttr analysed;
       for (AllReduceOp reduce : reduces) {
         auto shape = dyn_cast<RankedTensorType>(reduce.getType());
         ReductionKind kind = reduce.getReduction();
@@ -415,13 +416,15 @@ struct ShardWeightUpdatePass
         int64_t g = groupSize(cls, reduce.getDims(), module, tables);
         if (g < 2 || shape.getDimSize(0) % g)
           continue;
-        // The analysis is rebuilt after each rewrite (the values it knew
-        // are gone; the new weight's all_gather is replicated).
-        Replication replication(cls, reduce.getDims());
-        Chain chain = chainOf(reduce, replication);
+        if (!replication || analysed != reduce.getDims()) {
+          replication.emplace(cls, reduce.getDims());
+          analysed = reduce.getDims();
+        }
+        Chain chain = chainOf(reduce, *replication);
         if (chain.ops.empty())
           continue;
         shard(reduce, chain, g);
+        replication.reset();
       }
     }
   }

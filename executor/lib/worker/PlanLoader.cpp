@@ -12,6 +12,7 @@
 
 #include <climits>
 #include <map>
+#include <optional>
 #include <set>
 
 using namespace monarch::executor;
@@ -70,7 +71,9 @@ public:
     int32_t m = plan_.findMesh(mesh);
     if (m < 0)
       return Status(StatusCode::InvalidArgument, "unknown mesh @" + mesh);
-    return worldIn(plan_.meshes[m], rank);
+    if (std::optional<int> w = worldIn(plan_.meshes[m], rank))
+      return *w;
+    return outside(mesh, rank);
   }
   /// world() of each of `ranks`, appended to `out` (one mesh lookup: a
   /// communicator's members are resolved together).
@@ -80,18 +83,13 @@ public:
     if (m < 0)
       return Status(StatusCode::InvalidArgument, "unknown mesh @" + mesh);
     out.reserve(out.size() + ranks.size());
-    // One pass, no Status per member (a 4,096-member communicator is
-    // resolved in microseconds).
-    const std::vector<int64_t> &root = plan_.meshes[m].rootRanks;
+    // No Status per member: a 4,096-member communicator is resolved in
+    // microseconds.
     for (int64_t rank : ranks) {
-      int64_t w = rank;
-      if (!root.empty()) {
-        if (rank < 0 || rank >= static_cast<int64_t>(root.size()))
-          return Status(StatusCode::InvalidArgument,
-                        "rank " + std::to_string(rank) + " outside @" + mesh);
-        w = root[rank];
-      }
-      out.push_back(static_cast<int>(w));
+      std::optional<int> w = worldIn(plan_.meshes[m], rank);
+      if (!w)
+        return outside(mesh, rank);
+      out.push_back(*w);
     }
     return Status::ok();
   }
@@ -110,13 +108,17 @@ public:
   }
 
 private:
-  static StatusOr<int> worldIn(const pm::ProcMesh &mesh, int64_t rank) {
+  /// `rank`'s world rank, or nullopt where the mesh does not hold it.
+  static std::optional<int> worldIn(const pm::ProcMesh &mesh, int64_t rank) {
     if (mesh.rootRanks.empty())
       return static_cast<int>(rank);
     if (rank < 0 || rank >= static_cast<int64_t>(mesh.rootRanks.size()))
-      return Status(StatusCode::InvalidArgument,
-                    "rank " + std::to_string(rank) + " outside @" + mesh.name);
+      return std::nullopt;
     return static_cast<int>(mesh.rootRanks[rank]);
+  }
+  static Status outside(const std::string &mesh, int64_t rank) {
+    return Status(StatusCode::InvalidArgument,
+                  "rank " + std::to_string(rank) + " outside @" + mesh);
   }
 
   const pm::ExecutionPlan &plan_;
