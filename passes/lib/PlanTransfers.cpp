@@ -208,6 +208,27 @@ struct MonarchPlanTransfersPass
 
   LogicalResult planWorker(func::FuncOp worker);
 
+  /// The ranks that `rank` sends the value of `send` to (itself excluded:
+  /// monarch-specialize-ranks made that a local value).
+  SmallVector<int64_t> sendDests(ChannelSendOp send, int64_t rank);
+  /// The rank that `rank` receives the value of `recv` from.
+  int64_t recvSource(ChannelRecvOp recv, int64_t rank);
+  /// The interconnect between `ranks` of `procMesh` (which `world` names),
+  /// when the mesh describes its hosts; null otherwise.
+  LinkKindAttr linkBetween(FlatSymbolRefAttr world, const MeshRanks &procMesh,
+                           ArrayRef<int64_t> ranks);
+  /// `program` (lowered for `from`, the first rank of its class) copied for
+  /// `to`, whose function is equal to `from`'s but for its groups: its own
+  /// peers, communicators, links and offsets. Null, with nothing built,
+  /// when a channel end gives `to` another number of transfers than
+  /// `from` (then `to` is lowered on its own).
+  RankProgramOp copyProgram(RankProgramOp program, RankCode &from, RankCode &to,
+                            PlanOp plan, const MeshRanks &procMesh);
+
+  /// Each collective's group of ranks (its `plan.group`, taken off the op
+  /// so that the functions of a class compare equal).
+  DenseMap<Operation *, DenseI64ArrayAttr> groups;
+
   CommunicatorOp communicator(OpBuilder &b, Location loc, StringRef planName,
                               FlatSymbolRefAttr mesh, ArrayRef<int64_t> ranks) {
     // Looked up by the members themselves (hashed, not copied: a world
@@ -477,23 +498,8 @@ LogicalResult MonarchPlanTransfersPass::lower(RankCode &code, PlanOp plan,
   b.setInsertionPointToStart(&program.getBody().front());
   StreamState st(b, loc);
   auto world = FlatSymbolRefAttr::get(plan.getMeshAttr().getAttr());
-  // Links of the transfers, when the mesh describes its hosts (looked up
-  // once per mesh: a scan of the module per rank is quadratic).
-  auto [found, inserted] = topologies.try_emplace(world, TopologyOp());
-  if (inserted)
-    for (auto t : getOperation().getOps<TopologyOp>())
-      if (t.getMeshAttr() == world)
-        found->second = t;
-  TopologyOp topology = found->second;
-  auto linkBetween = [&](ArrayRef<int64_t> ranks) -> LinkKindAttr {
-    if (!topology || ranks.empty())
-      return {};
-    int64_t host = topology.hostOf(procMesh.dims, procMesh.shape, ranks[0]);
-    bool sameHost = llvm::all_of(ranks, [&](int64_t r) {
-      return topology.hostOf(procMesh.dims, procMesh.shape, r) == host;
-    });
-    return LinkKindAttr::get(ctx, sameHost ? topology.getIntra()
-                                           : topology.getInter());
+  auto link = [&](ArrayRef<int64_t> ranks) {
+    return linkBetween(world, procMesh, ranks);
   };
   std::string planName = plan.getSymName().str();
 
@@ -757,23 +763,7 @@ LogicalResult MonarchPlanTransfersPass::lower(RankCode &code, PlanOp plan,
     for (Value r : op.getResults())
       recentComm.insert(r);
     if (auto send = dyn_cast<ChannelSendOp>(op)) {
-      auto channel = tables().lookupNearestSymbolFrom<ChannelOp>(
-          module, send.getChannelAttr());
-      const MeshRanks *from = resolve(channel, channel.getFromAttr());
-      const MeshRanks *to = resolve(channel, channel.getToAttr());
-      int64_t i = from->localRank(code.rank);
-      SmallVector<int64_t> dests;
-      if (auto dist = send->getAttrOfType<DistAttr>(kShardAttr)) {
-        // Its shard, to the ranks that take it from this one.
-        for (int64_t d : shardRoute(*from, *to, dist).receiversOf[i])
-          if (d != code.rank) // Self: monarch-specialize-ranks.
-            dests.push_back(d);
-      } else {
-        for (int64_t j = 0, n = to->roots.size(); j < n; ++j)
-          if (j % static_cast<int64_t>(from->roots.size()) == i &&
-              to->roots[j] != code.rank) // Self: monarch-specialize-ranks.
-            dests.push_back(to->roots[j]);
-      }
+      SmallVector<int64_t> dests = sendDests(send, code.rank);
       if (dests.empty())
         continue;
       BufferAttr buf = st.bufferFor(send.getValue());
@@ -787,7 +777,7 @@ LogicalResult MonarchPlanTransfersPass::lower(RankCode &code, PlanOp plan,
             FlatSymbolRefAttr::get(comm.getSymNameAttr()),
             b.getI64IntegerAttr(kP2PStream),
             group ? b.getI64IntegerAttr(*group) : IntegerAttr(),
-            linkBetween({code.rank, d}));
+            link({code.rank, d}));
         st.record(e, {buf}, {}, kP2PStream);
         ++numSends;
       }
@@ -795,14 +785,7 @@ LogicalResult MonarchPlanTransfersPass::lower(RankCode &code, PlanOp plan,
       continue;
     }
     if (auto recv = dyn_cast<ChannelRecvOp>(op)) {
-      auto channel = tables().lookupNearestSymbolFrom<ChannelOp>(
-          module, recv.getChannelAttr());
-      const MeshRanks *from = resolve(channel, channel.getFromAttr());
-      const MeshRanks *to = resolve(channel, channel.getToAttr());
-      int64_t j = to->localRank(code.rank);
-      auto dist = recv->getAttrOfType<DistAttr>(kShardAttr);
-      int64_t src = dist ? shardRoute(*from, *to, dist).senderOf[j]
-                         : from->roots[j % from->roots.size()];
+      int64_t src = recvSource(recv, code.rank);
       BufferAttr buf = st.bufferFor(recv.getResult());
       st.sync({}, {buf}, kP2PStream);
       CommunicatorOp comm =
@@ -813,13 +796,16 @@ LogicalResult MonarchPlanTransfersPass::lower(RankCode &code, PlanOp plan,
           FlatSymbolRefAttr::get(comm.getSymNameAttr()),
           b.getI64IntegerAttr(kP2PStream),
           group ? b.getI64IntegerAttr(*group) : IntegerAttr(),
-          linkBetween({src, code.rank}));
+          link({src, code.rank}));
       st.record(e, {}, {buf}, kP2PStream);
       closeP2PGroup();
       continue;
     }
     // Collectives.
-    auto groupAttr = op.getAttrOfType<DenseI64ArrayAttr>(kGroupAttr);
+    DenseI64ArrayAttr groupAttr = groups.lookup(&op);
+    if (!groupAttr)
+      return op.emitOpError("needs its group of ranks ('")
+             << kGroupAttr << "', set by monarch-specialize-ranks)";
     SmallVector<int64_t> group(groupAttr.asArrayRef());
     Value input = op.getOperand(0), output = op.getResult(0);
     BufferAttr in = st.bufferFor(input), out = st.bufferFor(output);
@@ -858,8 +844,7 @@ LogicalResult MonarchPlanTransfersPass::lower(RankCode &code, PlanOp plan,
     Value e = CollectiveOp::create(
         b, op.getLoc(), EventType::get(ctx), CollectiveKindAttr::get(ctx, kind),
         reduction, in, out, FlatSymbolRefAttr::get(comm.getSymNameAttr()), root,
-        b.getI64IntegerAttr(kCollectiveStream), IntegerAttr(),
-        linkBetween(group));
+        b.getI64IntegerAttr(kCollectiveStream), IntegerAttr(), link(group));
     st.record(e, {in}, {out}, kCollectiveStream);
     ++numCollectives;
   }
@@ -927,6 +912,138 @@ LogicalResult MonarchPlanTransfersPass::lower(RankCode &code, PlanOp plan,
     WaitOp::create(b, loc, st.pending.getArrayRef());
   program.setArena(st.next);
   return success();
+}
+
+SmallVector<int64_t> MonarchPlanTransfersPass::sendDests(ChannelSendOp send,
+                                                         int64_t rank) {
+  auto channel = tables().lookupNearestSymbolFrom<ChannelOp>(
+      getOperation(), send.getChannelAttr());
+  const MeshRanks *from = resolve(channel, channel.getFromAttr());
+  const MeshRanks *to = resolve(channel, channel.getToAttr());
+  int64_t i = from->localRank(rank);
+  SmallVector<int64_t> dests;
+  if (auto dist = send->getAttrOfType<DistAttr>(kShardAttr)) {
+    // Its shard, to the ranks that take it from this one.
+    for (int64_t d : shardRoute(*from, *to, dist).receiversOf[i])
+      if (d != rank) // Self: monarch-specialize-ranks.
+        dests.push_back(d);
+    return dests;
+  }
+  for (int64_t j = 0, n = to->roots.size(); j < n; ++j)
+    if (j % static_cast<int64_t>(from->roots.size()) == i &&
+        to->roots[j] != rank) // Self: monarch-specialize-ranks.
+      dests.push_back(to->roots[j]);
+  return dests;
+}
+
+int64_t MonarchPlanTransfersPass::recvSource(ChannelRecvOp recv, int64_t rank) {
+  auto channel = tables().lookupNearestSymbolFrom<ChannelOp>(
+      getOperation(), recv.getChannelAttr());
+  const MeshRanks *from = resolve(channel, channel.getFromAttr());
+  const MeshRanks *to = resolve(channel, channel.getToAttr());
+  int64_t j = to->localRank(rank);
+  auto dist = recv->getAttrOfType<DistAttr>(kShardAttr);
+  return dist ? shardRoute(*from, *to, dist).senderOf[j]
+              : from->roots[j % from->roots.size()];
+}
+
+LinkKindAttr MonarchPlanTransfersPass::linkBetween(FlatSymbolRefAttr world,
+                                                   const MeshRanks &procMesh,
+                                                   ArrayRef<int64_t> ranks) {
+  // Looked up once per mesh: a scan of the module per rank is quadratic.
+  auto [found, inserted] = topologies.try_emplace(world, TopologyOp());
+  if (inserted)
+    for (auto t : getOperation().getOps<TopologyOp>())
+      if (t.getMeshAttr() == world)
+        found->second = t;
+  TopologyOp topology = found->second;
+  if (!topology || ranks.empty())
+    return {};
+  int64_t host = topology.hostOf(procMesh.dims, procMesh.shape, ranks[0]);
+  bool sameHost = llvm::all_of(ranks, [&](int64_t r) {
+    return topology.hostOf(procMesh.dims, procMesh.shape, r) == host;
+  });
+  return LinkKindAttr::get(&getContext(), sameHost ? topology.getIntra()
+                                                   : topology.getInter());
+}
+
+RankProgramOp MonarchPlanTransfersPass::copyProgram(RankProgramOp program,
+                                                    RankCode &from,
+                                                    RankCode &to, PlanOp plan,
+                                                    const MeshRanks &procMesh) {
+  // The transfers of `to`, in the order `lower` issues them: the functions
+  // are equal, so their ops correspond one to one.
+  SmallVector<int64_t> sends, recvs;
+  SmallVector<DenseI64ArrayAttr> colls;
+  for (auto [mine, theirs] :
+       llvm::zip(to.fn.getBody().front(), from.fn.getBody().front())) {
+    if (auto send = dyn_cast<ChannelSendOp>(mine)) {
+      SmallVector<int64_t> dests = sendDests(send, to.rank);
+      if (dests.size() !=
+          sendDests(cast<ChannelSendOp>(theirs), from.rank).size())
+        return {};
+      sends.append(dests);
+    } else if (auto recv = dyn_cast<ChannelRecvOp>(mine)) {
+      recvs.push_back(recvSource(recv, to.rank));
+    } else if (isa<AllReduceOp, AllGatherOp, ReduceScatterOp, BroadcastFromOp,
+                   AllToAllOp>(mine)) {
+      DenseI64ArrayAttr group = groups.lookup(&mine);
+      if (!group)
+        return {};
+      colls.push_back(group);
+    }
+  }
+  size_t numSend = 0, numRecv = 0, numColl = 0, numLaunch = 0;
+  for (Operation &op : program.getBody().front()) {
+    numSend += isa<SendOp>(op);
+    numRecv += isa<RecvOp>(op);
+    numColl += isa<CollectiveOp>(op);
+    numLaunch += isa<LaunchOp>(op);
+  }
+  if (numSend != sends.size() || numRecv != recvs.size() ||
+      numColl != colls.size())
+    return {};
+
+  OpBuilder b(&getContext());
+  b.setInsertionPointToEnd(&plan.getBody().front());
+  auto copy = cast<RankProgramOp>(b.clone(*program));
+  copy.setRank(to.rank);
+  auto world = FlatSymbolRefAttr::get(plan.getMeshAttr().getAttr());
+  std::string planName = plan.getSymName().str();
+  auto offsets = [&](ArrayRef<int64_t> at) {
+    return at.empty() ? DenseI64ArrayAttr() : b.getDenseI64ArrayAttr(at);
+  };
+  auto s = sends.begin(), r = recvs.begin();
+  auto c = colls.begin();
+  for (Operation &op : copy.getBody().front()) {
+    if (auto feed = dyn_cast<FeedBufferOp>(op)) {
+      feed.setOffsetsAttr(offsets(to.inputOffsets[feed.getIndex()]));
+    } else if (auto fetch = dyn_cast<FetchBufferOp>(op)) {
+      fetch.setOffsetsAttr(offsets(to.outputOffsets[fetch.getIndex()]));
+    } else if (auto state = dyn_cast<StateBufferOp>(op)) {
+      state.setOffsetsAttr(stateShard(getOperation(), to.rank, state.getState(),
+                                      state.getBuffer(), b));
+    } else if (auto send = dyn_cast<SendOp>(op)) {
+      int64_t peer = *s++;
+      send.setPeer(peer);
+      send.setLinkAttr(linkBetween(world, procMesh, {to.rank, peer}));
+    } else if (auto recv = dyn_cast<RecvOp>(op)) {
+      int64_t peer = *r++;
+      recv.setPeer(peer);
+      recv.setLinkAttr(linkBetween(world, procMesh, {peer, to.rank}));
+    } else if (auto coll = dyn_cast<CollectiveOp>(op)) {
+      ArrayRef<int64_t> group = (*c++).asArrayRef();
+      CommunicatorOp comm =
+          communicator(b, copy.getLoc(), planName, world, group);
+      coll.setCommAttr(FlatSymbolRefAttr::get(comm.getSymNameAttr()));
+      coll.setLinkAttr(linkBetween(world, procMesh, group));
+    }
+  }
+  numKernels += numLaunch;
+  numSends += numSend;
+  numCollectives += numColl;
+  ++numCopied;
+  return copy;
 }
 
 LogicalResult
@@ -1131,12 +1248,74 @@ LogicalResult MonarchPlanTransfersPass::planWorker(func::FuncOp worker) {
   worker.setSymName(name + ".split");
   currentPlan = PlanOp::create(b, loc, name, meshRef.getValue(), signature);
   comms.clear();
-  LogicalResult result = success();
+
+  // Each collective's group, off its op: the functions of the ranks of a
+  // class then compare equal.
+  groups.clear();
   for (RankCode &c : codes)
+    for (Operation &op : c.fn.getBody().front())
+      if (auto group = op.getAttrOfType<DenseI64ArrayAttr>(kGroupAttr)) {
+        groups[&op] = group;
+        op.removeAttr(kGroupAttr);
+      }
+  // Ranks whose functions are equal but for their groups, and that return
+  // the same outputs, form a class (docs/spmd-classes.md): the first is
+  // lowered and the others get a copy of its program with their own peers,
+  // communicators and offsets (copyProgram), the program that lowering them
+  // would build. A data x tensor x pipeline step at 4,096 ranks lowers 4
+  // ranks. Classes are looked for among functions of equal shape (a hash).
+  SmallVector<int64_t> firstOf(codes.size(), -1);
+  if (rankClasses) {
+    auto sameClass = [](RankCode &a, RankCode &c) {
+      return a.fn.getFunctionType() == c.fn.getFunctionType() &&
+             a.fetches == c.fetches &&
+             a.fn->getAttr(rankform::kOutputsAttr) ==
+                 c.fn->getAttr(rankform::kOutputsAttr) &&
+             a.fn->getAttr(rankform::kStatesAttr) ==
+                 c.fn->getAttr(rankform::kStatesAttr) &&
+             OperationEquivalence::isRegionEquivalentTo(
+                 &a.fn.getBody(), &c.fn.getBody(),
+                 OperationEquivalence::IgnoreLocations);
+    };
+    DenseMap<llvm::hash_code, SmallVector<int64_t, 1>> firsts;
+    for (auto [i, c] : llvm::enumerate(codes)) {
+      llvm::hash_code h = hash_value(c.fn.getFunctionType());
+      for (bool f : c.fetches)
+        h = llvm::hash_combine(h, f);
+      for (Operation &op : c.fn.getBody().front())
+        h = combineShapes(h, &op);
+      SmallVector<int64_t, 1> &candidates = firsts[h];
+      for (int64_t f : candidates)
+        if (sameClass(codes[f], c)) {
+          firstOf[i] = f;
+          break;
+        }
+      if (firstOf[i] < 0)
+        candidates.push_back(i);
+    }
+  }
+  LogicalResult result = success();
+  SmallVector<RankProgramOp> programs(codes.size());
+  // Per class (its first rank): the ranks lowered, the first and those a
+  // copy of it did not fit (a channel end with another number of peers),
+  // which later members are copied from in turn.
+  DenseMap<int64_t, SmallVector<int64_t, 1>> lowered;
+  for (auto [i, c] : llvm::enumerate(codes)) {
+    int64_t first = firstOf[i] >= 0 ? firstOf[i] : static_cast<int64_t>(i);
+    SmallVector<int64_t, 1> &sources = lowered[first];
+    for (int64_t from : sources)
+      if ((programs[i] = copyProgram(programs[from], codes[from], c,
+                                     currentPlan, *procMesh)))
+        break;
+    if (programs[i])
+      continue;
     if (failed(lower(c, currentPlan, *procMesh, backend))) {
       result = failure();
       break;
     }
+    programs[i] = cast<RankProgramOp>(currentPlan.getBody().front().back());
+    sources.push_back(i);
+  }
   // The runs recorded point into the rank functions.
   runsByHash.clear();
   for (RankCode &c : codes)

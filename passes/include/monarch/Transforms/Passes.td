@@ -311,7 +311,12 @@ def MonarchPlanTransfers : Pass<"monarch-plan-transfers", "::mlir::ModuleOp"> {
     Option<"maxKernelOps", "max-kernel-ops", "int64_t", /*default=*/"0",
            "Start a new kernel once one holds this many ops (0: no bound); "
            "long elementwise runs (an optimizer's update of every "
-           "parameter) then compile as several kernels, in parallel">
+           "parameter) then compile as several kernels, in parallel">,
+    Option<"rankClasses", "rank-classes", "bool", /*default=*/"true",
+           "Lower one rank of each class of ranks whose functions are equal "
+           "but for their collectives' groups, and give the others a copy of "
+           "its program with their own peers, communicators and offsets "
+           "(false: lower every rank; the plan is the same)">
   ];
   let dependentDialects = ["::monarch::MonarchDialect",
                            "::mlir::func::FuncDialect",
@@ -320,7 +325,9 @@ def MonarchPlanTransfers : Pass<"monarch-plan-transfers", "::mlir::ModuleOp"> {
   let statistics = [
     Statistic<"numSends", "sends", "Point-to-point sends">,
     Statistic<"numCollectives", "collectives", "Collectives">,
-    Statistic<"numKernels", "kernels", "Kernels outlined">
+    Statistic<"numKernels", "kernels", "Kernels outlined">,
+    Statistic<"numCopied", "copied",
+              "Rank programs copied from their class's first rank">
   ];
 }
 

@@ -96,6 +96,11 @@ enum Component : unsigned {
     "between a reduce_scatter and an all_gather instead of every rank "        \
     "updating all of it after an all_reduce "                                  \
     "(`monarch-shard-weight-update`); `0` keeps the all_reduce")               \
+  X(RankClasses, "MONARCH_RANK_CLASSES", Bool, "1", 0, 0, "", Compiler, true,  \
+    "`1` (the default) lowers one rank of each class of ranks that run the "   \
+    "same code and copies its program to the others with their own peers, "    \
+    "communicators and offsets (`monarch-plan-transfers`, rank-classes); "     \
+    "`0` lowers every rank (the same plan, built slower)")                     \
   X(KernelCut, "MONARCH_KERNEL_CUT", Choice, "contraction", 0, 0,              \
     "comm|contraction", Compiler, true,                                        \
     "where a rank's compute is cut into kernels: `contraction` (the "          \
