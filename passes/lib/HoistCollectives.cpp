@@ -53,13 +53,20 @@ Attribute groupOf(Operation *op) {
 
 /// Whether `op` may be issued after `other`, which comes right before it:
 /// `other` is pure compute that `op` does not read, or a collective of
-/// `op`'s group that `op` does not read.
-bool canPass(Operation *op, Attribute group, Operation *other) {
+/// `op`'s group that `op` does not read. `pure` caches isMemoryEffectFree
+/// per op (each collective walks back over the ops before it, and a
+/// linalg.generic's answer walks its body).
+bool canPass(Operation *op, Attribute group, Operation *other,
+             llvm::DenseMap<Operation *, bool> &pure) {
   for (Value v : op->getOperands())
     if (v.getDefiningOp() == other)
       return false;
-  if (!isa_and_nonnull<MonarchDialect>(other->getDialect()))
-    return isMemoryEffectFree(other);
+  if (!isa_and_nonnull<MonarchDialect>(other->getDialect())) {
+    auto [it, fresh] = pure.try_emplace(other, false);
+    if (fresh)
+      it->second = isMemoryEffectFree(other);
+    return it->second;
+  }
   Attribute g = groupOf(other);
   return g && g == group;
 }
@@ -89,13 +96,14 @@ struct MonarchHoistCollectivesPass
       if (groupOf(&op))
         collectives.push_back(&op);
     int64_t moved = 0;
+    llvm::DenseMap<Operation *, bool> pure;
     // Last first: a collective then lands right after what it waits for,
     // ahead of later ones that landed there too, so that collectives ready
     // at the same point keep their order.
     for (Operation *op : llvm::reverse(collectives)) {
       Attribute group = groupOf(op);
       Operation *after = op->getPrevNode();
-      while (after && canPass(op, group, after))
+      while (after && canPass(op, group, after, pure))
         after = after->getPrevNode();
       if (after == op->getPrevNode())
         continue;

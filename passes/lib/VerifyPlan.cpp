@@ -204,6 +204,12 @@ std::string PlanVerifier::signature(CollectiveOp op) const {
 //===----------------------------------------------------------------------===//
 
 void PlanVerifier::collect() {
+  // Room for every instruction first (4,096 programs of 20: growing the
+  // model moved each instruction a dozen times).
+  size_t total = 0;
+  for (auto program : plan.getBody().getOps<RankProgramOp>())
+    total += program.getBody().front().getOperations().size();
+  model.instrs.reserve(total);
   for (auto program : plan.getBody().getOps<RankProgramOp>())
     model.addProgram(program);
   instrs = model.instrs;
