@@ -49,17 +49,20 @@ constexpr int64_t kAloneBytes = int64_t(256) << 10;
 
 /// What must agree for two all_reduces to share a bucket.
 struct Key {
-  Attribute group, dims;
+  /// The group's mesh too, where a class function names it: the members'
+  /// groups must agree, not only the first rank's.
+  Attribute group, groupMesh, dims;
   ReductionKind kind;
   Type element;
   bool operator==(const Key &o) const {
-    return group == o.group && dims == o.dims && kind == o.kind &&
-           element == o.element;
+    return group == o.group && groupMesh == o.groupMesh && dims == o.dims &&
+           kind == o.kind && element == o.element;
   }
 };
 
 Key keyOf(AllReduceOp op) {
-  return {op->getAttr(rankform::kGroupAttr), op.getDimsAttr(),
+  return {op->getAttr(rankform::kGroupAttr),
+          op->getAttr(rankform::kGroupMeshAttr), op.getDimsAttr(),
           op.getReduction(),
           cast<RankedTensorType>(op.getInput().getType()).getElementType()};
 }
@@ -216,6 +219,8 @@ void applyBucket(func::FuncOp fn, ArrayRef<AllReduceOp> members) {
   auto reduced = AllReduceOp::create(b, loc, joined, last.getDimsAttr(),
                                      last.getReductionAttr());
   reduced->setAttr(rankform::kGroupAttr, last->getAttr(rankform::kGroupAttr));
+  if (Attribute mesh = last->getAttr(rankform::kGroupMeshAttr))
+    reduced->setAttr(rankform::kGroupMeshAttr, mesh);
   int64_t offset = 0;
   for (auto [member, n] : llvm::zip(members, sizes)) {
     AllReduceOp m = member;

@@ -41,14 +41,39 @@ using namespace monarch;
 namespace {
 
 /// The group of a mesh collective of the per-rank form, or null for any
-/// other op.
+/// other op. In a class function (monarch-specialize-ranks classes=1) the
+/// group of its first rank with the mesh and dims that give every member
+/// its own (two collectives of the first rank's group are of one group on
+/// every member only with those equal too).
 Attribute groupOf(Operation *op) {
   // (Most ops are tensor compute: one pointer comparison turns them away.)
   if (!isa_and_nonnull<MonarchDialect>(op->getDialect()) ||
       !isa<AllReduceOp, AllGatherOp, ReduceScatterOp, AllToAllOp,
            BroadcastFromOp>(op))
     return {};
-  return op->getAttr(rankform::kGroupAttr);
+  Attribute group = op->getAttr(rankform::kGroupAttr);
+  Attribute mesh = op->getAttr(rankform::kGroupMeshAttr);
+  if (!group || !mesh)
+    return group;
+  return ArrayAttr::get(op->getContext(), {group, mesh, op->getAttr("dims")});
+}
+
+/// The group a member `rank` of a class function has where its first rank
+/// has `group` (groupOf's answer); null when it cannot be told.
+Attribute memberGroup(Attribute group, int64_t rank, bool first, Operation *at,
+                      MeshResolver &meshes) {
+  auto parts = dyn_cast<ArrayAttr>(group);
+  if (!parts)
+    return first ? group : Attribute();
+  if (first)
+    return parts[0];
+  auto ref = dyn_cast<FlatSymbolRefAttr>(parts[1]);
+  auto dims = dyn_cast_or_null<ArrayAttr>(parts[2]);
+  const MeshRanks *mesh = ref ? meshes.resolve(at, ref) : nullptr;
+  int64_t local = mesh ? mesh->localRank(rank) : -1;
+  if (!dims || local < 0)
+    return {};
+  return DenseI64ArrayAttr::get(at->getContext(), mesh->groupOf(local, dims));
 }
 
 /// Whether `op` may be issued after `other`, which comes right before it:
@@ -117,13 +142,16 @@ struct MonarchHoistCollectivesPass
   }
 
   void runOnOperation() override {
-    rankform::forEachRankForm(
-        getOperation(), [&](ArrayRef<func::FuncOp> fns) { hoistAll(fns); });
+    SymbolTableCollection tables;
+    MeshResolver meshes(tables);
+    rankform::forEachRankForm(getOperation(), [&](ArrayRef<func::FuncOp> fns) {
+      hoistAll(fns, meshes);
+    });
   }
 
   /// Hoists the collectives of a worker program's rank functions `fns`,
   /// unless two members of a group would then disagree.
-  void hoistAll(ArrayRef<func::FuncOp> fns) {
+  void hoistAll(ArrayRef<func::FuncOp> fns, MeshResolver &meshes) {
     // Each collective's index within its group, and every op's place, in
     // the original order (to put a disagreeing program back).
     llvm::DenseMap<Operation *, unsigned> index;
@@ -142,14 +170,33 @@ struct MonarchHoistCollectivesPass
       moved += hoist(fn);
     if (moved == 0)
       return;
-    // Every member of a group must have permuted its collectives alike.
+    // Every member of a group must have permuted its collectives alike;
+    // every member of a class function has permuted them as it did.
     llvm::DenseMap<Attribute, SmallVector<unsigned>> agreed;
     bool agree = true;
-    for (func::FuncOp fn : fns)
-      for (auto &[group, perm] : permutations(fn, index)) {
-        auto [it, fresh] = agreed.try_emplace(group, perm);
-        agree &= fresh || it->second == perm;
-      }
+    for (func::FuncOp fn : fns) {
+      auto own =
+          fn->getAttrOfType<IntegerAttr>(MonarchDialect::getRankAttrName());
+      auto members =
+          fn->getAttrOfType<DenseI64ArrayAttr>(rankform::kMembersAttr);
+      SmallVector<int64_t> ranks;
+      if (members)
+        ranks.assign(members.asArrayRef().begin(), members.asArrayRef().end());
+      else
+        ranks.push_back(own ? own.getInt() : 0);
+      Permutations perms = permutations(fn, index);
+      for (int64_t rank : ranks)
+        for (auto &[group, perm] : perms) {
+          Attribute key = memberGroup(group, rank, !own || own.getInt() == rank,
+                                      fn, meshes);
+          if (!key) {
+            agree = false;
+            continue;
+          }
+          auto [it, fresh] = agreed.try_emplace(key, perm);
+          agree &= fresh || it->second == perm;
+        }
+    }
     if (agree) {
       numHoisted += moved;
       return;

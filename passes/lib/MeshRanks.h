@@ -45,6 +45,20 @@ constexpr llvm::StringLiteral kStatesAttr = "plan.states";
 /// On a mesh collective of a rank function: the proc-mesh ranks of its
 /// group, in group order.
 constexpr llvm::StringLiteral kGroupAttr = "plan.group";
+/// On a rank function that stands for a class of ranks
+/// (monarch-specialize-ranks classes=1): every rank of the class, its own
+/// (`monarch.rank`, the first) included, in rank order. The others run the
+/// same function but for their collectives' groups (kGroupMeshAttr) and
+/// their offsets (kMemberInputOffsetsAttr, kMemberOutputOffsetsAttr).
+constexpr llvm::StringLiteral kMembersAttr = "plan.members";
+/// Per member (as kInputOffsetsAttr / kOutputOffsetsAttr are per rank).
+constexpr llvm::StringLiteral kMemberInputOffsetsAttr =
+    "plan.member_input_offsets";
+constexpr llvm::StringLiteral kMemberOutputOffsetsAttr =
+    "plan.member_output_offsets";
+/// On a collective of a class function: the mesh whose `groupOf(member's
+/// local rank, dims)` is each member's group.
+constexpr llvm::StringLiteral kGroupMeshAttr = "plan.group_mesh";
 /// On a rank function's channel_send / channel_recv: the value crosses as
 /// shards of this #monarch.dist, each rank of the destination receiving its
 /// own shard (ShardRoute) instead of the whole value.

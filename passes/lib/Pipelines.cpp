@@ -80,7 +80,9 @@ void populatePlanPipeline(OpPassManager &pm, const PipelineOptions &options) {
   // ranks are specialised: one rewrite of the SPMD code).
   if (knobs::getBool(knobs::Id::ShardUpdate).value)
     pm.addPass(createMonarchShardWeightUpdate());
-  pm.addPass(createMonarchSpecializeRanks());
+  MonarchSpecializeRanksOptions specialize;
+  specialize.classes = knobs::getBool(knobs::Id::SpecializeClasses).value;
+  pm.addPass(createMonarchSpecializeRanks(specialize));
   if (int64_t bucket = knobs::getInt(knobs::Id::BucketBytes).value;
       bucket > 0) {
     MonarchBucketCollectivesOptions buckets;

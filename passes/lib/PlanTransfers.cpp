@@ -228,6 +228,11 @@ struct MonarchPlanTransfersPass
   /// Each collective's group of ranks (its `plan.group`, taken off the op
   /// so that the functions of a class compare equal).
   DenseMap<Operation *, DenseI64ArrayAttr> groups;
+  /// The group of collective `op` on `rank`: its `plan.group` on the rank
+  /// of its function, and on another member of a class function (one
+  /// function for the ranks of a class, monarch-specialize-ranks classes=1)
+  /// the group of that member through the mesh `plan.group_mesh` names.
+  DenseI64ArrayAttr groupFor(Operation *op, int64_t rank);
 
   CommunicatorOp communicator(OpBuilder &b, Location loc, StringRef planName,
                               FlatSymbolRefAttr mesh, ArrayRef<int64_t> ranks) {
@@ -802,7 +807,7 @@ LogicalResult MonarchPlanTransfersPass::lower(RankCode &code, PlanOp plan,
       continue;
     }
     // Collectives.
-    DenseI64ArrayAttr groupAttr = groups.lookup(&op);
+    DenseI64ArrayAttr groupAttr = groupFor(&op, code.rank);
     if (!groupAttr)
       return op.emitOpError("needs its group of ranks ('")
              << kGroupAttr << "', set by monarch-specialize-ranks)";
@@ -914,6 +919,24 @@ LogicalResult MonarchPlanTransfersPass::lower(RankCode &code, PlanOp plan,
   return success();
 }
 
+DenseI64ArrayAttr MonarchPlanTransfersPass::groupFor(Operation *op,
+                                                     int64_t rank) {
+  DenseI64ArrayAttr own = groups.lookup(op);
+  auto fn = op->getParentOfType<func::FuncOp>();
+  auto fnRank =
+      fn ? fn->getAttrOfType<IntegerAttr>(MonarchDialect::getRankAttrName())
+         : IntegerAttr();
+  if (!own || !fnRank || fnRank.getInt() == rank)
+    return own;
+  auto meshRef = op->getAttrOfType<FlatSymbolRefAttr>(rankform::kGroupMeshAttr);
+  auto dims = op->getAttrOfType<ArrayAttr>("dims");
+  const MeshRanks *mesh = meshRef ? resolve(op, meshRef) : nullptr;
+  int64_t local = mesh ? mesh->localRank(rank) : -1;
+  if (!dims || local < 0)
+    return {};
+  return DenseI64ArrayAttr::get(&getContext(), mesh->groupOf(local, dims));
+}
+
 SmallVector<int64_t> MonarchPlanTransfersPass::sendDests(ChannelSendOp send,
                                                          int64_t rank) {
   auto channel = tables().lookupNearestSymbolFrom<ChannelOp>(
@@ -987,7 +1010,7 @@ RankProgramOp MonarchPlanTransfersPass::copyProgram(RankProgramOp program,
       recvs.push_back(recvSource(recv, to.rank));
     } else if (isa<AllReduceOp, AllGatherOp, ReduceScatterOp, BroadcastFromOp,
                    AllToAllOp>(mine)) {
-      DenseI64ArrayAttr group = groups.lookup(&mine);
+      DenseI64ArrayAttr group = groupFor(&mine, to.rank);
       if (!group)
         return {};
       colls.push_back(group);
@@ -1069,13 +1092,23 @@ MonarchPlanTransfersPass::readRanks(func::FuncOp worker,
              << "func.func with a body of one block and '"
              << MonarchDialect::getRankAttrName() << "')";
     int64_t r = rank.getInt();
-    if (r >= static_cast<int64_t>(seen.size()) || seen.test(r))
-      return worker.emitOpError("lists ")
-             << a << " for rank " << r << ", which "
-             << (r >= static_cast<int64_t>(seen.size())
-                     ? "is not a rank of its mesh"
-                     : "has another rank function");
-    seen.set(r);
+    // A class function stands for its members (the first is `r`).
+    SmallVector<int64_t> members{r};
+    if (auto list =
+            fn->getAttrOfType<DenseI64ArrayAttr>(rankform::kMembersAttr))
+      members.assign(list.asArrayRef().begin(), list.asArrayRef().end());
+    if (members.empty() || members.front() != r)
+      return fn.emitOpError("lists its own rank first among '")
+             << rankform::kMembersAttr << "'";
+    for (int64_t m : members) {
+      if (m < 0 || m >= static_cast<int64_t>(seen.size()) || seen.test(m))
+        return worker.emitOpError("lists ")
+               << a << " for rank " << m << ", which "
+               << (m < 0 || m >= static_cast<int64_t>(seen.size())
+                       ? "is not a rank of its mesh"
+                       : "has another rank function");
+      seen.set(m);
+    }
     auto outputs = fn->getAttrOfType<DenseI64ArrayAttr>(rankform::kOutputsAttr);
     auto states = fn->getAttrOfType<ArrayAttr>(rankform::kStatesAttr);
     if (!outputs || !states ||
@@ -1153,21 +1186,80 @@ MonarchPlanTransfersPass::readRanks(func::FuncOp worker,
                << (at.empty() ? "" : " or a shard of it");
     }
 
-    RankCode &code = codes.emplace_back();
-    code.rank = r;
-    code.fn = fn;
-    code.numWorkerArgs = signature.getNumInputs();
-    code.outputs.assign(signature.getNumResults(), Value());
-    code.outputOffsets.assign(signature.getNumResults(), {});
-    code.inputOffsets = std::move(*inputOffsets);
-    Operation *ret = fn.getBody().front().getTerminator();
-    for (auto [k, j] : llvm::enumerate(outputs.asArrayRef())) {
-      code.outputs[j] = ret->getOperand(k);
-      code.outputOffsets[j] = std::move((*outputOffsets)[k]);
+    // Each member's offsets: the class function's tables (one array of
+    // offsets per member, as the function's own), the member's own shard
+    // of the same type.
+    auto memberOffsets =
+        [&](StringRef attr, size_t count, StringRef what,
+            std::vector<std::vector<SmallVector<int64_t>>> &out)
+        -> LogicalResult {
+      auto table = fn->getAttrOfType<ArrayAttr>(attr);
+      if (!table)
+        return success();
+      if (table.size() != members.size())
+        return fn.emitOpError("needs one entry per member in '") << attr << "'";
+      for (Attribute entry : table) {
+        auto arrays = dyn_cast<ArrayAttr>(entry);
+        if (!arrays || arrays.size() != count ||
+            !llvm::all_of(arrays, llvm::IsaPred<DenseI64ArrayAttr>))
+          return fn.emitOpError("needs one offsets array per ")
+                 << what << " and member in '" << attr << "'";
+        std::vector<SmallVector<int64_t>> &mine = out.emplace_back();
+        for (Attribute a : arrays)
+          mine.emplace_back(cast<DenseI64ArrayAttr>(a).asArrayRef());
+      }
+      return success();
+    };
+    std::vector<std::vector<SmallVector<int64_t>>> memberInputs, memberOutputs;
+    if (members.size() > 1 &&
+        (failed(memberOffsets(rankform::kMemberInputOffsetsAttr,
+                              signature.getNumInputs(), "worker input",
+                              memberInputs)) ||
+         failed(memberOffsets(rankform::kMemberOutputOffsetsAttr, numOutputs,
+                              "output", memberOutputs))))
+      return failure();
+    for (auto [i, m] : llvm::enumerate(members)) {
+      RankCode &code = codes.emplace_back();
+      code.rank = m;
+      code.fn = fn;
+      code.numWorkerArgs = signature.getNumInputs();
+      code.outputs.assign(signature.getNumResults(), Value());
+      code.outputOffsets.assign(signature.getNumResults(), {});
+      code.inputOffsets = *inputOffsets;
+      if (!memberInputs.empty()) {
+        for (unsigned k = 0; k < signature.getNumInputs(); ++k)
+          if ((*inputOffsets)[k].empty() != memberInputs[i][k].empty() ||
+              (!memberInputs[i][k].empty() &&
+               !isShard(type.getInput(k), signature.getInput(k),
+                        memberInputs[i][k])))
+            return fn.emitOpError("member ")
+                   << m << " is fed input #" << k
+                   << " otherwise than the class's first rank";
+        code.inputOffsets = memberInputs[i];
+      }
+      Operation *ret = fn.getBody().front().getTerminator();
+      for (auto [k, j] : llvm::enumerate(outputs.asArrayRef())) {
+        code.outputs[j] = ret->getOperand(k);
+        code.outputOffsets[j] = (*outputOffsets)[k];
+        if (!memberOutputs.empty()) {
+          ArrayRef<int64_t> at = memberOutputs[i][k];
+          if (at.empty() != (*outputOffsets)[k].empty() ||
+              (!at.empty() &&
+               !isShard(type.getResult(k), signature.getResult(j), at)))
+            return fn.emitOpError("member ")
+                   << m << " returns output #" << j
+                   << " otherwise than the class's first rank";
+          code.outputOffsets[j].assign(at.begin(), at.end());
+        }
+      }
+      for (auto [s, ref] : llvm::enumerate(states))
+        code.states.push_back({ref, ret->getOperand(numOutputs + s)});
     }
-    for (auto [i, ref] : llvm::enumerate(states))
-      code.states.push_back({ref, ret->getOperand(numOutputs + i)});
   }
+  // In rank order (a class function's members are listed together).
+  llvm::sort(codes, [](const RankCode &a, const RankCode &b) {
+    return a.rank < b.rank;
+  });
   return success();
 }
 
@@ -1278,7 +1370,14 @@ LogicalResult MonarchPlanTransfersPass::planWorker(func::FuncOp worker) {
                  OperationEquivalence::IgnoreLocations);
     };
     DenseMap<llvm::hash_code, SmallVector<int64_t, 1>> firsts;
+    // The members of a class function share it (and its first rank).
+    DenseMap<Operation *, int64_t> firstOfFn;
     for (auto [i, c] : llvm::enumerate(codes)) {
+      auto [it, fresh] = firstOfFn.try_emplace(c.fn, i);
+      if (!fresh && codes[it->second].fetches == c.fetches) {
+        firstOf[i] = it->second;
+        continue;
+      }
       llvm::hash_code h = hash_value(c.fn.getFunctionType());
       for (bool f : c.fetches)
         h = llvm::hash_combine(h, f);
@@ -1318,8 +1417,10 @@ LogicalResult MonarchPlanTransfersPass::planWorker(func::FuncOp worker) {
   }
   // The runs recorded point into the rank functions.
   runsByHash.clear();
+  llvm::SmallPtrSet<Operation *, 8> erased;
   for (RankCode &c : codes)
-    c.fn.erase();
+    if (erased.insert(c.fn).second)
+      c.fn.erase();
   worker.erase();
   return result;
 }

@@ -114,6 +114,12 @@ void moveCollectiveAxesToFront(func::FuncOp fn) {
     OpBuilder b(op);
     Location loc = op->getLoc();
     auto group = op->getAttrOfType<DenseI64ArrayAttr>(kGroupAttr);
+    Attribute groupMesh = op->getAttr(rankform::kGroupMeshAttr);
+    auto stamp = [&](Operation *coll) {
+      coll->setAttr(kGroupAttr, group);
+      if (groupMesh)
+        coll->setAttr(rankform::kGroupMeshAttr, groupMesh);
+    };
     int64_t n = group.size();
     if (auto g = dyn_cast<AllGatherOp>(op)) {
       int64_t a = g.getAxis();
@@ -123,7 +129,7 @@ void moveCollectiveAxesToFront(func::FuncOp fn) {
       auto gathered = AllGatherOp::create(
           b, loc, RankedTensorType::get(blocks, local.getElementType()),
           g.getInput(), g.getDims(), uint64_t{0});
-      gathered->setAttr(kGroupAttr, group);
+      stamp(gathered);
       // [n*l0, l1..] -> [n, l0, l1..] -> move n before l_a -> merge.
       Value v = rearrange(b, loc, gathered, local, n, a, /*gather=*/true);
       g.getResult().replaceAllUsesWith(v);
@@ -141,7 +147,7 @@ void moveCollectiveAxesToFront(func::FuncOp fn) {
       auto exchanged =
           AllToAllOp::create(b, loc, packed.getType(), packed, x.getDims(),
                              uint64_t{0}, uint64_t{0});
-      exchanged->setAttr(kGroupAttr, group);
+      stamp(exchanged);
       Value v = x.getConcat() == 0
                     ? exchanged.getResult()
                     : rearrange(b, loc, exchanged, block, n, x.getConcat(),
@@ -155,7 +161,7 @@ void moveCollectiveAxesToFront(func::FuncOp fn) {
           rearrange(b, loc, r.getInput(), local, n, a, /*gather=*/false);
       auto scattered = ReduceScatterOp::create(
           b, loc, local, blocks, r.getDims(), uint64_t{0}, r.getReduction());
-      scattered->setAttr(kGroupAttr, group);
+      stamp(scattered);
       r.getResult().replaceAllUsesWith(scattered.getResult());
     }
     op->erase();
@@ -179,6 +185,37 @@ shardBox(ArrayRef<int64_t> shape, DistAttr dist, const MeshRanks &mesh,
     offsets[d] = mesh.indexAlong(local, dims) * sizes[d];
   }
   return {offsets, sizes};
+}
+
+/// The rank-dependent answers one rank's function was built from, each as a
+/// function of the rank and its answer (docs/spmd-classes.md). The
+/// specialisation is deterministic given them: another rank giving the same
+/// answers, asked in the same order (each question is only asked when the
+/// ones before it matched), would build the same function but for what is
+/// not asked here, its collectives' groups and its input and output
+/// offsets, which follow from the mesh.
+struct RankQueries {
+  struct Query {
+    std::function<int64_t(int64_t)> ask;
+    int64_t answer;
+  };
+  std::vector<Query> queries;
+
+  int64_t ask(std::function<int64_t(int64_t)> f, int64_t rank) {
+    int64_t answer = f(rank);
+    queries.push_back({std::move(f), answer});
+    return answer;
+  }
+  bool sameFor(int64_t rank) const {
+    return llvm::all_of(
+        queries, [&](const Query &q) { return q.ask(rank) == q.answer; });
+  }
+};
+
+/// The symbol of `mesh`'s op (a proc mesh or a slice).
+FlatSymbolRefAttr symbolOf(const MeshRanks &mesh) {
+  return FlatSymbolRefAttr::get(
+      SymbolTable::getSymbolName(MeshOpInterface(mesh.mesh).getOperation()));
 }
 
 /// A call result still held as this rank's part (shard or partial sum).
@@ -232,14 +269,33 @@ private:
   /// rankform::kFetchSpread), so that the work that only outputs need is
   /// spread over the replicas; nullopt
   /// when the result is partial or not split.
-  std::optional<std::pair<SmallVector<int64_t>, bool>>
-  shardOf(const PendingResult &p, int64_t output) const;
+  static std::optional<std::pair<SmallVector<int64_t>, bool>>
+  shardOf(const PendingResult &p, int64_t output);
 
+public:
+  /// Records this rank's rank-dependent answers (classes); null otherwise.
+  RankQueries *queries = nullptr;
+  /// Per returned output (in the order of plan.outputs): the pending result
+  /// it is a shard of, so that a member of the class finds its offsets;
+  /// nullopt for a whole value.
+  SmallVector<std::optional<PendingResult>> outputShards;
+  /// Stamp each collective with the mesh its group comes from (classes).
+  bool stampMeshes = false;
+
+private:
+  /// `f(rank)`, recorded among the queries.
+  int64_t bound(std::function<int64_t(int64_t)> f) {
+    return queries ? queries->ask(std::move(f), rank) : f(rank);
+  }
+
+public:
   /// The shard of worker argument `arg` this rank can be fed instead of
   /// the whole value: every use on this rank is a call operand split the
   /// same way (offsets and type); nullopt otherwise.
   std::optional<std::pair<SmallVector<int64_t>, RankedTensorType>>
   feedShardOf(BlockArgument arg);
+
+private:
   /// Worker arguments this rank is fed only its shard of.
   DenseSet<Value> shardedArgs;
 
@@ -273,6 +329,20 @@ func::FuncOp RankSpecializer::run(OpBuilder &b) {
   bool anyShard = false;
   for (auto [a, c] : llvm::zip(worker.getArguments(), entry->getArguments())) {
     auto shard = shardInputs ? feedShardOf(a) : std::nullopt;
+    if (shardInputs && queries) {
+      // Whether this rank is fed a shard of `a` (its offsets are not asked:
+      // they are the member's own).
+      func::FuncOp w = worker;
+      const MeshRanks *proc = &procMesh;
+      SymbolTableCollection *t = &tables;
+      MeshResolver *m = &meshes;
+      bool so = shardOutputs, si = shardInputs;
+      bound([=](int64_t r) -> int64_t {
+        return RankSpecializer(w, *proc, r, *t, *m, so, si)
+            .feedShardOf(a)
+            .has_value();
+      });
+    }
     inputOffsets.push_back(b.getDenseI64ArrayAttr(
         shard ? ArrayRef<int64_t>(shard->first) : ArrayRef<int64_t>()));
     if (!shard)
@@ -302,6 +372,16 @@ func::FuncOp RankSpecializer::run(OpBuilder &b) {
         bool onlyReturned = llvm::all_of(v.getUsers(), [](Operation *user) {
           return isa<func::ReturnOp>(user);
         });
+        if (shardOutputs && onlyReturned && it != pending.end() && queries) {
+          PendingResult p = it->second;
+          int64_t output = j;
+          bound([p, output](int64_t r) -> int64_t {
+            PendingResult mine = p;
+            mine.localRank = p.mesh->localRank(r);
+            auto shard = shardOf(mine, output);
+            return shard ? shard->second : -1;
+          });
+        }
         if (shardOutputs && onlyReturned && it != pending.end())
           if (auto shard = shardOf(it->second, j)) {
             // The controller assembles it from the shards. A replica keeps
@@ -313,6 +393,7 @@ func::FuncOp RankSpecializer::run(OpBuilder &b) {
               results.push_back(it->second.local);
               outputs.push_back(j);
               offsets.push_back(b.getDenseI64ArrayAttr(shard->first));
+              outputShards.push_back(it->second);
             }
             continue;
           }
@@ -320,6 +401,7 @@ func::FuncOp RankSpecializer::run(OpBuilder &b) {
           results.push_back(local);
           outputs.push_back(j);
           offsets.push_back(b.getDenseI64ArrayAttr({}));
+          outputShards.push_back(std::nullopt);
         }
       }
       continue;
@@ -359,6 +441,7 @@ func::FuncOp RankSpecializer::run(OpBuilder &b) {
           worker, recv.getChannelAttr());
       const MeshRanks *to = meshes.resolve(channel, channel.getToAttr());
       const MeshRanks *from = meshes.resolve(channel, channel.getFromAttr());
+      bound([to](int64_t r) -> int64_t { return to->localRank(r) >= 0; });
       int64_t j = to->localRank(rank);
       ChannelSendOp send;
       for (auto s : worker.getBody().front().getOps<ChannelSendOp>())
@@ -371,6 +454,11 @@ func::FuncOp RankSpecializer::run(OpBuilder &b) {
         // result of the destination mesh, so a call there split the same
         // way takes it as is and any other use assembles the whole value.
         auto global = cast<RankedTensorType>(recv.getType());
+        MeshResolver *m = &meshes;
+        bound([=](int64_t r) -> int64_t {
+          return m->shardRoute(*from, *to, dist).senderOf[to->localRank(r)] ==
+                 r;
+        });
         int64_t sender = meshes.shardRoute(*from, *to, dist).senderOf[j];
         Value local;
         if (sender == rank) {
@@ -395,6 +483,10 @@ func::FuncOp RankSpecializer::run(OpBuilder &b) {
             local, dist, to, j, global, LocationAttr(recv.getLoc())};
         continue;
       }
+      bound([=](int64_t r) -> int64_t {
+        int64_t at = to->localRank(r);
+        return at >= 0 && from->roots[at % from->roots.size()] == r;
+      });
       if (j >= 0 && from->roots[j % from->roots.size()] == rank) {
         // Overlapping meshes: this rank sends to itself. The value is
         // already here; a transfer would only copy it (or deadlock).
@@ -468,9 +560,11 @@ RankSpecializer::Callee RankSpecializer::calleeOf(Operation *call) {
 
 LogicalResult RankSpecializer::inlineCall(Operation *op, OpBuilder &b) {
   auto [actorMesh, endpoint, mesh] = calleeOf(op);
-  int64_t local = mesh->localRank(rank);
-  if (local < 0)
+  const MeshRanks *callee = mesh;
+  if (!bound(
+          [callee](int64_t r) -> int64_t { return callee->localRank(r) >= 0; }))
     return success(); // Not on this rank.
+  int64_t local = mesh->localRank(rank);
   Location loc = op->getLoc();
 
   // Arguments: this rank's shard of split values.
@@ -530,9 +624,12 @@ LogicalResult RankSpecializer::inlineCall(Operation *op, OpBuilder &b) {
       SmallVector<StringRef> dims;
       for (Attribute d : index.getDims())
         dims.push_back(cast<StringAttr>(d).getValue());
+      const MeshRanks *callee = mesh;
+      int64_t at = bound([callee, dims](int64_t r) {
+        return callee->indexAlong(callee->localRank(r), dims);
+      });
       inner.map(index.getResult(),
-                arith::ConstantIndexOp::create(b, index.getLoc(),
-                                               mesh->indexAlong(local, dims)));
+                arith::ConstantIndexOp::create(b, index.getLoc(), at));
       continue;
     }
     Operation *clone = b.clone(bodyOp, inner);
@@ -562,6 +659,8 @@ LogicalResult RankSpecializer::inlineCall(Operation *op, OpBuilder &b) {
           continue;
         }
         clone->setAttr(kGroupAttr, b.getDenseI64ArrayAttr(group));
+        if (stampMeshes)
+          clone->setAttr(rankform::kGroupMeshAttr, symbolOf(*mesh));
       }
   }
   // Results: split or partial ones are assembled into the global value
@@ -636,7 +735,7 @@ RankSpecializer::feedShardOf(BlockArgument arg) {
 }
 
 std::optional<std::pair<SmallVector<int64_t>, bool>>
-RankSpecializer::shardOf(const PendingResult &p, int64_t output) const {
+RankSpecializer::shardOf(const PendingResult &p, int64_t output) {
   if (p.dist.getPartial())
     return std::nullopt;
   const MeshRanks &mesh = *p.mesh;
@@ -682,6 +781,15 @@ Value RankSpecializer::sliceFor(OpBuilder &b, Location loc, Value global,
                                 int64_t local) {
   auto type = cast<RankedTensorType>(global.getType());
   auto [offsets, sizes] = shardBox(type.getShape(), dist, mesh, local);
+  if (queries) {
+    // The slice's offsets are constants of the function.
+    const MeshRanks *m = &mesh;
+    SmallVector<int64_t> shape(type.getShape());
+    for (size_t d = 0; d < offsets.size(); ++d)
+      bound([m, shape, dist, d](int64_t r) {
+        return shardBox(shape, dist, *m, m->localRank(r)).first[d];
+      });
+  }
   SmallVector<int64_t> strides(type.getRank(), 1);
   auto folds = [&](ArrayRef<int64_t> values) {
     SmallVector<OpFoldResult> out;
@@ -699,6 +807,8 @@ Value RankSpecializer::assemble(OpBuilder &b, Location loc, Value v,
   auto stamp = [&](Operation *coll, ArrayAttr dims) {
     coll->setAttr(kGroupAttr,
                   b.getDenseI64ArrayAttr(mesh.groupOf(local, dims)));
+    if (stampMeshes)
+      coll->setAttr(rankform::kGroupMeshAttr, symbolOf(mesh));
   };
   if (dist.getPartial()) {
     SmallVector<Attribute> all;
@@ -771,20 +881,82 @@ struct MonarchSpecializeRanksPass
     };
     // Every output must be held by some rank.
     llvm::SmallBitVector held(worker.getNumResults());
+    // classes=1: the ranks of each class (the first is the function's),
+    // what the first's specialisation asked, and its shard outputs.
+    struct Class {
+      std::unique_ptr<RankQueries> queries;
+      SmallVector<std::optional<PendingResult>> outputShards;
+      SmallVector<int64_t> members;
+    };
+    std::vector<Class> found;
     for (int64_t r = 0, n = procMesh->roots.size(); r < n; ++r) {
-      func::FuncOp fn = RankSpecializer(worker, *procMesh, r, tables, meshes,
-                                        shardOutputs, shardInputs)
-                            .run(b);
+      if (classes) {
+        auto same = llvm::find_if(
+            found, [&](const Class &c) { return c.queries->sameFor(r); });
+        if (same != found.end()) {
+          same->members.push_back(r);
+          continue;
+        }
+      }
+      RankSpecializer specializer(worker, *procMesh, r, tables, meshes,
+                                  shardOutputs, shardInputs);
+      auto queries = std::make_unique<RankQueries>();
+      if (classes) {
+        specializer.queries = queries.get();
+        specializer.stampMeshes = true;
+      }
+      func::FuncOp fn = specializer.run(b);
       if (!fn) {
         eraseRanks();
         return failure();
       }
+      if (classes)
+        found.push_back({std::move(queries), specializer.outputShards, {r}});
       ranks.push_back(fn);
       b.setInsertionPointAfter(fn);
       for (int64_t j :
            fn->getAttrOfType<DenseI64ArrayAttr>(rankform::kOutputsAttr)
                .asArrayRef())
         held.set(j);
+    }
+    // Each class function lists its members and, where it has offsets,
+    // theirs.
+    for (auto [fn, c] : llvm::zip(
+             classes ? ArrayRef(ranks) : ArrayRef<func::FuncOp>(), found)) {
+      fn->setAttr(rankform::kMembersAttr, b.getDenseI64ArrayAttr(c.members));
+      if (fn->hasAttr(rankform::kInputOffsetsAttr)) {
+        SmallVector<Attribute> perMember;
+        for (int64_t m : c.members) {
+          RankSpecializer member(worker, *procMesh, m, tables, meshes,
+                                 shardOutputs, shardInputs);
+          SmallVector<Attribute> perInput;
+          for (BlockArgument a : worker.getArguments()) {
+            auto shard = member.feedShardOf(a);
+            perInput.push_back(b.getDenseI64ArrayAttr(
+                shard ? ArrayRef<int64_t>(shard->first) : ArrayRef<int64_t>()));
+          }
+          perMember.push_back(b.getArrayAttr(perInput));
+        }
+        fn->setAttr(rankform::kMemberInputOffsetsAttr,
+                    b.getArrayAttr(perMember));
+      }
+      if (fn->hasAttr(rankform::kOutputOffsetsAttr)) {
+        SmallVector<Attribute> perMember;
+        for (int64_t m : c.members) {
+          SmallVector<Attribute> perOutput;
+          for (const std::optional<PendingResult> &p : c.outputShards) {
+            SmallVector<int64_t> at;
+            if (p)
+              at = shardBox(p->global.getShape(), p->dist, *p->mesh,
+                            p->mesh->localRank(m))
+                       .first;
+            perOutput.push_back(b.getDenseI64ArrayAttr(at));
+          }
+          perMember.push_back(b.getArrayAttr(perOutput));
+        }
+        fn->setAttr(rankform::kMemberOutputOffsetsAttr,
+                    b.getArrayAttr(perMember));
+      }
     }
     for (unsigned j = 0, e = held.size(); j < e; ++j)
       if (!held.test(j)) {

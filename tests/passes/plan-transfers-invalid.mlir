@@ -142,3 +142,84 @@ module {
     return %y : tensor<4x2xf32>
   }
 }
+
+// -----
+
+// A class function lists its own rank first among its members.
+module {
+  shard.grid @grid(shape = 2)
+  monarch.proc_mesh @mesh(gpus = 2) grid @grid
+  func.func private @w(tensor<4xf32>) -> tensor<4xf32> attributes {monarch.worker_for = @mesh, plan.ranks = [@w.rank0]}
+  // expected-error @+1 {{'func.func' op lists its own rank first among 'plan.members'}}
+  func.func private @w.rank0(%x: tensor<4xf32>) -> tensor<4xf32> attributes {monarch.rank = 0 : i64, plan.members = array<i64: 1, 0>, plan.outputs = array<i64: 0>, plan.states = []} {
+    return %x : tensor<4xf32>
+  }
+}
+
+// -----
+
+module {
+  shard.grid @grid(shape = 2)
+  monarch.proc_mesh @mesh(gpus = 2) grid @grid
+  // expected-error @+1 {{'func.func' op lists @w.rank0 for rank 5, which is not a rank of its mesh}}
+  func.func private @w(tensor<4xf32>) -> tensor<4xf32> attributes {monarch.worker_for = @mesh, plan.ranks = [@w.rank0]}
+  func.func private @w.rank0(%x: tensor<4xf32>) -> tensor<4xf32> attributes {monarch.rank = 0 : i64, plan.members = array<i64: 0, 5>, plan.outputs = array<i64: 0>, plan.states = []} {
+    return %x : tensor<4xf32>
+  }
+}
+
+// -----
+
+// A rank is a member of one class function only.
+module {
+  shard.grid @grid(shape = 2)
+  monarch.proc_mesh @mesh(gpus = 2) grid @grid
+  // expected-error @+1 {{'func.func' op lists @w.rank1 for rank 1, which has another rank function}}
+  func.func private @w(tensor<4xf32>) -> tensor<4xf32> attributes {monarch.worker_for = @mesh, plan.ranks = [@w.rank0, @w.rank1]}
+  func.func private @w.rank0(%x: tensor<4xf32>) -> tensor<4xf32> attributes {monarch.rank = 0 : i64, plan.members = array<i64: 0, 1>, plan.outputs = array<i64: 0>, plan.states = []} {
+    return %x : tensor<4xf32>
+  }
+  func.func private @w.rank1(%x: tensor<4xf32>) -> tensor<4xf32> attributes {monarch.rank = 1 : i64, plan.outputs = array<i64: 0>, plan.states = []} {
+    return %x : tensor<4xf32>
+  }
+}
+
+// -----
+
+// The members' offsets: one entry per member.
+module {
+  shard.grid @grid(shape = 2)
+  monarch.proc_mesh @mesh(gpus = 2) grid @grid
+  func.func private @w(tensor<4xf32>) -> tensor<2xf32> attributes {monarch.worker_for = @mesh, plan.ranks = [@w.rank0]}
+  // expected-error @+1 {{'func.func' op needs one entry per member in 'plan.member_input_offsets'}}
+  func.func private @w.rank0(%x: tensor<2xf32>) -> tensor<2xf32> attributes {monarch.rank = 0 : i64, plan.input_offsets = [array<i64: 0>], plan.member_input_offsets = [[array<i64: 0>]], plan.members = array<i64: 0, 1>, plan.output_offsets = [array<i64: 0>], plan.outputs = array<i64: 0>, plan.states = []} {
+    return %x : tensor<2xf32>
+  }
+}
+
+// -----
+
+// A member's shard must be one of the same type as the first rank's.
+module {
+  shard.grid @grid(shape = 2)
+  monarch.proc_mesh @mesh(gpus = 2) grid @grid
+  func.func private @w(tensor<4xf32>) -> tensor<2xf32> attributes {monarch.worker_for = @mesh, plan.ranks = [@w.rank0]}
+  // expected-error @+1 {{'func.func' op member 1 is fed input #0 otherwise than the class's first rank}}
+  func.func private @w.rank0(%x: tensor<2xf32>) -> tensor<2xf32> attributes {monarch.rank = 0 : i64, plan.input_offsets = [array<i64: 0>], plan.member_input_offsets = [[array<i64: 0>], [array<i64: 3>]], plan.members = array<i64: 0, 1>, plan.output_offsets = [array<i64: 0>], plan.outputs = array<i64: 0>, plan.states = []} {
+    return %x : tensor<2xf32>
+  }
+}
+
+// -----
+
+// A member's group comes from the mesh its collective names.
+module {
+  shard.grid @grid(shape = 2)
+  monarch.proc_mesh @mesh(gpus = 2) grid @grid
+  func.func private @w(tensor<4xf32>) -> tensor<4xf32> attributes {monarch.worker_for = @mesh, plan.ranks = [@w.rank0]}
+  func.func private @w.rank0(%x: tensor<4xf32>) -> tensor<4xf32> attributes {monarch.rank = 0 : i64, plan.members = array<i64: 0, 1>, plan.outputs = array<i64: 0>, plan.states = []} {
+    // expected-error @+1 {{'monarch.all_reduce' op needs its group of ranks ('plan.group', set by monarch-specialize-ranks)}}
+    %y = monarch.all_reduce %x over ["gpus"] sum {plan.group = array<i64: 0, 1>} : tensor<4xf32>
+    return %y : tensor<4xf32>
+  }
+}

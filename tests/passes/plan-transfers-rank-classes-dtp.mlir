@@ -1,6 +1,8 @@
 // RUN: monarch-opt %s --monarch-specialize-ranks --monarch-hoist-collectives --monarch-plan-transfers -o %t.classes
 // RUN: monarch-opt %s --monarch-specialize-ranks --monarch-hoist-collectives --monarch-plan-transfers=rank-classes=false -o %t.each
 // RUN: diff %t.classes %t.each
+// RUN: monarch-opt %s --monarch-specialize-ranks=classes=1 --monarch-hoist-collectives --monarch-plan-transfers -o %t.spec
+// RUN: diff %t.spec %t.each
 // RUN: FileCheck %s < %t.classes
 //
 // The data x tensor x pipeline step of bench/compile_scaling (dtp_program.py)
@@ -8,7 +10,8 @@
 // the first of their class (docs/spmd-classes.md) get their own shard of the
 // batch (`at`), of the weights (`shard`), their own pipeline peer and their
 // own groups' communicators, and the plan equals the one lowering every rank
-// builds (the diff).
+// builds (the diff), from rank functions or from the class functions of
+// specialize-ranks classes=1.
 
 // CHECK:       monarch.rank_program rank 0
 // CHECK:         monarch.feed_buffer 0 into {{.*}} at [0, 0]

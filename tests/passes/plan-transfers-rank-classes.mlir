@@ -1,12 +1,16 @@
 // RUN: monarch-opt %s --monarch-to-partitioned --monarch-to-split --monarch-specialize-ranks --monarch-plan-transfers -o %t.classes
 // RUN: monarch-opt %s --monarch-to-partitioned --monarch-to-split --monarch-specialize-ranks --monarch-plan-transfers=rank-classes=false -o %t.each
 // RUN: diff %t.classes %t.each
+// RUN: monarch-opt %s --monarch-to-partitioned --monarch-to-split --monarch-specialize-ranks=classes=1 --monarch-plan-transfers -o %t.spec
+// RUN: diff %t.spec %t.each
 // RUN: FileCheck %s < %t.classes
 //
 // monarch-plan-transfers lowers the first rank of each class of ranks whose
 // functions are equal but for their collectives' groups, and gives the
 // others a copy of its program with their own peers, communicators, links
-// and offsets: the plan is the one lowering every rank builds (the diff).
+// and offsets: the plan is the one lowering every rank builds (the diff),
+// from rank functions or from class functions (specialize-ranks classes=1,
+// which gives host 0's four ranks one function).
 // Here every rank of host 0 runs the same function, but the transfer from
 // host 0's four ranks to host 1's first two gives ranks 0 and 1 a send and
 // ranks 2 and 3 none: those two are lowered on their own, not copied.

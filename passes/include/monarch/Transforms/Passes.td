@@ -193,6 +193,12 @@ def MonarchSpecializeRanks : Pass<"monarch-specialize-ranks",
            "Return split outputs as shards for the controller to assemble">,
     Option<"shardInputs", "shard-inputs", "bool", /*default=*/"true",
            "Feed each rank only its shard of inputs it takes split">,
+    Option<"classes", "classes", "bool", /*default=*/"false",
+           "One function per class of ranks (plan.members): a rank whose "
+           "rank-dependent answers (membership, coordinates, slices, "
+           "ownership) equal a class's first rank's, asked in the same "
+           "order, joins it instead of being specialised; its groups, input "
+           "and output offsets follow from the mesh">,
   ];
   let dependentDialects = ["::monarch::MonarchDialect",
                            "::mlir::func::FuncDialect",

@@ -101,6 +101,13 @@ enum Component : unsigned {
     "same code and copies its program to the others with their own peers, "    \
     "communicators and offsets (`monarch-plan-transfers`, rank-classes); "     \
     "`0` lowers every rank (the same plan, built slower)")                     \
+  X(SpecializeClasses, "MONARCH_SPECIALIZE_CLASSES", Bool, "1", 0, 0, "",      \
+    Compiler, true,                                                            \
+    "`1` (the default) specialises one function per class of ranks whose "     \
+    "rank-dependent answers (membership, coordinates, slices, ownership) "     \
+    "are equal (`monarch-specialize-ranks`, classes); its members get their "  \
+    "own groups and offsets from the mesh; `0` specialises every rank (the "   \
+    "same plan, built slower)")                                                \
   X(KernelCut, "MONARCH_KERNEL_CUT", Choice, "contraction", 0, 0,              \
     "comm|contraction", Compiler, true,                                        \
     "where a rank's compute is cut into kernels: `contraction` (the "          \
