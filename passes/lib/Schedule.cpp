@@ -728,9 +728,131 @@ LogicalResult RankScheduler::run() {
 //===----------------------------------------------------------------------===//
 
 namespace {
+/// The buffers `op` reads and writes, in the order of its attributes.
+SmallVector<Attribute> buffersOf(Operation *op) {
+  SmallVector<Attribute> out;
+  llvm::TypeSwitch<Operation *>(op)
+      .Case([&](LaunchOp launch) {
+        llvm::append_range(out, launch.getIns());
+        llvm::append_range(out, launch.getOuts());
+      })
+      .Case<SendOp, RecvOp, FeedBufferOp, FetchBufferOp, StateBufferOp>(
+          [&](auto io) { out.push_back(io.getBuffer()); })
+      .Case([&](PrintBuffersOp print) {
+        llvm::append_range(out, print.getBuffers());
+      })
+      .Case([&](CollectiveOp coll) {
+        out.push_back(coll.getInput());
+        out.push_back(coll.getOutput());
+      });
+  return out;
+}
+
+/// Gives `op` the buffers `bufs` (buffersOf's order).
+void setBuffers(Operation *op, ArrayRef<Attribute> bufs) {
+  Builder b(op->getContext());
+  llvm::TypeSwitch<Operation *>(op)
+      .Case([&](LaunchOp launch) {
+        size_t n = launch.getIns().size();
+        launch.setInsAttr(b.getArrayAttr(bufs.take_front(n)));
+        launch.setOutsAttr(b.getArrayAttr(bufs.drop_front(n)));
+      })
+      .Case<SendOp, RecvOp, FeedBufferOp, FetchBufferOp, StateBufferOp>(
+          [&](auto io) { io.setBufferAttr(cast<BufferAttr>(bufs[0])); })
+      .Case([&](PrintBuffersOp print) {
+        print.setBuffersAttr(b.getArrayAttr(bufs));
+      })
+      .Case([&](CollectiveOp coll) {
+        coll.setInputAttr(cast<BufferAttr>(bufs[0]));
+        coll.setOutputAttr(cast<BufferAttr>(bufs[1]));
+      });
+}
+
+/// What scheduling reads of a rank program, as words: per instruction its
+/// op, buffers, stream, group, link and communicator size, and the
+/// positions of the instructions its events come from; the arena. Not a
+/// transfer's peer or communicator, an offset or a kernel: the members of
+/// a class of ranks (docs/spmd-classes.md) differ there and are scheduled
+/// alike. Empty for a program with an op that is not an instruction (the
+/// scheduler reports it).
+SmallVector<int64_t> scheduleShape(RankProgramOp program,
+                                   SymbolTableCollection &symbols) {
+  SmallVector<int64_t> words{static_cast<int64_t>(program.getArena())};
+  DenseMap<Operation *, int64_t> position;
+  auto word = [&](const void *p) {
+    words.push_back(reinterpret_cast<intptr_t>(p));
+  };
+  auto optional = [&](std::optional<uint64_t> v) {
+    words.push_back(v ? static_cast<int64_t>(*v) : -1);
+  };
+  bool ok = true;
+  for (Operation &op : program.getBody().front()) {
+    position[&op] = position.size();
+    word(op.getName().getAsOpaquePointer());
+    for (Attribute a : buffersOf(&op))
+      word(a.getAsOpaquePointer());
+    llvm::TypeSwitch<Operation *>(&op)
+        .Case([&](LaunchOp launch) { words.push_back(launch.getStream()); })
+        .Case<SendOp, RecvOp>([&](auto p2p) {
+          words.push_back(p2p.getStream());
+          optional(p2p.getGroup());
+          word(p2p.getLinkAttr().getAsOpaquePointer());
+        })
+        .Case([&](CollectiveOp coll) {
+          word(coll.getKindAttr().getAsOpaquePointer());
+          word(coll.getReductionAttr().getAsOpaquePointer());
+          optional(coll.getRoot());
+          words.push_back(coll.getStream());
+          optional(coll.getGroup());
+          word(coll.getLinkAttr().getAsOpaquePointer());
+          auto comm = symbols.lookupNearestSymbolFrom<CommunicatorOp>(
+              coll, coll.getCommAttr());
+          words.push_back(comm ? static_cast<int64_t>(comm.getRanks().size())
+                               : -1);
+        })
+        .Case([&](WaitOp wait) {
+          for (Value e : wait.getEvents()) {
+            auto it = position.find(e.getDefiningOp());
+            words.push_back(it == position.end() ? -1 : it->second);
+          }
+        })
+        .Case<FeedBufferOp, FetchBufferOp>([&](auto io) {
+          words.push_back(io.getIndex());
+          word(op.getAttr("keep_only").getAsOpaquePointer());
+        })
+        .Case([&](StateBufferOp state) {
+          word(state.getStateAttr().getAsOpaquePointer());
+        })
+        .Case([&](PrintBuffersOp print) {
+          word(print.getFormatAttr().getAsOpaquePointer());
+        })
+        .Default([&](Operation *) { ok = false; });
+    // Discardable attributes the copies would not share.
+    ok &= op.getDiscardableAttrDictionary().empty();
+    words.push_back(-2); // end of instruction
+  }
+  if (!ok || !program->getDiscardableAttrDictionary().empty())
+    words.clear();
+  return words;
+}
+
 struct MonarchSchedulePass
     : monarch::impl::MonarchScheduleBase<MonarchSchedulePass> {
   using Base::Base;
+
+  /// A program scheduled: its shape, and what scheduling did to it (the
+  /// new position of each instruction, its buffers' new offsets, its
+  /// attributes), given to every later program of the same shape instead
+  /// of scheduling it again (the copies of a class's program that
+  /// monarch-plan-transfers makes: 4,096 programs, 4 shapes).
+  struct Scheduled {
+    SmallVector<int64_t> shape;
+    SmallVector<unsigned> order;
+    DenseMap<Attribute, Attribute> remap;
+    RankProgramOp program;
+    int64_t bytesSaved;
+  };
+
   void runOnOperation() override {
     SymbolTableCollection symbols;
     // Each plan mesh's topology, found once (a scan of the module per rank
@@ -738,18 +860,76 @@ struct MonarchSchedulePass
     llvm::DenseMap<Attribute, TopologyOp> topologies;
     for (auto t : getOperation().getOps<TopologyOp>())
       topologies[t.getMeshAttr()] = t;
+    std::vector<Scheduled> scheduled;
+    DenseMap<std::pair<Operation *, llvm::hash_code>, SmallVector<size_t, 1>>
+        byShape;
     WalkResult result = getOperation().walk([&](RankProgramOp program) {
       TopologyOp topology;
-      if (auto plan = program->getParentOfType<PlanOp>())
+      auto plan = program->getParentOfType<PlanOp>();
+      if (plan)
         topology = topologies.lookup(plan.getMeshAttr());
+      SmallVector<int64_t> shape = scheduleShape(program, symbols);
+      std::pair<Operation *, llvm::hash_code> key{
+          plan, llvm::hash_combine_range(shape.begin(), shape.end())};
+      if (!shape.empty())
+        for (size_t i : byShape.lookup(key))
+          if (scheduled[i].shape == shape) {
+            apply(scheduled[i], program);
+            return WalkResult::advance();
+          }
+      // What scheduling changes, to record it.
+      SmallVector<Operation *> ops;
+      SmallVector<SmallVector<Attribute>> before;
+      for (Operation &op : program.getBody().front()) {
+        ops.push_back(&op);
+        before.push_back(buffersOf(&op));
+      }
       RankScheduler scheduler(program, symbols, topology);
       if (failed(scheduler.run()))
         return WalkResult::interrupt();
       bytesSaved += scheduler.bytesSaved;
+      if (shape.empty())
+        return WalkResult::advance();
+      Scheduled done;
+      done.shape = std::move(shape);
+      done.program = program;
+      done.bytesSaved = scheduler.bytesSaved;
+      DenseMap<Operation *, unsigned> was;
+      for (auto [i, op] : llvm::enumerate(ops)) {
+        was[op] = i;
+        for (auto [old, now] : llvm::zip(before[i], buffersOf(op)))
+          done.remap[old] = now;
+      }
+      for (Operation &op : program.getBody().front())
+        done.order.push_back(was.lookup(&op));
+      byShape[key].push_back(scheduled.size());
+      scheduled.push_back(std::move(done));
       return WalkResult::advance();
     });
     if (result.wasInterrupted())
       signalPassFailure();
+  }
+
+  /// Schedules `program` as `done` was: same order, same offsets.
+  void apply(Scheduled &done, RankProgramOp program) {
+    Block &block = program.getBody().front();
+    SmallVector<Operation *> ops;
+    for (Operation &op : block)
+      ops.push_back(&op);
+    for (unsigned i : done.order)
+      ops[i]->moveBefore(&block, block.end());
+    for (Operation *op : ops) {
+      SmallVector<Attribute> bufs = buffersOf(op);
+      // Every buffer of an equal shape was one of `done`'s: remapped.
+      for (Attribute &b : bufs)
+        b = done.remap.lookup(b);
+      setBuffers(op, bufs);
+    }
+    program.setArena(done.program.getArena());
+    for (StringRef name : {"monarch.peak_bytes", "monarch.critical_path_us"})
+      if (Attribute a = done.program->getAttr(name))
+        program->setAttr(name, a);
+    bytesSaved += done.bytesSaved;
   }
 };
 } // namespace

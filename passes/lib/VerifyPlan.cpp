@@ -210,6 +210,7 @@ void PlanVerifier::collect() {
   for (auto program : plan.getBody().getOps<RankProgramOp>())
     total += program.getBody().front().getOperations().size();
   model.instrs.reserve(total);
+  model.idOf.reserve(total);
   for (auto program : plan.getBody().getOps<RankProgramOp>())
     model.addProgram(program);
   instrs = model.instrs;
