@@ -143,3 +143,45 @@ module {
     return %rc, %rd : tensor<4x4xf32>, tensor<4x4xf32>
   }
 }
+
+// -----
+
+// Class functions (monarch-specialize-ranks classes=1): the members of a
+// group must agree member by member. Rank 0's function also stands for rank
+// 1, rank 3's for rank 2; the first ranks' groups over hosts ([0, 2] and
+// [1, 3]) differ, but rank 1 is in rank 3's group and rank 2 in rank 0's,
+// and the two functions would permute their collectives differently: left
+// as they are.
+
+// CHECK-LABEL: func.func private @cls.worker.mesh.rank0(
+// CHECK:         %[[A:.*]] = linalg.matmul
+// CHECK-NEXT:    %[[B:.*]] = linalg.matmul
+// CHECK-NEXT:    monarch.all_reduce %[[B]]
+// CHECK-NEXT:    monarch.all_reduce %[[A]]
+// CHECK-LABEL: func.func private @cls.worker.mesh.rank3(
+// CHECK:         %[[C:.*]] = linalg.matmul
+// CHECK-NEXT:    %[[D:.*]] = linalg.matmul
+// CHECK-NEXT:    monarch.all_reduce %[[C]]
+// CHECK-NEXT:    monarch.all_reduce %[[D]]
+
+module {
+  shard.grid @grid(shape = 2x2)
+  monarch.proc_mesh @mesh(hosts = 2, gpus = 2) grid @grid
+  func.func private @cls.worker.mesh(tensor<4x4xf32>, tensor<4x4xf32>) -> (tensor<4x4xf32>, tensor<4x4xf32>) attributes {monarch.worker_for = @mesh, plan.ranks = [@cls.worker.mesh.rank0, @cls.worker.mesh.rank3]}
+  func.func private @cls.worker.mesh.rank0(%arg0: tensor<4x4xf32>, %arg1: tensor<4x4xf32>) -> (tensor<4x4xf32>, tensor<4x4xf32>) attributes {monarch.rank = 0 : i64, plan.members = array<i64: 0, 1>, plan.outputs = array<i64: 0, 1>, plan.states = []} {
+    %e = tensor.empty() : tensor<4x4xf32>
+    %a = linalg.matmul ins(%arg0, %arg0 : tensor<4x4xf32>, tensor<4x4xf32>) outs(%e : tensor<4x4xf32>) -> tensor<4x4xf32>
+    %b = linalg.matmul ins(%arg1, %arg1 : tensor<4x4xf32>, tensor<4x4xf32>) outs(%e : tensor<4x4xf32>) -> tensor<4x4xf32>
+    %rb = monarch.all_reduce %b over ["hosts"] sum {plan.group = array<i64: 0, 2>, plan.group_mesh = @mesh} : tensor<4x4xf32>
+    %ra = monarch.all_reduce %a over ["hosts"] sum {plan.group = array<i64: 0, 2>, plan.group_mesh = @mesh} : tensor<4x4xf32>
+    return %ra, %rb : tensor<4x4xf32>, tensor<4x4xf32>
+  }
+  func.func private @cls.worker.mesh.rank3(%arg0: tensor<4x4xf32>, %arg1: tensor<4x4xf32>) -> (tensor<4x4xf32>, tensor<4x4xf32>) attributes {monarch.rank = 3 : i64, plan.members = array<i64: 3, 2>, plan.outputs = array<i64: 0, 1>, plan.states = []} {
+    %e = tensor.empty() : tensor<4x4xf32>
+    %c = linalg.matmul ins(%arg0, %arg0 : tensor<4x4xf32>, tensor<4x4xf32>) outs(%e : tensor<4x4xf32>) -> tensor<4x4xf32>
+    %d = linalg.matmul ins(%arg1, %arg1 : tensor<4x4xf32>, tensor<4x4xf32>) outs(%e : tensor<4x4xf32>) -> tensor<4x4xf32>
+    %rc = monarch.all_reduce %c over ["hosts"] sum {plan.group = array<i64: 1, 3>, plan.group_mesh = @mesh} : tensor<4x4xf32>
+    %rd = monarch.all_reduce %d over ["hosts"] sum {plan.group = array<i64: 1, 3>, plan.group_mesh = @mesh} : tensor<4x4xf32>
+    return %rc, %rd : tensor<4x4xf32>, tensor<4x4xf32>
+  }
+}
