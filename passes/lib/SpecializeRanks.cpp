@@ -206,6 +206,10 @@ struct RankQueries {
     queries.push_back({std::move(f), answer});
     return answer;
   }
+  /// Records `f` with `answer`, which the caller computed for the rank.
+  void answered(std::function<int64_t(int64_t)> f, int64_t answer) {
+    queries.push_back({std::move(f), answer});
+  }
   bool sameFor(int64_t rank) const {
     return llvm::all_of(
         queries, [&](const Query &q) { return q.ask(rank) == q.answer; });
@@ -337,11 +341,15 @@ func::FuncOp RankSpecializer::run(OpBuilder &b) {
       SymbolTableCollection *t = &tables;
       MeshResolver *m = &meshes;
       bool so = shardOutputs, si = shardInputs;
-      bound([=](int64_t r) -> int64_t {
-        return RankSpecializer(w, *proc, r, *t, *m, so, si)
-            .feedShardOf(a)
-            .has_value();
-      });
+      // (Answered by the call above: asking again walked every use of
+      // every input once more per rank.)
+      queries->answered(
+          [=](int64_t r) -> int64_t {
+            return RankSpecializer(w, *proc, r, *t, *m, so, si)
+                .feedShardOf(a)
+                .has_value();
+          },
+          shard.has_value());
     }
     inputOffsets.push_back(b.getDenseI64ArrayAttr(
         shard ? ArrayRef<int64_t>(shard->first) : ArrayRef<int64_t>()));
@@ -889,12 +897,22 @@ struct MonarchSpecializeRanksPass
       SmallVector<int64_t> members;
     };
     std::vector<Class> found;
+    // The classes a rank is tried against: the last few matched or made,
+    // most recent first. Where every rank is a class of its own (a GPT
+    // whose ranks slice their rows of the batch), trying all of them would
+    // be quadratic in the ranks; a rank whose class is not among them
+    // starts another class (a class split in two is the same plan).
+    constexpr size_t kTried = 8;
+    SmallVector<size_t> recent;
     for (int64_t r = 0, n = procMesh->roots.size(); r < n; ++r) {
       if (classes) {
         auto same = llvm::find_if(
-            found, [&](const Class &c) { return c.queries->sameFor(r); });
-        if (same != found.end()) {
-          same->members.push_back(r);
+            recent, [&](size_t c) { return found[c].queries->sameFor(r); });
+        if (same != recent.end()) {
+          size_t c = *same;
+          found[c].members.push_back(r);
+          recent.erase(same);
+          recent.insert(recent.begin(), c);
           continue;
         }
       }
@@ -910,8 +928,12 @@ struct MonarchSpecializeRanksPass
         eraseRanks();
         return failure();
       }
-      if (classes)
+      if (classes) {
+        recent.insert(recent.begin(), found.size());
+        if (recent.size() > kTried)
+          recent.pop_back();
         found.push_back({std::move(queries), specializer.outputShards, {r}});
+      }
       ranks.push_back(fn);
       b.setInsertionPointAfter(fn);
       for (int64_t j :
