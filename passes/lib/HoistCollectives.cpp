@@ -22,6 +22,7 @@
 #include "monarch/Transforms/Passes.h"
 
 #include "MeshRanks.h"
+#include "PassUtils.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/SymbolTable.h"
@@ -48,8 +49,7 @@ namespace {
 Attribute groupOf(Operation *op) {
   // (Most ops are tensor compute: one pointer comparison turns them away.)
   if (!isa_and_nonnull<MonarchDialect>(op->getDialect()) ||
-      !isa<AllReduceOp, AllGatherOp, ReduceScatterOp, AllToAllOp,
-           BroadcastFromOp>(op))
+      !isMeshCollective(op))
     return {};
   Attribute group = op->getAttr(rankform::kGroupAttr);
   Attribute mesh = op->getAttr(rankform::kGroupMeshAttr);

@@ -16,6 +16,14 @@
 
 namespace monarch {
 
+/// A mesh collective (all_reduce, all_gather, reduce_scatter,
+/// broadcast_from, all_to_all): in the per-rank form it carries its group of
+/// ranks (`plan.group`).
+inline bool isMeshCollective(mlir::Operation *op) {
+  return mlir::isa<AllReduceOp, AllGatherOp, ReduceScatterOp, BroadcastFromOp,
+                   AllToAllOp>(op);
+}
+
 /// Program-level ops of the monarch dialect; everything else is compute.
 inline bool isMonarchProgramOp(mlir::Operation *op) {
   return mlir::isa<FeedOp, FetchOp, CallOp, BroadcastOp, TransferOp>(op);

@@ -1008,8 +1008,7 @@ RankProgramOp MonarchPlanTransfersPass::copyProgram(RankProgramOp program,
       sends.append(dests);
     } else if (auto recv = dyn_cast<ChannelRecvOp>(mine)) {
       recvs.push_back(recvSource(recv, to.rank));
-    } else if (isa<AllReduceOp, AllGatherOp, ReduceScatterOp, BroadcastFromOp,
-                   AllToAllOp>(mine)) {
+    } else if (isMeshCollective(&mine)) {
       DenseI64ArrayAttr group = groupFor(&mine, to.rank);
       if (!group)
         return {};

@@ -652,8 +652,7 @@ LogicalResult RankSpecializer::inlineCall(Operation *op, OpBuilder &b) {
           "uses actor state, rank queries or calls inside a region; "
           "planning supports them only at the top of an endpoint");
     if (auto dims = clone->getAttrOfType<ArrayAttr>("dims"))
-      if (isa<AllReduceOp, AllGatherOp, ReduceScatterOp, BroadcastFromOp,
-              AllToAllOp>(clone)) {
+      if (isMeshCollective(clone)) {
         SmallVector<int64_t> group = mesh->groupOf(local, dims);
         // Over a group of one rank every collective is its input (a sum,
         // average, max or min of one value; a gather, scatter or exchange
