@@ -147,7 +147,15 @@ std::string Buffer::str() const {
 }
 
 int64_t ProcMesh::numRanks() const {
-  return static_cast<int64_t>(rootRanks.size());
+  if (!elided)
+    return static_cast<int64_t>(rootRanks.size());
+  // Decoded without its root ranks: as many as its dimensions hold (checked
+  // against the stored set when decoded).
+  int64_t n = 1;
+  for (const MeshDim &d : dims)
+    if (d.size <= 0 || __builtin_mul_overflow(n, d.size, &n))
+      return 0;
+  return n;
 }
 
 bool Instruction::isAsync() const {

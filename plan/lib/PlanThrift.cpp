@@ -9,6 +9,7 @@
 #include "RankClasses.h"
 
 #include <algorithm>
+#include <set>
 #include <string>
 
 namespace monarch::plan::detail {
@@ -733,6 +734,31 @@ std::optional<std::string> holdsT(const t::RankSet &set, int64_t rank,
   return std::nullopt;
 }
 
+/// The least and greatest rank of a RankSet (lo > hi when it is empty),
+/// spending its size from
+/// `budget` and refusing what fromT refuses, without expanding a box.
+std::optional<std::string> boundsT(const t::RankSet &set, int64_t &budget,
+                                   int64_t &lo, int64_t &hi, int64_t &count) {
+  const std::vector<int64_t> *list;
+  RankBox box;
+  if (auto bad = rankSetOf(set, list, box))
+    return bad;
+  if (!list)
+    return rankBoxBounds(box, budget, lo, hi, count);
+  if (auto bad = spendList(*list, budget))
+    return bad;
+  count = static_cast<int64_t>(list->size());
+  // An empty list has no bounds: lo > hi.
+  lo = 0;
+  hi = -1;
+  if (!list->empty()) {
+    auto [min, max] = std::minmax_element(list->begin(), list->end());
+    lo = *min;
+    hi = *max;
+  }
+  return std::nullopt;
+}
+
 /// The ranks a decode may expand from boxes and lists (2^24: a mesh of 16M
 /// ranks); a hostile file's box of 2^60 ranks is refused, not allocated.
 constexpr int64_t kRankBudget = int64_t{1} << 24;
@@ -749,6 +775,26 @@ executor::StatusOr<ExecutionPlan> fromThrift(const t::ExecutionPlan &p,
   r.formatVersion = p.formatVersion;
   r.compilerVersion = p.compilerVersion;
   r.source = p.source;
+  // Decoding for one rank: the meshes a step plan or communicator names,
+  // with their parents (a worker maps ranks through those only).
+  std::set<std::string> used;
+  if (only) {
+    std::vector<std::string> work;
+    for (const t::StepPlan &s : p.plans)
+      work.push_back(s.mesh);
+    for (const t::Communicator &c : p.communicators)
+      if (c.__isset.mesh)
+        work.push_back(c.mesh);
+    while (!work.empty()) {
+      std::string name = std::move(work.back());
+      work.pop_back();
+      if (!used.insert(name).second)
+        continue;
+      for (const t::ProcMesh &m : p.meshes)
+        if (m.name == name && m.__isset.parent)
+          work.push_back(m.parent);
+    }
+  }
   for (const t::ProcMesh &m : p.meshes) {
     ProcMesh x;
     x.name = m.name;
@@ -758,17 +804,52 @@ executor::StatusOr<ExecutionPlan> fromThrift(const t::ExecutionPlan &p,
       x.parent = m.parent;
     x.sliceStart = m.sliceStart;
     x.sliceEnd = m.sliceEnd;
-    if (auto bad = fromT(m.rootRanks, budget, x.rootRanks))
-      return invalid("mesh '" + m.name + "' root ranks: " + *bad);
+    std::string where = "mesh '" + m.name + "' root ranks";
+    if (only && x.parent && !used.count(m.name)) {
+      // Decoding for one rank: a slice no step or communicator runs on is
+      // checked, not expanded (the worker maps no rank through it).
+      int64_t lo, hi, count, ranks = 1;
+      if (auto bad = boundsT(m.rootRanks, budget, lo, hi, count))
+        return invalid(where + ": " + *bad);
+      for (const MeshDim &d : x.dims)
+        if (d.size <= 0 || __builtin_mul_overflow(ranks, d.size, &ranks))
+          ranks = -1; // the validator refuses the dimension
+      if (ranks >= 0 && count != ranks)
+        return invalid("mesh '" + m.name + "': " + std::to_string(count) +
+                       " root ranks for " + std::to_string(ranks) + " ranks");
+      if (lo <= hi && lo < 0)
+        return invalid("mesh '" + m.name + "': negative root rank");
+      x.elided = true;
+    } else if (auto bad = fromT(m.rootRanks, budget, x.rootRanks)) {
+      return invalid(where + ": " + *bad);
+    }
     r.meshes.push_back(std::move(x));
   }
   for (const t::MeshTopology &m : p.topology) {
     MeshTopology x{m.mesh, {}};
+    // Decoding for one rank: the hosts are checked, not expanded (a worker
+    // never reads them); the ranks of a mesh this decode does not know are
+    // refused by the validator, which names the mesh.
+    int64_t meshSize = -1;
+    if (only)
+      for (const ProcMesh &mesh : r.meshes)
+        if (mesh.name == m.mesh)
+          meshSize = mesh.numRanks();
     for (const t::Host &h : m.hosts) {
       Host host{h.name, {}};
-      if (auto bad = fromT(h.ranks, budget, host.ranks))
-        return invalid("topology of '" + m.mesh + "', host '" + h.name +
-                       "': " + *bad);
+      std::string where = "topology of '" + m.mesh + "', host '" + h.name + "'";
+      if (only && meshSize >= 0) {
+        int64_t lo, hi, count;
+        if (auto bad = boundsT(h.ranks, budget, lo, hi, count))
+          return invalid(where + ": " + *bad);
+        for (int64_t rank : {lo, hi})
+          if (lo <= hi && (rank < 0 || rank >= meshSize))
+            return invalid(where + " lists rank " + std::to_string(rank) +
+                           " of " + std::to_string(meshSize));
+        host.elided = true;
+      } else if (auto bad = fromT(h.ranks, budget, host.ranks)) {
+        return invalid(where + ": " + *bad);
+      }
       x.hosts.push_back(std::move(host));
     }
     r.topology.push_back(std::move(x));
@@ -796,6 +877,19 @@ executor::StatusOr<ExecutionPlan> fromThrift(const t::ExecutionPlan &p,
             named.push_back(z.communicator);
       }
   std::sort(named.begin(), named.end());
+  // Room for every repeat at once (reserving entry by entry reallocated
+  // hundreds of communicators at each); capped, as a hostile count is only
+  // refused below.
+  {
+    constexpr int64_t kReserveCap = int64_t{1} << 16;
+    int64_t total = 0;
+    for (const t::Communicator &c : p.communicators)
+      total =
+          std::min(kReserveCap, total + (c.__isset.repeat && c.repeat > 0
+                                             ? std::min(c.repeat, kReserveCap)
+                                             : 1));
+    r.communicators.reserve(static_cast<size_t>(total));
+  }
   for (size_t i = 0; i < p.communicators.size(); ++i) {
     const t::Communicator &c = p.communicators[i];
     std::string which = "communicator entry " + std::to_string(i);
@@ -823,8 +917,6 @@ executor::StatusOr<ExecutionPlan> fromThrift(const t::ExecutionPlan &p,
                      " times: not positive, or more ranks than a plan may "
                      "hold");
     budget -= (repeat - 1) * static_cast<int64_t>(x.ranks.size());
-    r.communicators.reserve(r.communicators.size() +
-                            static_cast<size_t>(repeat));
     // Decoding for one rank: the repeats that do not hold it are elided
     // (the k-th repeat holds it when it minus k shifts is a first member).
     // Each repeat's last rank is still checked for overflow, so an elided
@@ -988,9 +1080,14 @@ executor::StatusOr<ExecutionPlan> fromThrift(const t::ExecutionPlan &p,
                          ": the instruction must hold exactly one operation");
         y.instructions.push_back(std::move(*in));
       }
-      streams[k] = y.instructions;
-      if (keep)
+      // The stream is kept for the ranks sharing it; a program this rank
+      // does not run gives its instructions up instead of copying them.
+      if (keep) {
+        streams[k] = y.instructions;
         x.programs.push_back(std::move(y));
+      } else {
+        streams[k] = std::move(y.instructions);
+      }
     }
     // Format 7: the ranks that run a class's stream as it is.
     for (const t::ClassMembers &z : s.members) {

@@ -174,7 +174,7 @@ private:
                          std::to_string(d.size));
         ranks *= d.size;
       }
-      if (static_cast<int64_t>(m.rootRanks.size()) != ranks)
+      if (!m.elided && static_cast<int64_t>(m.rootRanks.size()) != ranks)
         return invalid(where + ": " + std::to_string(m.rootRanks.size()) +
                        " root ranks for " + std::to_string(ranks) + " ranks");
       for (int64_t r : m.rootRanks)

@@ -559,17 +559,15 @@ std::optional<std::string> spendBox(const RankBox &box, int64_t &budget,
   budget -= count;
   return std::nullopt;
 }
-} // namespace
 
-std::optional<std::string> rankBoxHolds(const RankBox &box, int64_t rank,
-                                        int64_t &budget, bool &holds) {
-  holds = false;
-  // Strides that nest (each positive and past the span of the dimensions
-  // inside it, as every box of a mesh's ranks is) give each rank one
-  // mixed-radix digit per dimension; other boxes are expanded.
+/// Whether the strides of `box` nest (each positive and past the span of
+/// the dimensions inside it, as every box of a mesh's ranks is), so that
+/// each rank has one mixed-radix digit per dimension, and its last rank
+/// offset + `span` does not overflow.
+bool nestedBox(const RankBox &box, int64_t &span) {
   bool nested =
       box.sizes.size() == box.strides.size() && box.sizes.size() <= 16;
-  int64_t span = 0, last;
+  span = 0;
   for (size_t d = box.sizes.size(); nested && d-- > 0;) {
     int64_t extent;
     nested =
@@ -577,8 +575,42 @@ std::optional<std::string> rankBoxHolds(const RankBox &box, int64_t rank,
         !__builtin_mul_overflow(box.sizes[d] - 1, box.strides[d], &extent) &&
         !__builtin_add_overflow(span, extent, &span);
   }
-  // A box whose ranks overflow is refused by the expansion.
-  if (!nested || __builtin_add_overflow(box.offset, span, &last)) {
+  int64_t last;
+  return nested && !__builtin_add_overflow(box.offset, span, &last);
+}
+} // namespace
+
+std::optional<std::string> rankBoxBounds(const RankBox &box, int64_t &budget,
+                                         int64_t &lo, int64_t &hi,
+                                         int64_t &count) {
+  int64_t span;
+  if (!nestedBox(box, span)) {
+    // Other boxes (and those whose ranks overflow, which the expansion
+    // refuses) are expanded.
+    std::vector<int64_t> ranks;
+    if (auto bad = expandRankBox(box, budget, ranks))
+      return bad;
+    auto [min, max] = std::minmax_element(ranks.begin(), ranks.end());
+    lo = *min;
+    hi = *max;
+    count = static_cast<int64_t>(ranks.size());
+    return std::nullopt;
+  }
+  if (auto bad = spendBox(box, budget, count))
+    return bad;
+  lo = box.offset;
+  hi = box.offset + span;
+  return std::nullopt;
+}
+
+std::optional<std::string> rankBoxHolds(const RankBox &box, int64_t rank,
+                                        int64_t &budget, bool &holds) {
+  holds = false;
+  // A nested box gives each rank one mixed-radix digit per dimension;
+  // other boxes, and those whose ranks overflow (which the expansion
+  // refuses), are expanded.
+  int64_t span;
+  if (!nestedBox(box, span)) {
     std::vector<int64_t> ranks;
     if (auto bad = expandRankBox(box, budget, ranks))
       return bad;

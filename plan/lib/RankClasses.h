@@ -145,6 +145,14 @@ std::optional<RankBox> rankBox(const std::vector<int64_t> &ranks);
 std::optional<std::string> rankBoxHolds(const RankBox &box, int64_t rank,
                                         int64_t &budget, bool &holds);
 
+/// The least and greatest rank of `box` and how many it holds, spending its
+/// size from `budget` as expandRankBox does and refusing what it refuses,
+/// without expanding a box whose strides nest (a worker checks a host of 4,096
+/// ranks it never reads).
+std::optional<std::string> rankBoxBounds(const RankBox &box, int64_t &budget,
+                                         int64_t &lo, int64_t &hi,
+                                         int64_t &count);
+
 /// Appends `box`'s ranks to `out`, spending its size from `budget` (the
 /// ranks a decode may still expand: a hostile file's box of 2^60 ranks
 /// is refused, not allocated); an error says what does not fit.

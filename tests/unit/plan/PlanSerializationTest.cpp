@@ -404,6 +404,70 @@ TEST(PlanSerialization, AWorkerSkipsTheMembersOfCommunicatorsItIsNotIn) {
       << hostile.status().toString();
 }
 
+TEST(PlanSerialization, AWorkerChecksButDoesNotExpandWhatItNeverReads) {
+  // A worker maps ranks only through the meshes its steps and
+  // communicators run on, and never reads the topology: a rank's decode
+  // checks a slice no step runs on and every host on the stored sets
+  // (count, sign, range) without expanding them, and refuses what the
+  // full decode refuses.
+  ExecutionPlan plan = classPlan(64);
+  std::vector<int64_t> odd;
+  for (int64_t r = 1; r < 64; r += 2)
+    odd.push_back(r);
+  plan.meshes.push_back(ProcMesh{"odd",
+                                 {{"hosts", 1}, {"gpus", 32}},
+                                 std::string("mesh"),
+                                 {0, 1},
+                                 {1, 64},
+                                 odd});
+  std::string bytes = serialized(plan);
+  StatusOr<ExecutionPlan> full = deserializePlan(bytes);
+  ASSERT_TRUE(full.isOk()) << full.status().toString();
+  ASSERT_TRUE(*full == plan);
+  StatusOr<RankPlan> mine = deserializePlanForRank(bytes, 5);
+  ASSERT_TRUE(mine.isOk()) << mine.status().toString();
+  EXPECT_TRUE(mine->plan.plans[0].programs[0] == full->plans[0].programs[5]);
+  const ProcMesh &root = mine->plan.meshes[0], &slice = mine->plan.meshes[1];
+  EXPECT_FALSE(root.elided);
+  EXPECT_EQ(root.rootRanks, full->meshes[0].rootRanks);
+  EXPECT_TRUE(slice.elided && slice.rootRanks.empty());
+  EXPECT_EQ(slice.numRanks(), 32);
+  ASSERT_EQ(mine->plan.topology[0].hosts.size(), 1u);
+  EXPECT_TRUE(mine->plan.topology[0].hosts[0].elided);
+  EXPECT_TRUE(mine->plan.topology[0].hosts[0].ranks.empty());
+  EXPECT_TRUE(validatePlan(mine->plan, ValidateScope::KeptRanks).isOk());
+
+  wire::ExecutionPlan wire = detail::toThrift(plan);
+  auto refused = [&](auto edit, const char *part) {
+    wire::ExecutionPlan bad = wire;
+    edit(bad);
+    std::string file = fileOf(bad);
+    for (bool one : {false, true}) {
+      std::string message =
+          one ? (deserializePlanForRank(file, 5).isOk()
+                     ? std::string("<accepted>")
+                     : deserializePlanForRank(file, 5).status().message())
+              : errorOf(file);
+      EXPECT_NE(message.find(part), std::string::npos)
+          << (one ? "rank decode: " : "full decode: ") << message;
+    }
+  };
+  using W = wire::ExecutionPlan;
+  // A slice of 31 root ranks for 32, one of them negative, a host's rank
+  // outside its mesh, a box too large to expand.
+  refused([](W &w) { w.meshes[1].rootRanks.__set_box({1, 31, 2}); },
+          "31 root ranks for 32 ranks");
+  refused([](W &w) { w.meshes[1].rootRanks.__set_box({-1, 32, 2}); },
+          "negative root rank");
+  refused([](W &w) { w.topology[0].hosts[0].ranks.__set_box({1, 64, 1}); },
+          "lists rank 64 of 64");
+  refused(
+      [](W &w) {
+        w.topology[0].hosts[0].ranks.__set_box({0, 1 << 30, 1, 1 << 30, 1});
+      },
+      "hold more ranks than the plan may");
+}
+
 TEST(PlanSerialization, RankFieldsThatFollowTheRankAreRulesNotPatches) {
   // Format 6: the ring's peers (rank + 1), the pair's communicator (the
   // one of its family holding the rank) and the shard offsets (2 x the

@@ -100,6 +100,10 @@ struct ProcMesh {
   std::vector<int64_t> sliceStart, sliceEnd;
   /// Rank of the root proc mesh for every rank of this mesh.
   std::vector<int64_t> rootRanks;
+  /// Decoded for one rank (deserializePlanForRank): a slice that no step
+  /// plan or communicator runs on, whose `rootRanks` are left empty (their
+  /// number and sign were checked on the stored set).
+  bool elided = false;
   int64_t numRanks() const;
   bool operator==(const ProcMesh &) const = default;
 };
@@ -107,6 +111,10 @@ struct ProcMesh {
 struct Host {
   std::string name;
   std::vector<int64_t> ranks;
+  /// Decoded for one rank (deserializePlanForRank): a worker never reads
+  /// the topology, so `ranks` is left empty (its bounds were checked on the
+  /// stored set: a host of 4,096 ranks is not expanded for every worker).
+  bool elided = false;
   bool operator==(const Host &) const = default;
 };
 
