@@ -21,6 +21,7 @@
 #include "mlir/IR/Diagnostics.h"
 #include "llvm/ADT/ScopeExit.h"
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/BuryPointer.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/Path.h"
@@ -336,6 +337,8 @@ struct CompileSession::Impl {
       failureText = bytes.status().message();
       return mlir::failure();
     }
+    if (options.disableFree)
+      llvm::BuryPointer(std::make_unique<ExecutionPlan>(std::move(*plan)));
     if (!cacheKey.empty())
       if (executor::Status s = cache.store(cacheKey, *bytes); !s)
         cacheNote += " (not cached: " + s.message() + ")";

@@ -1174,8 +1174,7 @@ executor::StatusOr<ExecutionPlan> fromThrift(const t::ExecutionPlan &p,
           const Communicator &comm = r.communicators[c];
           backends.insert(comm.backend);
           int64_t me = localOf(comm.mesh);
-          if (me >= 0 && std::find(comm.ranks.begin(), comm.ranks.end(), me) !=
-                             comm.ranks.end())
+          if (me >= 0 && positionOf(comm.ranks, me) >= 0)
             own[static_cast<int32_t>(c)].insert(streams->begin(),
                                                 streams->end());
         }

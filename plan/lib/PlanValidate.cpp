@@ -180,6 +180,18 @@ private:
       for (int64_t r : m.rootRanks)
         if (r < 0)
           return invalid(where + ": negative root rank");
+      // Distinct (a worker finds its mesh rank as the one position of its
+      // world rank): ascending root ranks, as the compiler writes them, are.
+      if (std::adjacent_find(m.rootRanks.begin(), m.rootRanks.end(),
+                             std::greater_equal<int64_t>()) !=
+          m.rootRanks.end()) {
+        std::vector<int64_t> sorted = m.rootRanks;
+        std::sort(sorted.begin(), sorted.end());
+        auto at = std::adjacent_find(sorted.begin(), sorted.end());
+        if (at != sorted.end())
+          return invalid(where + ": root rank " + std::to_string(*at) +
+                         " repeated");
+      }
       if (m.parent) {
         int32_t p = plan.findMesh(*m.parent);
         if (p < 0 || *m.parent == m.name)

@@ -51,6 +51,11 @@ struct CompileOptions {
   /// Collect diagnostics as text (diagnostics()) instead of leaving them to
   /// the context's handler.
   bool captureDiagnostics = false;
+  /// Leave the built ExecutionPlan to the process's exit instead of freeing
+  /// it (monarch-compile, as clang's -disable-free: a 4,096-rank plan is
+  /// ~100,000 instructions, tens of milliseconds to free). Not for a
+  /// long-lived caller: the memory is never returned.
+  bool disableFree = false;
 };
 
 class CompileSession {
