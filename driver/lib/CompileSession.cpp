@@ -332,7 +332,9 @@ struct CompileSession::Impl {
           "cannot build the ExecutionPlan of '" + options.source + "'";
       return mlir::failure();
     }
-    executor::StatusOr<std::string> bytes = serializePlan(*plan);
+    // buildExecutionPlan's last step is validatePlan.
+    executor::StatusOr<std::string> bytes =
+        serializePlan(*plan, PlanChecked::Validated);
     if (!bytes) {
       failureText = bytes.status().message();
       return mlir::failure();

@@ -60,8 +60,15 @@ Attribute groupOf(Operation *op) {
 
 /// The group a member `rank` of a class function has where its first rank
 /// has `group` (groupOf's answer); null when it cannot be told.
+/// memberGroup's lists per mesh, dims and group (its leader): a group's
+/// members ask for the same list, built and uniqued once instead of once
+/// per member (at 4,096 ranks, 8,000 lists of 256 ranks).
+using GroupCache =
+    llvm::DenseMap<std::tuple<const MeshRanks *, Attribute, int64_t>,
+                   Attribute>;
+
 Attribute memberGroup(Attribute group, int64_t rank, bool first, Operation *at,
-                      MeshResolver &meshes) {
+                      MeshResolver &meshes, GroupCache &cache) {
   auto parts = dyn_cast<ArrayAttr>(group);
   if (!parts)
     return first ? group : Attribute();
@@ -73,7 +80,12 @@ Attribute memberGroup(Attribute group, int64_t rank, bool first, Operation *at,
   int64_t local = mesh ? mesh->localRank(rank) : -1;
   if (!dims || local < 0)
     return {};
-  return DenseI64ArrayAttr::get(at->getContext(), mesh->groupOf(local, dims));
+  auto [it, fresh] =
+      cache.try_emplace({mesh, dims, mesh->groupLeader(local, dims)});
+  if (fresh)
+    it->second =
+        DenseI64ArrayAttr::get(at->getContext(), mesh->groupOf(local, dims));
+  return it->second;
 }
 
 /// Whether `op` may be issued after `other`, which comes right before it:
@@ -173,6 +185,7 @@ struct MonarchHoistCollectivesPass
     // Every member of a group must have permuted its collectives alike;
     // every member of a class function has permuted them as it did.
     llvm::DenseMap<Attribute, SmallVector<unsigned>> agreed;
+    GroupCache groups;
     bool agree = true;
     for (func::FuncOp fn : fns) {
       auto own =
@@ -188,7 +201,7 @@ struct MonarchHoistCollectivesPass
       for (int64_t rank : ranks)
         for (auto &[group, perm] : perms) {
           Attribute key = memberGroup(group, rank, !own || own.getInt() == rank,
-                                      fn, meshes);
+                                      fn, meshes, groups);
           if (!key) {
             agree = false;
             continue;

@@ -86,8 +86,14 @@ static uint64_t getLE(std::string_view in, size_t at, int bytes) {
 }
 
 StatusOr<std::string> serializePlan(const ExecutionPlan &plan) {
-  if (Status s = validatePlan(plan); !s)
-    return s.withContext("cannot serialize an invalid plan");
+  return serializePlan(plan, PlanChecked::Unchecked);
+}
+
+StatusOr<std::string> serializePlan(const ExecutionPlan &plan,
+                                    PlanChecked checked) {
+  if (checked != PlanChecked::Validated)
+    if (Status s = validatePlan(plan); !s)
+      return s.withContext("cannot serialize an invalid plan");
   std::string payload;
   try {
     auto buffer = std::make_shared<TMemoryBuffer>();

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <map>
 
 #include <functional>
 #include <unordered_map>
@@ -119,47 +120,56 @@ std::vector<int32_t> findRankClasses(const StepPlan &step) {
   return shares;
 }
 
+namespace {
+/// The patch that makes `a` (instruction `i` of a shared stream) `b`, when
+/// any field a patch holds differs.
+std::optional<RankPatch> patchOf(const Instruction &a, const Instruction &b,
+                                 size_t i) {
+  RankPatch patch;
+  patch.instruction = static_cast<int32_t>(i);
+  bool any = false;
+  switch (b.kind) {
+  case InstrKind::Send:
+  case InstrKind::Recv:
+    if (a.p2p.peer != b.p2p.peer)
+      patch.peer = b.p2p.peer, any = true;
+    if (a.p2p.communicator != b.p2p.communicator)
+      patch.communicator = b.p2p.communicator, any = true;
+    break;
+  case InstrKind::Collective:
+    if (a.collective.communicator != b.collective.communicator)
+      patch.communicator = b.collective.communicator, any = true;
+    if (a.collective.root != b.collective.root && b.collective.root)
+      patch.root = *b.collective.root, any = true;
+    break;
+  case InstrKind::FeedBuffer:
+  case InstrKind::FetchBuffer:
+    if (a.io.offsets != b.io.offsets)
+      patch.offsets = b.io.offsets, any = true;
+    break;
+  case InstrKind::StateBuffer:
+    if (a.stateBuffer.offsets != b.stateBuffer.offsets)
+      patch.offsets = b.stateBuffer.offsets, any = true;
+    break;
+  case InstrKind::Launch:
+    if (a.launch.kernel != b.launch.kernel)
+      patch.kernel = b.launch.kernel, any = true;
+    break;
+  default:
+    break;
+  }
+  if (any)
+    return patch;
+  return std::nullopt;
+}
+} // namespace
+
 std::vector<RankPatch> rankPatches(const std::vector<Instruction> &shared,
                                    const std::vector<Instruction> &program) {
   std::vector<RankPatch> patches;
-  for (size_t i = 0; i < shared.size() && i < program.size(); ++i) {
-    const Instruction &a = shared[i], &b = program[i];
-    RankPatch patch;
-    patch.instruction = static_cast<int32_t>(i);
-    bool any = false;
-    switch (b.kind) {
-    case InstrKind::Send:
-    case InstrKind::Recv:
-      if (a.p2p.peer != b.p2p.peer)
-        patch.peer = b.p2p.peer, any = true;
-      if (a.p2p.communicator != b.p2p.communicator)
-        patch.communicator = b.p2p.communicator, any = true;
-      break;
-    case InstrKind::Collective:
-      if (a.collective.communicator != b.collective.communicator)
-        patch.communicator = b.collective.communicator, any = true;
-      if (a.collective.root != b.collective.root && b.collective.root)
-        patch.root = *b.collective.root, any = true;
-      break;
-    case InstrKind::FeedBuffer:
-    case InstrKind::FetchBuffer:
-      if (a.io.offsets != b.io.offsets)
-        patch.offsets = b.io.offsets, any = true;
-      break;
-    case InstrKind::StateBuffer:
-      if (a.stateBuffer.offsets != b.stateBuffer.offsets)
-        patch.offsets = b.stateBuffer.offsets, any = true;
-      break;
-    case InstrKind::Launch:
-      if (a.launch.kernel != b.launch.kernel)
-        patch.kernel = b.launch.kernel, any = true;
-      break;
-    default:
-      break;
-    }
-    if (any)
-      patches.push_back(std::move(patch));
-  }
+  for (size_t i = 0; i < shared.size() && i < program.size(); ++i)
+    if (std::optional<RankPatch> patch = patchOf(shared[i], program[i], i))
+      patches.push_back(std::move(*patch));
   return patches;
 }
 
@@ -454,48 +464,63 @@ std::vector<RankRule> findRankRules(const StepPlan &step,
   return rules;
 }
 
+namespace {
+/// `rule` applied to `in`, the instruction it names, for a rank `delta`
+/// past the holder, at coordinates `to` (the holder's `from`).
+std::optional<std::string> applyRankRule(Instruction &in, const RankRule &rule,
+                                         int64_t delta, int64_t rank,
+                                         const std::vector<int64_t> &from,
+                                         const std::vector<int64_t> &to,
+                                         const RankGeometry &geo) {
+  auto where = [&] {
+    return "rule of instruction " + std::to_string(rule.instruction) + ": ";
+  };
+  auto kind = [&] { return std::string(instrKindName(in.kind)); };
+  size_t nd = geo.numDims();
+  if (rule.peerShift) {
+    if (in.kind != InstrKind::Send && in.kind != InstrKind::Recv)
+      return where() + "a peer for a " + kind();
+    in.p2p.peer = geo.shiftRank(in.p2p.peer, delta);
+  }
+  if (rule.communicatorOfRank) {
+    int32_t *c = communicatorOf(in);
+    if (!c)
+      return where() + "a communicator for a " + kind();
+    // Where no communicator of the family holds the rank alone, the
+    // holder's stays and a patch gives the rank's (validatePlan checks
+    // the rank is a member of whichever it ends up with).
+    if (int32_t mine = geo.ofRank(*c, rank); mine >= 0)
+      *c = mine;
+  }
+  if (!rule.offsetSlopes.empty()) {
+    std::vector<int64_t> *o = offsetsOf(in);
+    if (!o || rule.offsetSlopes.size() != o->size() * nd)
+      return where() + "offset slopes that do not fit a " + kind();
+    for (size_t d = 0; d < o->size(); ++d)
+      for (size_t k = 0; k < nd; ++k) {
+        int64_t step = 0;
+        if (__builtin_mul_overflow(rule.offsetSlopes[d * nd + k],
+                                   to[k] - from[k], &step) ||
+            __builtin_add_overflow((*o)[d], step, &(*o)[d]))
+          return where() + "offsets overflow";
+      }
+  }
+  return std::nullopt;
+}
+} // namespace
+
 std::optional<std::string>
 applyRankRules(std::vector<Instruction> &instructions,
                const std::vector<RankRule> &rules, int64_t fromRank,
                int64_t rank, const RankGeometry &geo) {
   int64_t delta = rank - fromRank;
   std::vector<int64_t> from = geo.coords(fromRank), to = geo.coords(rank);
-  size_t nd = geo.numDims();
   for (const RankRule &rule : rules) {
-    std::string where =
-        "rule of instruction " + std::to_string(rule.instruction) + ": ";
     if (auto bad = outOfStream("rule", rule.instruction, instructions.size()))
       return bad;
-    Instruction &in = instructions[rule.instruction];
-    std::string kind = instrKindName(in.kind);
-    if (rule.peerShift) {
-      if (in.kind != InstrKind::Send && in.kind != InstrKind::Recv)
-        return where + "a peer for a " + kind;
-      in.p2p.peer = geo.shiftRank(in.p2p.peer, delta);
-    }
-    if (rule.communicatorOfRank) {
-      int32_t *c = communicatorOf(in);
-      if (!c)
-        return where + "a communicator for a " + kind;
-      // Where no communicator of the family holds the rank alone, the
-      // holder's stays and a patch gives the rank's (validatePlan checks
-      // the rank is a member of whichever it ends up with).
-      if (int32_t mine = geo.ofRank(*c, rank); mine >= 0)
-        *c = mine;
-    }
-    if (!rule.offsetSlopes.empty()) {
-      std::vector<int64_t> *o = offsetsOf(in);
-      if (!o || rule.offsetSlopes.size() != o->size() * nd)
-        return where + "offset slopes that do not fit a " + kind;
-      for (size_t d = 0; d < o->size(); ++d)
-        for (size_t k = 0; k < nd; ++k) {
-          int64_t step = 0;
-          if (__builtin_mul_overflow(rule.offsetSlopes[d * nd + k],
-                                     to[k] - from[k], &step) ||
-              __builtin_add_overflow((*o)[d], step, &(*o)[d]))
-            return where + "offsets overflow";
-        }
-    }
+    if (auto bad = applyRankRule(instructions[rule.instruction], rule, delta,
+                                 rank, from, to, geo))
+      return bad;
   }
   return std::nullopt;
 }
@@ -695,10 +720,34 @@ std::vector<RankPatch> patchesAfterRules(const RankProgram &holder,
                                          const std::vector<RankRule> &rules,
                                          const RankProgram &member,
                                          const RankGeometry &geo) {
-  std::vector<Instruction> predicted = holder.instructions;
-  // The rules were fitted on this class: they apply.
-  (void)applyRankRules(predicted, rules, holder.rank, member.rank, geo);
-  return rankPatches(predicted, member.instructions);
+  // Only the instructions a rule rewrites are copied (copying the whole
+  // stream per member was a tenth of a 4,096-rank compile); the others are
+  // the holder's.
+  int64_t delta = member.rank - holder.rank;
+  std::vector<int64_t> from = geo.coords(holder.rank),
+                       to = geo.coords(member.rank);
+  std::map<size_t, Instruction> predicted;
+  for (const RankRule &rule : rules) {
+    if (rule.instruction < 0 ||
+        static_cast<size_t>(rule.instruction) >= holder.instructions.size())
+      break;
+    size_t i = static_cast<size_t>(rule.instruction);
+    auto it = predicted.try_emplace(i, holder.instructions[i]).first;
+    // The rules were fitted on this class: they apply (as applyRankRules,
+    // the first that does not ends the rewriting).
+    if (applyRankRule(it->second, rule, delta, member.rank, from, to, geo))
+      break;
+  }
+  std::vector<RankPatch> patches;
+  for (size_t i = 0;
+       i < holder.instructions.size() && i < member.instructions.size(); ++i) {
+    auto it = predicted.find(i);
+    const Instruction &a =
+        it == predicted.end() ? holder.instructions[i] : it->second;
+    if (std::optional<RankPatch> patch = patchOf(a, member.instructions[i], i))
+      patches.push_back(std::move(*patch));
+  }
+  return patches;
 }
 
 int64_t meshRankOf(const ExecutionPlan &plan, const std::string &mesh,
