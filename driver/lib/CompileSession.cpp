@@ -26,10 +26,12 @@
 #include "llvm/Support/Format.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/SHA256.h"
+#include "llvm/Support/ThreadPool.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <chrono>
 #include <mutex>
+#include <optional>
 
 #ifndef MONARCH_VERSION
 #define MONARCH_VERSION "unknown"
@@ -325,6 +327,8 @@ struct CompileSession::Impl {
     };
     build.compilerVersion = MONARCH_VERSION;
     build.source = options.source;
+    // Validated below, beside serializing it.
+    build.validate = false;
     FailureOr<ExecutionPlan> plan =
         withDiagnostics([&] { return buildExecutionPlan(module, build); });
     if (failed(plan)) {
@@ -332,9 +336,28 @@ struct CompileSession::Impl {
           "cannot build the ExecutionPlan of '" + options.source + "'";
       return mlir::failure();
     }
-    // buildExecutionPlan's last step is validatePlan.
+    // validatePlan and the encoding each read the whole plan (at 4,096
+    // ranks a tenth of the compile each): the check runs on the context's
+    // thread pool while this thread encodes, and the bytes are kept only if
+    // it passes.
+    executor::Status valid = executor::Status::ok();
+    std::optional<llvm::ThreadPoolTaskGroup> checking;
+    if (context.isMultithreadingEnabled()) {
+      checking.emplace(context.getThreadPool());
+      checking->async([&] { valid = validatePlan(*plan); });
+    } else {
+      valid = validatePlan(*plan);
+    }
     executor::StatusOr<std::string> bytes =
         serializePlan(*plan, PlanChecked::Validated);
+    if (checking)
+      checking->wait();
+    if (!valid) {
+      // The IR verifiers should make this unreachable; say so if not.
+      failureText = "internal error: the ExecutionPlan built from '" +
+                    options.source + "' is inconsistent: " + valid.message();
+      return mlir::failure();
+    }
     if (!bytes) {
       failureText = bytes.status().message();
       return mlir::failure();

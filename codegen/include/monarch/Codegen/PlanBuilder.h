@@ -36,6 +36,10 @@ struct PlanBuildOptions {
   /// ranks a second pass of it was 6% of the compile). The planned-stage
   /// checks still run.
   bool moduleVerified = false;
+  /// Run validatePlan on the built plan (its last step). A caller that
+  /// validates it itself, beside serializing it on another thread
+  /// (monarch-compile), turns this off.
+  bool validate = true;
 };
 
 /// True when this build can compile kernels (the kernel compiler library

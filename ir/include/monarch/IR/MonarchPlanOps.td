@@ -69,7 +69,8 @@ def Monarch_PlanOp : Monarch_Op<"plan", [
 }
 
 def Monarch_RankProgramOp : Monarch_Op<"rank_program", [
-    HasParent<"PlanOp">, NoTerminator, SingleBlock, NoRegionArguments]> {
+    HasParent<"PlanOp">, IsolatedFromAbove, NoTerminator, SingleBlock,
+    NoRegionArguments]> {
   let summary = "The instruction stream of one rank and its static arena";
   let description = [{
     Instructions run in program order, each on its stream; asynchronous ones
