@@ -9,6 +9,7 @@
 
 #include "monarch/IR/MonarchDialect.h"
 #include "monarch/Support/PrintFormat.h"
+#include "monarch/Support/RankSearch.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/OpImplementation.h"
@@ -59,25 +60,10 @@ LogicalResult CommunicatorOp::verifySymbolUses(SymbolTableCollection &tables) {
 }
 
 int64_t CommunicatorOp::getCommRank(int64_t rank) {
+  // A send on a 4,096-rank communicator does not scan it (RankSearch.h).
   ArrayRef<int64_t> ranks = getRanks();
-  // Most communicators are a progression (a group along mesh dimensions,
-  // the world): the position its first two ranks predict is checked first,
-  // so a send on a 4,096-rank communicator does not scan it. Ranks are
-  // distinct (the verifier's rule), so a hit is the only position.
-  if (ranks.size() >= 2) {
-    int64_t step, offset;
-    if (!__builtin_sub_overflow(ranks[1], ranks[0], &step) && step > 0 &&
-        !__builtin_sub_overflow(rank, ranks[0], &offset) && offset >= 0 &&
-        offset % step == 0) {
-      int64_t i = offset / step;
-      if (i < static_cast<int64_t>(ranks.size()) && ranks[i] == rank)
-        return i;
-    }
-  }
-  for (auto [i, r] : llvm::enumerate(ranks))
-    if (r == rank)
-      return i;
-  return -1;
+  return positionOfRank(std::span<const int64_t>(ranks.data(), ranks.size()),
+                        rank);
 }
 
 void PlanOp::build(OpBuilder &builder, OperationState &state, StringRef name,

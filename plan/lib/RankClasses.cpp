@@ -6,6 +6,8 @@
 
 #include "RankClasses.h"
 
+#include "monarch/Support/RankSearch.h"
+
 #include <algorithm>
 #include <climits>
 #include <map>
@@ -762,23 +764,9 @@ int64_t meshRankOf(const ExecutionPlan &plan, const std::string &mesh,
 }
 
 int64_t positionOf(const std::vector<int64_t> &ranks, int64_t rank) {
-  // The position a progression of the first two ranks predicts (a mesh's
-  // root ranks, a group along mesh dimensions) first: the last rank of a
-  // 4,096-rank mesh was found after 4,095 comparisons, several times per
-  // load. Ranks are distinct (validatePlan's rule), so a hit is the only
-  // position.
-  if (ranks.size() >= 2) {
-    int64_t step, offset;
-    if (!__builtin_sub_overflow(ranks[1], ranks[0], &step) && step > 0 &&
-        !__builtin_sub_overflow(rank, ranks[0], &offset) && offset >= 0 &&
-        offset % step == 0) {
-      int64_t i = offset / step;
-      if (i < static_cast<int64_t>(ranks.size()) && ranks[i] == rank)
-        return i;
-    }
-  }
-  auto at = std::find(ranks.begin(), ranks.end(), rank);
-  return at == ranks.end() ? -1 : at - ranks.begin();
+  // The last of a 4,096-rank mesh took 4,095 comparisons several times per
+  // load (RankSearch.h).
+  return positionOfRank(ranks, rank);
 }
 
 std::string nextNumberedName(const std::string &name) {

@@ -498,3 +498,40 @@ monarch.plan @p on @m {
     monarch.wait %a, %c : !monarch.event, !monarch.event
   }
 }
+
+// -----
+
+// The hazard check runs once per program shape: a shape found free of races
+// (ranks 0 and 2) is checked once, and every rank of a racy shape (ranks 1
+// and 3, equal programs) reports its own race.
+shard.grid @g(shape = 4)
+monarch.proc_mesh @m(gpus = 4) grid @g
+func.func private @k(tensor<4xf32>, tensor<4xf32>)
+monarch.plan @p on @m {
+  monarch.rank_program rank 0 arena 32 {
+    %a = monarch.launch @k ins(#monarch.buf<0, tensor<4xf32>>) outs(#monarch.buf<16, tensor<4xf32>>) stream 0 : !monarch.event
+    monarch.wait %a : !monarch.event
+    %b = monarch.launch @k ins(#monarch.buf<16, tensor<4xf32>>) outs(#monarch.buf<0, tensor<4xf32>>) stream 1 : !monarch.event
+    monarch.wait %b : !monarch.event
+  }
+  monarch.rank_program rank 1 arena 32 {
+    // expected-note @+1 {{conflicting write}}
+    %a = monarch.launch @k ins(#monarch.buf<0, tensor<4xf32>>) outs(#monarch.buf<16, tensor<4xf32>>) stream 0 : !monarch.event
+    // expected-error @+1 {{data race: rank 1 launch @k (stream 1) reads #monarch.buf<16, tensor<4xf32>>, which overlaps #monarch.buf<16, tensor<4xf32>> written by rank 1 launch @k (stream 0) with no wait in between}}
+    %b = monarch.launch @k ins(#monarch.buf<16, tensor<4xf32>>) outs(#monarch.buf<0, tensor<4xf32>>) stream 1 : !monarch.event
+    monarch.wait %a, %b : !monarch.event, !monarch.event
+  }
+  monarch.rank_program rank 2 arena 32 {
+    %a = monarch.launch @k ins(#monarch.buf<0, tensor<4xf32>>) outs(#monarch.buf<16, tensor<4xf32>>) stream 0 : !monarch.event
+    monarch.wait %a : !monarch.event
+    %b = monarch.launch @k ins(#monarch.buf<16, tensor<4xf32>>) outs(#monarch.buf<0, tensor<4xf32>>) stream 1 : !monarch.event
+    monarch.wait %b : !monarch.event
+  }
+  monarch.rank_program rank 3 arena 32 {
+    // expected-note @+1 {{conflicting write}}
+    %a = monarch.launch @k ins(#monarch.buf<0, tensor<4xf32>>) outs(#monarch.buf<16, tensor<4xf32>>) stream 0 : !monarch.event
+    // expected-error @+1 {{data race: rank 3 launch @k (stream 1) reads #monarch.buf<16, tensor<4xf32>>, which overlaps #monarch.buf<16, tensor<4xf32>> written by rank 3 launch @k (stream 0) with no wait in between}}
+    %b = monarch.launch @k ins(#monarch.buf<16, tensor<4xf32>>) outs(#monarch.buf<0, tensor<4xf32>>) stream 1 : !monarch.event
+    monarch.wait %a, %b : !monarch.event, !monarch.event
+  }
+}
