@@ -131,9 +131,12 @@ struct MeshRanks {
   /// listing its members.
   int64_t groupLeader(int64_t local, mlir::ArrayAttr dimNames) const {
     llvm::SmallVector<int64_t> c = coords(local);
-    for (mlir::Attribute d : dimNames)
-      c[llvm::find(dims, mlir::cast<mlir::StringAttr>(d).getValue()) -
-        dims.begin()] = 0;
+    for (mlir::Attribute d : dimNames) {
+      size_t i = llvm::find(dims, mlir::cast<mlir::StringAttr>(d).getValue()) -
+                 dims.begin();
+      if (i < c.size())
+        c[i] = 0;
+    }
     int64_t r = 0;
     for (size_t i = 0; i < c.size(); ++i)
       r = r * shape[i] + c[i];
