@@ -58,8 +58,6 @@ Attribute groupOf(Operation *op) {
   return ArrayAttr::get(op->getContext(), {group, mesh, op->getAttr("dims")});
 }
 
-/// The group a member `rank` of a class function has where its first rank
-/// has `group` (groupOf's answer); null when it cannot be told.
 /// memberGroup's lists per mesh, dims and group (its leader): a group's
 /// members ask for the same list, built and uniqued once instead of once
 /// per member (at 4,096 ranks, 8,000 lists of 256 ranks).
@@ -67,6 +65,8 @@ using GroupCache =
     llvm::DenseMap<std::tuple<const MeshRanks *, Attribute, int64_t>,
                    Attribute>;
 
+/// The group a member `rank` of a class function has where its first rank
+/// has `group` (groupOf's answer); null when it cannot be told.
 Attribute memberGroup(Attribute group, int64_t rank, bool first, Operation *at,
                       MeshResolver &meshes, GroupCache &cache) {
   auto parts = dyn_cast<ArrayAttr>(group);

@@ -8,6 +8,8 @@
 #include "PlanThrift.h"
 #include "RankClasses.h"
 
+#include "monarch/Support/RankSearch.h"
+
 #include <algorithm>
 #include <set>
 #include <string>
@@ -734,9 +736,9 @@ std::optional<std::string> holdsT(const t::RankSet &set, int64_t rank,
   return std::nullopt;
 }
 
-/// The least and greatest rank of a RankSet (lo > hi when it is empty),
-/// spending its size from
-/// `budget` and refusing what fromT refuses, without expanding a box.
+/// The least and greatest rank of a RankSet (lo > hi when it is empty) and
+/// how many it holds, spending its size from `budget` and refusing what
+/// fromT refuses, without expanding a box.
 std::optional<std::string> boundsT(const t::RankSet &set, int64_t &budget,
                                    int64_t &lo, int64_t &hi, int64_t &count) {
   const std::vector<int64_t> *list;
@@ -808,18 +810,18 @@ executor::StatusOr<ExecutionPlan> fromThrift(const t::ExecutionPlan &p,
     if (only && x.parent && !used.count(m.name)) {
       // Decoding for one rank: a slice no step or communicator runs on is
       // checked, not expanded (the worker maps no rank through it).
-      int64_t lo, hi, count, ranks = 1;
+      int64_t lo, hi, count;
       if (auto bad = boundsT(m.rootRanks, budget, lo, hi, count))
         return invalid(where + ": " + *bad);
-      for (const MeshDim &d : x.dims)
-        if (d.size <= 0 || __builtin_mul_overflow(ranks, d.size, &ranks))
-          ranks = -1; // the validator refuses the dimension
-      if (ranks >= 0 && count != ranks)
+      x.elided = true;
+      // As many as its dimensions hold (0 for dimensions the validator
+      // refuses).
+      int64_t ranks = x.numRanks();
+      if (ranks > 0 && count != ranks)
         return invalid("mesh '" + m.name + "': " + std::to_string(count) +
                        " root ranks for " + std::to_string(ranks) + " ranks");
       if (lo <= hi && lo < 0)
         return invalid("mesh '" + m.name + "': negative root rank");
-      x.elided = true;
     } else if (auto bad = fromT(m.rootRanks, budget, x.rootRanks)) {
       return invalid(where + ": " + *bad);
     }
@@ -830,11 +832,8 @@ executor::StatusOr<ExecutionPlan> fromThrift(const t::ExecutionPlan &p,
     // Decoding for one rank: the hosts are checked, not expanded (a worker
     // never reads them); the ranks of a mesh this decode does not know are
     // refused by the validator, which names the mesh.
-    int64_t meshSize = -1;
-    if (only)
-      for (const ProcMesh &mesh : r.meshes)
-        if (mesh.name == m.mesh)
-          meshSize = mesh.numRanks();
+    int32_t known = only ? r.findMesh(m.mesh) : -1;
+    int64_t meshSize = known >= 0 ? r.meshes[known].numRanks() : -1;
     for (const t::Host &h : m.hosts) {
       Host host{h.name, {}};
       std::string where = "topology of '" + m.mesh + "', host '" + h.name + "'";
@@ -1174,7 +1173,7 @@ executor::StatusOr<ExecutionPlan> fromThrift(const t::ExecutionPlan &p,
           const Communicator &comm = r.communicators[c];
           backends.insert(comm.backend);
           int64_t me = localOf(comm.mesh);
-          if (me >= 0 && positionOf(comm.ranks, me) >= 0)
+          if (me >= 0 && positionOfRank(comm.ranks, me) >= 0)
             own[static_cast<int32_t>(c)].insert(streams->begin(),
                                                 streams->end());
         }

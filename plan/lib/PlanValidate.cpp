@@ -43,6 +43,24 @@ template <typename T> bool inRange(T index, size_t size) {
   return index >= 0 && static_cast<uint64_t>(index) < size;
 }
 
+/// Whether `ranks` strictly ascend (every list the compiler writes).
+bool strictlyAscending(const std::vector<int64_t> &ranks) {
+  return std::adjacent_find(ranks.begin(), ranks.end(),
+                            std::greater_equal<int64_t>()) == ranks.end();
+}
+
+/// The smallest rank `ranks` lists twice, if any: none when they ascend,
+/// else found sorted (a set of every member of every communicator was a
+/// third of a 4,096-rank worker's load).
+std::optional<int64_t> repeatedRank(const std::vector<int64_t> &ranks) {
+  if (strictlyAscending(ranks))
+    return std::nullopt;
+  std::vector<int64_t> sorted = ranks;
+  std::sort(sorted.begin(), sorted.end());
+  auto at = std::adjacent_find(sorted.begin(), sorted.end());
+  return at == sorted.end() ? std::nullopt : std::optional<int64_t>(*at);
+}
+
 class Validator {
 public:
   Validator(const ExecutionPlan &plan, ValidateScope scope)
@@ -181,17 +199,10 @@ private:
         if (r < 0)
           return invalid(where + ": negative root rank");
       // Distinct (a worker finds its mesh rank as the one position of its
-      // world rank): ascending root ranks, as the compiler writes them, are.
-      if (std::adjacent_find(m.rootRanks.begin(), m.rootRanks.end(),
-                             std::greater_equal<int64_t>()) !=
-          m.rootRanks.end()) {
-        std::vector<int64_t> sorted = m.rootRanks;
-        std::sort(sorted.begin(), sorted.end());
-        auto at = std::adjacent_find(sorted.begin(), sorted.end());
-        if (at != sorted.end())
-          return invalid(where + ": root rank " + std::to_string(*at) +
-                         " repeated");
-      }
+      // world rank).
+      if (std::optional<int64_t> twice = repeatedRank(m.rootRanks))
+        return invalid(where + ": root rank " + std::to_string(*twice) +
+                       " repeated");
       if (m.parent) {
         int32_t p = plan.findMesh(*m.parent);
         if (p < 0 || *m.parent == m.name)
@@ -237,20 +248,12 @@ private:
                        std::to_string(static_cast<int32_t>(c.backend)));
       if (c.ranks.empty())
         return invalid(where() + ": no ranks");
-      // Members that strictly ascend (every communicator the compiler
-      // writes) are in the mesh when the first and last are; others are
-      // checked one by one, repeats found sorted (a set of every member of
-      // every communicator was a third of a 4,096-rank worker's load).
-      if (std::adjacent_find(c.ranks.begin(), c.ranks.end(),
-                             std::greater_equal<int64_t>()) == c.ranks.end() &&
-          inRange(c.ranks.front(), n) && inRange(c.ranks.back(), n))
+      // Members that strictly ascend are in the mesh when the first and
+      // last are; others are checked one by one.
+      if (strictlyAscending(c.ranks) && inRange(c.ranks.front(), n) &&
+          inRange(c.ranks.back(), n))
         continue;
-      std::vector<int64_t> sorted = c.ranks;
-      std::sort(sorted.begin(), sorted.end());
-      auto at = std::adjacent_find(sorted.begin(), sorted.end());
-      std::optional<int64_t> repeated;
-      if (at != sorted.end())
-        repeated = *at;
+      std::optional<int64_t> repeated = repeatedRank(c.ranks);
       for (int64_t r : c.ranks)
         if (!inRange(r, n) || repeated == r)
           return invalid(where() + ": rank " + std::to_string(r) +

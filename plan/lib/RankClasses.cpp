@@ -760,13 +760,8 @@ int64_t meshRankOf(const ExecutionPlan &plan, const std::string &mesh,
   const std::vector<int64_t> &roots = plan.meshes[m].rootRanks;
   if (roots.empty())
     return worldRank;
-  return positionOf(roots, worldRank);
-}
-
-int64_t positionOf(const std::vector<int64_t> &ranks, int64_t rank) {
-  // The last of a 4,096-rank mesh took 4,095 comparisons several times per
-  // load (RankSearch.h).
-  return positionOfRank(ranks, rank);
+  // (A progression answers without a scan: RankSearch.h.)
+  return positionOfRank(roots, worldRank);
 }
 
 std::string nextNumberedName(const std::string &name) {

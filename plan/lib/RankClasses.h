@@ -179,10 +179,6 @@ std::vector<RankPatch> patchesAfterRules(const RankProgram &holder,
 int64_t meshRankOf(const ExecutionPlan &plan, const std::string &mesh,
                    int64_t worldRank);
 
-/// The position of `rank` in `ranks` (distinct), or -1; a progression is
-/// answered without a scan.
-int64_t positionOf(const std::vector<int64_t> &ranks, int64_t rank);
-
 /// `name` with its trailing number plus one (`@f.comm7` -> `@f.comm8`), or
 /// "" when it ends in no number (or one with a leading zero, or too long):
 /// the communicators' names the file leaves out (format 7).
