@@ -19,6 +19,8 @@
 #include "llvm/ADT/StringSet.h"
 #include "llvm/ADT/TypeSwitch.h"
 
+#include <memory>
+
 using namespace mlir;
 using namespace monarch;
 using namespace monarch::detail;
@@ -83,17 +85,67 @@ void PlanOp::build(OpBuilder &builder, OperationState &state, StringRef name,
   state.addRegion()->emplaceBlock();
 }
 
+namespace {
+/// The member tables a rank program takes: its sends and receives (peers),
+/// collectives (communicators) and feeds, fetches and states (offsets).
+struct MemberSlots {
+  SmallVector<Operation *> peers, comms, offsets;
+  explicit MemberSlots(RankProgramOp program) {
+    for (Operation &op : program.getBody().front()) {
+      if (RankMemberOp::isPeerSlot(&op))
+        peers.push_back(&op);
+      else if (RankMemberOp::isCommSlot(&op))
+        comms.push_back(&op);
+      else if (RankMemberOp::isOffsetsSlot(&op))
+        offsets.push_back(&op);
+    }
+  }
+};
+} // namespace
+
 LogicalResult PlanOp::verify() {
   llvm::SmallSet<int64_t, 8> ranks;
+  // Programs by rank, and the slots of those a member names (counted once).
+  DenseMap<int64_t, RankProgramOp> programs;
+  DenseMap<Operation *, std::unique_ptr<MemberSlots>> slots;
   for (Operation &op : getBody().front()) {
     auto program = dyn_cast<RankProgramOp>(op);
-    if (!program)
+    auto member = dyn_cast<RankMemberOp>(op);
+    if (!program && !member)
       return op.emitOpError("is not allowed in a monarch.plan; only "
-                            "monarch.rank_program is");
-    if (!ranks.insert(program.getRank()).second)
-      return program.emitOpError("rank ")
-             << program.getRank() << " has more than one program in plan @"
-             << getSymName();
+                            "monarch.rank_program and monarch.rank_member "
+                            "are");
+    int64_t rank = program ? program.getRank() : member.getRank();
+    if (!ranks.insert(rank).second)
+      return op.emitOpError("rank ")
+             << rank << " has more than one program in plan @" << getSymName();
+    if (program) {
+      programs[rank] = program;
+      continue;
+    }
+    RankProgramOp of = programs.lookup(member.getOf());
+    if (!of)
+      return member.emitOpError("runs the program of rank ")
+             << member.getOf() << ", which is not a monarch.rank_program "
+             << "earlier in plan @" << getSymName();
+    std::unique_ptr<MemberSlots> &s = slots[of];
+    if (!s)
+      s = std::make_unique<MemberSlots>(of);
+    auto count = [&](size_t have, size_t want, StringRef table,
+                     StringRef what) -> LogicalResult {
+      if (have == want)
+        return success();
+      return member.emitOpError("has ")
+             << have << " " << table << " but the program of rank "
+             << member.getOf() << " has " << want << " " << what;
+    };
+    if (failed(count(member.getPeers().size(), s->peers.size(), "peers",
+                     "sends and receives")) ||
+        failed(count(member.getComms().size(), s->comms.size(), "comms",
+                     "collectives")) ||
+        failed(count(member.getOffsets().size(), s->offsets.size(), "offsets",
+                     "feeds, fetches and states")))
+      return failure();
   }
   return success();
 }
@@ -103,12 +155,138 @@ LogicalResult PlanOp::verifySymbolUses(SymbolTableCollection &tables) {
   if (!mesh)
     return failure();
   int64_t n = mesh.getNumRanks();
-  for (auto program : getBody().getOps<RankProgramOp>())
-    if (static_cast<int64_t>(program.getRank()) >= n)
-      return program.emitOpError("rank ")
-             << program.getRank() << " is outside mesh " << getMeshAttr()
-             << " of " << n << " ranks";
+  DenseMap<int64_t, RankProgramOp> programs;
+  DenseMap<Operation *, std::unique_ptr<MemberSlots>> slots;
+  // Communicators by name, resolved once for all members.
+  DenseMap<Attribute, CommunicatorOp> comms;
+  Operation *scope = (*this)->getParentOp();
+  auto commNamed = [&](FlatSymbolRefAttr ref) {
+    auto [it, inserted] = comms.try_emplace(ref.getAttr());
+    if (inserted && scope)
+      it->second = dyn_cast_or_null<CommunicatorOp>(
+          tables.lookupNearestSymbolFrom(scope, ref.getAttr()));
+    return it->second;
+  };
+  for (Operation &op : getBody().front()) {
+    int64_t rank = isa<RankProgramOp>(op) ? cast<RankProgramOp>(op).getRank()
+                                          : cast<RankMemberOp>(op).getRank();
+    if (rank >= n)
+      return op.emitOpError("rank ")
+             << rank << " is outside mesh " << getMeshAttr() << " of " << n
+             << " ranks";
+    if (auto program = dyn_cast<RankProgramOp>(op)) {
+      programs[rank] = program;
+      continue;
+    }
+    auto member = cast<RankMemberOp>(op);
+    RankProgramOp of = programs.lookup(member.getOf());
+    if (!of)
+      return member.emitOpError("runs the program of rank ")
+             << member.getOf() << ", which is not an earlier program";
+    std::unique_ptr<MemberSlots> &s = slots[of];
+    if (!s)
+      s = std::make_unique<MemberSlots>(of);
+    if (s->peers.size() != member.getPeers().size() ||
+        s->comms.size() != member.getComms().size())
+      return failure();
+    for (auto [i, a] : llvm::enumerate(member.getComms())) {
+      auto ref = dyn_cast<FlatSymbolRefAttr>(a);
+      if (!ref)
+        return failure(); // refused by the member's verifier
+      CommunicatorOp comm = commNamed(ref);
+      auto theirs = cast<CollectiveOp>(s->comms[i]);
+      CommunicatorOp their = commNamed(theirs.getCommAttr());
+      if (!comm)
+        return unresolved(member, ref.getAttr(), "monarch.communicator");
+      if (comm.getMesh() != getMesh())
+        return member.emitOpError("communicator ")
+               << ref << " is on " << comm.getMeshAttr() << " but plan @"
+               << getSymName() << " is on " << getMeshAttr();
+      if (comm.getCommRank(rank) < 0)
+        return member.emitOpError("rank ")
+               << rank << " is not a member of communicator " << ref;
+      if (their && their.getRanks().size() != comm.getRanks().size())
+        return member.emitOpError("communicator ")
+               << ref << " of collective #" << i << " has "
+               << comm.getRanks().size() << " ranks but the program of rank "
+               << member.getOf() << " runs it on " << theirs.getCommAttr()
+               << " of " << their.getRanks().size();
+    }
+    for (auto [i, peer] : llvm::enumerate(member.getPeers())) {
+      FlatSymbolRefAttr ref = isa<SendOp>(s->peers[i])
+                                  ? cast<SendOp>(s->peers[i]).getCommAttr()
+                                  : cast<RecvOp>(s->peers[i]).getCommAttr();
+      CommunicatorOp comm = commNamed(ref);
+      if (comm && comm.getCommRank(rank) < 0)
+        return member.emitOpError("rank ")
+               << rank << " is not a member of communicator " << ref;
+      if (comm && comm.getCommRank(peer) < 0)
+        return member.emitOpError("peer rank ")
+               << peer << " is not a member of communicator " << ref;
+    }
+  }
   return success();
+}
+
+bool RankMemberOp::isPeerSlot(Operation *op) { return isa<SendOp, RecvOp>(op); }
+bool RankMemberOp::isCommSlot(Operation *op) { return isa<CollectiveOp>(op); }
+bool RankMemberOp::isOffsetsSlot(Operation *op) {
+  return isa<FeedBufferOp, FetchBufferOp, StateBufferOp>(op);
+}
+
+LogicalResult RankMemberOp::verify() {
+  // A member naming itself is refused by the plan (its program is not an
+  // earlier rank program, or its rank has two).
+  for (int64_t p : getPeers())
+    if (p < 0)
+      return emitOpError("peer ") << p << " is negative";
+  for (auto [i, a] : llvm::enumerate(getComms()))
+    if (!isa<FlatSymbolRefAttr>(a))
+      return emitOpError("comms #")
+             << i << " is " << a << ", not a communicator's name";
+  for (auto [i, a] : llvm::enumerate(getOffsets()))
+    if (!isa<UnitAttr, DenseI64ArrayAttr>(a))
+      return emitOpError("offsets #")
+             << i << " is " << a << ", not array<i64: ...> or unit";
+  return success();
+}
+
+RankProgramOp RankMemberOp::materialize(RankProgramOp program) {
+  OpBuilder b(*this);
+  auto copy = cast<RankProgramOp>(b.clone(*program));
+  copy.setRank(getRank());
+  ArrayRef<int64_t> peers = getPeers();
+  ArrayRef<Attribute> comms = getComms().getValue();
+  ArrayRef<Attribute> offsets = getOffsets().getValue();
+  size_t p = 0, c = 0, o = 0;
+  auto offsetsAt = [&]() { return dyn_cast<DenseI64ArrayAttr>(offsets[o++]); };
+  for (Operation &op : copy.getBody().front()) {
+    if (auto send = dyn_cast<SendOp>(op))
+      send.setPeer(peers[p++]);
+    else if (auto recv = dyn_cast<RecvOp>(op))
+      recv.setPeer(peers[p++]);
+    else if (auto coll = dyn_cast<CollectiveOp>(op))
+      coll.setCommAttr(cast<FlatSymbolRefAttr>(comms[c++]));
+    else if (auto feed = dyn_cast<FeedBufferOp>(op))
+      feed.setOffsetsAttr(offsetsAt());
+    else if (auto fetch = dyn_cast<FetchBufferOp>(op))
+      fetch.setOffsetsAttr(offsetsAt());
+    else if (auto state = dyn_cast<StateBufferOp>(op))
+      state.setOffsetsAttr(offsetsAt());
+  }
+  return copy;
+}
+
+void PlanOp::expandMembers() {
+  DenseMap<int64_t, RankProgramOp> programs;
+  for (Operation &op : llvm::make_early_inc_range(getBody().front())) {
+    if (auto program = dyn_cast<RankProgramOp>(op)) {
+      programs[program.getRank()] = program;
+    } else if (auto member = dyn_cast<RankMemberOp>(op)) {
+      member.materialize(programs.lookup(member.getOf()));
+      member.erase();
+    }
+  }
 }
 
 void RankProgramOp::build(OpBuilder &builder, OperationState &state,

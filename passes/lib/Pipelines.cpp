@@ -70,6 +70,7 @@ void populatePlanPipeline(OpPassManager &pm, const PipelineOptions &options) {
   plan.backend = options.backend;
   plan.groupBytes = options.groupBytes;
   plan.rankClasses = knobs::getBool(knobs::Id::RankClasses).value;
+  plan.classPrograms = knobs::getBool(knobs::Id::ClassPrograms).value;
   // The fusion policy (docs/pipeline.md, "Kernel boundaries"): one kernel
   // per contraction with its epilogue, and no kernel over 512 ops.
   if (knobs::getString(knobs::Id::KernelCut).value == "contraction") {

@@ -172,6 +172,7 @@ struct MonarchPlanTransfersPass
     runsByHash.clear();
     copyKernels.clear();
     comms.clear();
+    commByName.clear();
     commOfGroup.clear();
     groupCache.clear();
     topologies.clear();
@@ -260,8 +261,11 @@ struct MonarchPlanTransfersPass
     // The key views the members stored in the op's attribute (uniqued in
     // the context: they live as long as it).
     comms[comm.getRanks()] = comm;
+    commByName[comm.getSymNameAttr()] = comm;
     return comm;
   }
+  /// The communicators built, by name.
+  DenseMap<StringAttr, CommunicatorOp> commByName;
 
   /// Ranks of a class run the same code, so most kernels outlined for one
   /// rank equal another rank's (the GPT step on 64x4: 19,744 kernels, 159
@@ -1042,13 +1046,76 @@ RankProgramOp MonarchPlanTransfersPass::copyProgram(RankProgramOp program,
 
   OpBuilder b(&getContext());
   b.setInsertionPointToEnd(&plan.getBody().front());
-  auto copy = cast<RankProgramOp>(b.clone(*program));
-  copy.setRank(to.rank);
   auto world = FlatSymbolRefAttr::get(plan.getMeshAttr().getAttr());
   std::string planName = plan.getSymName().str();
   auto offsets = [&](ArrayRef<int64_t> at) {
     return at.empty() ? DenseI64ArrayAttr() : b.getDenseI64ArrayAttr(at);
   };
+  auto commOf = [&](DenseI64ArrayAttr groupAttr, Location loc) {
+    CommunicatorOp &comm = commOfGroup[groupAttr];
+    if (!comm)
+      comm = communicator(b, loc, planName, world, groupAttr.asArrayRef());
+    return comm;
+  };
+  // A member of the class program (monarch.rank_member): its own peers,
+  // communicators and offsets in the program's order. Only where its links
+  // and communicator sizes are the program's (what monarch-schedule reads
+  // of a program is then equal, docs/spmd-classes.md); otherwise a copy.
+  if (classPrograms) {
+    SmallVector<int64_t> peers;
+    SmallVector<Attribute> commRefs, offsetList;
+    auto s = sends.begin(), r = recvs.begin();
+    auto c = colls.begin();
+    bool same = true;
+    Attribute none = b.getUnitAttr();
+    auto orNone = [&](DenseI64ArrayAttr a) -> Attribute {
+      return a ? Attribute(a) : none;
+    };
+    for (Operation &op : program.getBody().front()) {
+      if (auto feed = dyn_cast<FeedBufferOp>(op)) {
+        offsetList.push_back(orNone(offsets(to.inputOffsets[feed.getIndex()])));
+      } else if (auto fetch = dyn_cast<FetchBufferOp>(op)) {
+        offsetList.push_back(
+            orNone(offsets(to.outputOffsets[fetch.getIndex()])));
+      } else if (auto state = dyn_cast<StateBufferOp>(op)) {
+        offsetList.push_back(orNone(stateShard(
+            getOperation(), to.rank, state.getState(), state.getBuffer(), b)));
+      } else if (auto send = dyn_cast<SendOp>(op)) {
+        int64_t peer = *s++;
+        peers.push_back(peer);
+        same &=
+            linkBetween(world, procMesh, {to.rank, peer}) == send.getLinkAttr();
+      } else if (auto recv = dyn_cast<RecvOp>(op)) {
+        int64_t peer = *r++;
+        peers.push_back(peer);
+        same &=
+            linkBetween(world, procMesh, {peer, to.rank}) == recv.getLinkAttr();
+      } else if (auto coll = dyn_cast<CollectiveOp>(op)) {
+        DenseI64ArrayAttr groupAttr = *c++;
+        CommunicatorOp comm = commOf(groupAttr, program.getLoc());
+        CommunicatorOp theirs = commByName.lookup(coll.getCommAttr().getAttr());
+        same &= theirs && theirs.getRanks().size() == comm.getRanks().size() &&
+                linkBetween(world, procMesh, groupAttr.asArrayRef()) ==
+                    coll.getLinkAttr();
+        commRefs.push_back(FlatSymbolRefAttr::get(comm.getSymNameAttr()));
+      }
+      if (!same)
+        break;
+    }
+    if (same) {
+      RankMemberOp::create(b, program.getLoc(), to.rank, program.getRank(),
+                           b.getDenseI64ArrayAttr(peers),
+                           b.getArrayAttr(commRefs),
+                           b.getArrayAttr(offsetList));
+      numKernels += numLaunch;
+      numSends += numSend;
+      numCollectives += numColl;
+      ++numCopied;
+      return program;
+    }
+  }
+  auto copy = cast<RankProgramOp>(b.clone(*program));
+  copy.setRank(to.rank);
   auto s = sends.begin(), r = recvs.begin();
   auto c = colls.begin();
   for (Operation &op : copy.getBody().front()) {
@@ -1069,12 +1136,9 @@ RankProgramOp MonarchPlanTransfersPass::copyProgram(RankProgramOp program,
       recv.setLinkAttr(linkBetween(world, procMesh, {peer, to.rank}));
     } else if (auto coll = dyn_cast<CollectiveOp>(op)) {
       DenseI64ArrayAttr groupAttr = *c++;
-      ArrayRef<int64_t> group = groupAttr.asArrayRef();
-      CommunicatorOp &comm = commOfGroup[groupAttr];
-      if (!comm)
-        comm = communicator(b, copy.getLoc(), planName, world, group);
+      CommunicatorOp comm = commOf(groupAttr, copy.getLoc());
       coll.setCommAttr(FlatSymbolRefAttr::get(comm.getSymNameAttr()));
-      coll.setLinkAttr(linkBetween(world, procMesh, group));
+      coll.setLinkAttr(linkBetween(world, procMesh, groupAttr.asArrayRef()));
     }
   }
   numKernels += numLaunch;
@@ -1355,6 +1419,7 @@ LogicalResult MonarchPlanTransfersPass::planWorker(func::FuncOp worker) {
   worker.setSymName(name + ".split");
   currentPlan = PlanOp::create(b, loc, name, meshRef.getValue(), signature);
   comms.clear();
+  commByName.clear();
   commOfGroup.clear();
   groupCache.clear();
 

@@ -25,6 +25,7 @@ void RankProgramModel::addProgram(RankProgramOp program) {
   prog.op = program;
   prog.rank = program.getRank();
   prog.begin = instrs.size();
+  prog.entryBegin = entries.size();
   // Per stream: its last entry and its number of entries.
   DenseMap<int64_t, std::pair<unsigned, unsigned>> streamEntries;
   // Per group id: its last member so far.
@@ -55,18 +56,23 @@ void RankProgramModel::addProgram(RankProgramOp program) {
           in.kind = InstrKind::Send;
           in.stream = send.getStream();
           in.group = send.getGroup();
+          in.peer = send.getPeer();
+          in.comm = send.getCommAttr().getAttr();
           use(send.getBuffer(), /*write=*/false);
         })
         .Case([&](RecvOp recv) {
           in.kind = InstrKind::Recv;
           in.stream = recv.getStream();
           in.group = recv.getGroup();
+          in.peer = recv.getPeer();
+          in.comm = recv.getCommAttr().getAttr();
           use(recv.getBuffer(), /*write=*/true);
         })
         .Case([&](CollectiveOp coll) {
           in.kind = InstrKind::Collective;
           in.stream = coll.getStream();
           in.group = coll.getGroup();
+          in.comm = coll.getCommAttr().getAttr();
           use(coll.getInput(), /*write=*/false);
           use(coll.getOutput(), /*write=*/true);
         })
@@ -128,5 +134,53 @@ void RankProgramModel::addProgram(RankProgramOp program) {
     open = cur.group ? entry : kNone;
   }
   prog.end = instrs.size();
+  prog.entryEnd = entries.size();
+  programs.push_back(std::move(prog));
+}
+
+void RankProgramModel::addMember(RankMemberOp member, unsigned of) {
+  const Program &from = programs[of];
+  Program prog;
+  prog.op = from.op;
+  prog.rank = member.getRank();
+  prog.member = true;
+  prog.begin = instrs.size();
+  prog.entryBegin = entries.size();
+  unsigned delta = prog.begin - from.begin;
+  unsigned entryDelta = prog.entryBegin - from.entryBegin;
+  ArrayRef<int64_t> peers = member.getPeers();
+  ArrayRef<Attribute> comms = member.getComms().getValue();
+  size_t p = 0, c = 0;
+  for (unsigned j = from.begin; j < from.end; ++j) {
+    Instr in = instrs[j];
+    in.rank = prog.rank;
+    in.delta = delta;
+    if (in.gate != kNone)
+      in.gate += delta;
+    if (in.entry != kNone)
+      in.entry += entryDelta;
+    if ((in.kind == InstrKind::Send || in.kind == InstrKind::Recv) &&
+        p < peers.size())
+      in.peer = peers[p++];
+    if (in.kind == InstrKind::Collective && c < comms.size())
+      if (auto ref = dyn_cast<FlatSymbolRefAttr>(comms[c++]))
+        in.comm = ref.getAttr();
+    instrs.push_back(std::move(in));
+  }
+  for (unsigned e = from.entryBegin; e < from.entryEnd; ++e) {
+    Entry entry = entries[e];
+    entry.first += delta;
+    entry.last += delta;
+    if (entry.prev != kNone)
+      entry.prev += entryDelta;
+    entries.push_back(entry);
+  }
+  for (const auto &[stream, ids] : from.streams) {
+    SmallVector<unsigned> &mine = prog.streams[stream];
+    for (unsigned id : ids)
+      mine.push_back(id + delta);
+  }
+  prog.end = instrs.size();
+  prog.entryEnd = entries.size();
   programs.push_back(std::move(prog));
 }

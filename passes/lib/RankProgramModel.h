@@ -71,6 +71,13 @@ struct Instr {
   /// once that wait has completed.
   unsigned gate = kNone;
   llvm::SmallVector<Access, 4> accesses;
+  /// A send's or receive's peer and communicator, a collective's
+  /// communicator: the op's, or a member's (monarch.rank_member).
+  int64_t peer = -1;
+  mlir::StringAttr comm;
+  /// For an instruction of a member: its id less that of the instruction of
+  /// the class program it instantiates (`op`), whose events `idOf` numbers.
+  unsigned delta = 0;
 
   bool isAsync() const { return kind == InstrKind::Launch || isComm(); }
   bool isComm() const {
@@ -107,6 +114,11 @@ struct Program {
   RankProgramOp op;
   int64_t rank = 0;
   unsigned begin = 0, end = 0;
+  /// Its stream entries [entryBegin, entryEnd).
+  unsigned entryBegin = 0, entryEnd = 0;
+  /// A member of a class (monarch.rank_member): the instructions of its
+  /// program's with the member's rank, peers and communicators.
+  bool member = false;
   /// The asynchronous instructions of each stream, in program order.
   llvm::DenseMap<int64_t, llvm::SmallVector<unsigned>> streams;
 };
@@ -117,6 +129,10 @@ class RankProgramModel {
 public:
   /// Appends the instructions of `program`.
   void addProgram(RankProgramOp program);
+  /// Appends the instructions of `member`, whose program is `programs[of]`:
+  /// that program's, with the member's rank, peers and communicators (its
+  /// groups issues are the program's, reported once).
+  void addMember(RankMemberOp member, unsigned of);
 
   llvm::SmallVector<Instr> instrs;
   llvm::SmallVector<Entry> entries;

@@ -863,7 +863,94 @@ struct MonarchSchedulePass
     std::vector<Scheduled> scheduled;
     DenseMap<std::pair<Operation *, llvm::hash_code>, SmallVector<size_t, 1>>
         byShape;
+    // The members of a class (monarch.rank_member) run their program in
+    // its new order: their tables are permuted with it.
+    DenseMap<Operation *, SmallVector<RankMemberOp>> membersOf;
+    getOperation().walk([&](PlanOp plan) {
+      DenseMap<int64_t, RankProgramOp> programs;
+      for (Operation &op : plan.getBody().front()) {
+        if (auto program = dyn_cast<RankProgramOp>(op))
+          programs[program.getRank()] = program;
+        else if (auto member = dyn_cast<RankMemberOp>(op))
+          if (RankProgramOp of = programs.lookup(member.getOf()))
+            membersOf[of].push_back(member);
+      }
+    });
     WalkResult result = getOperation().walk([&](RankProgramOp program) {
+      auto members = membersOf.find(program);
+      if (members == membersOf.end())
+        return scheduleProgram(program, symbols, topologies, scheduled,
+                               byShape);
+      SlotOrder slots(program);
+      WalkResult r =
+          scheduleProgram(program, symbols, topologies, scheduled, byShape);
+      slots.permute(program, members->second);
+      return r;
+    });
+    if (result.wasInterrupted())
+      signalPassFailure();
+  }
+
+  /// The position of each instruction of a program in its member tables
+  /// (`peers`, `comms`, `offsets`), taken before it is scheduled; `permute`
+  /// then puts the members' tables in the program's new order.
+  struct SlotOrder {
+    DenseMap<Operation *, unsigned> slot;
+    explicit SlotOrder(RankProgramOp program) {
+      unsigned peers = 0, comms = 0, offsets = 0;
+      for (Operation &op : program.getBody().front()) {
+        if (RankMemberOp::isPeerSlot(&op))
+          slot[&op] = peers++;
+        else if (RankMemberOp::isCommSlot(&op))
+          slot[&op] = comms++;
+        else if (RankMemberOp::isOffsetsSlot(&op))
+          slot[&op] = offsets++;
+      }
+    }
+    void permute(RankProgramOp program, ArrayRef<RankMemberOp> members) {
+      SmallVector<unsigned> peers, comms, offsets;
+      for (Operation &op : program.getBody().front()) {
+        if (RankMemberOp::isPeerSlot(&op))
+          peers.push_back(slot.lookup(&op));
+        else if (RankMemberOp::isCommSlot(&op))
+          comms.push_back(slot.lookup(&op));
+        else if (RankMemberOp::isOffsetsSlot(&op))
+          offsets.push_back(slot.lookup(&op));
+      }
+      auto inOrder = [](auto table, ArrayRef<unsigned> order) {
+        SmallVector<std::decay_t<decltype(table[0])>> out;
+        for (unsigned i : order)
+          out.push_back(table[i]);
+        return out;
+      };
+      auto unchanged = [](ArrayRef<unsigned> order) {
+        for (auto [i, o] : llvm::enumerate(order))
+          if (i != o)
+            return false;
+        return true;
+      };
+      Builder b(program.getContext());
+      for (RankMemberOp member : members) {
+        if (!unchanged(peers))
+          member.setPeersAttr(
+              b.getDenseI64ArrayAttr(inOrder(member.getPeers(), peers)));
+        if (!unchanged(comms))
+          member.setCommsAttr(
+              b.getArrayAttr(inOrder(member.getComms().getValue(), comms)));
+        if (!unchanged(offsets))
+          member.setOffsetsAttr(
+              b.getArrayAttr(inOrder(member.getOffsets().getValue(), offsets)));
+      }
+    }
+  };
+
+  WalkResult scheduleProgram(
+      RankProgramOp program, SymbolTableCollection &symbols,
+      const llvm::DenseMap<Attribute, TopologyOp> &topologies,
+      std::vector<Scheduled> &scheduled,
+      DenseMap<std::pair<Operation *, llvm::hash_code>, SmallVector<size_t, 1>>
+          &byShape) {
+    {
       TopologyOp topology;
       auto plan = program->getParentOfType<PlanOp>();
       if (plan)
@@ -905,9 +992,7 @@ struct MonarchSchedulePass
       byShape[key].push_back(scheduled.size());
       scheduled.push_back(std::move(done));
       return WalkResult::advance();
-    });
-    if (result.wasInterrupted())
-      signalPassFailure();
+    }
   }
 
   /// Schedules `program` as `done` was: same order, same offsets.

@@ -51,6 +51,7 @@
 
 namespace monarch {
 #define GEN_PASS_DEF_MONARCHVERIFYPLAN
+#define GEN_PASS_DEF_MONARCHEXPANDRANKMEMBERS
 #include "monarch/Transforms/Passes.h.inc"
 } // namespace monarch
 
@@ -158,14 +159,15 @@ std::string PlanVerifier::describe(unsigned id) const {
   os << "rank " << in.rank << " ";
   TypeSwitch<Operation *>(in.op)
       .Case([&](LaunchOp op) { os << "launch @" << op.getKernel(); })
-      .Case([&](SendOp op) {
-        os << "send to " << op.getPeer() << " on @" << op.getComm();
+      .Case([&](SendOp) {
+        os << "send to " << in.peer << " on @" << in.comm.getValue();
       })
-      .Case([&](RecvOp op) {
-        os << "recv from " << op.getPeer() << " on @" << op.getComm();
+      .Case([&](RecvOp) {
+        os << "recv from " << in.peer << " on @" << in.comm.getValue();
       })
       .Case([&](CollectiveOp op) {
-        os << stringifyCollectiveKind(op.getKind()) << " on @" << op.getComm();
+        os << stringifyCollectiveKind(op.getKind()) << " on @"
+           << in.comm.getValue();
       })
       .Case([&](WaitOp) { os << "wait (instruction " << in.pos + 1 << ")"; })
       .Default([&](Operation *op) {
@@ -209,13 +211,33 @@ std::string PlanVerifier::signature(CollectiveOp op) const {
 void PlanVerifier::collect() {
   // Room for every instruction first (4,096 programs of 20: growing the
   // model moved each instruction a dozen times).
-  size_t total = 0;
-  for (auto program : plan.getBody().getOps<RankProgramOp>())
-    total += program.getBody().front().getOperations().size();
+  // A member of a class (monarch.rank_member) has its program's
+  // instructions, with its own rank, peers and communicators.
+  size_t total = 0, own = 0;
+  DenseMap<int64_t, std::pair<unsigned, size_t>> programOf;
+  for (Operation &op : plan.getBody().front()) {
+    if (auto program = dyn_cast<RankProgramOp>(op)) {
+      size_t n = program.getBody().front().getOperations().size();
+      programOf[program.getRank()] = {programOf.size(), n};
+      total += n;
+      own += n;
+    } else if (auto member = dyn_cast<RankMemberOp>(op)) {
+      total += programOf.lookup(member.getOf()).second;
+    }
+  }
   model.instrs.reserve(total);
-  model.idOf.reserve(total);
-  for (auto program : plan.getBody().getOps<RankProgramOp>())
-    model.addProgram(program);
+  model.idOf.reserve(own);
+  programOf.clear();
+  for (Operation &op : plan.getBody().front()) {
+    if (auto program = dyn_cast<RankProgramOp>(op)) {
+      programOf[program.getRank()] = {model.programs.size(), 0};
+      model.addProgram(program);
+    } else if (auto member = dyn_cast<RankMemberOp>(op)) {
+      auto it = programOf.find(member.getOf());
+      if (it != programOf.end())
+        model.addMember(member, it->second.first);
+    }
+  }
   instrs = model.instrs;
   entries = model.entries;
   for (const GroupIssue &issue : model.groupIssues) {
@@ -255,14 +277,10 @@ void PlanVerifier::matchTransfers() {
   };
   llvm::MapVector<Key, Channel> channels;
   for (auto [id, in] : llvm::enumerate(instrs)) {
-    if (auto send = dyn_cast<SendOp>(in.op))
-      channels[{send.getCommAttr().getAttr(), in.rank,
-                static_cast<int64_t>(send.getPeer())}]
-          .sends.push_back(id);
-    else if (auto recv = dyn_cast<RecvOp>(in.op))
-      channels[{recv.getCommAttr().getAttr(),
-                static_cast<int64_t>(recv.getPeer()), in.rank}]
-          .recvs.push_back(id);
+    if (in.kind == InstrKind::Send)
+      channels[{in.comm, in.rank, in.peer}].sends.push_back(id);
+    else if (in.kind == InstrKind::Recv)
+      channels[{in.comm, in.peer, in.rank}].recvs.push_back(id);
   }
 
   for (auto &[key, channel] : channels) {
@@ -315,13 +333,13 @@ void PlanVerifier::matchCollectives() {
     auto coll = dyn_cast<CollectiveOp>(in.op);
     if (!coll)
       continue;
-    auto [it, inserted] = comms.try_emplace(coll.getCommAttr().getAttr());
+    auto [it, inserted] = comms.try_emplace(in.comm);
     if (inserted)
       it->second.op = tables.lookupNearestSymbolFrom<CommunicatorOp>(
-          plan, coll.getCommAttr());
+          plan, FlatSymbolRefAttr::get(in.comm));
     if (!it->second.op) {
-      coll.emitError("communicator ")
-          << coll.getCommAttr() << " does not name a monarch.communicator";
+      coll.emitError("communicator @")
+          << in.comm.getValue() << " does not name a monarch.communicator";
       failed = true;
       continue;
     }
@@ -429,16 +447,18 @@ void PlanVerifier::checkDeadlock() {
       continue;
     for (Value event : wait.getEvents()) {
       auto it = model.idOf.find(event.getDefiningOp());
-      if (it == model.idOf.end() || !instrs[it->second].isAsync() ||
-          instrs[it->second].rank != in.rank) {
+      unsigned producer =
+          it == model.idOf.end() ? kNone : it->second + in.delta;
+      if (producer >= instrs.size() || !instrs[producer].isAsync() ||
+          instrs[producer].rank != in.rank) {
         wait.emitError("waits on an event that no earlier instruction of "
                        "rank ")
             << in.rank << " produces";
         failed = true;
         return;
       }
-      edges.push_back({entryDone[instrs[it->second].entry], done(i),
-                       EdgeKind::Event, it->second, i});
+      edges.push_back({entryDone[instrs[producer].entry], done(i),
+                       EdgeKind::Event, producer, i});
     }
   }
   for (auto [e, entry] : llvm::enumerate(entries))
@@ -654,6 +674,10 @@ void PlanVerifier::checkHazards() {
   for (BufferAttr buf : model.buffers)
     bufferBytes.push_back(buf.getSizeInBytes());
   for (const Program &program : model.programs) {
+    // A member's instructions, streams, waits and buffers are its
+    // program's: it has the program's hazards, reported there.
+    if (program.member)
+      continue;
     SmallVector<int64_t> words = hazardWords(model, bufferBytes, program);
     llvm::hash_code key = llvm::hash_combine_range(words.begin(), words.end());
     if (!words.empty())
@@ -818,6 +842,18 @@ struct MonarchVerifyPlanPass
     if (anyFailed)
       return signalPassFailure();
     markAllAnalysesPreserved();
+  }
+};
+
+struct MonarchExpandRankMembersPass
+    : monarch::impl::MonarchExpandRankMembersBase<
+          MonarchExpandRankMembersPass> {
+  using Base::Base;
+  void runOnOperation() override {
+    getOperation().walk([](PlanOp plan) {
+      plan.expandMembers();
+      return WalkResult::skip();
+    });
   }
 };
 } // namespace

@@ -53,5 +53,7 @@ print(step.ir("traced", x, w))
 print(step.ir("partitioned", debug_info=False))
 
 # CHECK-LABEL: monarch.plan @step.worker.mesh on @mesh
-# CHECK-COUNT-4: monarch.rank_program rank
+# CHECK: monarch.rank_program rank 0
+# CHECK: monarch.rank_program rank 1
+# CHECK-COUNT-2: monarch.rank_member rank {{[23]}} of 1 peers [] comms [@step.worker.mesh.comm0] offsets
 print(step.ir("planned"))

@@ -57,7 +57,7 @@ monarch.communicator @c on @m ranks [0] backend mpi
 shard.grid @g(shape = 4)
 monarch.proc_mesh @m(gpus = 4) grid @g
 monarch.plan @p on @m {
-  // expected-error @+1 {{'arith.constant' op is not allowed in a monarch.plan; only monarch.rank_program is}}
+  // expected-error @+1 {{'arith.constant' op is not allowed in a monarch.plan; only monarch.rank_program and monarch.rank_member are}}
   %c = arith.constant 0 : i32
 }
 
@@ -841,4 +841,166 @@ monarch.plan @p on @m {
 // expected-error @+1 {{'monarch.peak_bytes' is only valid on a monarch.rank_program}}
 func.func @f() attributes {monarch.peak_bytes = 3 : i64} {
   return
+}
+
+// -----
+
+// A monarch.rank_member (a rank running another rank's program with its own
+// peers, communicators and offsets, docs/spmd-classes.md) names an earlier
+// rank program.
+shard.grid @g(shape = 4)
+monarch.proc_mesh @m(gpus = 4) grid @g
+monarch.plan @p on @m {
+  // expected-error @+1 {{'monarch.rank_member' op runs the program of rank 1, which is not a monarch.rank_program earlier in plan @p}}
+  monarch.rank_member rank 0 of 1 peers [] comms [] offsets []
+  monarch.rank_program rank 1 arena 0 {
+  }
+}
+
+// -----
+
+shard.grid @g(shape = 4)
+monarch.proc_mesh @m(gpus = 4) grid @g
+monarch.plan @p on @m {
+  monarch.rank_program rank 0 arena 0 {
+  }
+  monarch.rank_member rank 1 of 0 peers [] comms [] offsets []
+  // expected-error @+1 {{'monarch.rank_member' op runs the program of rank 1, which is not a monarch.rank_program earlier in plan @p}}
+  monarch.rank_member rank 2 of 1 peers [] comms [] offsets []
+}
+
+// -----
+
+shard.grid @g(shape = 4)
+monarch.proc_mesh @m(gpus = 4) grid @g
+monarch.plan @p on @m {
+  monarch.rank_program rank 0 arena 0 {
+  }
+  // expected-error @+1 {{'monarch.rank_member' op rank 0 has more than one program in plan @p}}
+  monarch.rank_member rank 0 of 0 peers [] comms [] offsets []
+}
+
+// -----
+
+shard.grid @g(shape = 4)
+monarch.proc_mesh @m(gpus = 4) grid @g
+monarch.communicator @c on @m ranks [0, 1, 2, 3] backend gloo
+monarch.plan @p on @m {
+  monarch.rank_program rank 0 arena 64 {
+    %s = monarch.send <0, tensor<16xf32>> to 1 on @c stream 1 : !monarch.event
+    monarch.wait %s : !monarch.event
+  }
+  // expected-error @+1 {{'monarch.rank_member' op has 2 peers but the program of rank 0 has 1 sends and receives}}
+  monarch.rank_member rank 2 of 0 peers [3, 1] comms [] offsets []
+}
+
+// -----
+
+shard.grid @g(shape = 4)
+monarch.proc_mesh @m(gpus = 4) grid @g
+monarch.plan @p on @m {
+  monarch.rank_program rank 0 arena 64 {
+    monarch.feed_buffer 0 into <0, tensor<16xf32>>
+  }
+  // expected-error @+1 {{'monarch.rank_member' op has 0 offsets but the program of rank 0 has 1 feeds, fetches and states}}
+  monarch.rank_member rank 2 of 0 peers [] comms [] offsets []
+}
+
+// -----
+
+shard.grid @g(shape = 4)
+monarch.proc_mesh @m(gpus = 4) grid @g
+monarch.plan @p on @m {
+  monarch.rank_program rank 0 arena 64 {
+    monarch.feed_buffer 0 into <0, tensor<16xf32>>
+  }
+  // expected-error @+1 {{'monarch.rank_member' op offsets #0 is 3 : i64, not array<i64: ...> or unit}}
+  monarch.rank_member rank 2 of 0 peers [] comms [] offsets [3]
+}
+
+// -----
+
+shard.grid @g(shape = 4)
+monarch.proc_mesh @m(gpus = 4) grid @g
+monarch.communicator @c on @m ranks [0, 1] backend gloo
+monarch.plan @p on @m {
+  monarch.rank_program rank 0 arena 64 {
+    %c = monarch.collective all_reduce sum <0, tensor<16xf32>> -> <0, tensor<16xf32>> on @c stream 1 : !monarch.event
+    monarch.wait %c : !monarch.event
+  }
+  // expected-error @+1 {{'monarch.rank_member' op comms #0 is "c", not a communicator's name}}
+  monarch.rank_member rank 2 of 0 peers [] comms ["c"] offsets []
+}
+
+// -----
+
+shard.grid @g(shape = 4)
+monarch.proc_mesh @m(gpus = 4) grid @g
+monarch.communicator @c on @m ranks [0, 1, 2, 3] backend gloo
+monarch.plan @p on @m {
+  monarch.rank_program rank 0 arena 64 {
+    %s = monarch.send <0, tensor<16xf32>> to 1 on @c stream 1 : !monarch.event
+    monarch.wait %s : !monarch.event
+  }
+  // expected-error @+1 {{'monarch.rank_member' op rank 5 is outside mesh @m of 4 ranks}}
+  monarch.rank_member rank 5 of 0 peers [3] comms [] offsets []
+}
+
+// -----
+
+shard.grid @g(shape = 4)
+monarch.proc_mesh @m(gpus = 4) grid @g
+monarch.communicator @c on @m ranks [0, 1, 2] backend gloo
+monarch.plan @p on @m {
+  monarch.rank_program rank 0 arena 64 {
+    %s = monarch.send <0, tensor<16xf32>> to 1 on @c stream 1 : !monarch.event
+    monarch.wait %s : !monarch.event
+  }
+  // expected-error @+1 {{'monarch.rank_member' op peer rank 3 is not a member of communicator @c}}
+  monarch.rank_member rank 2 of 0 peers [3] comms [] offsets []
+}
+
+// -----
+
+shard.grid @g(shape = 4)
+monarch.proc_mesh @m(gpus = 4) grid @g
+monarch.communicator @c on @m ranks [0, 1] backend gloo
+monarch.communicator @d on @m ranks [2, 3] backend gloo
+monarch.communicator @e on @m ranks [1, 2, 3] backend gloo
+monarch.plan @p on @m {
+  monarch.rank_program rank 0 arena 64 {
+    %c = monarch.collective all_reduce sum <0, tensor<16xf32>> -> <0, tensor<16xf32>> on @c stream 1 : !monarch.event
+    monarch.wait %c : !monarch.event
+  }
+  monarch.rank_member rank 2 of 0 peers [] comms [@d] offsets []
+  // expected-error @+1 {{'monarch.rank_member' op communicator @e of collective #0 has 3 ranks but the program of rank 0 runs it on @c of 2}}
+  monarch.rank_member rank 3 of 0 peers [] comms [@e] offsets []
+}
+
+// -----
+
+shard.grid @g(shape = 4)
+monarch.proc_mesh @m(gpus = 4) grid @g
+monarch.communicator @c on @m ranks [0, 1] backend gloo
+monarch.plan @p on @m {
+  monarch.rank_program rank 0 arena 64 {
+    %c = monarch.collective all_reduce sum <0, tensor<16xf32>> -> <0, tensor<16xf32>> on @c stream 1 : !monarch.event
+    monarch.wait %c : !monarch.event
+  }
+  // expected-error @+1 {{'monarch.rank_member' op rank 2 is not a member of communicator @c}}
+  monarch.rank_member rank 2 of 0 peers [] comms [@c] offsets []
+}
+
+// -----
+
+shard.grid @g(shape = 4)
+monarch.proc_mesh @m(gpus = 4) grid @g
+monarch.communicator @c on @m ranks [0, 1] backend gloo
+monarch.plan @p on @m {
+  monarch.rank_program rank 0 arena 64 {
+    %c = monarch.collective all_reduce sum <0, tensor<16xf32>> -> <0, tensor<16xf32>> on @c stream 1 : !monarch.event
+    monarch.wait %c : !monarch.event
+  }
+  // expected-error @+1 {{'monarch.rank_member' op @nowhere does not name a monarch.communicator}}
+  monarch.rank_member rank 1 of 0 peers [] comms [@nowhere] offsets []
 }

@@ -19,7 +19,12 @@
 // PP-NEXT:    monarch.await %[[T]]
 
 // DP-LABEL: monarch.plan @train_step.worker.mesh on @mesh
-// DP-COUNT-4: monarch.rank_program rank
+// Two classes of data-parallel ranks: rank 0, which returns the result, and
+// ranks 1 to 3, rank 1's program and the others as its members with their
+// own communicators and offsets.
+// DP:         monarch.rank_program rank 0
+// DP:         monarch.rank_program rank 1
+// DP-COUNT-2: monarch.rank_member rank {{[23]}} of 1
 // DP:       func.func @train_step(
 // DP:         monarch.control_msg to @mesh invoke [@train_step.worker.mesh] args(
 

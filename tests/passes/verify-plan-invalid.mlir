@@ -535,3 +535,75 @@ monarch.plan @p on @m {
     monarch.wait %a, %b : !monarch.event, !monarch.event
   }
 }
+
+// -----
+
+// A monarch.rank_member is checked as the program it stands for, with its
+// own peers: rank 2 runs rank 0's program but sends to rank 3, which has no
+// receive, and rank 3 runs rank 1's but receives from rank 0, which sends
+// only to rank 1. The errors are at the program's instructions and name
+// the member.
+shard.grid @g(shape = 4)
+monarch.proc_mesh @m(gpus = 4) grid @g
+monarch.communicator @c on @m ranks [0, 1, 2, 3] backend nccl
+monarch.plan @p on @m {
+  monarch.rank_program rank 0 arena 16 {
+    // expected-error @+1 {{send #1 from rank 2 to rank 3 on @c has no matching recv: rank 2 posts 1 send to rank 3 but rank 3 posts 0 recvs from rank 2}}
+    %a = monarch.send <0, tensor<4xf32>> to 1 on @c stream 1 : !monarch.event
+    monarch.wait %a : !monarch.event
+  }
+  monarch.rank_program rank 1 arena 16 {
+    // expected-error @+1 {{recv #1 on rank 3 from rank 0 on @c has no matching send: rank 3 posts 1 recv from rank 0 but rank 0 posts 0 sends to rank 3}}
+    %a = monarch.recv <0, tensor<4xf32>> from 0 on @c stream 1 : !monarch.event
+    monarch.wait %a : !monarch.event
+  }
+  monarch.rank_member rank 2 of 0 peers [3] comms [] offsets []
+  monarch.rank_member rank 3 of 1 peers [0] comms [] offsets []
+}
+
+// -----
+
+// A member's collectives are on its own communicators: rank 2 runs rank 0's
+// all_reduce on @hi, where rank 3 issues an all_gather.
+shard.grid @g(shape = 4)
+monarch.proc_mesh @m(gpus = 4) grid @g
+monarch.communicator @lo on @m ranks [0, 1] backend nccl
+monarch.communicator @hi on @m ranks [2, 3] backend nccl
+monarch.plan @p on @m {
+  monarch.rank_program rank 0 arena 32 {
+    // expected-note @+1 {{collective #1 on @hi of rank 2}}
+    %a = monarch.collective all_reduce sum <0, tensor<4xf32>> -> <0, tensor<4xf32>> on @lo stream 1 : !monarch.event
+    monarch.wait %a : !monarch.event
+  }
+  monarch.rank_member rank 1 of 0 peers [] comms [@lo] offsets []
+  monarch.rank_member rank 2 of 0 peers [] comms [@hi] offsets []
+  monarch.rank_program rank 3 arena 32 {
+    // expected-error @+1 {{collective #1 on @hi differs across ranks: rank 3 issues all_gather tensor<4xf32> -> tensor<8xf32> but rank 2 issues all_reduce sum tensor<4xf32> -> tensor<4xf32>}}
+    %a = monarch.collective all_gather <0, tensor<4xf32>> -> <0, tensor<8xf32>> on @hi stream 1 : !monarch.event
+    monarch.wait %a : !monarch.event
+  }
+}
+
+// -----
+
+// A deadlock between a program and its member: rank 1 runs rank 0's program
+// with peer 0, so each rank waits for its receive before it sends. The
+// cycle names rank 1's instructions at the program's ops.
+shard.grid @g(shape = 2)
+monarch.proc_mesh @m(gpus = 2) grid @g
+monarch.communicator @c on @m ranks [0, 1] backend nccl
+monarch.plan @p on @m {
+  monarch.rank_program rank 0 arena 32 {
+    // expected-error @+2 {{deadlock: rank 0 recv from 1 on @c (stream 1) cannot complete before rank 1 send to 0 on @c (stream 1) starts, which cannot be issued before rank 1 wait (instruction 2) completes, which cannot complete before rank 1 recv from 0 on @c (stream 1) completes, which cannot complete before rank 0 send to 1 on @c (stream 1) starts, which cannot be issued before rank 0 wait (instruction 2) completes, which cannot complete before rank 0 recv from 1 on @c (stream 1) completes}}
+    // expected-note @+1 {{rank 1 recv from 0 on @c (stream 1) is part of the cycle}}
+    %r = monarch.recv <0, tensor<4xf32>> from 1 on @c stream 1 : !monarch.event
+    // expected-note @+2 {{rank 1 wait (instruction 2) is part of the cycle}}
+    // expected-note @+1 {{rank 0 wait (instruction 2) is part of the cycle}}
+    monarch.wait %r : !monarch.event
+    // expected-note @+2 {{rank 1 send to 0 on @c (stream 1) is part of the cycle}}
+    // expected-note @+1 {{rank 0 send to 1 on @c (stream 1) is part of the cycle}}
+    %s = monarch.send <16, tensor<4xf32>> to 1 on @c stream 1 : !monarch.event
+    monarch.wait %s : !monarch.event
+  }
+  monarch.rank_member rank 1 of 0 peers [0, 0] comms [] offsets []
+}

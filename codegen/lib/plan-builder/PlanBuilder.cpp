@@ -370,15 +370,86 @@ private:
         step.outputs.push_back(*v);
       }
     }
-    for (auto program : planOp.getBody().getOps<RankProgramOp>()) {
+    // A member of a class (monarch.rank_member) is its program's rank
+    // program with its own rank, peers, communicators and offsets.
+    llvm::DenseMap<int64_t, size_t> programOf;
+    for (Operation &op : planOp.getBody().front()) {
+      if (auto member = dyn_cast<RankMemberOp>(op)) {
+        auto it = programOf.find(member.getOf());
+        if (it == programOf.end())
+          return member.emitOpError("runs the program of rank ")
+                 << member.getOf() << ", which is not an earlier program";
+        FailureOr<RankProgram> rp =
+            instantiateMember(step.programs[it->second], member);
+        if (failed(rp))
+          return failure();
+        step.programs.push_back(std::move(*rp));
+        continue;
+      }
+      auto program = dyn_cast<RankProgramOp>(op);
+      if (!program)
+        continue;
       FailureOr<RankProgram> rp = buildRankProgram(step, program);
       if (failed(rp))
         return failure();
+      programOf[rp->rank] = step.programs.size();
       step.programs.push_back(std::move(*rp));
     }
     planIndices[planOp.getSymName()] = static_cast<int32_t>(plan.plans.size());
     plan.plans.push_back(std::move(step));
     return success();
+  }
+
+  FailureOr<RankProgram> instantiateMember(const RankProgram &of,
+                                           RankMemberOp member) {
+    RankProgram rp = of;
+    rp.rank = static_cast<int64_t>(member.getRank());
+    ArrayRef<int64_t> peers = member.getPeers();
+    ArrayRef<Attribute> comms = member.getComms().getValue();
+    ArrayRef<Attribute> offsets = member.getOffsets().getValue();
+    size_t p = 0, c = 0, o = 0;
+    auto setOffsets = [&](std::vector<int64_t> &to) -> LogicalResult {
+      if (o >= offsets.size())
+        return member.emitOpError("has too few offsets for its program");
+      to.clear();
+      if (auto at = dyn_cast<DenseI64ArrayAttr>(offsets[o]))
+        to.assign(at.asArrayRef().begin(), at.asArrayRef().end());
+      ++o;
+      return success();
+    };
+    for (Instruction &in : rp.instructions) {
+      LogicalResult ok = success();
+      switch (in.kind) {
+      case InstrKind::Send:
+      case InstrKind::Recv:
+        if (p >= peers.size())
+          return member.emitOpError("has too few peers for its program");
+        in.p2p.peer = peers[p++];
+        break;
+      case InstrKind::Collective: {
+        if (c >= comms.size())
+          return member.emitOpError("has too few comms for its program");
+        FailureOr<int32_t> index =
+            commIndex(member, cast<FlatSymbolRefAttr>(comms[c++]).getValue());
+        if (failed(index))
+          return failure();
+        in.collective.communicator = *index;
+        break;
+      }
+      case InstrKind::FeedBuffer:
+      case InstrKind::FetchBuffer:
+        ok = setOffsets(in.io.offsets);
+        break;
+      case InstrKind::StateBuffer:
+        ok = setOffsets(in.stateBuffer.offsets);
+        break;
+      default:
+        break;
+      }
+      if (failed(ok))
+        return failure();
+    }
+    return rp;
   }
 
   FailureOr<RankProgram> buildRankProgram(const StepPlan &step,

@@ -124,14 +124,27 @@ PlanSummary summarizePlan(ModuleOp planned) {
   planned->walk([&](PlanOp plan) {
     std::string name = plan.getSymName().str();
     planRoots[name] = rootOf(plan, plan.getMeshAttr());
-    for (auto program : plan.getBody().front().getOps<RankProgramOp>()) {
+    // A member (monarch.rank_member) is summarised as its program with its
+    // own rank, peers and communicators.
+    DenseMap<int64_t, RankProgramOp> programs;
+    for (Operation &top : plan.getBody().front()) {
+      auto program = dyn_cast<RankProgramOp>(top);
+      auto member = dyn_cast<RankMemberOp>(top);
+      if (program)
+        programs[program.getRank()] = program;
+      else if (member)
+        program = programs.lookup(member.getOf());
+      if (!program)
+        continue;
       PlanSummary::Rank rank;
       rank.plan = name;
-      rank.rank = static_cast<int64_t>(program.getRank());
+      rank.rank =
+          static_cast<int64_t>(member ? member.getRank() : program.getRank());
       rank.arenaBytes = static_cast<int64_t>(program.getArena());
       rank.peakBytes = rank.arenaBytes;
       if (auto peak = program->getAttrOfType<IntegerAttr>("monarch.peak_bytes"))
         rank.peakBytes = peak.getInt();
+      size_t peer = 0, comm = 0;
       for (Operation &op : program.getBody().front()) {
         ++rank.ops;
         if (auto launch = dyn_cast<LaunchOp>(op)) {
@@ -139,15 +152,24 @@ PlanSummary summarizePlan(ModuleOp planned) {
           rank.work += workOf(launch);
         } else if (auto send = dyn_cast<SendOp>(op)) {
           ++rank.sends;
-          links[{name, rank.rank, static_cast<int64_t>(send.getPeer())}] +=
-              send.getBuffer().getSizeInBytes();
+          int64_t to = member && peer < member.getPeers().size()
+                           ? member.getPeers()[peer]
+                           : static_cast<int64_t>(send.getPeer());
+          ++peer;
+          links[{name, rank.rank, to}] += send.getBuffer().getSizeInBytes();
         } else if (auto state = dyn_cast<StateBufferOp>(op)) {
           rank.stateBytes += state.getBuffer().getSizeInBytes();
         } else if (isa<RecvOp>(op)) {
           ++rank.recvs;
+          ++peer;
         } else if (auto c = dyn_cast<CollectiveOp>(op)) {
           ++rank.collectives;
-          auto &entry = colls[{name, c.getComm().str(),
+          StringRef commName = c.getComm();
+          if (member && comm < member.getComms().size())
+            if (auto ref = dyn_cast<FlatSymbolRefAttr>(member.getComms()[comm]))
+              commName = ref.getValue();
+          ++comm;
+          auto &entry = colls[{name, commName.str(),
                                stringifyCollectiveKind(c.getKind()).str()}];
           entry.first += c.getInput().getSizeInBytes();
           ++entry.second;

@@ -1,6 +1,8 @@
 """Compiling classes of ranks (monarch-specialize-ranks classes=1,
-monarch-plan-transfers rank-classes; docs/spmd-classes.md) builds the plan
-that specialising and lowering every rank builds, byte for byte: the data x
+monarch-plan-transfers rank-classes, and a class's members kept as
+monarch.rank_member up to the plan builder, class-programs;
+docs/spmd-classes.md) builds the plan that specialising and lowering every
+rank builds, byte for byte: the data x
 tensor x pipeline step of bench/compile_scaling on meshes where the classes
 differ (the replicas that return outputs, shards of the batch, the pipeline
 peers) and a GPT step on 2x2, with the knobs off and on."""
@@ -30,6 +32,18 @@ def compile_plan(ir_path, out, **knobs):
     return out.read_bytes()
 
 
+def assert_same_plans(src, tmp_path):
+    members = compile_plan(src, tmp_path / "members.mcplan",
+                           MONARCH_CLASS_PROGRAMS="1")
+    copies = compile_plan(src, tmp_path / "copies.mcplan",
+                          MONARCH_CLASS_PROGRAMS="0")
+    each = compile_plan(src, tmp_path / "each.mcplan",
+                        MONARCH_SPECIALIZE_CLASSES="0",
+                        MONARCH_RANK_CLASSES="0")
+    assert members == each
+    assert copies == each
+
+
 @pytest.mark.parametrize("hosts,gpus", [(2, 2), (4, 4), (16, 8)])
 def test_dtp_plans_are_the_same_with_and_without_classes(tmp_path, hosts,
                                                          gpus):
@@ -40,11 +54,7 @@ def test_dtp_plans_are_the_same_with_and_without_classes(tmp_path, hosts,
     ir = P.program(mesh, w).ir("traced", x, t, np.float32(0.01))
     src = tmp_path / "dtp.mlir"
     src.write_text(ir)
-    classes = compile_plan(src, tmp_path / "classes.mcplan")
-    each = compile_plan(src, tmp_path / "each.mcplan",
-                        MONARCH_SPECIALIZE_CLASSES="0",
-                        MONARCH_RANK_CLASSES="0")
-    assert classes == each
+    assert_same_plans(src, tmp_path)
 
 
 def test_gpt_plans_are_the_same_with_and_without_classes(tmp_path):
@@ -71,8 +81,4 @@ def test_gpt_plans_are_the_same_with_and_without_classes(tmp_path):
         src.write_text(train_step.ir("traced", params, state, tok, lab))
     finally:
         gpt.configure()
-    classes = compile_plan(src, tmp_path / "classes.mcplan")
-    each = compile_plan(src, tmp_path / "each.mcplan",
-                        MONARCH_SPECIALIZE_CLASSES="0",
-                        MONARCH_RANK_CLASSES="0")
-    assert classes == each
+    assert_same_plans(src, tmp_path)

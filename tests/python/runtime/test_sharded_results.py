@@ -4,6 +4,10 @@ split result to be fetched (no all_gather in the step); split inputs are
 fed as shards (issue 15): each rank receives only its piece. The numbers
 are numpy's for every layout, dtype and mesh shape."""
 
+import os
+import pathlib
+import subprocess
+
 import numpy as np
 import pytest
 
@@ -90,7 +94,15 @@ def test_split_inputs_are_fed_as_shards(meshes):
     total, scaled = f(x, w)
     np.testing.assert_allclose(total, (x * 2.0).sum(axis=0), rtol=1e-5)
     np.testing.assert_allclose(scaled, w * 3.0, rtol=1e-6)
-    planned = f.ir("planned")
+    # One program per rank (monarch-expand-rank-members writes the members
+    # of a class, docs/spmd-classes.md, as the programs they stand for).
+    build = pathlib.Path(os.environ.get(
+        "MONARCH_BUILD_DIR",
+        pathlib.Path(__file__).resolve().parents[3] / "build"))
+    planned = subprocess.run(
+        [str(build / "bin" / "monarch-opt"), "--monarch-expand-rank-members"],
+        input=f.ir("planned"), capture_output=True, text=True, check=True,
+        timeout=120).stdout
     feeds = [line for line in planned.splitlines()
              if "monarch.feed_buffer 0 " in line]
     assert len(feeds) == 4, planned

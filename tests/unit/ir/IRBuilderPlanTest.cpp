@@ -463,7 +463,7 @@ TEST_F(PlanTest, InvalidPlanStructure) {
                  "signless integer attribute whose value is non-negative");
   expectRejected(arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(0)),
                  "is not allowed in a monarch.plan; only monarch.rank_program "
-                 "is");
+                 "and monarch.rank_member are");
   b.setInsertionPointToEnd(module->getBody());
   // Plan instructions live in rank programs only.
   expectRejected(FeedBufferOp::create(b, loc, uint64_t{0}, buf(0, {4})),

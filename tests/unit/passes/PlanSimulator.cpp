@@ -169,6 +169,9 @@ int64_t Simulator::commSize(StringAttr comm) {
 }
 
 void Simulator::load() {
+  // A member of a class (monarch.rank_member) runs as the rank program it
+  // stands for: written out, then simulated as any rank's.
+  plan.expandMembers();
   for (auto program : plan.getBody().getOps<RankProgramOp>()) {
     SimRank r;
     r.id = program.getRank();

@@ -41,7 +41,9 @@ def Monarch_PlanOp : Monarch_Op<"plan", [
     DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
   let summary = "The per-rank execution plan of one compiled step";
   let description = [{
-    Holds one `monarch.rank_program` per rank of `mesh`. When the plan
+    Holds one `monarch.rank_program` per rank of `mesh`, or for a class of
+    ranks that run the same code, one program and a `monarch.rank_member`
+    per other rank of the class. When the plan
     replaces a worker program, `signature` keeps that program's inputs
     (`feed_buffer` indices) and outputs (`fetch_buffer` indices) so the
     controller's `monarch.feed_input`/`monarch.fetch_output` still type-check.
@@ -66,6 +68,11 @@ def Monarch_PlanOp : Monarch_Op<"plan", [
     OpBuilder<(ins "::llvm::StringRef":$name, "::llvm::StringRef":$mesh,
                    "::mlir::FunctionType":$signature)>
   ];
+  let extraClassDeclaration = [{
+    /// Replaces each `monarch.rank_member` by the rank program it stands
+    /// for (for a consumer that reads one program per rank).
+    void expandMembers();
+  }];
 }
 
 def Monarch_RankProgramOp : Monarch_Op<"rank_program", [
@@ -90,6 +97,51 @@ def Monarch_RankProgramOp : Monarch_Op<"rank_program", [
   let hasVerifier = 1;
   let skipDefaultBuilders = 1;
   let builders = [OpBuilder<(ins "int64_t":$rank, "int64_t":$arena)>];
+}
+
+def Monarch_RankMemberOp : Monarch_Op<"rank_member", [HasParent<"PlanOp">]> {
+  let summary = "A rank that runs another rank's program with its own peers";
+  let description = [{
+    A class of ranks runs one instruction stream (docs/spmd-classes.md):
+    rank `rank` runs the `monarch.rank_program` of rank `of` (earlier in the
+    plan), with the same instructions, streams, buffers, arena, order and
+    links, but its own
+
+    * `peers`: the peer of each `send` and `recv` of that program, in
+      program order;
+    * `comms`: the communicator of each `collective`, in program order (of
+      the same size as the program's, with `rank` a member);
+    * `offsets`: the offsets of each `feed_buffer`, `fetch_buffer` and
+      `state_buffer`, in program order (`unit` where it has none).
+
+    Expanded, it is exactly the rank program a copy of `of` with those
+    fields replaced would be; passes after `monarch-plan-transfers` work on
+    the class's program once, and the plan builder instantiates each member.
+
+    ```mlir
+    monarch.rank_member rank 1 of 0 peers [3] comms [@step_comm1]
+        offsets [array<i64: 4, 0>, unit]
+    ```
+  }];
+  let arguments = (ins Monarch_NonNegI64:$rank, Monarch_NonNegI64:$of,
+                       DenseI64ArrayAttr:$peers, ArrayAttr:$comms,
+                       ArrayAttr:$offsets);
+  let assemblyFormat = [{
+    `rank` $rank `of` $of `peers` $peers `comms` $comms `offsets` $offsets
+    attr-dict
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// Whether `op` takes its peer, communicator or offsets from a member's
+    /// tables (`peers`, `comms`, `offsets`), in that order of its program.
+    static bool isPeerSlot(::mlir::Operation *op);
+    static bool isCommSlot(::mlir::Operation *op);
+    static bool isOffsetsSlot(::mlir::Operation *op);
+    /// The rank program this member stands for: a copy of `program` (the
+    /// program of rank `of`) with the member's rank, peers, communicators
+    /// and offsets, inserted before this op. The caller erases this op.
+    RankProgramOp materialize(RankProgramOp program);
+  }];
 }
 
 class Monarch_PlanInstrOp<string mnemonic, list<Trait> traits = []>

@@ -322,7 +322,13 @@ def MonarchPlanTransfers : Pass<"monarch-plan-transfers", "::mlir::ModuleOp"> {
            "Lower one rank of each class of ranks whose functions are equal "
            "but for their collectives' groups, and give the others a copy of "
            "its program with their own peers, communicators and offsets "
-           "(false: lower every rank; the plan is the same)">
+           "(false: lower every rank; the plan is the same)">,
+    Option<"classPrograms", "class-programs", "bool", /*default=*/"false",
+           "With rank-classes, write each copy as a monarch.rank_member "
+           "(the class program's rank with its own peers, communicators and "
+           "offsets) instead of a rank program of its own; passes after "
+           "this one work on the class program once "
+           "(docs/spmd-classes.md)">
   ];
   let dependentDialects = ["::monarch::MonarchDialect",
                            "::mlir::func::FuncDialect",
@@ -365,6 +371,24 @@ def MonarchVerifyPlan : Pass<"monarch-verify-plan", "::mlir::ModuleOp"> {
     (stream order, waits, matched transfers and collectives, groups) has no
     cycle, so no rank waits on itself. Failures are diagnostics at the
     offending op naming the ranks involved.
+
+    A `monarch.rank_member` is checked as the rank program it stands for:
+    its program's instructions with its own peers and communicators
+    (matching, agreement and the deadlock graph per rank; data hazards once,
+    on the program, which a member shares).
+  }];
+  let dependentDialects = ["::monarch::MonarchDialect"];
+}
+
+def MonarchExpandRankMembers
+    : Pass<"monarch-expand-rank-members", "::mlir::ModuleOp"> {
+  let summary = "Write each rank_member as the rank program it stands for";
+  let description = [{
+    Replaces every `monarch.rank_member` of every `monarch.plan` by a copy
+    of its class's `monarch.rank_program` with the member's rank, peers,
+    communicators and offsets (docs/spmd-classes.md): one program per rank,
+    to read a member's instructions or to compare with a plan built with
+    `monarch-plan-transfers=class-programs=false`.
   }];
   let dependentDialects = ["::monarch::MonarchDialect"];
 }

@@ -108,6 +108,13 @@ enum Component : unsigned {
     "are equal (`monarch-specialize-ranks`, classes); its members get their "  \
     "own groups and offsets from the mesh; `0` specialises every rank (the "   \
     "same plan, built slower)")                                                \
+  X(ClassPrograms, "MONARCH_CLASS_PROGRAMS", Bool, "1", 0, 0, "", Compiler,    \
+    true,                                                                      \
+    "`1` (the default) keeps the rank programs of a class as one program and " \
+    "a `monarch.rank_member` per other member (its peers, communicators and "  \
+    "offsets) from `monarch-plan-transfers` to the plan builder, which "       \
+    "instantiates them (docs/spmd-classes.md); `0` writes every member's "     \
+    "program (the same plan, built slower)")                                   \
   X(KernelCut, "MONARCH_KERNEL_CUT", Choice, "contraction", 0, 0,              \
     "comm|contraction", Compiler, true,                                        \
     "where a rank's compute is cut into kernels: `contraction` (the "          \
