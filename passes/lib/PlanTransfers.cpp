@@ -34,6 +34,7 @@
 #include "llvm/ADT/SmallBitVector.h"
 
 #include <map>
+#include <numeric>
 
 #define DEBUG_TYPE "monarch-plan-transfers"
 
@@ -1335,10 +1336,23 @@ MonarchPlanTransfersPass::readRanks(func::FuncOp worker,
         code.states.push_back({ref, ret->getOperand(numOutputs + s)});
     }
   }
-  // In rank order (a class function's members are listed together).
-  llvm::sort(codes, [](const RankCode &a, const RankCode &b) {
-    return a.rank < b.rank;
+  // In rank order (a class function's members are listed together). An
+  // order of indices is sorted, and each code moved once: sorting the codes
+  // themselves moved 4,096 large structs a dozen times each.
+  SmallVector<unsigned> order(codes.size());
+  std::iota(order.begin(), order.end(), 0u);
+  llvm::sort(order, [&](unsigned a, unsigned b) {
+    return codes[a].rank < codes[b].rank;
   });
+  if (!llvm::is_sorted(order)) {
+    std::vector<RankCode> sorted;
+    sorted.reserve(codes.size());
+    for (unsigned i : order)
+      sorted.push_back(std::move(codes[i]));
+    codes.clear();
+    codes.append(std::make_move_iterator(sorted.begin()),
+                 std::make_move_iterator(sorted.end()));
+  }
   return success();
 }
 
@@ -1452,19 +1466,43 @@ LogicalResult MonarchPlanTransfersPass::planWorker(func::FuncOp worker) {
                  OperationEquivalence::IgnoreLocations);
     };
     DenseMap<llvm::hash_code, SmallVector<int64_t, 1>> firsts;
-    // The members of a class function share it (and its first rank).
-    DenseMap<Operation *, int64_t> firstOfFn;
+    // The members of a class function share it: per function, each set of
+    // outputs returned by its members (the first code that returns them)
+    // and the rank they are copied from. The first member of a function is
+    // that rank for the members returning what it returns; the others
+    // share the class the first code returning theirs found (a class
+    // function's members that return another output than its first were
+    // each hashed and compared with the candidates: at 4,096 ranks half
+    // the ranks, a tenth of the compile).
+    struct Head {
+      int64_t code, first;
+    };
+    DenseMap<Operation *, SmallVector<Head, 2>> headsOfFn;
+    // The hash of each function's body, computed once.
+    DenseMap<Operation *, llvm::hash_code> bodyHashes;
     for (auto [i, c] : llvm::enumerate(codes)) {
-      auto [it, fresh] = firstOfFn.try_emplace(c.fn, i);
-      if (!fresh && codes[it->second].fetches == c.fetches) {
-        firstOf[i] = it->second;
+      SmallVector<Head, 2> &heads = headsOfFn[c.fn];
+      for (const Head &head : heads)
+        if (codes[head.code].fetches == c.fetches) {
+          firstOf[i] = head.first;
+          break;
+        }
+      if (firstOf[i] >= 0)
         continue;
+      if (heads.empty()) {
+        // The first member of its function: found by its shape below, and
+        // the rank its function's members returning the same are copied
+        // from.
+        heads.push_back({static_cast<int64_t>(i), static_cast<int64_t>(i)});
       }
+      auto [body, fresh] = bodyHashes.try_emplace(c.fn, llvm::hash_code(0));
+      if (fresh)
+        for (Operation &op : c.fn.getBody().front())
+          body->second = combineShapes(body->second, &op);
       llvm::hash_code h = hash_value(c.fn.getFunctionType());
       for (bool f : c.fetches)
         h = llvm::hash_combine(h, f);
-      for (Operation &op : c.fn.getBody().front())
-        h = combineShapes(h, &op);
+      h = llvm::hash_combine(h, body->second);
       SmallVector<int64_t, 1> &candidates = firsts[h];
       for (int64_t f : candidates)
         if (sameClass(codes[f], c)) {
@@ -1473,6 +1511,10 @@ LogicalResult MonarchPlanTransfersPass::planWorker(func::FuncOp worker) {
         }
       if (firstOf[i] < 0)
         candidates.push_back(i);
+      if (heads.front().code != static_cast<int64_t>(i))
+        heads.push_back(
+            {static_cast<int64_t>(i),
+             firstOf[i] >= 0 ? firstOf[i] : static_cast<int64_t>(i)});
     }
   }
   LogicalResult result = success();
