@@ -1141,6 +1141,112 @@ protected:
   MLIRContext ctx;
 };
 
+/// The class form against its expansion (docs/spmd-classes.md): a plan
+/// whose members' tables are changed (a peer set to another rank of its
+/// transfer's communicator, or a collective moved to another communicator
+/// of its size that has the member) is judged by verifyPlan as the same
+/// plan with every member written out as its own program, and the expanded
+/// plan is judged as the simulation runs it. Returns the problems found;
+/// counts the changed plans and those rejected.
+std::string checkClassForm(ModuleOp module, uint64_t seed, unsigned &mutants,
+                           unsigned &rejected) {
+  std::string problems;
+  llvm::raw_string_ostream os(problems);
+  Rng rng(seed * 6151);
+  SmallVector<CommunicatorOp> comms(module.getOps<CommunicatorOp>());
+  for (int k = 0; k < 3; ++k) {
+    OwningOpRef<ModuleOp> copy(cast<ModuleOp>(module->clone()));
+    SmallVector<RankMemberOp> members;
+    copy->walk([&](RankMemberOp m) { members.push_back(m); });
+    if (members.empty())
+      return problems;
+    RankMemberOp member = members[uniform(rng, 0, members.size() - 1)];
+    auto plan = member->getParentOfType<PlanOp>();
+    RankProgramOp of;
+    for (auto program : plan.getBody().getOps<RankProgramOp>())
+      if (program.getRank() == member.getOf())
+        of = program;
+    SmallVector<Operation *> peerSlots, commSlots;
+    for (Operation &op : of.getBody().front()) {
+      if (RankMemberOp::isPeerSlot(&op))
+        peerSlots.push_back(&op);
+      else if (RankMemberOp::isCommSlot(&op))
+        commSlots.push_back(&op);
+    }
+    SymbolTableCollection tables;
+    auto commOf = [&](StringRef name) {
+      for (CommunicatorOp c : comms)
+        if (c.getSymName() == name)
+          return c;
+      return CommunicatorOp();
+    };
+    bool changed = false;
+    if (!peerSlots.empty() && (commSlots.empty() || chance(rng, 0.5))) {
+      size_t i = uniform(rng, 0, peerSlots.size() - 1);
+      StringRef name = isa<SendOp>(peerSlots[i])
+                           ? cast<SendOp>(peerSlots[i]).getComm()
+                           : cast<RecvOp>(peerSlots[i]).getComm();
+      CommunicatorOp comm = commOf(name);
+      SmallVector<int64_t> peers(member.getPeers());
+      SmallVector<int64_t> others;
+      for (int64_t r : comm ? comm.getRanks() : ArrayRef<int64_t>())
+        if (r != peers[i])
+          others.push_back(r);
+      if (!others.empty()) {
+        peers[i] = others[uniform(rng, 0, others.size() - 1)];
+        member.setPeersAttr(DenseI64ArrayAttr::get(copy->getContext(), peers));
+        changed = true;
+      }
+    } else if (!commSlots.empty()) {
+      size_t i = uniform(rng, 0, commSlots.size() - 1);
+      SmallVector<Attribute> refs(member.getComms().getValue());
+      CommunicatorOp now = commOf(cast<FlatSymbolRefAttr>(refs[i]).getValue());
+      SmallVector<CommunicatorOp> others;
+      for (CommunicatorOp c : comms)
+        if (now && c != now && c.getRanks().size() == now.getRanks().size() &&
+            c.getCommRank(member.getRank()) >= 0)
+          others.push_back(c);
+      if (!others.empty()) {
+        CommunicatorOp to = others[uniform(rng, 0, others.size() - 1)];
+        refs[i] = FlatSymbolRefAttr::get(to.getSymNameAttr());
+        member.setCommsAttr(ArrayAttr::get(copy->getContext(), refs));
+        changed = true;
+      }
+    }
+    if (!changed)
+      continue;
+    ++mutants;
+    bool classOk, expandedOk;
+    std::string classDiags, expandedDiags;
+    {
+      DiagnosticCapture diags(*module.getContext());
+      classOk = succeeded(verifyPlan(plan, tables));
+      classDiags = diags.joined();
+    }
+    plan.expandMembers();
+    {
+      DiagnosticCapture diags(*module.getContext());
+      expandedOk = succeeded(verifyPlan(plan, tables));
+      expandedDiags = diags.joined();
+    }
+    rejected += !classOk;
+    if (classOk != expandedOk) {
+      os << "verifyPlan " << (classOk ? "accepts" : "rejects")
+         << " the class form but " << (expandedOk ? "accepts" : "rejects")
+         << " its expansion:\n"
+         << classDiags << expandedDiags;
+      continue;
+    }
+    SimResult r = simulatePlan(plan, tables, seed * 7919 + k);
+    if (expandedOk != (r.outcome == SimOutcome::Completed))
+      os << "verifyPlan " << (expandedOk ? "accepts" : "rejects")
+         << " a plan with a changed member but the simulation "
+         << stringifySimOutcome(r.outcome) << " (" << r.detail << ")\n"
+         << expandedDiags;
+  }
+  return problems;
+}
+
 /// Checks the plans of a compiled module; returns the problems found.
 std::string checkPlans(ModuleOp module, unsigned &plans, uint64_t &instrs,
                        uint64_t seed) {
@@ -1283,6 +1389,7 @@ TEST_F(PipelinePropertyTest, RandomProgramsCompileToSafePlans) {
     uint64_t instrs = 0, tensorOps = 0;
     unsigned withSlices = 0, withTransfers = 0, withActors = 0;
     unsigned deadOps = 0, inputAnnotations = 0, epilogues = 0;
+    unsigned classMutants = 0, classRejected = 0;
     std::map<std::string, unsigned> rejected;
   } stats;
   unsigned failures = 0;
@@ -1392,7 +1499,9 @@ TEST_F(PipelinePropertyTest, RandomProgramsCompileToSafePlans) {
       fail("the compiled module does not verify:\n" + diags.joined());
       continue;
     }
-    std::string problems = checkPlans(*module, stats.plans, stats.instrs, seed);
+    std::string problems =
+        checkClassForm(*module, seed, stats.classMutants, stats.classRejected);
+    problems += checkPlans(*module, stats.plans, stats.instrs, seed);
     if (!problems.empty()) {
       fail("pipeline (backend=" + opts.backend + " group-bytes=" +
            std::to_string(opts.groupBytes) + ") produced a bad plan:\n" +
@@ -1421,8 +1530,16 @@ TEST_F(PipelinePropertyTest, RandomProgramsCompileToSafePlans) {
                << " compiled, " << numRejected << " rejected {" << rejected
                << "}, " << stats.plans << " plans simulated, " << stats.instrs
                << " instructions total, " << llvm::format("%.1f", seconds)
-               << " s\n";
+               << " s; " << stats.classMutants
+               << " plans with a changed class member (" << stats.classRejected
+               << " rejected)\n";
   EXPECT_EQ(failures, 0u);
+  // Members with peers or communicators to change exist. (A changed member
+  // is almost always rejected: its partners no longer match; the class
+  // forms the pipeline builds are the accepted side, checked in
+  // checkPlans.)
+  EXPECT_GT(stats.classMutants, stats.programs / 20);
+  EXPECT_GT(stats.classRejected, 0u);
   // The test must exercise the pipeline, not skip most programs.
   EXPECT_GE(stats.compiled * 5, stats.programs * 4)
       << "fewer than 80% of the programs compiled";
