@@ -944,55 +944,55 @@ struct MonarchSchedulePass
     }
   };
 
+  /// Schedules `program`, or gives it the schedule of an earlier program
+  /// of its shape.
   WalkResult scheduleProgram(
       RankProgramOp program, SymbolTableCollection &symbols,
       const llvm::DenseMap<Attribute, TopologyOp> &topologies,
       std::vector<Scheduled> &scheduled,
       DenseMap<std::pair<Operation *, llvm::hash_code>, SmallVector<size_t, 1>>
           &byShape) {
-    {
-      TopologyOp topology;
-      auto plan = program->getParentOfType<PlanOp>();
-      if (plan)
-        topology = topologies.lookup(plan.getMeshAttr());
-      SmallVector<int64_t> shape = scheduleShape(program, symbols);
-      std::pair<Operation *, llvm::hash_code> key{
-          plan, llvm::hash_combine_range(shape.begin(), shape.end())};
-      if (!shape.empty())
-        for (size_t i : byShape.lookup(key))
-          if (scheduled[i].shape == shape) {
-            apply(scheduled[i], program);
-            return WalkResult::advance();
-          }
-      // What scheduling changes, to record it.
-      SmallVector<Operation *> ops;
-      SmallVector<SmallVector<Attribute>> before;
-      for (Operation &op : program.getBody().front()) {
-        ops.push_back(&op);
-        before.push_back(buffersOf(&op));
-      }
-      RankScheduler scheduler(program, symbols, topology);
-      if (failed(scheduler.run()))
-        return WalkResult::interrupt();
-      bytesSaved += scheduler.bytesSaved;
-      if (shape.empty())
-        return WalkResult::advance();
-      Scheduled done;
-      done.shape = std::move(shape);
-      done.program = program;
-      done.bytesSaved = scheduler.bytesSaved;
-      DenseMap<Operation *, unsigned> was;
-      for (auto [i, op] : llvm::enumerate(ops)) {
-        was[op] = i;
-        for (auto [old, now] : llvm::zip(before[i], buffersOf(op)))
-          done.remap[old] = now;
-      }
-      for (Operation &op : program.getBody().front())
-        done.order.push_back(was.lookup(&op));
-      byShape[key].push_back(scheduled.size());
-      scheduled.push_back(std::move(done));
-      return WalkResult::advance();
+    TopologyOp topology;
+    auto plan = program->getParentOfType<PlanOp>();
+    if (plan)
+      topology = topologies.lookup(plan.getMeshAttr());
+    SmallVector<int64_t> shape = scheduleShape(program, symbols);
+    std::pair<Operation *, llvm::hash_code> key{
+        plan, llvm::hash_combine_range(shape.begin(), shape.end())};
+    if (!shape.empty())
+      for (size_t i : byShape.lookup(key))
+        if (scheduled[i].shape == shape) {
+          apply(scheduled[i], program);
+          return WalkResult::advance();
+        }
+    // What scheduling changes, to record it.
+    SmallVector<Operation *> ops;
+    SmallVector<SmallVector<Attribute>> before;
+    for (Operation &op : program.getBody().front()) {
+      ops.push_back(&op);
+      before.push_back(buffersOf(&op));
     }
+    RankScheduler scheduler(program, symbols, topology);
+    if (failed(scheduler.run()))
+      return WalkResult::interrupt();
+    bytesSaved += scheduler.bytesSaved;
+    if (shape.empty())
+      return WalkResult::advance();
+    Scheduled done;
+    done.shape = std::move(shape);
+    done.program = program;
+    done.bytesSaved = scheduler.bytesSaved;
+    DenseMap<Operation *, unsigned> was;
+    for (auto [i, op] : llvm::enumerate(ops)) {
+      was[op] = i;
+      for (auto [old, now] : llvm::zip(before[i], buffersOf(op)))
+        done.remap[old] = now;
+    }
+    for (Operation &op : program.getBody().front())
+      done.order.push_back(was.lookup(&op));
+    byShape[key].push_back(scheduled.size());
+    scheduled.push_back(std::move(done));
+    return WalkResult::advance();
   }
 
   /// Schedules `program` as `done` was: same order, same offsets.
