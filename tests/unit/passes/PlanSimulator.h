@@ -47,7 +47,9 @@ struct SimResult {
 
 /// Simulates `plan` (which must pass the op verifiers) with durations of
 /// launches, transfers, collectives and host issue drawn from a generator
-/// seeded with `seed`.
+/// seeded with `seed`. Its `monarch.rank_member`s are first written out as
+/// the rank programs they stand for (PlanOp::expandMembers), in `plan`
+/// itself: the simulator runs one program per rank.
 SimResult simulatePlan(PlanOp plan, mlir::SymbolTableCollection &tables,
                        uint64_t seed);
 
