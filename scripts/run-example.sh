@@ -43,8 +43,10 @@ grep -E 'monarch\.(control_msg|channel |feed_input|fetch_output|await)' "$tmp/sp
 "$OPT" "$tmp/split.mlir" --monarch-to-planned > "$tmp/planned.mlir"
 echo
 echo "== planned (verified: no deadlock, every send matched) =="
-echo "rank programs: $(count 'monarch\.rank_program ' "$tmp/planned.mlir")," \
-     "kernels: $(count 'monarch\.launch ' "$tmp/planned.mlir")," \
+echo "rank programs: $(count 'monarch\.rank_program ' "$tmp/planned.mlir")" \
+     "(+ $(count 'monarch\.rank_member ' "$tmp/planned.mlir") ranks running" \
+     "a class's program with their own peers)," \
+     "kernel launches: $(count 'monarch\.launch ' "$tmp/planned.mlir")," \
      "sends: $(count 'monarch\.send ' "$tmp/planned.mlir")," \
      "collectives: $(count 'monarch\.collective ' "$tmp/planned.mlir")," \
      "communicators: $(count 'monarch\.communicator ' "$tmp/planned.mlir")"
