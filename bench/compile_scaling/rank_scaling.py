@@ -72,15 +72,22 @@ def compile_once(binary, source, out):
             f"{kernels.group(1)}/{kernels.group(2)}" if kernels else "?")
 
 
-def load_ms(build, plan):
-    """A worker's time to bind the last rank's program of `plan` (ms)."""
+def load_ms(build, plan, runs=5):
+    """A worker's time to bind the last rank's program of `plan` (ms): the
+    least of `runs` medians of 101 binds. This 2-core VM's noise only adds
+    time, and a single median of the 4,096-rank bind read 0.19 or 0.31 ms
+    from one run to the next while the 8-rank one held at 0.10 ms."""
     tool = build / "bench" / "bin" / "plan_load"
     if not tool.exists():
         return float("nan")
-    proc = subprocess.run([str(tool), str(plan)], capture_output=True,
-                          text=True, timeout=600)
-    m = re.search(r"binds in ([\d.]+) ms", proc.stdout)
-    return float(m.group(1)) if m else float("nan")
+    best = float("nan")
+    for _ in range(runs):
+        proc = subprocess.run([str(tool), str(plan)], capture_output=True,
+                              text=True, timeout=600)
+        m = re.search(r"binds in ([\d.]+) ms", proc.stdout)
+        if m and not float(m.group(1)) >= best:
+            best = float(m.group(1))
+    return best
 
 
 def measure(ranks, traced, tmp):

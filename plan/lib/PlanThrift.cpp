@@ -761,6 +761,37 @@ std::optional<std::string> boundsT(const t::RankSet &set, int64_t &budget,
   return std::nullopt;
 }
 
+/// The ranks `mesh`'s dimensions hold, or 0 where one is not positive or
+/// they hold over 2^40 (the validator refuses those).
+int64_t dimsRanks(const ProcMesh &mesh) {
+  int64_t n = 1;
+  for (const MeshDim &d : mesh.dims)
+    if (d.size <= 0 || n > (int64_t{1} << 40) / d.size)
+      return 0;
+    else
+      n *= d.size;
+  return n;
+}
+
+/// Whether `set` is stored as the box of ranks 0, 1, ..., `n`-1 in order (a
+/// row-major box at offset 0 with `n` ranks; `n` from the mesh's dimensions,
+/// 0 where they are invalid).
+bool isIdentityBox(const t::RankSet &set, int64_t n) {
+  if (n <= 0 || set.__isset.ranks || !set.__isset.box ||
+      set.box.size() % 2 == 0 || set.box[0] != 0)
+    return false;
+  int64_t stride = 1;
+  for (size_t i = set.box.size() - 2; i >= 1; i -= 2) {
+    int64_t size = set.box[i];
+    if (size <= 0 || set.box[i + 1] != stride ||
+        __builtin_mul_overflow(stride, size, &stride))
+      return false;
+    if (i == 1)
+      break;
+  }
+  return stride == n;
+}
+
 /// The ranks a decode may expand from boxes and lists (2^24: a mesh of 16M
 /// ranks); a hostile file's box of 2^60 ranks is refused, not allocated.
 constexpr int64_t kRankBudget = int64_t{1} << 24;
@@ -822,6 +853,12 @@ executor::StatusOr<ExecutionPlan> fromThrift(const t::ExecutionPlan &p,
                        " root ranks for " + std::to_string(ranks) + " ranks");
       if (lo <= hi && lo < 0)
         return invalid("mesh '" + m.name + "': negative root rank");
+    } else if (only && !x.parent && isIdentityBox(m.rootRanks, dimsRanks(x))) {
+      // Decoding for one rank: a root proc mesh's ranks are its root ranks
+      // (stored as the box 0, 1, ..., n-1), left implicit like an elided
+      // slice's: its rank count is its dimensions', and a rank maps to
+      // itself (4,096 ranks expanded and checked for repeats per bind).
+      x.elided = true;
     } else if (auto bad = fromT(m.rootRanks, budget, x.rootRanks)) {
       return invalid(where + ": " + *bad);
     }

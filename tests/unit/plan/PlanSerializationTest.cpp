@@ -428,8 +428,11 @@ TEST(PlanSerialization, AWorkerChecksButDoesNotExpandWhatItNeverReads) {
   ASSERT_TRUE(mine.isOk()) << mine.status().toString();
   EXPECT_TRUE(mine->plan.plans[0].programs[0] == full->plans[0].programs[5]);
   const ProcMesh &root = mine->plan.meshes[0], &slice = mine->plan.meshes[1];
-  EXPECT_FALSE(root.elided);
-  EXPECT_EQ(root.rootRanks, full->meshes[0].rootRanks);
+  // The root mesh's root ranks are its ranks (stored as the box 0..63):
+  // left implicit, a rank maps to itself.
+  EXPECT_TRUE(root.elided && root.rootRanks.empty());
+  EXPECT_EQ(root.numRanks(), 64);
+  EXPECT_EQ(detail::meshRankOf(mine->plan, "mesh", 37), 37);
   EXPECT_TRUE(slice.elided && slice.rootRanks.empty());
   EXPECT_EQ(slice.numRanks(), 32);
   ASSERT_EQ(mine->plan.topology[0].hosts.size(), 1u);
@@ -459,6 +462,16 @@ TEST(PlanSerialization, AWorkerChecksButDoesNotExpandWhatItNeverReads) {
           "31 root ranks for 32 ranks");
   refused([](W &w) { w.meshes[1].rootRanks.__set_box({-1, 32, 2}); },
           "negative root rank");
+  // A root mesh stored otherwise than as its ranks in order (here the even
+  // ranks, then the odd ones) is expanded as before.
+  {
+    wire::ExecutionPlan other = wire;
+    other.meshes[0].rootRanks.__set_box({0, 2, 1, 32, 2});
+    StatusOr<RankPlan> shuffled = deserializePlanForRank(fileOf(other), 5);
+    ASSERT_TRUE(shuffled.isOk()) << shuffled.status().toString();
+    EXPECT_FALSE(shuffled->plan.meshes[0].elided);
+    EXPECT_EQ(shuffled->plan.meshes[0].rootRanks.size(), 64u);
+  }
   refused([](W &w) { w.topology[0].hosts[0].ranks.__set_box({1, 64, 1}); },
           "lists rank 64 of 64");
   refused(

@@ -102,7 +102,8 @@ struct ProcMesh {
   std::vector<int64_t> rootRanks;
   /// Decoded for one rank (deserializePlanForRank): a slice that no step
   /// plan or communicator runs on, whose `rootRanks` are left empty (their
-  /// number and sign were checked on the stored set).
+  /// number and sign were checked on the stored set), or a root proc mesh,
+  /// whose root ranks are its ranks (left empty: rank r is root rank r).
   bool elided = false;
   int64_t numRanks() const;
   bool operator==(const ProcMesh &) const = default;
