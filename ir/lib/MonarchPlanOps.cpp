@@ -20,6 +20,7 @@
 #include "llvm/ADT/TypeSwitch.h"
 
 #include <memory>
+#include <optional>
 
 using namespace mlir;
 using namespace monarch;
@@ -83,6 +84,27 @@ void PlanOp::build(OpBuilder &builder, OperationState &state, StringRef name,
   state.addAttribute(getMeshAttrName(state.name),
                      FlatSymbolRefAttr::get(builder.getContext(), mesh));
   state.addRegion()->emplaceBlock();
+}
+
+/// Checks that `comm`, what `ref` names as seen from `at`, is a
+/// communicator of `plan`'s mesh that holds `rank`, and `peer` when given.
+static LogicalResult checkComm(Operation *at, FlatSymbolRefAttr ref,
+                               CommunicatorOp comm, PlanOp plan, int64_t rank,
+                               std::optional<int64_t> peer = std::nullopt) {
+  if (!comm)
+    return unresolved(at, ref.getAttr(), "monarch.communicator");
+  if (comm.getMesh() != plan.getMesh())
+    return at->emitOpError("communicator ")
+           << ref << " is on " << comm.getMeshAttr() << " but plan @"
+           << plan.getSymName() << " is on " << plan.getMeshAttr()
+           << "; a plan's communicators list ranks of the plan's mesh";
+  if (comm.getCommRank(rank) < 0)
+    return at->emitOpError("rank ")
+           << rank << " is not a member of communicator " << ref;
+  if (peer && comm.getCommRank(*peer) < 0)
+    return at->emitOpError("peer rank ")
+           << *peer << " is not a member of communicator " << ref;
+  return success();
 }
 
 namespace {
@@ -196,15 +218,8 @@ LogicalResult PlanOp::verifySymbolUses(SymbolTableCollection &tables) {
       CommunicatorOp comm = commNamed(ref);
       auto theirs = cast<CollectiveOp>(s->comms[i]);
       CommunicatorOp their = commNamed(theirs.getCommAttr());
-      if (!comm)
-        return unresolved(member, ref.getAttr(), "monarch.communicator");
-      if (comm.getMesh() != getMesh())
-        return member.emitOpError("communicator ")
-               << ref << " is on " << comm.getMeshAttr() << " but plan @"
-               << getSymName() << " is on " << getMeshAttr();
-      if (comm.getCommRank(rank) < 0)
-        return member.emitOpError("rank ")
-               << rank << " is not a member of communicator " << ref;
+      if (failed(checkComm(member, ref, comm, *this, rank)))
+        return failure();
       if (their && their.getRanks().size() != comm.getRanks().size())
         return member.emitOpError("communicator ")
                << ref << " of collective #" << i << " has "
@@ -216,13 +231,10 @@ LogicalResult PlanOp::verifySymbolUses(SymbolTableCollection &tables) {
       FlatSymbolRefAttr ref = isa<SendOp>(s->peers[i])
                                   ? cast<SendOp>(s->peers[i]).getCommAttr()
                                   : cast<RecvOp>(s->peers[i]).getCommAttr();
+      // (The program's transfer reports a name that does not resolve.)
       CommunicatorOp comm = commNamed(ref);
-      if (comm && comm.getCommRank(rank) < 0)
-        return member.emitOpError("rank ")
-               << rank << " is not a member of communicator " << ref;
-      if (comm && comm.getCommRank(peer) < 0)
-        return member.emitOpError("peer rank ")
-               << peer << " is not a member of communicator " << ref;
+      if (comm && failed(checkComm(member, ref, comm, *this, rank, peer)))
+        return failure();
     }
   }
   return success();
@@ -377,24 +389,9 @@ static T lookupFromInstruction(Operation *op, SymbolRefAttr ref,
 static CommunicatorOp resolveComm(Operation *op, FlatSymbolRefAttr ref,
                                   SymbolTableCollection &tables) {
   auto comm = lookupFromInstruction<CommunicatorOp>(op, ref, tables);
-  if (!comm) {
-    unresolved(op, ref.getAttr(), "monarch.communicator");
+  if (failed(
+          checkComm(op, ref, comm, op->getParentOfType<PlanOp>(), ownRank(op))))
     return {};
-  }
-  auto plan = op->getParentOfType<PlanOp>();
-  if (comm.getMesh() != plan.getMesh()) {
-    op->emitOpError("communicator ")
-        << ref << " is on " << comm.getMeshAttr() << " but plan @"
-        << plan.getSymName() << " is on " << plan.getMeshAttr()
-        << "; a plan's communicators list ranks of the plan's mesh";
-    return {};
-  }
-  int64_t rank = ownRank(op);
-  if (comm.getCommRank(rank) < 0) {
-    op->emitOpError("rank ")
-        << rank << " is not a member of communicator " << ref;
-    return {};
-  }
   return comm;
 }
 
@@ -425,14 +422,11 @@ LogicalResult LaunchOp::verifySymbolUses(SymbolTableCollection &tables) {
 
 template <typename OpT>
 static LogicalResult verifyP2P(OpT op, SymbolTableCollection &tables) {
-  CommunicatorOp comm = resolveComm(op, op.getCommAttr(), tables);
-  if (!comm)
-    return failure();
-  if (comm.getCommRank(static_cast<int64_t>(op.getPeer())) < 0)
-    return op.emitOpError("peer rank ")
-           << op.getPeer() << " is not a member of communicator "
-           << op.getCommAttr();
-  return success();
+  auto comm =
+      lookupFromInstruction<CommunicatorOp>(op, op.getCommAttr(), tables);
+  return checkComm(op, op.getCommAttr(), comm,
+                   op->template getParentOfType<PlanOp>(), ownRank(op),
+                   static_cast<int64_t>(op.getPeer()));
 }
 
 LogicalResult SendOp::verifySymbolUses(SymbolTableCollection &tables) {

@@ -1060,94 +1060,72 @@ RankProgramOp MonarchPlanTransfersPass::copyProgram(RankProgramOp program,
       comm = communicator(b, loc, planName, world, groupAttr.asArrayRef());
     return comm;
   };
-  // A member of the class program (monarch.rank_member): its own peers,
-  // communicators and offsets in the program's order. Only where its links
-  // and communicator sizes are the program's (what monarch-schedule reads
-  // of a program is then equal, docs/spmd-classes.md); otherwise a copy.
-  if (classPrograms) {
-    SmallVector<int64_t> peers;
-    SmallVector<Attribute> commRefs, offsetList;
-    auto s = sends.begin(), r = recvs.begin();
-    auto c = colls.begin();
-    bool same = true;
-    Attribute none = b.getUnitAttr();
-    auto orNone = [&](DenseI64ArrayAttr a) -> Attribute {
-      return a ? Attribute(a) : none;
-    };
-    for (Operation &op : program.getBody().front()) {
-      if (auto feed = dyn_cast<FeedBufferOp>(op)) {
-        offsetList.push_back(orNone(offsets(to.inputOffsets[feed.getIndex()])));
-      } else if (auto fetch = dyn_cast<FetchBufferOp>(op)) {
-        offsetList.push_back(
-            orNone(offsets(to.outputOffsets[fetch.getIndex()])));
-      } else if (auto state = dyn_cast<StateBufferOp>(op)) {
-        offsetList.push_back(orNone(stateShard(
-            getOperation(), to.rank, state.getState(), state.getBuffer(), b)));
-      } else if (auto send = dyn_cast<SendOp>(op)) {
-        int64_t peer = *s++;
-        peers.push_back(peer);
-        same &=
-            linkBetween(world, procMesh, {to.rank, peer}) == send.getLinkAttr();
-      } else if (auto recv = dyn_cast<RecvOp>(op)) {
-        int64_t peer = *r++;
-        peers.push_back(peer);
-        same &=
-            linkBetween(world, procMesh, {peer, to.rank}) == recv.getLinkAttr();
-      } else if (auto coll = dyn_cast<CollectiveOp>(op)) {
-        DenseI64ArrayAttr groupAttr = *c++;
-        CommunicatorOp comm = commOf(groupAttr, program.getLoc());
-        CommunicatorOp theirs = commByName.lookup(coll.getCommAttr().getAttr());
-        same &= theirs && theirs.getRanks().size() == comm.getRanks().size() &&
-                linkBetween(world, procMesh, groupAttr.asArrayRef()) ==
-                    coll.getLinkAttr();
-        commRefs.push_back(FlatSymbolRefAttr::get(comm.getSymNameAttr()));
-      }
-      if (!same)
-        break;
-    }
-    if (same) {
-      RankMemberOp::create(b, program.getLoc(), to.rank, program.getRank(),
-                           b.getDenseI64ArrayAttr(peers),
-                           b.getArrayAttr(commRefs),
-                           b.getArrayAttr(offsetList));
-      numKernels += numLaunch;
-      numSends += numSend;
-      numCollectives += numColl;
-      ++numCopied;
-      return program;
-    }
-  }
-  auto copy = cast<RankProgramOp>(b.clone(*program));
-  copy.setRank(to.rank);
+  // The member's tables in the program's order (monarch.rank_member: its
+  // own peers, communicators and offsets), and the links its transfers
+  // cross. It stays a member where its links and communicator sizes are the
+  // program's (what monarch-schedule reads of a program is then equal,
+  // docs/spmd-classes.md); otherwise it is written out as a copy.
+  SmallVector<int64_t> peers;
+  SmallVector<Attribute> commRefs, offsetList;
+  SmallVector<LinkKindAttr> links;
   auto s = sends.begin(), r = recvs.begin();
   auto c = colls.begin();
-  for (Operation &op : copy.getBody().front()) {
+  bool same = true;
+  Attribute none = b.getUnitAttr();
+  auto orNone = [&](DenseI64ArrayAttr a) -> Attribute {
+    return a ? Attribute(a) : none;
+  };
+  for (Operation &op : program.getBody().front()) {
     if (auto feed = dyn_cast<FeedBufferOp>(op)) {
-      feed.setOffsetsAttr(offsets(to.inputOffsets[feed.getIndex()]));
+      offsetList.push_back(orNone(offsets(to.inputOffsets[feed.getIndex()])));
     } else if (auto fetch = dyn_cast<FetchBufferOp>(op)) {
-      fetch.setOffsetsAttr(offsets(to.outputOffsets[fetch.getIndex()]));
+      offsetList.push_back(orNone(offsets(to.outputOffsets[fetch.getIndex()])));
     } else if (auto state = dyn_cast<StateBufferOp>(op)) {
-      state.setOffsetsAttr(stateShard(getOperation(), to.rank, state.getState(),
-                                      state.getBuffer(), b));
+      offsetList.push_back(orNone(stateShard(
+          getOperation(), to.rank, state.getState(), state.getBuffer(), b)));
     } else if (auto send = dyn_cast<SendOp>(op)) {
       int64_t peer = *s++;
-      send.setPeer(peer);
-      send.setLinkAttr(linkBetween(world, procMesh, {to.rank, peer}));
+      peers.push_back(peer);
+      links.push_back(linkBetween(world, procMesh, {to.rank, peer}));
+      same &= links.back() == send.getLinkAttr();
     } else if (auto recv = dyn_cast<RecvOp>(op)) {
       int64_t peer = *r++;
-      recv.setPeer(peer);
-      recv.setLinkAttr(linkBetween(world, procMesh, {peer, to.rank}));
+      peers.push_back(peer);
+      links.push_back(linkBetween(world, procMesh, {peer, to.rank}));
+      same &= links.back() == recv.getLinkAttr();
     } else if (auto coll = dyn_cast<CollectiveOp>(op)) {
       DenseI64ArrayAttr groupAttr = *c++;
-      CommunicatorOp comm = commOf(groupAttr, copy.getLoc());
-      coll.setCommAttr(FlatSymbolRefAttr::get(comm.getSymNameAttr()));
-      coll.setLinkAttr(linkBetween(world, procMesh, groupAttr.asArrayRef()));
+      CommunicatorOp comm = commOf(groupAttr, program.getLoc());
+      CommunicatorOp theirs = commByName.lookup(coll.getCommAttr().getAttr());
+      links.push_back(linkBetween(world, procMesh, groupAttr.asArrayRef()));
+      same &= theirs && theirs.getRanks().size() == comm.getRanks().size() &&
+              links.back() == coll.getLinkAttr();
+      commRefs.push_back(FlatSymbolRefAttr::get(comm.getSymNameAttr()));
     }
   }
+  auto member = RankMemberOp::create(
+      b, program.getLoc(), to.rank, program.getRank(),
+      b.getDenseI64ArrayAttr(peers), b.getArrayAttr(commRefs),
+      b.getArrayAttr(offsetList));
   numKernels += numLaunch;
   numSends += numSend;
   numCollectives += numColl;
   ++numCopied;
+  if (classPrograms && same)
+    return program;
+  // The copy is the member written out (what monarch-expand-rank-members
+  // writes), with the links of its own transfers.
+  RankProgramOp copy = member.materialize(program);
+  member.erase();
+  auto link = links.begin();
+  for (Operation &op : copy.getBody().front()) {
+    if (auto send = dyn_cast<SendOp>(op))
+      send.setLinkAttr(*link++);
+    else if (auto recv = dyn_cast<RecvOp>(op))
+      recv.setLinkAttr(*link++);
+    else if (auto coll = dyn_cast<CollectiveOp>(op))
+      coll.setLinkAttr(*link++);
+  }
   return copy;
 }
 
